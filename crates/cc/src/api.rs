@@ -1,0 +1,129 @@
+//! The interface between a reliable-transport sender and its congestion controller,
+//! in the spirit of Linux `tcp_congestion_ops`: small hooks, the controller owns the
+//! window (cwnd, ssthresh) and the pacing rate, the transport owns sequence numbers,
+//! loss detection, the CWR/Recovery states and timers.
+
+use l4s_core::{Dur, Ecn, Rate, Time};
+
+/// ECN feedback negotiated (or requested) for a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EcnMode {
+    /// No ECN: data is sent Not-ECT; only loss signals congestion.
+    Off,
+    /// RFC 3168: data sent ECT(0); the receiver echoes ECE until CWR; the sender reacts at
+    /// most once per round trip.
+    Classic,
+    /// Accurate ECN (RFC 9768): the receiver feeds back CE packet and byte counts; the
+    /// sender marks its data with `ect` (ECT(1) for L4S, ECT(0) for data-centre DCTCP).
+    Accurate { ect: Ecn },
+}
+
+impl EcnMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnMode::Off => "none",
+            EcnMode::Classic => "classic",
+            EcnMode::Accurate { .. } => "accecn",
+        }
+    }
+}
+
+/// What the transport learnt from one incoming ACK, after it updated its own state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckSample {
+    pub now: Time,
+    /// Bytes newly acknowledged (cumulatively or by SACK) by this ACK.
+    pub acked_bytes: u64,
+    /// Packets newly acknowledged by this ACK.
+    pub acked_pkts: u64,
+    /// Packets newly reported CE by this ACK (AccECN ACE/counter delta; 0 under RFC 3168).
+    pub ce_pkts: u64,
+    /// Payload bytes newly reported CE (AccECN byte counters when present, else an estimate).
+    pub ce_bytes: u64,
+    /// RFC 3168: this ACK carries ECE.
+    pub ece: bool,
+    /// RTT measured from this ACK, if any (Karn: never from a retransmitted segment).
+    pub rtt: Option<Dur>,
+    /// Smoothed RTT (RFC 6298) after this sample.
+    pub srtt: Dur,
+    /// Minimum RTT seen on the connection.
+    pub min_rtt: Dur,
+    /// Oldest unacknowledged byte after processing.
+    pub snd_una: u64,
+    /// Next byte to be sent.
+    pub snd_nxt: u64,
+    /// Bytes in flight after processing (sent, not acknowledged, not marked lost).
+    pub bytes_in_flight: u64,
+    /// Cumulative packets delivered (acknowledged) on the connection.
+    pub delivered_pkts: u64,
+    /// Cumulative packets delivered that were CE-marked (AccECN), or whose ACK carried ECE.
+    pub delivered_ce_pkts: u64,
+    /// Sender maximum segment size (payload bytes) currently in use.
+    pub mss: u32,
+    /// True if the sender was limited by the congestion window (not by the application)
+    /// when it last sent (Linux `tcp_is_cwnd_limited`).
+    pub cwnd_limited: bool,
+    /// The transport is in loss recovery.
+    pub in_recovery: bool,
+    /// The transport is in CWR (an ECN reduction this round trip).
+    pub in_cwr: bool,
+}
+
+/// Optional controller internals for monitoring and reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CcInfo {
+    /// DCTCP/Prague alpha (EWMA of the marked fraction), 0..=1.
+    pub alpha: Option<f64>,
+    /// Prague: true while in rate-based mode.
+    pub rate_mode: bool,
+}
+
+/// A window-based congestion controller for a reliable byte stream.
+pub trait CongestionControl: Send + std::fmt::Debug {
+    /// Name as used in scenario files and results: "reno", "cubic", "dctcp", "prague".
+    fn name(&self) -> &'static str;
+    /// The ECN feedback this controller asks for at connection set-up.
+    fn ecn_request(&self) -> EcnMode;
+    /// Told what was negotiated. E.g. Prague without AccECN falls back to Reno behaviour
+    /// and Not-ECT (`specs/endpoints.md` §1.3 rule 7).
+    fn on_ecn_negotiated(&mut self, mode: EcnMode);
+    /// ECN codepoint for data packets now.
+    fn data_ecn(&self) -> Ecn;
+    /// Every ACK that acknowledges new data or carries new ECN feedback.
+    fn on_ack(&mut self, s: &AckSample);
+    /// ECN congestion feedback (ECE under RFC 3168, a CE increase under AccECN) arrived while
+    /// the transport was neither in CWR nor in Recovery. The transport calls this at most
+    /// once per round trip and then stays in CWR until `snd_una` passes the `snd_nxt` of entry.
+    fn on_ecn_congestion(&mut self, s: &AckSample);
+    /// The transport entered fast recovery after detecting loss (at most once per window).
+    fn on_loss(&mut self, now: Time, bytes_in_flight: u64);
+    /// The transport left Recovery or CWR and is back in Open.
+    fn on_recovery_exit(&mut self, now: Time);
+    /// The retransmission timer expired.
+    fn on_rto(&mut self, now: Time);
+    /// The last reduction was spurious (e.g. detected by D-SACK or timestamps): undo it.
+    fn on_undo(&mut self, now: Time);
+    /// Congestion window in bytes.
+    fn cwnd(&self) -> u64;
+    /// Slow-start threshold in bytes.
+    fn ssthresh(&self) -> u64;
+    fn in_slow_start(&self) -> bool {
+        self.cwnd() < self.ssthresh()
+    }
+    /// Pacing rate to use now, `None` to send unpaced. Linux-like default: 2× cwnd/srtt in
+    /// slow start, 1.2× in congestion avoidance.
+    fn pacing_rate(&self, srtt: Dur, _bytes_in_flight: u64) -> Option<Rate> {
+        if srtt.is_zero() {
+            return None;
+        }
+        let factor = if self.in_slow_start() { 2.0 } else { 1.2 };
+        Some(Rate::from_bytes_per_sec(self.cwnd() as f64 * factor / srtt.as_secs_f64()))
+    }
+    /// A smaller segment size the controller wants (Prague below ~1 Mbit/s); `None` = path MSS.
+    fn mss(&self) -> Option<u32> {
+        None
+    }
+    fn info(&self) -> CcInfo {
+        CcInfo::default()
+    }
+}

@@ -1,0 +1,130 @@
+//! Parsing of human units used in scenario files: rates (`100Mbit`, `1.5Gbps`, `64kbit`),
+//! durations (`20ms`, `1.5s`, `250us`, `100ns`) and sizes (`1500B`, `1.5MB`, `64KiB`).
+//!
+//! Decimal prefixes are powers of 1000; binary prefixes (`Ki`, `Mi`, `Gi`) powers of 1024.
+//! Errors say what was expected, so that the scenario loader can quote them.
+
+use crate::time::{Dur, Rate};
+
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '_' || *c == '+' || *c == '-' || *c == 'e'))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    // A trailing 'e' may belong to no exponent (e.g. none of our units start with e, so fine).
+    let (num, unit) = s.split_at(end);
+    let num: String = num.chars().filter(|c| *c != '_').collect();
+    let v: f64 = num.parse().ok()?;
+    Some((v, unit.trim()))
+}
+
+/// Parse a rate such as `100Mbit`, `100Mbps`, `1Gbit/s`, `12.5MBps` (bytes), `500kbit`.
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    let expected = "a rate such as \"100Mbit\", \"1.5Gbit\", \"500kbit\" or \"12.5MBps\" (bytes/s)";
+    let (v, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
+    let unit_l = unit.trim_end_matches("/s");
+    let (mult, bytes) = match unit_l {
+        "bit" | "bps" | "b" => (1.0, false),
+        "kbit" | "kbps" | "Kbit" | "Kbps" | "kb" => (1e3, false),
+        "Mbit" | "Mbps" | "mbit" | "mbps" | "Mb" => (1e6, false),
+        "Gbit" | "Gbps" | "gbit" | "gbps" | "Gb" => (1e9, false),
+        "Tbit" | "Tbps" => (1e12, false),
+        "Bps" | "B" => (1.0, true),
+        "kBps" | "KBps" | "kB" | "KB" => (1e3, true),
+        "MBps" | "MB" => (1e6, true),
+        "GBps" | "GB" => (1e9, true),
+        "" => return Err(format!("expected {expected}, found {s:?} (the unit is missing)")),
+        _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
+    };
+    let bits = v * mult * if bytes { 8.0 } else { 1.0 };
+    if !bits.is_finite() || bits < 0.0 {
+        return Err(format!("expected {expected}, found {s:?}"));
+    }
+    if bits > u64::MAX as f64 {
+        return Err(format!("rate {s:?} is too large"));
+    }
+    Ok(Rate(bits.round() as u64))
+}
+
+/// Parse a duration such as `20ms`, `1.5s`, `250us`, `100ns`, `2min`.
+pub fn parse_dur(s: &str) -> Result<Dur, String> {
+    let expected = "a duration such as \"20ms\", \"1.5s\", \"250us\" or \"100ns\"";
+    let (v, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
+    let mult = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" | "sec" => 1e9,
+        "min" | "m" => 60e9,
+        "h" => 3600e9,
+        "" => return Err(format!("expected {expected}, found {s:?} (the unit is missing)")),
+        _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
+    };
+    let ns = v * mult;
+    if !ns.is_finite() || ns < 0.0 {
+        return Err(format!("expected {expected}, found {s:?} (durations cannot be negative)"));
+    }
+    if ns > u64::MAX as f64 {
+        return Err(format!("duration {s:?} is too large"));
+    }
+    Ok(Dur(ns.round() as u64))
+}
+
+/// Parse a size in bytes such as `1500B`, `1500`, `1.5MB`, `64KiB`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let expected = "a size such as \"1500B\", \"64KiB\" or \"1.5MB\"";
+    let (v, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
+    let mult = match unit {
+        "" | "B" | "bytes" => 1.0,
+        "kB" | "KB" | "k" => 1e3,
+        "MB" | "M" => 1e6,
+        "GB" | "G" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
+    };
+    let b = v * mult;
+    if !b.is_finite() || b < 0.0 {
+        return Err(format!("expected {expected}, found {s:?} (sizes cannot be negative)"));
+    }
+    if b > u64::MAX as f64 {
+        return Err(format!("size {s:?} is too large"));
+    }
+    Ok(b.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("100Mbit").unwrap(), Rate::mbps(100));
+        assert_eq!(parse_rate("1.5Gbit/s").unwrap(), Rate(1_500_000_000));
+        assert_eq!(parse_rate("64kbps").unwrap(), Rate(64_000));
+        assert_eq!(parse_rate("12.5MBps").unwrap(), Rate::mbps(100));
+        assert!(parse_rate("100").unwrap_err().contains("unit is missing"));
+        assert!(parse_rate("100furlongs").unwrap_err().contains("unknown unit"));
+        assert!(parse_rate("-5Mbit").is_err());
+        assert!(parse_rate("fast").is_err());
+    }
+    #[test]
+    fn durations() {
+        assert_eq!(parse_dur("20ms").unwrap(), Dur::from_millis(20));
+        assert_eq!(parse_dur("1.5s").unwrap(), Dur::from_millis(1500));
+        assert_eq!(parse_dur("250us").unwrap(), Dur::from_micros(250));
+        assert_eq!(parse_dur("0s").unwrap(), Dur::ZERO);
+        assert!(parse_dur("-1ms").is_err());
+        assert!(parse_dur("20").is_err());
+    }
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("1500B").unwrap(), 1500);
+        assert_eq!(parse_bytes("1500").unwrap(), 1500);
+        assert_eq!(parse_bytes("1.5MB").unwrap(), 1_500_000);
+        assert_eq!(parse_bytes("64KiB").unwrap(), 65_536);
+        assert!(parse_bytes("1.5 parsecs").is_err());
+    }
+}
