@@ -3,5 +3,8 @@
 //! Sans-IO endpoints driven by the simulator or, later, the live testbed.
 
 pub mod endpoint;
+pub mod probe;
+pub mod tcp;
+pub mod udp_prague;
 
 pub use endpoint::{Endpoint, EndpointStats, Transmit};
