@@ -1,0 +1,160 @@
+//! `l4s`: run an L4S scenario and write its results.
+//!
+//! Exit status: 0 on success, 2 when the scenario or the command line is wrong (nothing
+//! is run and no results directory is left behind), 1 when the run itself fails.
+
+use clap::{Parser, Subcommand};
+use l4s_core::units::parse_dur;
+use l4s_core::Dur;
+use l4s_metrics::results::ResultsDir;
+use l4s_metrics::table::summary_tables;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "l4s", version, about = "l4s-lab: simulate and measure L4S (RFC 9330/9331/9332) networks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario in the simulator, print a summary and write a results directory.
+    Run {
+        /// Scenario file (TOML), e.g. scenarios/dumbbell-dualpi2.toml
+        scenario: PathBuf,
+        /// Results directory (default: results/<scenario name>). An earlier l4s-lab
+        /// results directory there is replaced; any other existing path is refused.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Random seed (overrides the scenario's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Simulated duration (overrides the scenario's `duration`), e.g. 10s.
+        #[arg(long, value_parser = parse_duration_arg)]
+        duration: Option<Dur>,
+        /// Print only the results path.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a scenario file without running it.
+    Check {
+        /// Scenario file (TOML)
+        scenario: PathBuf,
+    },
+}
+
+fn parse_duration_arg(s: &str) -> Result<Dur, String> {
+    let d = parse_dur(s)?;
+    if d.is_zero() {
+        return Err("expected a duration above zero".into());
+    }
+    Ok(d)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Check { scenario } => match l4s_scenario::load_file(&scenario) {
+            Ok(s) => {
+                println!(
+                    "{}: ok ({} nodes, {} links, {} flows, {} simulated)",
+                    scenario.display(),
+                    s.nodes.len(),
+                    s.links.len(),
+                    s.flows.len(),
+                    s.duration
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Run { scenario, out, seed, duration, quiet } => run(&scenario, out, seed, duration, quiet),
+    }
+}
+
+fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, duration: Option<Dur>, quiet: bool) -> ExitCode {
+    let sc = match l4s_scenario::load_file(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let scenario_text = std::fs::read(path).unwrap_or_default();
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
+    // Refuse a foreign output path before spending time simulating.
+    let dir = match ResultsDir::create(&out) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let total = duration.unwrap_or(sc.duration);
+    let tty = std::io::stderr().is_terminal() && !quiet;
+    let wall = Instant::now();
+    let mut progress = |t: l4s_core::Time| {
+        if tty {
+            let frac = t.as_secs_f64() / total.as_secs_f64().max(1e-9);
+            let el = wall.elapsed().as_secs_f64();
+            let eta = if frac > 0.0 { el / frac - el } else { 0.0 };
+            eprint!("\r  simulated {:>7.1} s of {:.1} s  ({:>3.0} %)  wall {:>5.1} s  eta {:>4.1} s ", t.as_secs_f64(), total.as_secs_f64(), frac * 100.0, el, eta.max(0.0));
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let opts = l4s_sim::RunOptions { seed, duration };
+    let (summary, stats) = match l4s_sim::run(sc, &opts, &mut progress) {
+        Ok(x) => x,
+        Err(e) => {
+            if tty {
+                eprintln!();
+            }
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let elapsed = wall.elapsed();
+    if tty {
+        eprint!("\r{}\r", " ".repeat(90));
+    }
+    let json = match serde_json::to_vec_pretty(&summary) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("error: cannot serialise the summary: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let written = dir
+        .write("summary.json", &json)
+        .and_then(|_| dir.write("scenario.toml", &scenario_text))
+        .and_then(|_| dir.commit());
+    let written = match written {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", out.display());
+            return ExitCode::from(1);
+        }
+    };
+    if quiet {
+        println!("{}", written.display());
+    } else {
+        print!("{}", summary_tables(&summary));
+        println!(
+            "\nsimulated {:.1} s in {:.2} s wall ({} events, {:.1} M events/s, {} bottleneck packets)",
+            stats.simulated.as_secs_f64(),
+            elapsed.as_secs_f64(),
+            stats.events,
+            stats.events as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6,
+            stats.bottleneck_packets
+        );
+        println!("results: {}", written.join("summary.json").display());
+    }
+    ExitCode::SUCCESS
+}

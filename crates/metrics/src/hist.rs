@@ -1,0 +1,150 @@
+//! Delay histograms.
+
+use hdrhistogram::Histogram;
+use l4s_core::Dur;
+use serde::Serialize;
+
+/// Largest value a histogram tracks: one hour in ns. Larger samples are clamped (and
+/// counted in `max`, which is kept exactly).
+const HIGHEST_NS: u64 = 3_600_000_000_000;
+
+/// A histogram of durations with 3 significant digits (relative error ≤ 0.1 %).
+#[derive(Clone, Debug)]
+pub struct LatencyHist {
+    h: Histogram<u64>,
+    max_ns: u64,
+    sum_ns: u128,
+}
+
+impl Default for LatencyHist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHist {
+    pub fn new() -> LatencyHist {
+        LatencyHist {
+            // Bounds are constants that hdrhistogram accepts; this cannot fail.
+            h: Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("valid histogram bounds"),
+            max_ns: 0,
+            sum_ns: 0,
+        }
+    }
+    /// Record one sample. Zero is recorded as 1 ns (the lowest trackable value) for the
+    /// percentiles; the mean keeps the exact value.
+    #[inline]
+    pub fn record(&mut self, d: Dur) {
+        let ns = d.as_nanos();
+        self.max_ns = self.max_ns.max(ns);
+        self.sum_ns += ns as u128;
+        self.h.saturating_record(ns.clamp(1, HIGHEST_NS));
+    }
+    pub fn count(&self) -> u64 {
+        self.h.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.h.reset();
+        self.max_ns = 0;
+        self.sum_ns = 0;
+    }
+    /// Merge another histogram into this one.
+    pub fn merge(&mut self, other: &LatencyHist) {
+        // Same bounds on both sides; add cannot fail.
+        let _ = self.h.add(&other.h);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns += other.sum_ns;
+    }
+    /// The value at quantile `q` (0..=1), in ns. hdrhistogram reports the highest value
+    /// equivalent to the bucket, so a percentile is never under-reported.
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        if self.h.is_empty() {
+            return 0;
+        }
+        self.h.value_at_quantile(q).min(self.max_ns.max(1))
+    }
+    pub fn mean_ns(&self) -> f64 {
+        if self.h.is_empty() {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.h.len() as f64
+        }
+    }
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+    /// Percentiles in milliseconds, as written to `summary.json`.
+    pub fn percentiles_ms(&self) -> Percentiles {
+        let ms = |ns: u64| round6(ns as f64 / 1e6);
+        Percentiles {
+            count: self.count(),
+            mean: round6(self.mean_ns() / 1e6),
+            p50: ms(self.quantile_ns(0.50)),
+            p90: ms(self.quantile_ns(0.90)),
+            p99: ms(self.quantile_ns(0.99)),
+            p999: ms(self.quantile_ns(0.999)),
+            p9999: ms(self.quantile_ns(0.9999)),
+            max: ms(self.max_ns),
+        }
+    }
+}
+
+/// Round to 6 decimals (ns precision for ms values) so that JSON stays short and stable.
+pub fn round6(x: f64) -> f64 {
+    if !x.is_finite() {
+        return 0.0;
+    }
+    (x * 1e6).round() / 1e6
+}
+
+/// Distribution summary of a delay, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn percentiles_of_known_samples() {
+        let mut h = LatencyHist::new();
+        // 1..=1000 ms, one sample each.
+        for i in 1..=1000u64 {
+            h.record(Dur::from_millis(i));
+        }
+        let p = h.percentiles_ms();
+        assert_eq!(p.count, 1000);
+        assert!((p.mean - 500.5).abs() < 1e-9, "{}", p.mean);
+        // Within HDR precision (3 significant digits → ≤ 0.1 % relative).
+        for (got, want) in [(p.p50, 500.0), (p.p90, 900.0), (p.p99, 990.0), (p.p999, 999.0)] {
+            assert!((got - want).abs() / want <= 0.001, "{got} vs {want}");
+        }
+        assert_eq!(p.max, 1000.0);
+    }
+    #[test]
+    fn empty_and_merge() {
+        let mut a = LatencyHist::new();
+        assert_eq!(a.percentiles_ms(), Percentiles::default());
+        let mut b = LatencyHist::new();
+        a.record(Dur::from_millis(1));
+        b.record(Dur::from_millis(3));
+        a.merge(&b);
+        assert_eq!(a.count(), 2);
+        assert!((a.percentiles_ms().mean - 2.0).abs() < 1e-9);
+        assert_eq!(a.max_ns(), 3_000_000);
+        // Zero is recorded and does not break the mean.
+        a.record(Dur::ZERO);
+        assert_eq!(a.count(), 3);
+    }
+}

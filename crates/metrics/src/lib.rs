@@ -1,0 +1,18 @@
+//! # l4s-metrics
+//!
+//! Streaming measurement for l4s-lab runs and the results format they write.
+//!
+//! * [`LatencyHist`]: an HDR histogram of durations (`hdrhistogram` crate: fixed memory,
+//!   3 significant digits from 1 ns to 1 hour, percentiles to p99.99 without keeping
+//!   samples). Memory does not grow with run length (DESIGN.md principle 4).
+//! * [`summary`]: the serialisable `summary.json` schema ([`summary::SCHEMA_VERSION`]).
+//! * [`results`]: writing a results directory atomically (a temporary directory renamed
+//!   into place, so a failed run never leaves half-written results).
+//! * [`table`]: the plain-text summary printed at the end of a run.
+
+pub mod hist;
+pub mod results;
+pub mod summary;
+pub mod table;
+
+pub use hist::{LatencyHist, Percentiles};

@@ -1,0 +1,131 @@
+//! The `summary.json` schema. Documented in `docs/results.md`; bump
+//! [`SCHEMA_VERSION`] on any incompatible change.
+//!
+//! Only deterministic content goes here (no wall-clock times, no host names), so that the
+//! same scenario and seed give a byte-identical file (DESIGN.md principle 3).
+
+use crate::hist::Percentiles;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Version of the `summary.json` layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    pub tool: ToolInfo,
+    pub scenario: ScenarioInfo,
+    pub flows: Vec<FlowSummary>,
+    pub queues: Vec<QueueSummary>,
+    /// Aggregates per traffic class ("L4S", "classic"): throughput and delay of all
+    /// flows of that class merged.
+    pub classes: Vec<ClassSummary>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolInfo {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub description: String,
+    /// Path of the scenario file as given on the command line.
+    pub file: String,
+    pub backend: &'static str,
+    pub seed: u64,
+    pub duration_s: f64,
+    /// Statistics cover [warmup_s, duration_s].
+    pub warmup_s: f64,
+    pub stats_window_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSummary {
+    pub name: String,
+    /// "tcp", "udp-prague" or "probe".
+    pub kind: String,
+    /// Congestion controller ("prague", "cubic", ... ; "udp-prague"; "none" for probes).
+    pub cc: String,
+    /// ECN codepoint the sender put on its data packets at the start ("ect1", "ect0", "not-ect").
+    pub ecn: String,
+    /// ECN feedback negotiated ("accecn", "classic", "none", "udp-prague").
+    pub ecn_feedback: String,
+    /// "L4S" when the data is sent ECT(1), otherwise "classic".
+    pub class: String,
+    pub src: String,
+    pub dst: String,
+    /// Propagation RTT of the flow's path (no queueing, no serialisation), ms.
+    pub base_rtt_ms: f64,
+    /// Bits per second of the flow's data packets arriving at the receiver (frame bytes)
+    /// during the statistics window.
+    pub throughput_bps: f64,
+    /// Application payload delivered in order to the receiver during the window, bit/s.
+    pub goodput_bps: f64,
+    /// One-way delay of data packets (sender's transmit to receiver's arrival), ms.
+    pub owd_ms: Percentiles,
+    /// RTT samples measured by the sender, ms; `null` for flows without feedback.
+    pub rtt_ms: Option<Percentiles>,
+    /// Data packets sent during the window (including retransmissions).
+    pub sent_packets: u64,
+    /// Data packets of this flow dropped in the network during the window.
+    pub lost_packets: u64,
+    /// `lost_packets / sent_packets`.
+    pub loss_fraction: f64,
+    pub retransmits: u64,
+    pub received_packets: u64,
+    pub ce_packets: u64,
+    /// Fraction of the flow's data packets that arrived CE-marked.
+    pub ce_fraction: f64,
+    /// Congestion reductions the sender made during the window.
+    pub congestion_events: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueSummary {
+    /// Link name, e.g. "bottleneck" or "r1->r2".
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    /// Queue discipline kind ("dualpi2", "fifo", ...).
+    pub aqm: String,
+    pub rate_bps: u64,
+    /// Fraction of the window the link spent transmitting.
+    pub utilization: f64,
+    /// Sojourn time of every packet dequeued during the window, all sub-queues merged, ms.
+    pub sojourn_ms: Percentiles,
+    pub enqueued_packets: u64,
+    pub dequeued_packets: u64,
+    /// CE marks set by the AQM.
+    pub marks: u64,
+    /// All drops (AQM + buffer limit).
+    pub drops: u64,
+    pub overlimit_drops: u64,
+    /// Mean of the AQM's congestion probability sampled every millisecond (DualPI2 p',
+    /// PIE p), if the AQM has one.
+    pub mean_probability: Option<f64>,
+    /// Per sub-queue ("L" and "C" for DualPI2; "single" otherwise).
+    pub subqueues: BTreeMap<String, SubQueueSummary>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SubQueueSummary {
+    pub sojourn_ms: Percentiles,
+    pub enqueued_packets: u64,
+    pub dequeued_packets: u64,
+    pub dequeued_bytes: u64,
+    pub marks: u64,
+    pub drops: u64,
+    pub overlimit_drops: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassSummary {
+    pub class: String,
+    pub flows: u32,
+    pub throughput_bps: f64,
+    pub owd_ms: Percentiles,
+}

@@ -1,0 +1,126 @@
+//! Plain-text tables for the terminal.
+
+use crate::summary::Summary;
+use std::fmt::Write;
+
+fn rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.2} Mbit/s", bps / 1e6)
+    } else {
+        format!("{:.1} kbit/s", bps / 1e3)
+    }
+}
+
+fn ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn pct(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x < 0.001 {
+        format!("{:.3}%", x * 100.0)
+    } else {
+        format!("{:.2}%", x * 100.0)
+    }
+}
+
+/// Render rows as an aligned table (first row is the header).
+pub fn render(rows: &[Vec<String>]) -> String {
+    let ncol = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let mut width = vec![0usize; ncol];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (ri, r) in rows.iter().enumerate() {
+        for (i, c) in r.iter().enumerate() {
+            let pad = width[i] - c.chars().count();
+            if i == 0 {
+                let _ = write!(out, "{c}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(out, "  {}{c}", " ".repeat(pad));
+            }
+        }
+        out.push('\n');
+        if ri == 0 {
+            let total: usize = width.iter().sum::<usize>() + 2 * ncol.saturating_sub(1);
+            out.push_str(&"-".repeat(total));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The flow and queue tables printed after a run.
+pub fn summary_tables(s: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} — {} backend, seed {}, statistics over {:.1}..{:.1} s\n",
+        s.scenario.name, s.scenario.backend, s.scenario.seed, s.scenario.warmup_s, s.scenario.duration_s
+    );
+    let mut rows = vec![["flow", "class", "cc", "ecn", "throughput", "owd p50", "p99", "p99.9 ms", "loss", "CE"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+    for f in &s.flows {
+        rows.push(vec![
+            f.name.clone(),
+            f.class.clone(),
+            f.cc.clone(),
+            f.ecn.clone(),
+            rate(f.throughput_bps),
+            ms(f.owd_ms.p50),
+            ms(f.owd_ms.p99),
+            ms(f.owd_ms.p999),
+            pct(f.loss_fraction),
+            pct(f.ce_fraction),
+        ]);
+    }
+    out.push_str(&render(&rows));
+    out.push('\n');
+    let mut rows = vec![["queue", "aqm", "sub", "sojourn p50", "p99 ms", "marks", "drops", "util"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+    for q in &s.queues {
+        let multi = q.subqueues.len() > 1;
+        rows.push(vec![
+            q.name.clone(),
+            q.aqm.clone(),
+            if multi { "all".into() } else { "-".into() },
+            ms(q.sojourn_ms.p50),
+            ms(q.sojourn_ms.p99),
+            q.marks.to_string(),
+            q.drops.to_string(),
+            pct(q.utilization),
+        ]);
+        if multi {
+            for (id, sq) in &q.subqueues {
+                rows.push(vec![
+                    String::new(),
+                    String::new(),
+                    id.clone(),
+                    ms(sq.sojourn_ms.p50),
+                    ms(sq.sojourn_ms.p99),
+                    sq.marks.to_string(),
+                    sq.drops.to_string(),
+                    String::new(),
+                ]);
+            }
+        }
+    }
+    out.push_str(&render(&rows));
+    out
+}

@@ -1,0 +1,127 @@
+//! The scenario file as written (serde structs, every table `deny_unknown_fields`).
+//! [`crate::load`] turns it into the validated [`crate::Scenario`].
+
+use l4s_core::{Dur, Rate};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    pub scenario: ScenarioTable,
+    pub topology: TopologyTable,
+    #[serde(default)]
+    pub flows: Vec<FlowTable>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioTable {
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: String,
+    pub duration: Dur,
+    #[serde(default)]
+    pub warmup: Dur,
+    #[serde(default = "one")]
+    pub seed: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyTable {
+    /// "dumbbell" or "custom".
+    #[serde(rename = "type")]
+    pub kind: String,
+    // --- dumbbell ---
+    /// Bottleneck rate.
+    pub rate: Option<Rate>,
+    /// One-way propagation delay of the bottleneck link itself.
+    pub delay: Option<Dur>,
+    /// Default base RTT of each flow.
+    pub rtt: Option<Dur>,
+    /// Rate of each sender's access link (default: unlimited, i.e. a pure delay line).
+    pub access_rate: Option<Rate>,
+    /// Bottleneck queue discipline (a table with `kind`).
+    pub aqm: Option<toml::Table>,
+    /// Reverse-direction (receiver to sender) rate; default the bottleneck rate.
+    pub reverse_rate: Option<Rate>,
+    /// Reverse-direction queue discipline; default a 1000-packet FIFO.
+    pub reverse_aqm: Option<toml::Table>,
+    // --- custom ---
+    #[serde(default)]
+    pub nodes: Vec<NodeTable>,
+    #[serde(default)]
+    pub links: Vec<LinkTable>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeTable {
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkTable {
+    pub name: Option<String>,
+    pub from: String,
+    pub to: String,
+    /// Rate; absent = unlimited (a pure delay line with no queue).
+    pub rate: Option<Rate>,
+    #[serde(default)]
+    pub delay: Dur,
+    pub aqm: Option<toml::Table>,
+    /// Also create the reverse direction (default true).
+    #[serde(default = "yes")]
+    pub bidirectional: bool,
+    pub reverse_rate: Option<Rate>,
+    pub reverse_delay: Option<Dur>,
+    pub reverse_aqm: Option<toml::Table>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowTable {
+    pub name: String,
+    /// "tcp", "udp-prague" or "probe".
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Congestion controller (tcp).
+    pub cc: Option<String>,
+    /// tcp: ECN feedback "accecn" | "classic" | "off" (default per cc);
+    /// probe: the codepoint sent ("ect1", "ect0", "not-ect", "ce").
+    pub ecn: Option<String>,
+    /// Base RTT (dumbbell).
+    pub rtt: Option<Dur>,
+    /// Sender and receiver nodes (custom topology).
+    pub from: Option<String>,
+    pub to: Option<String>,
+    #[serde(default)]
+    pub start: Dur,
+    pub stop: Option<Dur>,
+    /// Application data to send (tcp); absent = unlimited.
+    pub bytes: Option<String>,
+    /// Probe: packets per second.
+    pub pps: Option<f64>,
+    /// Probe: frame size ("200B").
+    pub size: Option<String>,
+    /// DSCP written in the IP header (classification rules).
+    pub dscp: Option<u8>,
+    /// Destination port (classification rules).
+    pub port: Option<u16>,
+    /// Congestion-control options (tcp): `ect1`, `abe`, `linux_beta`, `v06`, `rate_mode`,
+    /// `initial_cwnd`.
+    pub cc_params: Option<toml::Table>,
+    /// Advanced sender knobs, passed to the endpoint's own config.
+    pub sender: Option<toml::Table>,
+    /// Advanced receiver knobs.
+    pub receiver: Option<toml::Table>,
+}

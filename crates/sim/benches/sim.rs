@@ -1,0 +1,107 @@
+//! Simulator speed and memory benchmark (issue 2).
+//!
+//! `cargo bench -p l4s-sim` runs:
+//! 1. `dumbbell-dualpi2` (100 Mbit/s, 60 simulated s): wall time, events/s, bottleneck
+//!    packets per wall-clock second (target ≤ 0.4 s on one core);
+//! 2. `dumbbell-dualpi2-1g` (1 Gbit/s, 10 Prague + 10 CUBIC): bottleneck packets per
+//!    wall-clock second (target ≥ 1.2 M);
+//! 3. memory: peak heap of the 100 Mbit/s scenario at 60 s and at 600 s simulated
+//!    (target: 600 s uses at most 1.2× the peak of 60 s).
+//!
+//! Peak heap is measured by a counting global allocator, so the two runs can share one
+//! process. Pass `--quick` (or set L4S_BENCH_QUICK=1) to shorten the runs for a smoke test.
+
+use l4s_core::Dur;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+struct Counting;
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = System.alloc(l);
+        if !p.is_null() {
+            let now = IN_USE.fetch_add(l.size(), Relaxed) + l.size();
+            PEAK.fetch_max(now, Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l);
+        IN_USE.fetch_sub(l.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = System.realloc(p, l, new);
+        if !q.is_null() {
+            if new > l.size() {
+                let now = IN_USE.fetch_add(new - l.size(), Relaxed) + new - l.size();
+                PEAK.fetch_max(now, Relaxed);
+            } else {
+                IN_USE.fetch_sub(l.size() - new, Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+struct Result {
+    wall: f64,
+    events: u64,
+    bottleneck_packets: u64,
+    peak_heap: usize,
+}
+
+fn run(file: &str, duration: Option<Dur>) -> Result {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(file);
+    let sc = l4s_scenario::load_file(&p).unwrap_or_else(|e| panic!("{e}"));
+    PEAK.store(IN_USE.load(Relaxed), Relaxed);
+    let base = IN_USE.load(Relaxed);
+    let t = Instant::now();
+    let opts = l4s_sim::RunOptions { seed: None, duration };
+    let (summary, stats) = l4s_sim::run(sc, &opts, &mut |_| {}).expect("run");
+    let wall = t.elapsed().as_secs_f64();
+    std::hint::black_box(&summary);
+    Result { wall, events: stats.events, bottleneck_packets: stats.bottleneck_packets, peak_heap: PEAK.load(Relaxed) - base }
+}
+
+fn report(name: &str, sim_s: f64, r: &Result) {
+    println!(
+        "{name:<34} {sim_s:>6.0} s sim  {:>7.3} s wall  {:>6.2} M events/s  {:>6.3} M bottleneck pkt/s  ({} pkts, {} events)  peak heap {:.1} MiB",
+        r.wall,
+        r.events as f64 / r.wall / 1e6,
+        r.bottleneck_packets as f64 / r.wall / 1e6,
+        r.bottleneck_packets,
+        r.events,
+        r.peak_heap as f64 / (1 << 20) as f64
+    );
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick") || std::env::var("L4S_BENCH_QUICK").is_ok();
+    let reps = if quick { 1 } else { 3 };
+    let short = if quick { Some(Dur::from_secs(12)) } else { None };
+    println!("l4s-sim benchmark ({} repetitions, best wall time reported)", reps);
+    let best = |file: &str, d: Option<Dur>| (0..reps).map(|_| run(file, d)).min_by(|a, b| a.wall.total_cmp(&b.wall)).unwrap();
+    let r = best("scenarios/dumbbell-dualpi2.toml", short);
+    report("dumbbell-dualpi2 (100 Mbit/s)", short.map(|d| d.as_secs_f64()).unwrap_or(60.0), &r);
+    let g = best("scenarios/dumbbell-dualpi2-1g.toml", short);
+    report("dumbbell-dualpi2-1g (1 Gbit/s)", short.map(|d| d.as_secs_f64()).unwrap_or(60.0), &g);
+    let (d1, d2) = if quick { (Dur::from_secs(12), Dur::from_secs(60)) } else { (Dur::from_secs(60), Dur::from_secs(600)) };
+    let m1 = run("scenarios/dumbbell-dualpi2.toml", Some(d1));
+    let m2 = run("scenarios/dumbbell-dualpi2.toml", Some(d2));
+    report("memory: dumbbell-dualpi2", d1.as_secs_f64(), &m1);
+    report("memory: dumbbell-dualpi2", d2.as_secs_f64(), &m2);
+    println!(
+        "peak heap ratio {:.0} s / {:.0} s = {:.3} (target ≤ 1.2)",
+        d2.as_secs_f64(),
+        d1.as_secs_f64(),
+        m2.peak_heap as f64 / m1.peak_heap.max(1) as f64
+    );
+}

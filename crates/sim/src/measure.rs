@@ -1,0 +1,74 @@
+//! Streaming measurement inside the simulator: histograms and counters, no per-packet
+//! storage, so memory is independent of run length.
+
+use crate::packet::Packet;
+use l4s_aqm::{QueueId, QueueStats};
+use l4s_core::{Dur, Ecn, Time};
+use l4s_metrics::LatencyHist;
+use l4s_transport::EndpointStats;
+
+#[derive(Default)]
+pub(crate) struct FlowMeter {
+    pub started: bool,
+    /// One-way delay of data packets that arrived in the window.
+    pub owd: LatencyHist,
+    /// Sender RTT samples taken in the window.
+    pub rtt: LatencyHist,
+    pub sent: u64,
+    pub lost: u64,
+    pub received: u64,
+    pub received_bytes: u64,
+    pub ce: u64,
+    /// Codepoint of the first data packet sent.
+    pub first_ecn: Option<Ecn>,
+    /// Endpoint statistics at the start of the window (sender, receiver).
+    pub baseline: [Option<EndpointStats>; 2],
+}
+
+impl FlowMeter {
+    #[inline]
+    pub fn on_send(&mut self, in_window: bool, ecn: Ecn) {
+        if self.first_ecn.is_none() {
+            self.first_ecn = Some(ecn);
+        }
+        if in_window {
+            self.sent += 1;
+        }
+    }
+    #[inline]
+    pub fn on_arrival(&mut self, now: Time, p: &Packet) {
+        self.owd.record(now - p.sent_at);
+        self.received += 1;
+        self.received_bytes += p.size as u64;
+        if p.ecn == Ecn::Ce {
+            self.ce += 1;
+        }
+    }
+}
+
+/// Per sub-queue index: Single, L, C.
+pub(crate) fn qidx(q: QueueId) -> usize {
+    match q {
+        QueueId::Single => 0,
+        QueueId::L => 1,
+        QueueId::C => 2,
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct LinkMeter {
+    pub sojourn: [LatencyHist; 3],
+    /// Time spent serialising packets dequeued in the window.
+    pub busy: Dur,
+    pub baseline: Vec<(QueueId, QueueStats)>,
+    pub prob_sum: f64,
+    pub prob_samples: u64,
+}
+
+impl LinkMeter {
+    #[inline]
+    pub fn on_dequeue(&mut self, q: QueueId, sojourn: Dur, tx_time: Dur) {
+        self.sojourn[qidx(q)].record(sojourn);
+        self.busy += tx_time;
+    }
+}
