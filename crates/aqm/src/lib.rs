@@ -1,8 +1,39 @@
 //! # l4s-aqm
 //!
 //! Sans-IO queue disciplines for l4s-lab. Every discipline implements [`Qdisc`] over any
-//! packet type that implements [`l4s_core::QueuePacket`].
+//! packet type that implements [`l4s_core::QueuePacket`]; none reads a clock or a global, and
+//! randomness comes only from the [`l4s_core::Rng`] handed to its constructor.
+//!
+//! | kind | module | reference |
+//! |---|---|---|
+//! | `dualpi2` | [`dualpi2`] | RFC 9332 (+ Appendix A options), Linux `sch_dualpi2` |
+//! | `fifo` | [`fifo`] | tail drop |
+//! | `pie` | [`pie`] | RFC 8033, Linux `sch_pie` |
+//! | `codel` | [`codel`] | RFC 8289 |
+//! | `fq-codel` | [`fq_codel`] | RFC 8290, Linux `sch_fq_codel` |
+//! | `classic-ecn` | [`classic_ecn`] | RFC 3168 single-queue ECN AQM (RFC 9330 §4.3 hazard) |
+//!
+//! [`config`] holds the scenario-file configuration of each and [`build`]; [`ecn_rewrite`]
+//! sets CE in raw IPv4/IPv6 headers (RFC 1624 checksum update).
 
+pub mod classic_ecn;
+pub mod codel;
+pub mod config;
+pub mod dualpi2;
+pub mod ecn_rewrite;
+pub mod fifo;
+pub mod fq_codel;
+pub mod pie;
 pub mod qdisc;
 
-pub use qdisc::{DropReason, Dequeued, Dropped, Enqueued, QueueId, QueueStats, Qdisc};
+pub use classic_ecn::ClassicEcn;
+pub use codel::Codel;
+pub use config::{
+    build, derive_from_rtt, try_build, AqmConfig, ClassicEcnConfig, CodelConfig, ConfigError,
+    DualPi2Config, EcnMask, FifoConfig, FqCodelConfig, Marking, PiInput, PieConfig, KINDS,
+};
+pub use dualpi2::{Classifier, DualPi2, DualPi2Params, DualPi2Stats, Step, TrafficClass, MAX_PROB};
+pub use fifo::Fifo;
+pub use fq_codel::FqCodel;
+pub use pie::Pie;
+pub use qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};

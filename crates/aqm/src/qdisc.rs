@@ -117,4 +117,12 @@ pub trait Qdisc<P: QueuePacket> {
     fn probability(&self) -> Option<f64> {
         None
     }
+    /// Move packets that were dropped *inside* [`Qdisc::enqueue`] but are not the offered
+    /// packet (FQ-CoDel's "drop from the fattest flow" on overflow, RFC 8290 §4.1.1) into
+    /// `out`. Disciplines that never do this keep the default no-op. Such drops are also
+    /// flushed into the `drops` vector of the next [`Qdisc::dequeue`], so a caller that never
+    /// calls this method still accounts for every packet.
+    fn drain_enqueue_drops(&mut self, out: &mut Vec<Dropped<P>>) {
+        let _ = out;
+    }
 }

@@ -238,6 +238,9 @@ impl Sim {
                 self.account_drop(&d.pkt, in_window);
             }
         }
+        // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
+        self.links[l].qdisc.drain_enqueue_drops(&mut self.drops);
+        self.flush_drops();
         self.arm_qdisc_timer(l);
     }
 
@@ -261,14 +264,19 @@ impl Sim {
             link.tx = Some(d.pkt);
             self.q.push(now + tx_time, Ev::TxDone(l as u32));
         }
+        self.flush_drops();
+        self.arm_qdisc_timer(l);
+    }
+
+    fn flush_drops(&mut self) {
         if !self.drops.is_empty() {
+            let in_window = self.in_window;
             let mut drops = std::mem::take(&mut self.drops);
             for d in drops.drain(..) {
                 self.account_drop(&d.pkt, in_window);
             }
             self.drops = drops;
         }
-        self.arm_qdisc_timer(l);
     }
 
     fn tx_done(&mut self, l: usize) {
