@@ -117,7 +117,9 @@ pub trait CongestionControl: Send + std::fmt::Debug {
             return None;
         }
         let factor = if self.in_slow_start() { 2.0 } else { 1.2 };
-        Some(Rate::from_bytes_per_sec(self.cwnd() as f64 * factor / srtt.as_secs_f64()))
+        Some(Rate::from_bytes_per_sec(
+            self.cwnd() as f64 * factor / srtt.as_secs_f64(),
+        ))
     }
     /// A smaller segment size the controller wants (Prague below ~1 Mbit/s); `None` = path MSS.
     fn mss(&self) -> Option<u32> {

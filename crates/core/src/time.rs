@@ -261,35 +261,6 @@ impl fmt::Display for Rate {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn arithmetic_saturates() {
-        assert_eq!(Time(5) - Time(9), Dur(0));
-        assert_eq!(Time(u64::MAX) + Dur(1), Time::MAX);
-        assert_eq!(Time::from_millis(20) - Time::from_millis(5), Dur::from_millis(15));
-    }
-    #[test]
-    fn tx_time_is_exact() {
-        // 1500 B at 100 Mbit/s = 120 us exactly.
-        assert_eq!(Rate::mbps(100).tx_time(1500), Dur::from_micros(120));
-        // 1514 B at 1 Gbit/s = 12.112 us.
-        assert_eq!(Rate::gbps(1).tx_time(1514), Dur(12_112));
-        // Rounds up.
-        assert_eq!(Rate(3).tx_time(1), Dur(2_666_666_667));
-        assert_eq!(Rate::mbps(100).bytes_in(Dur::from_secs(1)), 12_500_000);
-        assert_eq!(Rate::from_bytes_over(12_500_000, Dur::from_secs(1)), Rate::mbps(100));
-        assert_eq!(Rate::ZERO.tx_time(1), Dur::MAX);
-    }
-    #[test]
-    fn display() {
-        assert_eq!(Dur::from_millis(20).to_string(), "20ms");
-        assert_eq!(Dur(1_500_000).to_string(), "1.500ms");
-        assert_eq!(Rate::mbps(100).to_string(), "100.000Mbit");
-    }
-}
-
 // Scenario files write units as text ("20ms", "100Mbit"); results write them the same way.
 impl Serialize for Dur {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -325,5 +296,34 @@ impl<'de> Deserialize<'de> for Rate {
             serde::de::Error::custom("expected a rate as text with a unit, such as \"100Mbit\" or \"1Gbit\"")
         })?;
         crate::units::parse_rate(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn arithmetic_saturates() {
+        assert_eq!(Time(5) - Time(9), Dur(0));
+        assert_eq!(Time(u64::MAX) + Dur(1), Time::MAX);
+        assert_eq!(Time::from_millis(20) - Time::from_millis(5), Dur::from_millis(15));
+    }
+    #[test]
+    fn tx_time_is_exact() {
+        // 1500 B at 100 Mbit/s = 120 us exactly.
+        assert_eq!(Rate::mbps(100).tx_time(1500), Dur::from_micros(120));
+        // 1514 B at 1 Gbit/s = 12.112 us.
+        assert_eq!(Rate::gbps(1).tx_time(1514), Dur(12_112));
+        // Rounds up.
+        assert_eq!(Rate(3).tx_time(1), Dur(2_666_666_667));
+        assert_eq!(Rate::mbps(100).bytes_in(Dur::from_secs(1)), 12_500_000);
+        assert_eq!(Rate::from_bytes_over(12_500_000, Dur::from_secs(1)), Rate::mbps(100));
+        assert_eq!(Rate::ZERO.tx_time(1), Dur::MAX);
+    }
+    #[test]
+    fn display() {
+        assert_eq!(Dur::from_millis(20).to_string(), "20ms");
+        assert_eq!(Dur(1_500_000).to_string(), "1.500ms");
+        assert_eq!(Rate::mbps(100).to_string(), "100.000Mbit");
     }
 }
