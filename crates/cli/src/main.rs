@@ -14,7 +14,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "l4s", version, about = "l4s-lab: simulate and measure L4S (RFC 9330/9331/9332) networks")]
+#[command(
+    name = "l4s",
+    version,
+    about = "l4s-lab: simulate and measure L4S (RFC 9330/9331/9332) networks"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -75,11 +79,23 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Cmd::Run { scenario, out, seed, duration, quiet } => run(&scenario, out, seed, duration, quiet),
+        Cmd::Run {
+            scenario,
+            out,
+            seed,
+            duration,
+            quiet,
+        } => run(&scenario, out, seed, duration, quiet),
     }
 }
 
-fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, duration: Option<Dur>, quiet: bool) -> ExitCode {
+fn run(
+    path: &Path,
+    out: Option<PathBuf>,
+    seed: Option<u64>,
+    duration: Option<Dur>,
+    quiet: bool,
+) -> ExitCode {
     let sc = match l4s_scenario::load_file(path) {
         Ok(s) => s,
         Err(e) => {
@@ -105,7 +121,14 @@ fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, duration: Option<Du
             let frac = t.as_secs_f64() / total.as_secs_f64().max(1e-9);
             let el = wall.elapsed().as_secs_f64();
             let eta = if frac > 0.0 { el / frac - el } else { 0.0 };
-            eprint!("\r  simulated {:>7.1} s of {:.1} s  ({:>3.0} %)  wall {:>5.1} s  eta {:>4.1} s ", t.as_secs_f64(), total.as_secs_f64(), frac * 100.0, el, eta.max(0.0));
+            eprint!(
+                "\r  simulated {:>7.1} s of {:.1} s  ({:>3.0} %)  wall {:>5.1} s  eta {:>4.1} s ",
+                t.as_secs_f64(),
+                total.as_secs_f64(),
+                frac * 100.0,
+                el,
+                eta.max(0.0)
+            );
             let _ = std::io::stderr().flush();
         }
     };

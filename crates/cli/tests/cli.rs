@@ -47,14 +47,27 @@ fn run_text(tag: &str, text: &str) -> (i32, String, PathBuf) {
     let f = d.join("bad.toml");
     std::fs::write(&f, text).unwrap();
     let out = d.join("out");
-    let o = l4s().arg("run").arg(&f).arg("--out").arg(&out).output().unwrap();
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned(), out)
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        out,
+    )
 }
 
 fn assert_bad(tag: &str, text: &str, line: usize, key: &str, says: &str) {
     let (code, err, out) = run_text(tag, text);
     assert_eq!(code, 2, "{tag}: exit status; stderr: {err}");
-    assert!(err.contains(&format!("bad.toml:{line}: ")), "{tag}: no file:line {line} in {err:?}");
+    assert!(
+        err.contains(&format!("bad.toml:{line}: ")),
+        "{tag}: no file:line {line} in {err:?}"
+    );
     assert!(err.contains(key), "{tag}: key {key:?} not named in {err:?}");
     assert!(err.contains(says), "{tag}: {says:?} not in {err:?}");
     assert!(!out.exists(), "{tag}: a results directory was left behind");
@@ -74,11 +87,24 @@ fn good_run_writes_summary() {
     let f = d.join("tiny.toml");
     std::fs::write(&f, GOOD).unwrap();
     let out = d.join("res");
-    let o = l4s().arg("run").arg(&f).arg("--out").arg(&out).arg("--seed").arg("3").output().unwrap();
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .arg("--seed")
+        .arg("3")
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout} {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(stdout.contains("sojourn p50"), "{stdout}");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["scenario"]["seed"], 3);
     assert_eq!(v["flows"][0]["name"], "p");
@@ -88,7 +114,13 @@ fn good_run_writes_summary() {
         assert!(v["queues"][0]["sojourn_ms"][k].is_number());
         assert!(v["queues"][0]["subqueues"]["L"]["sojourn_ms"][k].is_number());
     }
-    for k in ["throughput_bps", "sent_packets", "lost_packets", "retransmits", "ce_fraction"] {
+    for k in [
+        "throughput_bps",
+        "sent_packets",
+        "lost_packets",
+        "retransmits",
+        "ce_fraction",
+    ] {
         assert!(v["flows"][0][k].is_number(), "{k}");
     }
     for k in ["marks", "drops", "utilization"] {
@@ -96,29 +128,81 @@ fn good_run_writes_summary() {
     }
     assert!(out.join("scenario.toml").exists());
     // --duration overrides.
-    let o = l4s().arg("run").arg(&f).arg("--out").arg(&out).arg("--duration").arg("2s").arg("-q").output().unwrap();
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .arg("--duration")
+        .arg("2s")
+        .arg("-q")
+        .output()
+        .unwrap();
     assert!(o.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["scenario"]["duration_s"], 2.0);
 }
 
 #[test]
 fn unknown_key() {
-    assert_bad("unknown", &GOOD.replace("warmup = \"1s\"", "warmup = \"1s\"\ndurration = \"5s\""), 5, "scenario", "unknown field `durration`");
-    assert_bad("unknown-aqm", &GOOD.replace("step_thresh = \"1ms\"", "step_treshold = \"1ms\""), 13, "topology.aqm", "step_treshold");
+    assert_bad(
+        "unknown",
+        &GOOD.replace("warmup = \"1s\"", "warmup = \"1s\"\ndurration = \"5s\""),
+        5,
+        "scenario",
+        "unknown field `durration`",
+    );
+    assert_bad(
+        "unknown-aqm",
+        &GOOD.replace("step_thresh = \"1ms\"", "step_treshold = \"1ms\""),
+        13,
+        "topology.aqm",
+        "step_treshold",
+    );
 }
 
 #[test]
 fn bad_unit() {
-    assert_bad("unit", &GOOD.replace("rate = \"20Mbit\"", "rate = \"20 furlongs\""), 8, "topology.rate", "unknown unit");
-    assert_bad("unit-aqm", &GOOD.replace("step_thresh = \"1ms\"", "step_thresh = \"1 fortnight\""), 13, "topology.aqm.step_thresh", "duration");
-    assert_bad("bare-number", &GOOD.replace("duration = \"3s\"", "duration = 3"), 3, "scenario.duration", "duration");
+    assert_bad(
+        "unit",
+        &GOOD.replace("rate = \"20Mbit\"", "rate = \"20 furlongs\""),
+        8,
+        "topology.rate",
+        "unknown unit",
+    );
+    assert_bad(
+        "unit-aqm",
+        &GOOD.replace("step_thresh = \"1ms\"", "step_thresh = \"1 fortnight\""),
+        13,
+        "topology.aqm.step_thresh",
+        "duration",
+    );
+    assert_bad(
+        "bare-number",
+        &GOOD.replace("duration = \"3s\"", "duration = 3"),
+        3,
+        "scenario.duration",
+        "duration",
+    );
 }
 
 #[test]
 fn zero_or_negative_rate() {
-    assert_bad("zero", &GOOD.replace("rate = \"20Mbit\"", "rate = \"0Mbit\""), 8, "topology.rate", "above zero");
-    assert_bad("negative", &GOOD.replace("rate = \"20Mbit\"", "rate = \"-20Mbit\""), 8, "topology.rate", "rate");
+    assert_bad(
+        "zero",
+        &GOOD.replace("rate = \"20Mbit\"", "rate = \"0Mbit\""),
+        8,
+        "topology.rate",
+        "above zero",
+    );
+    assert_bad(
+        "negative",
+        &GOOD.replace("rate = \"20Mbit\"", "rate = \"-20Mbit\""),
+        8,
+        "topology.rate",
+        "rate",
+    );
 }
 
 #[test]
@@ -152,16 +236,50 @@ to = "c"
 
 #[test]
 fn impossible_values() {
-    assert_bad("step", &GOOD.replace("step_thresh = \"1ms\"", "step_thresh = \"20ms\""), 13, "topology.aqm.step_thresh", "target");
-    assert_bad("warmup", &GOOD.replace("warmup = \"1s\"", "warmup = \"10s\""), 4, "scenario.warmup", "shorter than the duration");
-    assert_bad("cc", &GOOD.replace("cc = \"prague\"", "cc = \"vegas\""), 17, "flows[0].cc", "unknown congestion control");
-    assert_bad("kind", &GOOD.replace("kind = \"dualpi2\"", "kind = \"red\""), 11, "topology.aqm.kind", "unknown queue discipline");
-    assert_bad("syntax", &GOOD.replace("[topology]", "[topology"), 6, "", "not valid TOML");
+    assert_bad(
+        "step",
+        &GOOD.replace("step_thresh = \"1ms\"", "step_thresh = \"20ms\""),
+        13,
+        "topology.aqm.step_thresh",
+        "target",
+    );
+    assert_bad(
+        "warmup",
+        &GOOD.replace("warmup = \"1s\"", "warmup = \"10s\""),
+        4,
+        "scenario.warmup",
+        "shorter than the duration",
+    );
+    assert_bad(
+        "cc",
+        &GOOD.replace("cc = \"prague\"", "cc = \"vegas\""),
+        17,
+        "flows[0].cc",
+        "unknown congestion control",
+    );
+    assert_bad(
+        "kind",
+        &GOOD.replace("kind = \"dualpi2\"", "kind = \"red\""),
+        11,
+        "topology.aqm.kind",
+        "unknown queue discipline",
+    );
+    assert_bad(
+        "syntax",
+        &GOOD.replace("[topology]", "[topology"),
+        6,
+        "",
+        "not valid TOML",
+    );
 }
 
 #[test]
 fn missing_file_and_foreign_out_dir() {
-    let o = l4s().arg("run").arg("/nonexistent/x.toml").output().unwrap();
+    let o = l4s()
+        .arg("run")
+        .arg("/nonexistent/x.toml")
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/x.toml"));
     // Refuse to overwrite a directory we did not write.
@@ -171,7 +289,13 @@ fn missing_file_and_foreign_out_dir() {
     let foreign = d.join("mine");
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("thesis.tex"), "x").unwrap();
-    let o = l4s().arg("run").arg(&f).arg("--out").arg(&foreign).output().unwrap();
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&foreign)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(Path::new(&foreign.join("thesis.tex")).exists());
 }

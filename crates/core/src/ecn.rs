@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The two-bit ECN codepoint of an IP packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 #[repr(u8)]
 pub enum Ecn {
     /// 0b00: not ECN-capable.
@@ -55,7 +57,11 @@ impl Ecn {
     }
     /// Parse a scenario-file name (`not-ect`, `ect0`, `ect1`, `ce`, plus common aliases).
     pub fn parse(s: &str) -> Option<Ecn> {
-        match s.to_ascii_lowercase().replace(['_', '(', ')'], "-").trim_end_matches('-') {
+        match s
+            .to_ascii_lowercase()
+            .replace(['_', '(', ')'], "-")
+            .trim_end_matches('-')
+        {
             "not-ect" | "notect" | "none" | "off" => Some(Ecn::NotEct),
             "ect1" | "ect-1" | "l4s" => Some(Ecn::Ect1),
             "ect0" | "ect-0" | "classic" => Some(Ecn::Ect0),

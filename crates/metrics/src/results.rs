@@ -34,13 +34,20 @@ impl ResultsDir {
             _ => PathBuf::from("."),
         };
         fs::create_dir_all(&parent)?;
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into());
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "results".into());
         let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
         if tmp.exists() {
             fs::remove_dir_all(&tmp)?;
         }
         fs::create_dir_all(&tmp)?;
-        Ok(ResultsDir { tmp, target: target.to_path_buf(), committed: false })
+        Ok(ResultsDir {
+            tmp,
+            target: target.to_path_buf(),
+            committed: false,
+        })
     }
     /// Path of a file inside the (temporary) directory.
     pub fn path(&self, file: &str) -> PathBuf {
@@ -89,16 +96,26 @@ mod tests {
             // dropped without commit
         }
         assert!(!target.exists());
-        assert_eq!(fs::read_dir(&base).unwrap().count(), 0, "temporary directory left behind");
+        assert_eq!(
+            fs::read_dir(&base).unwrap().count(),
+            0,
+            "temporary directory left behind"
+        );
         let r = ResultsDir::create(&target).unwrap();
         r.write(MARKER, b"{\"a\":1}").unwrap();
         r.commit().unwrap();
-        assert_eq!(fs::read_to_string(target.join(MARKER)).unwrap(), "{\"a\":1}");
+        assert_eq!(
+            fs::read_to_string(target.join(MARKER)).unwrap(),
+            "{\"a\":1}"
+        );
         // Replacing our own results works.
         let r = ResultsDir::create(&target).unwrap();
         r.write(MARKER, b"{\"a\":2}").unwrap();
         r.commit().unwrap();
-        assert_eq!(fs::read_to_string(target.join(MARKER)).unwrap(), "{\"a\":2}");
+        assert_eq!(
+            fs::read_to_string(target.join(MARKER)).unwrap(),
+            "{\"a\":2}"
+        );
         // A foreign directory is refused.
         let foreign = base.join("foreign");
         fs::create_dir_all(&foreign).unwrap();

@@ -88,7 +88,11 @@ pub fn parse_path(p: &str) -> Vec<Seg> {
 
 /// 1-based line of a byte offset.
 pub fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Find the line where the key at `path` is written (or the nearest enclosing key that
@@ -122,9 +126,12 @@ pub fn locate(text: &str, path: &[Seg]) -> Option<usize> {
                             // Continue inside the table.
                             let tbl: &toml_edit::Table = t;
                             // Re-borrow as an Item via a raw lookup of the next key.
-                            return locate_in_table(tbl, &path[path.iter().position(|s| s == seg)? + 1..])
-                                .or(best.clone())
-                                .map(|sp| line_of(text, sp.start));
+                            return locate_in_table(
+                                tbl,
+                                &path[path.iter().position(|s| s == seg)? + 1..],
+                            )
+                            .or(best.clone())
+                            .map(|sp| line_of(text, sp.start));
                         }
                         None => break,
                     }
@@ -198,7 +205,14 @@ mod tests {
     #[test]
     fn paths_and_lines() {
         let text = "[scenario]\nname = \"x\"\n\n[topology.aqm]\nkind = \"dualpi2\"\ntarget = \"1ms\"\n\n[[flows]]\nname = \"a\"\n\n[[flows]]\nname = \"b\"\ncc = \"bogus\"\n";
-        assert_eq!(parse_path("flows[1].cc"), vec![Seg::Key("flows".into()), Seg::Index(1), Seg::Key("cc".into())]);
+        assert_eq!(
+            parse_path("flows[1].cc"),
+            vec![
+                Seg::Key("flows".into()),
+                Seg::Index(1),
+                Seg::Key("cc".into())
+            ]
+        );
         assert_eq!(path_string(&parse_path("flows[1].cc")), "flows[1].cc");
         assert_eq!(locate(text, &parse_path("topology.aqm.target")), Some(6));
         assert_eq!(locate(text, &parse_path("flows[1].cc")), Some(13));

@@ -4,7 +4,7 @@ use crate::error::{ErrCtx, ScenarioError, Seg};
 use crate::load::typed;
 use crate::{FlowKind, TcpEcn};
 use l4s_cc::factory::CcParams;
-use l4s_core::{Dur, Ecn};
+use l4s_core::Ecn;
 use serde::Deserialize;
 
 fn key(k: &str) -> Seg {
@@ -58,16 +58,25 @@ pub(crate) fn tcp(
         Some(t) => typed(cx, &join(fp, "cc_params"), t)?,
         None => CcParamsFile::default(),
     };
-    let mut p = CcParams { mss: sender.mss, ..CcParams::default() };
+    let mut p = CcParams {
+        mss: sender.mss,
+        ..CcParams::default()
+    };
     if let Some(n) = file.initial_cwnd {
         if n == 0 {
-            return Err(cx.at(&[fp, &[key("cc_params"), key("initial_cwnd")]].concat(), "expected at least 1 segment"));
+            return Err(cx.at(
+                &[fp, &[key("cc_params"), key("initial_cwnd")]].concat(),
+                "expected at least 1 segment",
+            ));
         }
         p.initial_cwnd_pkts = n;
     }
     let only = |k: &str, set: bool, ccs: &[&str]| -> Result<(), ScenarioError> {
         if set && !ccs.contains(&cc.as_str()) {
-            return Err(cx.at(&[fp, &[key("cc_params"), key(k)]].concat(), format!("`{k}` applies to {} only", ccs.join(" and "))));
+            return Err(cx.at(
+                &[fp, &[key("cc_params"), key(k)]].concat(),
+                format!("`{k}` applies to {} only", ccs.join(" and ")),
+            ));
         }
         Ok(())
     };
@@ -111,11 +120,24 @@ pub(crate) fn tcp(
                 Ecn::Ect0
             }
             TcpEcn::Accurate => {
-                return Err(cx.at(&ecn_at, format!("{cc} responds to classic ECN only: use ecn = \"classic\" or \"off\"")));
+                return Err(cx.at(
+                    &ecn_at,
+                    format!("{cc} responds to classic ECN only: use ecn = \"classic\" or \"off\""),
+                ));
             }
         },
     };
-    Ok((FlowKind::Tcp { cc, ecn, bytes, sender, receiver, cc_params: p }, nominal))
+    Ok((
+        FlowKind::Tcp {
+            cc,
+            ecn,
+            bytes,
+            sender,
+            receiver,
+            cc_params: p,
+        },
+        nominal,
+    ))
 }
 
 pub(crate) fn udp_prague(
@@ -147,7 +169,7 @@ pub(crate) fn probe(
         Some(t) => typed(cx, &join(fp, "sender"), t)?,
         None => Default::default(),
     };
-    cfg.interval = Dur::from_secs_f64(1.0 / pps).max(Dur(1));
+    cfg.pps = pps.round().max(1.0) as u32;
     cfg.size = size;
     cfg.ecn = ecn;
     Ok((FlowKind::Probe { sender: cfg }, ecn))

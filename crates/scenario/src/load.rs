@@ -2,7 +2,7 @@
 
 use crate::error::{line_of, parse_path, path_string, ErrCtx, ScenarioError, Seg};
 use crate::file::{File, FlowTable, LinkTable};
-use crate::{Flow, FlowKind, Link, Node, Scenario, TcpEcn};
+use crate::{Flow, Link, Node, Scenario, TcpEcn};
 use l4s_aqm::config::{AqmConfig, FifoConfig};
 use l4s_core::{units, Dur, Ecn, Rate};
 use serde::de::DeserializeOwned;
@@ -33,11 +33,18 @@ pub fn load_str(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let segs = parse_path(&path);
-        let line = inner.span().map(|s| line_of(text, s.start)).or_else(|| crate::error::locate(text, &segs));
+        let line = inner
+            .span()
+            .map(|s| line_of(text, s.start))
+            .or_else(|| crate::error::locate(text, &segs));
         ScenarioError {
             file: file.to_path_buf(),
             line,
-            key: if path == "." { String::new() } else { path_string(&segs) },
+            key: if path == "." {
+                String::new()
+            } else {
+                path_string(&segs)
+            },
             message: friendly(inner.message()),
         }
     })?;
@@ -64,13 +71,20 @@ fn join(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
 }
 
 /// Deserialize a sub-table into a typed config, tracking the key path for errors.
-pub(crate) fn typed<T: DeserializeOwned>(cx: &ErrCtx, at: &[Seg], table: toml::Table) -> Result<T, ScenarioError> {
+pub(crate) fn typed<T: DeserializeOwned>(
+    cx: &ErrCtx,
+    at: &[Seg],
+    table: toml::Table,
+) -> Result<T, ScenarioError> {
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let sub = parse_path(&e.path().to_string());
         let msg = friendly(&e.into_inner().to_string());
         // Point at an unknown key itself when the message names it.
         let mut p = join(at, &sub);
-        if let Some(name) = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
+        if let Some(name) = msg
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+        {
             p.push(key(name));
             let mut err = cx.at(&p, msg.clone());
             err.key = path_string(&p[..p.len() - 1]);
@@ -81,12 +95,29 @@ pub(crate) fn typed<T: DeserializeOwned>(cx: &ErrCtx, at: &[Seg], table: toml::T
 }
 
 /// Parse an `aqm` table: `kind` chooses the discipline, the other keys are its parameters.
-fn parse_aqm(cx: &ErrCtx, at: &[Seg], table: Option<toml::Table>, default: AqmConfig) -> Result<AqmConfig, ScenarioError> {
-    let Some(mut t) = table else { return Ok(default) };
+fn parse_aqm(
+    cx: &ErrCtx,
+    at: &[Seg],
+    table: Option<toml::Table>,
+    default: AqmConfig,
+) -> Result<AqmConfig, ScenarioError> {
+    let Some(mut t) = table else {
+        return Ok(default);
+    };
     let kind = match t.remove("kind") {
         Some(toml::Value::String(s)) => s,
-        Some(_) => return Err(cx.at(&join(at, &[key("kind")]), format!("expected a string, one of {}", kinds()))),
-        None => return Err(cx.at(at, format!("required key `kind` is missing: one of {}", kinds()))),
+        Some(_) => {
+            return Err(cx.at(
+                &join(at, &[key("kind")]),
+                format!("expected a string, one of {}", kinds()),
+            ))
+        }
+        None => {
+            return Err(cx.at(
+                at,
+                format!("required key `kind` is missing: one of {}", kinds()),
+            ))
+        }
     };
     let cfg = match kind.as_str() {
         "fifo" => AqmConfig::Fifo(typed(cx, at, t)?),
@@ -96,7 +127,13 @@ fn parse_aqm(cx: &ErrCtx, at: &[Seg], table: Option<toml::Table>, default: AqmCo
         "fq-codel" | "fq_codel" => AqmConfig::FqCodel(typed(cx, at, t)?),
         "classic-ecn" => AqmConfig::ClassicEcn(typed(cx, at, t)?),
         other => {
-            return Err(cx.at(&join(at, &[key("kind")]), format!("unknown queue discipline {other:?}: expected one of {}", kinds())))
+            return Err(cx.at(
+                &join(at, &[key("kind")]),
+                format!(
+                    "unknown queue discipline {other:?}: expected one of {}",
+                    kinds()
+                ),
+            ))
         }
     };
     if let Err(e) = cfg.validate() {
@@ -106,7 +143,11 @@ fn parse_aqm(cx: &ErrCtx, at: &[Seg], table: Option<toml::Table>, default: AqmCo
 }
 
 fn kinds() -> String {
-    l4s_aqm::config::KINDS.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ")
+    l4s_aqm::config::KINDS
+        .iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn default_reverse_aqm() -> AqmConfig {
@@ -125,17 +166,29 @@ fn check_rate(cx: &ErrCtx, at: &[Seg], r: Option<Rate>) -> Result<(), ScenarioEr
 fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
     let sc = &raw.scenario;
     let name = match &sc.name {
-        Some(n) if n.trim().is_empty() => return Err(cx.at_str("scenario.name", "expected a non-empty name")),
+        Some(n) if n.trim().is_empty() => {
+            return Err(cx.at_str("scenario.name", "expected a non-empty name"))
+        }
         Some(n) => n.clone(),
-        None => cx.file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "scenario".into()),
+        None => cx
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scenario".into()),
     };
     if sc.duration.is_zero() {
-        return Err(cx.at_str("scenario.duration", "expected a duration above zero, such as \"60s\""));
+        return Err(cx.at_str(
+            "scenario.duration",
+            "expected a duration above zero, such as \"60s\"",
+        ));
     }
     if sc.warmup >= sc.duration {
         return Err(cx.at_str(
             "scenario.warmup",
-            format!("the warm-up ({}) must be shorter than the duration ({})", sc.warmup, sc.duration),
+            format!(
+                "the warm-up ({}) must be shorter than the duration ({})",
+                sc.warmup, sc.duration
+            ),
         ));
     }
 
@@ -153,30 +206,69 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             return Err(cx.at(&at, "expected a non-empty flow name"));
         }
         if let Some(j) = seen.insert(f.name.clone(), i) {
-            return Err(cx.at(&at, format!("flow name {:?} is already used by flows[{j}]", f.name)));
+            return Err(cx.at(
+                &at,
+                format!("flow name {:?} is already used by flows[{j}]", f.name),
+            ));
         }
     }
     if raw.flows.is_empty() {
-        return Err(cx.at_str("flows", "the scenario has no flows: add at least one [[flows]] table"));
+        return Err(cx.at_str(
+            "flows",
+            "the scenario has no flows: add at least one [[flows]] table",
+        ));
     }
 
     match topo.kind.as_str() {
         "dumbbell" => {
-            for (k, present) in [("nodes", !topo.nodes.is_empty()), ("links", !topo.links.is_empty())] {
+            for (k, present) in [
+                ("nodes", !topo.nodes.is_empty()),
+                ("links", !topo.links.is_empty()),
+            ] {
                 if present {
-                    return Err(cx.at(&join(&tp, &[key(k)]), "only a `type = \"custom\"` topology has nodes and links"));
+                    return Err(cx.at(
+                        &join(&tp, &[key(k)]),
+                        "only a `type = \"custom\"` topology has nodes and links",
+                    ));
                 }
             }
-            let rate = topo.rate.ok_or_else(|| cx.at(&tp, "required key `rate` is missing: the bottleneck rate, such as \"100Mbit\""))?;
+            let rate = topo.rate.ok_or_else(|| {
+                cx.at(
+                    &tp,
+                    "required key `rate` is missing: the bottleneck rate, such as \"100Mbit\"",
+                )
+            })?;
             check_rate(cx, &join(&tp, &[key("rate")]), Some(rate))?;
             check_rate(cx, &join(&tp, &[key("reverse_rate")]), topo.reverse_rate)?;
             check_rate(cx, &join(&tp, &[key("access_rate")]), topo.access_rate)?;
             let bdelay = topo.delay.unwrap_or(Dur::ZERO);
-            let aqm = parse_aqm(cx, &join(&tp, &[key("aqm")]), topo.aqm, AqmConfig::Fifo(FifoConfig::default()))?;
-            let raqm = parse_aqm(cx, &join(&tp, &[key("reverse_aqm")]), topo.reverse_aqm, default_reverse_aqm())?;
-            nodes.push(Node { name: "left".into() });
-            nodes.push(Node { name: "right".into() });
-            links.push(Link { name: "bottleneck".into(), from: 0, to: 1, rate: Some(rate), delay: bdelay, aqm, bottleneck: true });
+            let aqm = parse_aqm(
+                cx,
+                &join(&tp, &[key("aqm")]),
+                topo.aqm,
+                AqmConfig::Fifo(FifoConfig::default()),
+            )?;
+            let raqm = parse_aqm(
+                cx,
+                &join(&tp, &[key("reverse_aqm")]),
+                topo.reverse_aqm,
+                default_reverse_aqm(),
+            )?;
+            nodes.push(Node {
+                name: "left".into(),
+            });
+            nodes.push(Node {
+                name: "right".into(),
+            });
+            links.push(Link {
+                name: "bottleneck".into(),
+                from: 0,
+                to: 1,
+                rate: Some(rate),
+                delay: bdelay,
+                aqm,
+                bottleneck: true,
+            });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
                 from: 1,
@@ -189,7 +281,11 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
                 for k in ["from", "to"] {
-                    let given = if k == "from" { f.from.is_some() } else { f.to.is_some() };
+                    let given = if k == "from" {
+                        f.from.is_some()
+                    } else {
+                        f.to.is_some()
+                    };
                     if given {
                         return Err(cx.at(&join(&fp, &[key(k)]), "a dumbbell flow has its own hosts: `from`/`to` belong to a custom topology (set `rtt` instead)"));
                     }
@@ -197,24 +293,69 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 let rtt = f.rtt.or(topo.rtt).ok_or_else(|| {
                     cx.at(&fp, "no base RTT: set `rtt` on the flow or a default `rtt` in [topology], such as \"20ms\"")
                 })?;
-                let rtt_at = if f.rtt.is_some() { join(&fp, &[key("rtt")]) } else { join(&tp, &[key("rtt")]) };
+                let rtt_at = if f.rtt.is_some() {
+                    join(&fp, &[key("rtt")])
+                } else {
+                    join(&tp, &[key("rtt")])
+                };
                 if rtt.is_zero() {
                     return Err(cx.at(&rtt_at, "expected a base RTT above zero"));
                 }
                 let half = Dur(rtt.as_nanos() / 2);
                 if half < bdelay {
-                    return Err(cx.at(&rtt_at, format!("base RTT {rtt} is shorter than twice the bottleneck delay ({bdelay})")));
+                    return Err(cx.at(
+                        &rtt_at,
+                        format!(
+                            "base RTT {rtt} is shorter than twice the bottleneck delay ({bdelay})"
+                        ),
+                    ));
                 }
                 let access = half - bdelay;
                 let s = nodes.len();
-                nodes.push(Node { name: format!("{}.src", f.name) });
+                nodes.push(Node {
+                    name: format!("{}.src", f.name),
+                });
                 let d = nodes.len();
-                nodes.push(Node { name: format!("{}.dst", f.name) });
+                nodes.push(Node {
+                    name: format!("{}.dst", f.name),
+                });
                 let fifo = || AqmConfig::Fifo(FifoConfig::default());
-                links.push(Link { name: format!("{}.src->left", f.name), from: s, to: 0, rate: topo.access_rate, delay: access, aqm: fifo(), bottleneck: false });
-                links.push(Link { name: format!("left->{}.src", f.name), from: 0, to: s, rate: topo.access_rate, delay: access, aqm: fifo(), bottleneck: false });
-                links.push(Link { name: format!("right->{}.dst", f.name), from: 1, to: d, rate: None, delay: Dur::ZERO, aqm: fifo(), bottleneck: false });
-                links.push(Link { name: format!("{}.dst->right", f.name), from: d, to: 1, rate: None, delay: Dur::ZERO, aqm: fifo(), bottleneck: false });
+                links.push(Link {
+                    name: format!("{}.src->left", f.name),
+                    from: s,
+                    to: 0,
+                    rate: topo.access_rate,
+                    delay: access,
+                    aqm: fifo(),
+                    bottleneck: false,
+                });
+                links.push(Link {
+                    name: format!("left->{}.src", f.name),
+                    from: 0,
+                    to: s,
+                    rate: topo.access_rate,
+                    delay: access,
+                    aqm: fifo(),
+                    bottleneck: false,
+                });
+                links.push(Link {
+                    name: format!("right->{}.dst", f.name),
+                    from: 1,
+                    to: d,
+                    rate: None,
+                    delay: Dur::ZERO,
+                    aqm: fifo(),
+                    bottleneck: false,
+                });
+                links.push(Link {
+                    name: format!("{}.dst->right", f.name),
+                    from: d,
+                    to: 1,
+                    rate: None,
+                    delay: Dur::ZERO,
+                    aqm: fifo(),
+                    bottleneck: false,
+                });
                 flow_ends.push((s, d));
             }
         }
@@ -244,11 +385,23 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 if index.insert(n.name.clone(), i).is_some() {
                     return Err(cx.at(&at, format!("node name {:?} is used twice", n.name)));
                 }
-                nodes.push(Node { name: n.name.clone() });
+                nodes.push(Node {
+                    name: n.name.clone(),
+                });
             }
             let lookup = |at: &[Seg], n: &str| -> Result<usize, ScenarioError> {
                 index.get(n).copied().ok_or_else(|| {
-                    cx.at(at, format!("no node named {n:?}; the nodes are {}", topo.nodes.iter().map(|n| format!("{:?}", n.name)).collect::<Vec<_>>().join(", ")))
+                    cx.at(
+                        at,
+                        format!(
+                            "no node named {n:?}; the nodes are {}",
+                            topo.nodes
+                                .iter()
+                                .map(|n| format!("{:?}", n.name))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
                 })
             };
             for (i, l) in topo.links.into_iter().enumerate() {
@@ -258,10 +411,17 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
                 if f.rtt.is_some() {
-                    return Err(cx.at(&join(&fp, &[key("rtt")]), "in a custom topology the RTT follows from the links' delays: remove `rtt`"));
+                    return Err(cx.at(
+                        &join(&fp, &[key("rtt")]),
+                        "in a custom topology the RTT follows from the links' delays: remove `rtt`",
+                    ));
                 }
-                let from = f.from.as_deref().ok_or_else(|| cx.at(&fp, "required key `from` is missing: the sending node"))?;
-                let to = f.to.as_deref().ok_or_else(|| cx.at(&fp, "required key `to` is missing: the receiving node"))?;
+                let from = f.from.as_deref().ok_or_else(|| {
+                    cx.at(&fp, "required key `from` is missing: the sending node")
+                })?;
+                let to = f.to.as_deref().ok_or_else(|| {
+                    cx.at(&fp, "required key `to` is missing: the receiving node")
+                })?;
                 let s = lookup(&join(&fp, &[key("from")]), from)?;
                 let d = lookup(&join(&fp, &[key("to")]), to)?;
                 if s == d {
@@ -271,7 +431,10 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             }
         }
         other => {
-            return Err(cx.at(&join(&tp, &[key("type")]), format!("unknown topology type {other:?}: expected \"dumbbell\" or \"custom\"")));
+            return Err(cx.at(
+                &join(&tp, &[key("type")]),
+                format!("unknown topology type {other:?}: expected \"dumbbell\" or \"custom\""),
+            ));
         }
     }
 
@@ -319,18 +482,45 @@ fn add_custom_link(
     }
     check_rate(cx, &join(lp, &[key("rate")]), l.rate)?;
     check_rate(cx, &join(lp, &[key("reverse_rate")]), l.reverse_rate)?;
-    let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+    let name = l
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}->{}", l.from, l.to));
     let has_aqm = l.aqm.is_some();
-    let aqm = parse_aqm(cx, &join(lp, &[key("aqm")]), l.aqm, AqmConfig::Fifo(FifoConfig::default()))?;
+    let aqm = parse_aqm(
+        cx,
+        &join(lp, &[key("aqm")]),
+        l.aqm,
+        AqmConfig::Fifo(FifoConfig::default()),
+    )?;
     if has_aqm && l.rate.is_none() {
-        return Err(cx.at(&join(lp, &[key("aqm")]), "a queue discipline needs a link `rate` (a link without a rate never queues)"));
+        return Err(cx.at(
+            &join(lp, &[key("aqm")]),
+            "a queue discipline needs a link `rate` (a link without a rate never queues)",
+        ));
     }
     if links.iter().any(|x| x.from == a && x.to == b) {
-        return Err(cx.at(lp, format!("there is already a link from {:?} to {:?}", l.from, l.to)));
+        return Err(cx.at(
+            lp,
+            format!("there is already a link from {:?} to {:?}", l.from, l.to),
+        ));
     }
-    links.push(Link { name: name.clone(), from: a, to: b, rate: l.rate, delay: l.delay, aqm, bottleneck: has_aqm });
+    links.push(Link {
+        name: name.clone(),
+        from: a,
+        to: b,
+        rate: l.rate,
+        delay: l.delay,
+        aqm,
+        bottleneck: has_aqm,
+    });
     if l.bidirectional {
-        let raqm = parse_aqm(cx, &join(lp, &[key("reverse_aqm")]), l.reverse_aqm, AqmConfig::Fifo(FifoConfig::default()))?;
+        let raqm = parse_aqm(
+            cx,
+            &join(lp, &[key("reverse_aqm")]),
+            l.reverse_aqm,
+            AqmConfig::Fifo(FifoConfig::default()),
+        )?;
         links.push(Link {
             name: format!("{name}-reverse"),
             from: b,
@@ -341,9 +531,16 @@ fn add_custom_link(
             bottleneck: false,
         });
     } else {
-        for (k, p) in [("reverse_rate", l.reverse_rate.is_some()), ("reverse_delay", l.reverse_delay.is_some()), ("reverse_aqm", l.reverse_aqm.is_some())] {
+        for (k, p) in [
+            ("reverse_rate", l.reverse_rate.is_some()),
+            ("reverse_delay", l.reverse_delay.is_some()),
+            ("reverse_aqm", l.reverse_aqm.is_some()),
+        ] {
             if p {
-                return Err(cx.at(&join(lp, &[key(k)]), "only a bidirectional link has a reverse direction"));
+                return Err(cx.at(
+                    &join(lp, &[key(k)]),
+                    "only a bidirectional link has a reverse direction",
+                ));
             }
         }
     }
@@ -368,15 +565,31 @@ fn reachable(links: &[Link], n: usize, from: usize, to: usize) -> bool {
     false
 }
 
-fn build_flow(cx: &ErrCtx, i: usize, f: FlowTable, src: usize, dst: usize, duration: Dur) -> Result<Flow, ScenarioError> {
+fn build_flow(
+    cx: &ErrCtx,
+    i: usize,
+    f: FlowTable,
+    src: usize,
+    dst: usize,
+    duration: Dur,
+) -> Result<Flow, ScenarioError> {
     let fp = [key("flows"), Seg::Index(i)];
     let at = |k: &str| join(&fp, &[key(k)]);
     if f.start >= duration {
-        return Err(cx.at(&at("start"), format!("the flow starts at {} but the run ends at {duration}", f.start)));
+        return Err(cx.at(
+            &at("start"),
+            format!(
+                "the flow starts at {} but the run ends at {duration}",
+                f.start
+            ),
+        ));
     }
     if let Some(stop) = f.stop {
         if stop <= f.start {
-            return Err(cx.at(&at("stop"), format!("stop ({stop}) must be after start ({})", f.start)));
+            return Err(cx.at(
+                &at("stop"),
+                format!("stop ({stop}) must be after start ({})", f.start),
+            ));
         }
     }
     let reject = |k: &str, present: bool, kind: &str| -> Result<(), ScenarioError> {
@@ -391,9 +604,20 @@ fn build_flow(cx: &ErrCtx, i: usize, f: FlowTable, src: usize, dst: usize, durat
         "tcp" => {
             reject("pps", f.pps.is_some(), "tcp")?;
             reject("size", f.size.is_some(), "tcp")?;
-            let cc = f.cc.clone().ok_or_else(|| cx.at(&fp, format!("required key `cc` is missing: one of {}", cc_names())))?;
+            let cc = f.cc.clone().ok_or_else(|| {
+                cx.at(
+                    &fp,
+                    format!("required key `cc` is missing: one of {}", cc_names()),
+                )
+            })?;
             if !l4s_cc::factory::NAMES.contains(&cc.as_str()) {
-                return Err(cx.at(&at("cc"), format!("unknown congestion control {cc:?}: expected one of {}", cc_names())));
+                return Err(cx.at(
+                    &at("cc"),
+                    format!(
+                        "unknown congestion control {cc:?}: expected one of {}",
+                        cc_names()
+                    ),
+                ));
             }
             let ecn = match f.ecn.as_deref() {
                 None | Some("auto") => TcpEcn::Auto,
@@ -417,25 +641,43 @@ fn build_flow(cx: &ErrCtx, i: usize, f: FlowTable, src: usize, dst: usize, durat
             crate::flows::tcp(cx, &fp, cc, ecn, bytes, f.cc_params, f.sender, f.receiver)?
         }
         "udp-prague" => {
-            for (k, p) in [("cc", f.cc.is_some()), ("cc_params", f.cc_params.is_some()), ("ecn", f.ecn.is_some()), ("pps", f.pps.is_some()), ("size", f.size.is_some()), ("bytes", f.bytes.is_some())] {
+            for (k, p) in [
+                ("cc", f.cc.is_some()),
+                ("cc_params", f.cc_params.is_some()),
+                ("ecn", f.ecn.is_some()),
+                ("pps", f.pps.is_some()),
+                ("size", f.size.is_some()),
+                ("bytes", f.bytes.is_some()),
+            ] {
                 reject(k, p, "udp-prague")?;
             }
             crate::flows::udp_prague(cx, &fp, f.sender, f.receiver)?
         }
         "probe" => {
-            for (k, p) in [("cc", f.cc.is_some()), ("cc_params", f.cc_params.is_some()), ("bytes", f.bytes.is_some()), ("receiver", f.receiver.is_some())] {
+            for (k, p) in [
+                ("cc", f.cc.is_some()),
+                ("cc_params", f.cc_params.is_some()),
+                ("bytes", f.bytes.is_some()),
+                ("receiver", f.receiver.is_some()),
+            ] {
                 reject(k, p, "probe")?;
             }
             let pps = f.pps.unwrap_or(64.0);
-            if !(pps.is_finite() && pps > 0.0 && pps <= 1e6) {
-                return Err(cx.at(&at("pps"), "expected a packet rate above 0 and at most 1000000 packets per second"));
+            if !(pps.is_finite() && (1.0..=1e7).contains(&pps)) {
+                return Err(cx.at(
+                    &at("pps"),
+                    "expected a packet rate from 1 to 10000000 packets per second",
+                ));
             }
             let size = match &f.size {
                 None => 200,
                 Some(s) => units::parse_bytes(s).map_err(|e| cx.at(&at("size"), e))?,
             };
             if !(64..=9014).contains(&size) {
-                return Err(cx.at(&at("size"), format!("expected a frame size from 64B to 9014B, found {size}B")));
+                return Err(cx.at(
+                    &at("size"),
+                    format!("expected a frame size from 64B to 9014B, found {size}B"),
+                ));
             }
             let ecn = match f.ecn.as_deref() {
                 None => Ecn::NotEct,
@@ -444,7 +686,12 @@ fn build_flow(cx: &ErrCtx, i: usize, f: FlowTable, src: usize, dst: usize, durat
             crate::flows::probe(cx, &fp, pps, size as u32, ecn, f.sender)?
         }
         other => {
-            return Err(cx.at(&at("type"), format!("unknown flow type {other:?}: expected \"tcp\", \"udp-prague\" or \"probe\"")));
+            return Err(cx.at(
+                &at("type"),
+                format!(
+                    "unknown flow type {other:?}: expected \"tcp\", \"udp-prague\" or \"probe\""
+                ),
+            ));
         }
     };
     Ok(Flow {
@@ -454,7 +701,12 @@ fn build_flow(cx: &ErrCtx, i: usize, f: FlowTable, src: usize, dst: usize, durat
         start: f.start,
         stop: f.stop,
         dscp: match f.dscp {
-            Some(d) if d > 63 => return Err(cx.at(&at("dscp"), format!("expected a DSCP from 0 to 63, found {d}"))),
+            Some(d) if d > 63 => {
+                return Err(cx.at(
+                    &at("dscp"),
+                    format!("expected a DSCP from 0 to 63, found {d}"),
+                ))
+            }
             Some(d) => d,
             None => 0,
         },
@@ -468,8 +720,9 @@ fn build_flow(cx: &ErrCtx, i: usize, f: FlowTable, src: usize, dst: usize, durat
 }
 
 fn cc_names() -> String {
-    l4s_cc::factory::NAMES.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ")
+    l4s_cc::factory::NAMES
+        .iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
-
-#[allow(dead_code)]
-fn _unused(_: FlowKind) {}

@@ -5,8 +5,31 @@ use l4s_core::Rng;
 use std::path::Path;
 
 const GARBAGE: &[&str] = &[
-    "\"", "[", "]", "=", "\n", "-1", "0", "1e400", "\"-5ms\"", "\"0bit\"", "\"\"", "{", "}", "[[flows]]", "kind", "\"dualpi2\"", "nan",
-    "\"18446744073709551615s\"", "99999999999999999999", "inf", "\u{0}", "é", "'", "#", ",",
+    "\"",
+    "[",
+    "]",
+    "=",
+    "\n",
+    "-1",
+    "0",
+    "1e400",
+    "\"-5ms\"",
+    "\"0bit\"",
+    "\"\"",
+    "{",
+    "}",
+    "[[flows]]",
+    "kind",
+    "\"dualpi2\"",
+    "nan",
+    "\"18446744073709551615s\"",
+    "99999999999999999999",
+    "inf",
+    "\u{0}",
+    "é",
+    "'",
+    "#",
+    ",",
 ];
 
 fn mutate(text: &str, rng: &mut Rng) -> String {
@@ -39,7 +62,11 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
 #[test]
 fn random_mutations_never_panic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
     files.sort();
     assert!(files.len() >= 4);
     let mut rng = Rng::new(2024);
@@ -47,7 +74,11 @@ fn random_mutations_never_panic() {
     let mut ok = 0;
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
-        assert!(l4s_scenario::load_str(&text, f).is_ok(), "{} must load", f.display());
+        assert!(
+            l4s_scenario::load_str(&text, f).is_ok(),
+            "{} must load",
+            f.display()
+        );
         for _ in 0..400 {
             let m = mutate(&text, &mut rng);
             match l4s_scenario::load_str(&m, Path::new("m.toml")) {
@@ -60,5 +91,8 @@ fn random_mutations_never_panic() {
             }
         }
     }
-    assert!(errors > 100, "mutations should mostly fail: {errors} errors, {ok} ok");
+    assert!(
+        errors > 100,
+        "mutations should mostly fail: {errors} errors, {ok} ok"
+    );
 }

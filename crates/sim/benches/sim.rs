@@ -59,16 +59,26 @@ struct Result {
 }
 
 fn run(file: &str, duration: Option<Dur>) -> Result {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(file);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
     let sc = l4s_scenario::load_file(&p).unwrap_or_else(|e| panic!("{e}"));
     PEAK.store(IN_USE.load(Relaxed), Relaxed);
     let base = IN_USE.load(Relaxed);
     let t = Instant::now();
-    let opts = l4s_sim::RunOptions { seed: None, duration };
+    let opts = l4s_sim::RunOptions {
+        seed: None,
+        duration,
+    };
     let (summary, stats) = l4s_sim::run(sc, &opts, &mut |_| {}).expect("run");
     let wall = t.elapsed().as_secs_f64();
     std::hint::black_box(&summary);
-    Result { wall, events: stats.events, bottleneck_packets: stats.bottleneck_packets, peak_heap: PEAK.load(Relaxed) - base }
+    Result {
+        wall,
+        events: stats.events,
+        bottleneck_packets: stats.bottleneck_packets,
+        peak_heap: PEAK.load(Relaxed) - base,
+    }
 }
 
 fn report(name: &str, sim_s: f64, r: &Result) {
@@ -84,16 +94,41 @@ fn report(name: &str, sim_s: f64, r: &Result) {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick") || std::env::var("L4S_BENCH_QUICK").is_ok();
+    let quick =
+        std::env::args().any(|a| a == "--quick") || std::env::var("L4S_BENCH_QUICK").is_ok();
     let reps = if quick { 1 } else { 3 };
-    let short = if quick { Some(Dur::from_secs(12)) } else { None };
-    println!("l4s-sim benchmark ({} repetitions, best wall time reported)", reps);
-    let best = |file: &str, d: Option<Dur>| (0..reps).map(|_| run(file, d)).min_by(|a, b| a.wall.total_cmp(&b.wall)).unwrap();
+    let short = if quick {
+        Some(Dur::from_secs(12))
+    } else {
+        None
+    };
+    println!(
+        "l4s-sim benchmark ({} repetitions, best wall time reported)",
+        reps
+    );
+    let best = |file: &str, d: Option<Dur>| {
+        (0..reps)
+            .map(|_| run(file, d))
+            .min_by(|a, b| a.wall.total_cmp(&b.wall))
+            .unwrap()
+    };
     let r = best("scenarios/dumbbell-dualpi2.toml", short);
-    report("dumbbell-dualpi2 (100 Mbit/s)", short.map(|d| d.as_secs_f64()).unwrap_or(60.0), &r);
+    report(
+        "dumbbell-dualpi2 (100 Mbit/s)",
+        short.map(|d| d.as_secs_f64()).unwrap_or(60.0),
+        &r,
+    );
     let g = best("scenarios/dumbbell-dualpi2-1g.toml", short);
-    report("dumbbell-dualpi2-1g (1 Gbit/s)", short.map(|d| d.as_secs_f64()).unwrap_or(60.0), &g);
-    let (d1, d2) = if quick { (Dur::from_secs(12), Dur::from_secs(60)) } else { (Dur::from_secs(60), Dur::from_secs(600)) };
+    report(
+        "dumbbell-dualpi2-1g (1 Gbit/s)",
+        short.map(|d| d.as_secs_f64()).unwrap_or(60.0),
+        &g,
+    );
+    let (d1, d2) = if quick {
+        (Dur::from_secs(12), Dur::from_secs(60))
+    } else {
+        (Dur::from_secs(60), Dur::from_secs(600))
+    };
     let m1 = run("scenarios/dumbbell-dualpi2.toml", Some(d1));
     let m2 = run("scenarios/dumbbell-dualpi2.toml", Some(d2));
     report("memory: dumbbell-dualpi2", d1.as_secs_f64(), &m1);

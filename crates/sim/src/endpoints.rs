@@ -3,7 +3,7 @@
 
 use crate::packet::Payload;
 use l4s_core::{Dur, Ecn, Time};
-use l4s_scenario::{FlowKind, TcpEcn};
+use l4s_scenario::FlowKind;
 use l4s_transport::probe::{ProbeReceiver, ProbeSender};
 use l4s_transport::tcp::{TcpReceiver, TcpSender};
 use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
@@ -43,23 +43,34 @@ impl Ep {
     /// Build the sender and receiver of a flow at its start time.
     pub fn pair(kind: &FlowKind, now: Time) -> Result<(Ep, Ep), String> {
         Ok(match kind {
-            FlowKind::Tcp { cc, ecn, bytes, sender, receiver, cc_params } => {
-                let mut params = cc_params.clone();
-                apply_tcp_ecn(&mut params, *ecn);
-                let ctl = l4s_cc::factory::build(cc, &params)?;
+            FlowKind::Tcp {
+                cc,
+                ecn,
+                bytes,
+                sender,
+                receiver,
+                cc_params,
+            } => {
+                // The scenario loader already folded `ecn` into the parameters.
+                let _ = ecn;
+                let ctl = l4s_cc::factory::build(cc, cc_params)?;
                 let mut cfg = sender.clone();
                 if let Some(b) = bytes {
                     cfg.bytes = Some(*b);
                 }
-                (Ep::TcpS(Box::new(TcpSender::new(cfg, ctl, now))), Ep::TcpR(Box::new(TcpReceiver::new(receiver.clone()))))
+                (
+                    Ep::TcpS(Box::new(TcpSender::new(cfg, ctl, now))),
+                    Ep::TcpR(Box::new(TcpReceiver::new(receiver.clone()))),
+                )
             }
             FlowKind::UdpPrague { sender, receiver } => (
                 Ep::UdpS(Box::new(UdpPragueSender::new(sender.clone(), now))),
                 Ep::UdpR(Box::new(UdpPragueReceiver::new(receiver.clone()))),
             ),
-            FlowKind::Probe { sender } => {
-                (Ep::ProbeS(Box::new(ProbeSender::new(sender.clone(), now))), Ep::ProbeR(Box::new(ProbeReceiver::new())))
-            }
+            FlowKind::Probe { sender } => (
+                Ep::ProbeS(Box::new(ProbeSender::new(sender.clone(), now))),
+                Ep::ProbeR(Box::new(ProbeReceiver::new())),
+            ),
         })
     }
 
@@ -80,12 +91,42 @@ impl Ep {
     #[inline]
     pub fn poll(&mut self, now: Time) -> Option<Out> {
         match self {
-            Ep::TcpS(e) => e.poll_transmit(now).map(|t| Out { is_data: t.header.len > 0, payload: Payload::Tcp(t.header), size: t.size, ecn: t.ecn }),
-            Ep::TcpR(e) => e.poll_transmit(now).map(|t| Out { is_data: t.header.len > 0, payload: Payload::Tcp(t.header), size: t.size, ecn: t.ecn }),
-            Ep::UdpS(e) => e.poll_transmit(now).map(|t| Out { is_data: true, payload: Payload::UdpPrague(t.header), size: t.size, ecn: t.ecn }),
-            Ep::UdpR(e) => e.poll_transmit(now).map(|t| Out { is_data: false, payload: Payload::UdpPrague(t.header), size: t.size, ecn: t.ecn }),
-            Ep::ProbeS(e) => e.poll_transmit(now).map(|t| Out { is_data: true, payload: Payload::Probe(t.header), size: t.size, ecn: t.ecn }),
-            Ep::ProbeR(e) => e.poll_transmit(now).map(|t| Out { is_data: false, payload: Payload::Probe(t.header), size: t.size, ecn: t.ecn }),
+            Ep::TcpS(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: t.header.len > 0,
+                payload: Payload::Tcp(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::TcpR(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: t.header.len > 0,
+                payload: Payload::Tcp(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::UdpS(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: true,
+                payload: Payload::UdpPrague(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::UdpR(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: false,
+                payload: Payload::UdpPrague(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::ProbeS(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: true,
+                payload: Payload::Probe(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::ProbeR(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: false,
+                payload: Payload::Probe(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
         }
     }
 
@@ -107,8 +148,4 @@ impl Ep {
     pub fn take_rtt_sample(&mut self) -> Option<Dur> {
         each!(self, e => e.take_rtt_sample())
     }
-}
-
-fn apply_tcp_ecn(params: &mut l4s_cc::factory::CcParams, ecn: TcpEcn) {
-    let _ = (params, ecn);
 }

@@ -60,7 +60,11 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn push(&mut self, at: Time, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Entry { at: at.as_nanos(), seq: self.seq, ev });
+        self.heap.push(Entry {
+            at: at.as_nanos(),
+            seq: self.seq,
+            ev,
+        });
     }
     /// The next event if it is due at or before `limit`.
     pub fn pop_until(&mut self, limit: Time) -> Option<(Time, Ev)> {
@@ -94,7 +98,12 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| q.pop_until(Time(10))).collect();
         assert_eq!(
             order,
-            vec![(Time(3), Ev::TxDone(1)), (Time(3), Ev::TxDone(3)), (Time(5), Ev::Sample), (Time(5), Ev::TxDone(2))]
+            vec![
+                (Time(3), Ev::TxDone(1)),
+                (Time(3), Ev::TxDone(3)),
+                (Time(5), Ev::Sample),
+                (Time(5), Ev::TxDone(2))
+            ]
         );
         q.push(Time(20), Ev::Sample);
         assert!(q.pop_until(Time(10)).is_none());

@@ -41,7 +41,11 @@ pub struct RunStats {
 }
 
 /// Simulate a scenario to its end.
-pub fn run(scenario: Scenario, opts: &RunOptions, progress: &mut dyn FnMut(Time)) -> Result<(Summary, RunStats), String> {
+pub fn run(
+    scenario: Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Time),
+) -> Result<(Summary, RunStats), String> {
     let mut sim = Sim::new(scenario, opts.seed, opts.duration)?;
     sim.run(progress);
     let stats = RunStats {
@@ -60,7 +64,13 @@ impl Sim {
             .iter()
             .zip(&self.links)
             .filter(|(s, _)| s.bottleneck)
-            .map(|(_, l)| l.qdisc.stats().iter().map(|(_, s)| s.dequeued_packets).sum::<u64>())
+            .map(|(_, l)| {
+                l.qdisc
+                    .stats()
+                    .iter()
+                    .map(|(_, s)| s.dequeued_packets)
+                    .sum::<u64>()
+            })
             .sum()
     }
 }

@@ -37,8 +37,18 @@ impl Sim {
     /// The results of the run so far (call after [`Sim::run`]).
     pub fn summary(&self) -> Summary {
         let sc = &self.scenario;
-        let window = (self.end.as_nanos().saturating_sub(self.window_start.as_nanos())) as f64 / 1e9;
-        let per_sec = |x: f64| if window > 0.0 { round6(x / window) } else { 0.0 };
+        let window = (self
+            .end
+            .as_nanos()
+            .saturating_sub(self.window_start.as_nanos())) as f64
+            / 1e9;
+        let per_sec = |x: f64| {
+            if window > 0.0 {
+                round6(x / window)
+            } else {
+                0.0
+            }
+        };
         let mut flows = Vec::new();
         let mut classes: BTreeMap<String, (u32, f64, LatencyHist)> = BTreeMap::new();
         for (i, (spec, fl)) in sc.flows.iter().zip(&self.flows).enumerate() {
@@ -57,7 +67,9 @@ impl Sim {
             };
             let throughput = per_sec(m.received_bytes as f64 * 8.0);
             let owd = m.owd.percentiles_ms();
-            let e = classes.entry(class.to_string()).or_insert_with(|| (0, 0.0, LatencyHist::new()));
+            let e = classes
+                .entry(class.to_string())
+                .or_insert_with(|| (0, 0.0, LatencyHist::new()));
             e.0 += 1;
             e.1 += throughput;
             e.2.merge(&m.owd);
@@ -66,15 +78,25 @@ impl Sim {
                 kind: spec.kind.type_name().to_string(),
                 cc,
                 ecn: ecn.name().to_string(),
-                ecn_feedback: if feedback.is_empty() { "none".into() } else { feedback },
+                ecn_feedback: if feedback.is_empty() {
+                    "none".into()
+                } else {
+                    feedback
+                },
                 class: class.to_string(),
                 src: sc.nodes[spec.src].name.clone(),
                 dst: sc.nodes[spec.dst].name.clone(),
                 base_rtt_ms: round6(self.base_rtt(i).as_millis_f64()),
                 throughput_bps: throughput,
-                goodput_bps: per_sec(rcv.delivered_bytes.saturating_sub(br.delivered_bytes) as f64 * 8.0),
+                goodput_bps: per_sec(
+                    rcv.delivered_bytes.saturating_sub(br.delivered_bytes) as f64 * 8.0,
+                ),
                 owd_ms: owd,
-                rtt_ms: if matches!(spec.kind, FlowKind::Probe { .. }) { None } else { Some(m.rtt.percentiles_ms()) },
+                rtt_ms: if matches!(spec.kind, FlowKind::Probe { .. }) {
+                    None
+                } else {
+                    Some(m.rtt.percentiles_ms())
+                },
                 sent_packets: m.sent,
                 lost_packets: m.lost,
                 loss_fraction: ratio(m.lost, m.sent),
@@ -86,7 +108,9 @@ impl Sim {
             });
         }
         let mut queues = Vec::new();
-        let mut order: Vec<usize> = (0..self.links.len()).filter(|&l| self.links[l].rate.is_some()).collect();
+        let mut order: Vec<usize> = (0..self.links.len())
+            .filter(|&l| self.links[l].rate.is_some())
+            .collect();
         // Bottlenecks first, then the rest in scenario order.
         order.sort_by_key(|&l| !sc.links[l].bottleneck);
         for l in order {
@@ -97,7 +121,12 @@ impl Sim {
             let mut subqueues = BTreeMap::new();
             let mut tot = QueueStats::default();
             for (qid, st) in &now_stats {
-                let base = link.meter.baseline.iter().find(|(b, _)| b == qid).map(|(_, s)| s);
+                let base = link
+                    .meter
+                    .baseline
+                    .iter()
+                    .find(|(b, _)| b == qid)
+                    .map(|(_, s)| s);
                 let d = diff(st, base);
                 let h = &link.meter.sojourn[qidx(*qid)];
                 all.merge(h);
@@ -126,7 +155,11 @@ impl Sim {
                 to: sc.nodes[spec.to].name.clone(),
                 aqm: link.qdisc.kind().to_string(),
                 rate_bps: link.rate.map(|r| r.bits_per_sec()).unwrap_or(0),
-                utilization: if window > 0.0 { round6((busy / window).min(1.0)) } else { 0.0 },
+                utilization: if window > 0.0 {
+                    round6((busy / window).min(1.0))
+                } else {
+                    0.0
+                },
                 sojourn_ms: all.percentiles_ms(),
                 enqueued_packets: tot.enqueued_packets,
                 dequeued_packets: tot.dequeued_packets,
@@ -143,11 +176,19 @@ impl Sim {
         }
         let classes = classes
             .into_iter()
-            .map(|(class, (n, thr, h))| ClassSummary { class, flows: n, throughput_bps: round6(thr), owd_ms: h.percentiles_ms() })
+            .map(|(class, (n, thr, h))| ClassSummary {
+                class,
+                flows: n,
+                throughput_bps: round6(thr),
+                owd_ms: h.percentiles_ms(),
+            })
             .collect();
         Summary {
             schema_version: SCHEMA_VERSION,
-            tool: ToolInfo { name: "l4s-lab", version: env!("CARGO_PKG_VERSION") },
+            tool: ToolInfo {
+                name: "l4s-lab",
+                version: env!("CARGO_PKG_VERSION"),
+            },
             scenario: ScenarioInfo {
                 name: sc.name.clone(),
                 description: sc.description.clone(),

@@ -6,7 +6,7 @@ use crate::endpoints::{Ep, Out};
 use crate::events::{Ev, EventQueue};
 use crate::measure::{FlowMeter, LinkMeter};
 use crate::packet::Packet;
-use l4s_aqm::{Dropped, Enqueued, Qdisc, QueueId};
+use l4s_aqm::{Dropped, Enqueued, Qdisc};
 use l4s_core::{Dur, Rate, Rng, Time};
 use l4s_scenario::Scenario;
 use std::collections::VecDeque;
@@ -64,7 +64,11 @@ pub struct Sim {
 impl Sim {
     /// Build the network of a validated scenario. `seed` overrides the scenario's seed and
     /// `duration` its length when given.
-    pub fn new(mut scenario: Scenario, seed: Option<u64>, duration: Option<Dur>) -> Result<Sim, String> {
+    pub fn new(
+        mut scenario: Scenario,
+        seed: Option<u64>,
+        duration: Option<Dur>,
+    ) -> Result<Sim, String> {
         if let Some(s) = seed {
             scenario.seed = s;
         }
@@ -74,7 +78,10 @@ impl Sim {
             }
             scenario.duration = d;
             if scenario.warmup >= d {
-                return Err(format!("--duration {d} is not longer than the scenario's warm-up ({})", scenario.warmup));
+                return Err(format!(
+                    "--duration {d} is not longer than the scenario's warm-up ({})",
+                    scenario.warmup
+                ));
             }
         }
         let n = scenario.nodes.len();
@@ -124,7 +131,8 @@ impl Sim {
         };
         for i in 0..sim.flows.len() {
             let f = &sim.scenario.flows[i];
-            sim.q.push(Time(f.start.as_nanos()), Ev::FlowStart(i as u32));
+            sim.q
+                .push(Time(f.start.as_nanos()), Ev::FlowStart(i as u32));
             if let Some(stop) = f.stop {
                 sim.q.push(Time(stop.as_nanos()), Ev::FlowStop(i as u32));
             }
@@ -166,7 +174,8 @@ impl Sim {
             self.now = t;
             if t >= next_progress {
                 progress(t);
-                next_progress = Time(t.as_nanos() - t.as_nanos() % 1_000_000_000) + Dur::from_secs(1);
+                next_progress =
+                    Time(t.as_nanos() - t.as_nanos() % 1_000_000_000) + Dur::from_secs(1);
             }
             match ev {
                 Ev::TxDone(l) => self.tx_done(l as usize),
@@ -299,7 +308,9 @@ impl Sim {
 
     fn arrive(&mut self, l: usize) {
         let link = &mut self.links[l];
-        let Some((_, pkt)) = link.line.pop_front() else { return };
+        let Some((_, pkt)) = link.line.pop_front() else {
+            return;
+        };
         if let Some((next, _)) = link.line.front() {
             self.q.push(*next, Ev::Arrive(l as u32));
         }
@@ -330,7 +341,9 @@ impl Sim {
             self.flows[f].meter.on_arrival(now, &pkt);
         }
         let fl = &mut self.flows[f];
-        let Some(ep) = fl.ep[side].as_mut() else { return };
+        let Some(ep) = fl.ep[side].as_mut() else {
+            return;
+        };
         ep.handle(now, &pkt.payload, pkt.size, pkt.ecn);
         if side == 0 {
             if let Some(rtt) = ep.take_rtt_sample() {
@@ -346,12 +359,16 @@ impl Sim {
     fn service(&mut self, f: usize, side: usize) {
         let now = self.now;
         loop {
-            let Some(ep) = self.flows[f].ep[side].as_mut() else { return };
+            let Some(ep) = self.flows[f].ep[side].as_mut() else {
+                return;
+            };
             let Some(out) = ep.poll(now) else { break };
             self.emit(f, side, out);
         }
         let fl = &mut self.flows[f];
-        let Some(ep) = fl.ep[side].as_ref() else { return };
+        let Some(ep) = fl.ep[side].as_ref() else {
+            return;
+        };
         match ep.poll_timeout() {
             Some(t) => {
                 // Never schedule in the past; a timer that fires at the same instant twice
@@ -374,7 +391,11 @@ impl Sim {
         let spec = &self.scenario.flows[f];
         let fl = &mut self.flows[f];
         let forward = side == 0;
-        let (from, dst) = if forward { (fl.src, fl.dst) } else { (fl.dst, fl.src) };
+        let (from, dst) = if forward {
+            (fl.src, fl.dst)
+        } else {
+            (fl.dst, fl.src)
+        };
         if forward && out.is_data {
             fl.meter.on_send(self.in_window, out.ecn);
         }
@@ -408,7 +429,9 @@ impl Sim {
             return; // superseded
         }
         fl.timer_at[side] = None;
-        let Some(ep) = fl.ep[side].as_mut() else { return };
+        let Some(ep) = fl.ep[side].as_mut() else {
+            return;
+        };
         ep.handle_timeout(now);
         fl.last_fire[side] = now;
         self.service(f, side);
@@ -425,7 +448,10 @@ impl Sim {
             }
             Err(e) => {
                 // Names were validated when the scenario was loaded; keep going without this flow.
-                eprintln!("warning: flow {:?} could not start: {e}", self.scenario.flows[f].name);
+                eprintln!(
+                    "warning: flow {:?} could not start: {e}",
+                    self.scenario.flows[f].name
+                );
             }
         }
     }
@@ -441,7 +467,10 @@ impl Sim {
     fn window_start_now(&mut self) {
         self.in_window = true;
         for fl in &mut self.flows {
-            let base = [fl.ep[0].as_ref().map(|e| e.stats()), fl.ep[1].as_ref().map(|e| e.stats())];
+            let base = [
+                fl.ep[0].as_ref().map(|e| e.stats()),
+                fl.ep[1].as_ref().map(|e| e.stats()),
+            ];
             fl.meter.baseline = base;
         }
         for link in &mut self.links {
@@ -465,11 +494,6 @@ impl Sim {
     /// Link index by name.
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.scenario.links.iter().position(|l| l.name == name)
-    }
-
-    /// The queue ids a link's discipline reports.
-    pub(crate) fn queue_ids(&self, l: usize) -> &'static [QueueId] {
-        self.links[l].qdisc.queue_ids()
     }
 }
 

@@ -6,25 +6,34 @@ use std::path::Path;
 
 /// Run scenario text through the simulator.
 pub fn run_toml(text: &str) -> Summary {
-    let sc = l4s_scenario::load_str(text, Path::new("test.toml")).unwrap_or_else(|e| panic!("bad test scenario: {e}"));
+    let sc = l4s_scenario::load_str(text, Path::new("test.toml"))
+        .unwrap_or_else(|e| panic!("bad test scenario: {e}"));
     let (s, _) = l4s_sim::run(sc, &Default::default(), &mut |_| {}).expect("run");
     s
 }
 
 /// Run a shipped scenario file.
 pub fn run_file(rel: &str) -> Summary {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
     let sc = l4s_scenario::load_file(&p).unwrap_or_else(|e| panic!("{e}"));
     let (s, _) = l4s_sim::run(sc, &Default::default(), &mut |_| {}).expect("run");
     s
 }
 
 pub fn flow<'a>(s: &'a Summary, name: &str) -> &'a FlowSummary {
-    s.flows.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("no flow {name}"))
+    s.flows
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no flow {name}"))
 }
 
 pub fn queue<'a>(s: &'a Summary, name: &str) -> &'a QueueSummary {
-    s.queues.iter().find(|q| q.name == name).unwrap_or_else(|| panic!("no queue {name}"))
+    s.queues
+        .iter()
+        .find(|q| q.name == name)
+        .unwrap_or_else(|| panic!("no queue {name}"))
 }
 
 /// A compact one-line description for assertion messages.
@@ -42,9 +51,15 @@ pub fn brief(s: &Summary) -> String {
         );
     }
     for q in &s.queues {
-        out += &format!("[{} util {:.3} p' {:?} drops {} marks {} ", q.name, q.utilization, q.mean_probability, q.drops, q.marks);
+        out += &format!(
+            "[{} util {:.3} p' {:?} drops {} marks {} ",
+            q.name, q.utilization, q.mean_probability, q.drops, q.marks
+        );
         for (k, sq) in &q.subqueues {
-            out += &format!("{k}: mean {:.2} p99 {:.2} ms; ", sq.sojourn_ms.mean, sq.sojourn_ms.p99);
+            out += &format!(
+                "{k}: mean {:.2} p99 {:.2} ms; ",
+                sq.sojourn_ms.mean, sq.sojourn_ms.p99
+            );
         }
         out += "] ";
     }
@@ -52,7 +67,14 @@ pub fn brief(s: &Summary) -> String {
 }
 
 /// A dumbbell scenario with the given bottleneck, AQM table and flows.
-pub fn dumbbell(rate: &str, rtt: &str, aqm: &str, duration: &str, warmup: &str, flows: &str) -> String {
+pub fn dumbbell(
+    rate: &str,
+    rtt: &str,
+    aqm: &str,
+    duration: &str,
+    warmup: &str,
+    flows: &str,
+) -> String {
     format!(
         "[scenario]\nname = \"t\"\nduration = \"{duration}\"\nwarmup = \"{warmup}\"\nseed = 7\n\n[topology]\ntype = \"dumbbell\"\nrate = \"{rate}\"\nrtt = \"{rtt}\"\naqm = {aqm}\n\n{flows}"
     )

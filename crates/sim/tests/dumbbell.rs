@@ -11,14 +11,30 @@ fn dumbbell_dualpi2_meets_the_l4s_bands() {
     let q = queue(&s, "bottleneck");
     let l = &q.subqueues["L"];
     let c = &q.subqueues["C"];
-    assert!(l.sojourn_ms.p99 <= 2.0, "L-queue sojourn p99 {} ms > 2 ms: {why}", l.sojourn_ms.p99);
-    assert!((c.sojourn_ms.mean - 15.0).abs() <= 3.0, "C-queue mean sojourn {} ms not 15±3: {why}", c.sojourn_ms.mean);
-    assert!(q.utilization >= 0.95, "utilisation {}: {why}", q.utilization);
+    assert!(
+        l.sojourn_ms.p99 <= 2.0,
+        "L-queue sojourn p99 {} ms > 2 ms: {why}",
+        l.sojourn_ms.p99
+    );
+    assert!(
+        (c.sojourn_ms.mean - 15.0).abs() <= 3.0,
+        "C-queue mean sojourn {} ms not 15±3: {why}",
+        c.sojourn_ms.mean
+    );
+    assert!(
+        q.utilization >= 0.95,
+        "utilisation {}: {why}",
+        q.utilization
+    );
     let ratio = flow(&s, "prague").throughput_bps / flow(&s, "cubic").throughput_bps;
     assert!((0.5..=2.0).contains(&ratio), "Prague:CUBIC {ratio}: {why}");
     let base_owd = 10.0; // 20 ms RTT, symmetric
     let pl = flow(&s, "probe-l4s");
-    assert!(pl.owd_ms.p99 <= base_owd + 3.0, "ECT(1) probe OWD p99 {}: {why}", pl.owd_ms.p99);
+    assert!(
+        pl.owd_ms.p99 <= base_owd + 3.0,
+        "ECT(1) probe OWD p99 {}: {why}",
+        pl.owd_ms.p99
+    );
     let pc = flow(&s, "probe-classic");
     assert!(
         pc.owd_ms.p50 >= base_owd + 10.0 && pc.owd_ms.p50 <= base_owd + 20.0,
@@ -39,9 +55,21 @@ fn dumbbell_fifo_probes_see_the_full_buffer() {
     let full = 1000.0 * 1514.0 * 8.0 / 100e6 * 1e3;
     for name in ["probe-l4s", "probe-classic"] {
         let p = flow(&s, name);
-        assert!(p.owd_ms.p99 >= 10.0 + 0.85 * full, "{name} p99 {} ms: {why}", p.owd_ms.p99);
-        assert!(p.owd_ms.max <= 10.0 + full + 1.0, "{name} max {} ms exceeds a full buffer: {why}", p.owd_ms.max);
-        assert!(p.owd_ms.p50 >= 10.0 + 0.5 * full, "{name} p50 {} ms: {why}", p.owd_ms.p50);
+        assert!(
+            p.owd_ms.p99 >= 10.0 + 0.85 * full,
+            "{name} p99 {} ms: {why}",
+            p.owd_ms.p99
+        );
+        assert!(
+            p.owd_ms.max <= 10.0 + full + 1.0,
+            "{name} max {} ms exceeds a full buffer: {why}",
+            p.owd_ms.max
+        );
+        assert!(
+            p.owd_ms.p50 >= 10.0 + 0.5 * full,
+            "{name} p50 {} ms: {why}",
+            p.owd_ms.p50
+        );
     }
     assert_eq!(queue(&s, "bottleneck").marks, 0);
 }
@@ -54,11 +82,16 @@ fn same_seed_same_bytes() {
         "{ kind = \"dualpi2\" }",
         "8s",
         "2s",
-        &(tcp("p", "prague", "") + &tcp("c", "cubic", "ecn = \"classic\"") + &probe("pr", 100.0, "200B", "ect1", "")),
+        &(tcp("p", "prague", "")
+            + &tcp("c", "cubic", "ecn = \"classic\"")
+            + &probe("pr", 100.0, "200B", "ect1", "")),
     );
     let a = serde_json::to_vec(&run_toml(&text)).unwrap();
     let b = serde_json::to_vec(&run_toml(&text)).unwrap();
-    assert_eq!(a, b, "same scenario and seed must give byte-identical summaries");
+    assert_eq!(
+        a, b,
+        "same scenario and seed must give byte-identical summaries"
+    );
     // And a different seed changes something (the AQM's random draws).
     let other = text.replace("seed = 7", "seed = 8");
     let c = serde_json::to_vec(&run_toml(&other)).unwrap();

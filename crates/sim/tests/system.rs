@@ -12,7 +12,14 @@ fn ratio(s: &l4s_metrics::summary::Summary, a: &str, b: &str) -> f64 {
 /// 20 ms: p99 queue delay ≤ 2 ms, mean < 1 ms, utilisation ≥ 95 %, no AQM drops.
 #[test]
 fn s1_single_prague_keeps_l_queue_short() {
-    let s = run_toml(&dumbbell("100Mbit", "20ms", "{ kind = \"dualpi2\" }", "20s", "5s", &tcp("p", "prague", "")));
+    let s = run_toml(&dumbbell(
+        "100Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "20s",
+        "5s",
+        &tcp("p", "prague", ""),
+    ));
     let why = brief(&s);
     let q = queue(&s, "bottleneck");
     let l = &q.subqueues["L"];
@@ -26,8 +33,23 @@ fn s1_single_prague_keeps_l_queue_short() {
 /// dualpi2 §7.3 item 1 with four Prague flows.
 #[test]
 fn four_prague_flows_keep_l_queue_short() {
-    let flows: String = (0..4).map(|i| tcp(&format!("p{i}"), "prague", &format!("start = \"{}ms\"", i * 100))).collect();
-    let s = run_toml(&dumbbell("100Mbit", "20ms", "{ kind = \"dualpi2\" }", "20s", "5s", &flows));
+    let flows: String = (0..4)
+        .map(|i| {
+            tcp(
+                &format!("p{i}"),
+                "prague",
+                &format!("start = \"{}ms\"", i * 100),
+            )
+        })
+        .collect();
+    let s = run_toml(&dumbbell(
+        "100Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "20s",
+        "5s",
+        &flows,
+    ));
     let why = brief(&s);
     let q = queue(&s, "bottleneck");
     let l = &q.subqueues["L"];
@@ -54,14 +76,24 @@ fn s2_prague_and_cubic_share_dualpi2() {
     let r = ratio(&s, "prague", "cubic");
     assert!((0.5..=2.0).contains(&r), "ratio {r}: {why}");
     assert!(q.subqueues["L"].sojourn_ms.p99 <= 3.0, "{why}");
-    assert!((q.subqueues["C"].sojourn_ms.mean - 15.0).abs() <= 3.0, "{why}");
+    assert!(
+        (q.subqueues["C"].sojourn_ms.mean - 15.0).abs() <= 3.0,
+        "{why}"
+    );
     assert!(q.utilization >= 0.95, "{why}");
 }
 
 /// dualpi2 §7.3 item 2 with a non-ECN classic flow: loss instead of marks, ≈ p'^2.
 #[test]
 fn classic_only_reno_regulated_to_target() {
-    let s = run_toml(&dumbbell("100Mbit", "20ms", "{ kind = \"dualpi2\" }", "40s", "10s", &tcp("reno", "reno", "ecn = \"off\"")));
+    let s = run_toml(&dumbbell(
+        "100Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "40s",
+        "10s",
+        &tcp("reno", "reno", "ecn = \"off\""),
+    ));
     let why = brief(&s);
     let q = queue(&s, "bottleneck");
     let c = &q.subqueues["C"];
@@ -71,7 +103,11 @@ fn classic_only_reno_regulated_to_target() {
     let loss = flow(&s, "reno").loss_fraction;
     // Classic drop probability is p'^2 (two independent draws); the time-average of p'
     // squared is at least the square of its mean, so compare in a generous band.
-    assert!(loss > 0.3 * p * p && loss < 4.0 * p * p + 1e-4, "loss {loss} vs p'^2 {}: {why}", p * p);
+    assert!(
+        loss > 0.3 * p * p && loss < 4.0 * p * p + 1e-4,
+        "loss {loss} vs p'^2 {}: {why}",
+        p * p
+    );
 }
 
 /// dualpi2 §7.3 item 3 at R = 100 ms: coupled fairness in [0.7, 1.4].
@@ -118,7 +154,8 @@ fn s3_prague_rtt_independence_vs_dctcp() {
             "{ kind = \"dualpi2\" }",
             "40s",
             "10s",
-            &(tcp("short", cc, "rtt = \"5ms\"\necn = \"accecn\"\nsender = { }") + &tcp("long", cc, "rtt = \"50ms\"\necn = \"accecn\"")),
+            &(tcp("short", cc, "rtt = \"5ms\"\necn = \"accecn\"\nsender = { }")
+                + &tcp("long", cc, "rtt = \"50ms\"\necn = \"accecn\"")),
         )
     };
     let p = run_toml(&mk("prague"));
@@ -126,7 +163,11 @@ fn s3_prague_rtt_independence_vs_dctcp() {
     assert!(rp <= 2.0, "Prague 5 ms : 50 ms = {rp}: {}", brief(&p));
     let d = run_toml(&mk("dctcp-ect1"));
     let rd = ratio(&d, "short", "long");
-    assert!(rd >= 3.0 && rd > 2.0 * rp, "DCTCP 5 ms : 50 ms = {rd} (Prague {rp}): {}", brief(&d));
+    assert!(
+        rd >= 3.0 && rd > 2.0 * rp,
+        "DCTCP 5 ms : 50 ms = {rd} (Prague {rp}): {}",
+        brief(&d)
+    );
 }
 
 /// S4: over a loss-only FIFO path (no ECN marking) Prague takes no more than 1.5× Reno.
@@ -160,14 +201,24 @@ fn s5_udp_prague_and_tcp_prague_share() {
     let why = brief(&s);
     let r = ratio(&s, "udp", "tcp");
     assert!((0.5..=2.0).contains(&r), "udp:tcp {r}: {why}");
-    assert!(queue(&s, "bottleneck").subqueues["L"].sojourn_ms.p99 <= 3.0, "{why}");
+    assert!(
+        queue(&s, "bottleneck").subqueues["L"].sojourn_ms.p99 <= 3.0,
+        "{why}"
+    );
 }
 
 /// S10: at 1 Mbit/s and 1 ms RTT with step marking, Prague's rate mode keeps about
 /// 1 Mbit/s with a short queue; a window floored at 2 packets per RTT would need 24 Mbit/s.
 #[test]
 fn s10_prague_rate_mode_at_one_mbit() {
-    let s = run_toml(&dumbbell("1Mbit", "1ms", "{ kind = \"dualpi2\" }", "40s", "10s", &tcp("p", "prague", "")));
+    let s = run_toml(&dumbbell(
+        "1Mbit",
+        "1ms",
+        "{ kind = \"dualpi2\" }",
+        "40s",
+        "10s",
+        &tcp("p", "prague", ""),
+    ));
     let why = brief(&s);
     let q = queue(&s, "bottleneck");
     assert!(q.utilization >= 0.8, "{why}");
@@ -179,7 +230,14 @@ fn s10_prague_rate_mode_at_one_mbit() {
 fn overload(aqm: &str, ecn: &str, load: f64) -> l4s_metrics::summary::Summary {
     // Constant-rate unresponsive traffic of 1514 B frames at `load` x 100 Mbit/s.
     let pps = load * 100e6 / (1514.0 * 8.0);
-    run_toml(&dumbbell("100Mbit", "20ms", aqm, "30s", "10s", &probe("udp", pps, "1514B", ecn, "")))
+    run_toml(&dumbbell(
+        "100Mbit",
+        "20ms",
+        aqm,
+        "30s",
+        "10s",
+        &probe("udp", pps, "1514B", ecn, ""),
+    ))
 }
 
 /// dualpi2 §7.3 item 5: unresponsive Not-ECT at 2× capacity with drop_overload: p' ≈ 0.71,
@@ -207,7 +265,10 @@ fn overload_ect1_2x() {
     assert!(f.ce_fraction >= 0.999, "{why}");
     let q = queue(&s, "bottleneck");
     assert!((q.mean_probability.unwrap() - 0.707).abs() <= 0.05, "{why}");
-    assert!((q.subqueues["L"].sojourn_ms.mean - 15.0).abs() <= 5.0, "{why}");
+    assert!(
+        (q.subqueues["L"].sojourn_ms.mean - 15.0).abs() <= 5.0,
+        "{why}"
+    );
 }
 
 /// dualpi2 §7.3 item 5: at 1.2× capacity loss ≈ 16.7 % ± 2 % and p' hovers around 0.5.
@@ -225,7 +286,11 @@ fn overload_1_2x() {
 /// the queue at its limit, loss ≈ 50 % all tail drop, delay ≈ limit × size / rate.
 #[test]
 fn overflow_mode_fills_the_buffer() {
-    let s = overload("{ kind = \"dualpi2\", drop_overload = false, limit = 1000 }", "ect1", 2.0);
+    let s = overload(
+        "{ kind = \"dualpi2\", drop_overload = false, limit = 1000 }",
+        "ect1",
+        2.0,
+    );
     let why = brief(&s);
     let q = queue(&s, "bottleneck");
     assert_eq!(q.drops, q.overlimit_drops, "only tail drops: {why}");
@@ -233,7 +298,10 @@ fn overflow_mode_fills_the_buffer() {
     let f = flow(&s, "udp");
     assert!((f.loss_fraction - 0.5).abs() <= 0.03, "{why}");
     let full_ms = 1000.0 * 1514.0 * 8.0 / 100e6 * 1e3;
-    assert!((q.subqueues["L"].sojourn_ms.mean - full_ms).abs() <= 0.05 * full_ms, "{why}");
+    assert!(
+        (q.subqueues["L"].sojourn_ms.mean - full_ms).abs() <= 0.05 * full_ms,
+        "{why}"
+    );
 }
 
 /// dualpi2 §7.3 item 7: an unresponsive ECT(1) flow at capacity saturates L; a greedy
@@ -253,5 +321,9 @@ fn classic_is_not_starved_by_unresponsive_l4s() {
     let q = queue(&s, "bottleneck");
     let c_bytes = q.subqueues["C"].dequeued_bytes as f64;
     let l_bytes = q.subqueues["L"].dequeued_bytes as f64;
-    assert!(c_bytes / (c_bytes + l_bytes) >= 0.10, "classic share {}: {why}", c_bytes / (c_bytes + l_bytes));
+    assert!(
+        c_bytes / (c_bytes + l_bytes) >= 0.10,
+        "classic share {}: {why}",
+        c_bytes / (c_bytes + l_bytes)
+    );
 }

@@ -21,6 +21,28 @@
 //!
 //! Loss detection is RACK-TLP (RFC 8985), as RFC 9331 §4.3 prefers for L4S, over a SACK
 //! scoreboard (RFC 2018, RFC 6675 "pipe"), plus the RFC 6298 retransmission timer.
+//!
+//! ECN choices:
+//!
+//! * RFC 3168 (§6.1): ECE+CWR on the SYN, ECE on the SYN-ACK; data ECT per the controller
+//!   (normally ECT(0)); retransmissions, SYNs and pure ACKs Not-ECT (§6.1.4–6.1.5). The
+//!   receiver sets ECE on every ACK from a CE arrival until a data segment with CWR arrives.
+//!   The sender enters CWR at most once per round trip and ignores ECE on ACKs that do not
+//!   yet cover its last CWR segment (they may predate it).
+//! * AccECN (RFC 9768 §3): AE+CWR+ECE on the SYN, handshake encoding on the SYN-ACK and on
+//!   the client's ACK of it, counters r.cep = 5, r.e0b = r.e1b = 1, r.ceb = 0, ACE on every
+//!   non-SYN segment, the option on every ACK, change- and increment-triggered ACKs. The
+//!   sender decodes ACE with the option's CE byte counter (or the safe-Δ rule without it),
+//!   never sends CWR as a signal, keeps ECT on retransmissions (ECN++, RFC 8311 §4.3) and
+//!   sends its pure ACKs ECT(1) only when its data is ECT(1). Mangling of the SYN's ECN
+//!   field disables ECT (feedback still used); a zeroed ACE on the first ACK turns ECN off.
+//!   The SYN-ACK does not carry the option, and the sender's segments carry none.
+//!
+//! Not implemented: FIN/close handshake, zero-window probing (persist timer), PAWS,
+//! D-SACK, spurious-retransmission undo (`on_undo` is never called), RFC 8985 §7.4 TLP
+//! loss detection, PRR (RFC 6937: during recovery the sender sends while pipe < cwnd,
+//! RFC 6675 style), RFC 6298 §5.7 (3 s RTO after a retransmitted SYN: timestamps give an
+//! unambiguous handshake RTT instead).
 
 use std::collections::VecDeque;
 
@@ -115,6 +137,86 @@ pub struct AccEcnOption {
     pub ceb: u32,
     /// Payload bytes received ECT(1), mod 2^24.
     pub e1b: u32,
+}
+
+/// Field order of the AccECN option (RFC 9768 §3.2.3): kind 172 (AccECN0) carries
+/// EE0B, ECEB, EE1B; kind 174 (AccECN1) carries EE1B, ECEB, EE0B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccEcnOrder {
+    /// Kind 172.
+    Order0,
+    /// Kind 174.
+    Order1,
+}
+
+impl AccEcnOrder {
+    pub fn kind(self) -> u8 {
+        match self {
+            AccEcnOrder::Order0 => 172,
+            AccEcnOrder::Order1 => 174,
+        }
+    }
+}
+
+/// A decoded AccECN option: fields absent from a truncated option are `None` ("unchanged").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccEcnOptionFields {
+    pub e0b: Option<u32>,
+    pub ceb: Option<u32>,
+    pub e1b: Option<u32>,
+}
+
+impl AccEcnOption {
+    /// Wire encoding (RFC 9768 §3.2.3) with the first `fields` (0..=3) counters, 24-bit
+    /// big-endian each: length 2, 5, 8 or 11. Returns the buffer and the length used.
+    pub fn encode(&self, order: AccEcnOrder, fields: usize) -> ([u8; 11], usize) {
+        let n = fields.min(3);
+        let vals = match order {
+            AccEcnOrder::Order0 => [self.e0b, self.ceb, self.e1b],
+            AccEcnOrder::Order1 => [self.e1b, self.ceb, self.e0b],
+        };
+        let mut b = [0u8; 11];
+        let len = 2 + 3 * n;
+        b[0] = order.kind();
+        b[1] = len as u8;
+        for (k, v) in vals.iter().take(n).enumerate() {
+            b[2 + 3 * k] = (v >> 16) as u8;
+            b[3 + 3 * k] = (v >> 8) as u8;
+            b[4 + 3 * k] = *v as u8;
+        }
+        (b, len)
+    }
+
+    /// Parse an option starting at its kind byte; `None` if the kind or length is invalid.
+    pub fn decode(b: &[u8]) -> Option<AccEcnOptionFields> {
+        let (&kind, &len) = (b.first()?, b.get(1)?);
+        let order = match kind {
+            172 => AccEcnOrder::Order0,
+            174 => AccEcnOrder::Order1,
+            _ => return None,
+        };
+        let len = len as usize;
+        if !matches!(len, 2 | 5 | 8 | 11) || b.len() < len {
+            return None;
+        }
+        let mut vals = [None; 3];
+        for (k, v) in vals.iter_mut().enumerate().take((len - 2) / 3) {
+            let o = 2 + 3 * k;
+            *v = Some((b[o] as u32) << 16 | (b[o + 1] as u32) << 8 | b[o + 2] as u32);
+        }
+        Some(match order {
+            AccEcnOrder::Order0 => AccEcnOptionFields {
+                e0b: vals[0],
+                ceb: vals[1],
+                e1b: vals[2],
+            },
+            AccEcnOrder::Order1 => AccEcnOptionFields {
+                e1b: vals[0],
+                ceb: vals[1],
+                e0b: vals[2],
+            },
+        })
+    }
 }
 
 /// The TCP header the two endpoints exchange. `Copy`, no heap.
@@ -315,6 +417,12 @@ pub struct TcpConfig {
     /// Time worth of data allowed back to back (Linux TSO autosizing: ~1 ms); the burst is
     /// the larger of this and `pacing_burst_pkts`.
     pub pacing_burst_time: Dur,
+    /// Count "data ready, cwnd open, but held back by pacing" as cwnd-limited in
+    /// `AckSample::cwnd_limited`. The pacing rate is derived from cwnd (cwnd/srtt), so such a
+    /// sender is limited by its window, not by the application. Without this, a controller
+    /// that paces at exactly cwnd/srtt (Prague window mode) keeps its flight just below cwnd
+    /// and, if it grows only when cwnd-limited, never grows.
+    pub paced_is_cwnd_limited: bool,
     /// Tail loss probes (RFC 8985 §7).
     pub tlp: bool,
     /// WCDelAckT: extra PTO allowance when one segment is in flight (RFC 8985 §7.2).
@@ -335,6 +443,7 @@ impl Default for TcpConfig {
             pacing: true,
             pacing_burst_pkts: 2,
             pacing_burst_time: Dur::from_millis(1),
+            paced_is_cwnd_limited: true,
             tlp: true,
             tlp_delack: Dur::from_millis(200),
         }
@@ -487,7 +596,11 @@ pub struct TcpSender {
     tlp_pending: bool,
     tlp_end: Option<u64>,
     pace_next: Time,
+    /// Linux `tcp_cwnd_validate` state: cwnd-limited at some point in the current window,
+    /// the largest flight in it, and the `snd_nxt` that ends it.
     cwnd_limited: bool,
+    max_bif: u64,
+    cwnd_usage_seq: u64,
     ts_recent: u64,
 
     r_cep: u32,
@@ -502,6 +615,7 @@ pub struct TcpSender {
 
     sent_packets: u64,
     sent_bytes: u64,
+    received_packets: u64,
     retransmits: u64,
     lost_packets: u64,
     ce_packets: u64,
@@ -573,6 +687,8 @@ impl TcpSender {
             tlp_end: None,
             pace_next: now,
             cwnd_limited: false,
+            max_bif: 0,
+            cwnd_usage_seq: 0,
             ts_recent: 0,
             r_cep: ACCECN_CEP_INIT,
             s_cep: ACCECN_CEP_INIT,
@@ -584,6 +700,7 @@ impl TcpSender {
             last_rtt: None,
             sent_packets: 0,
             sent_bytes: 0,
+            received_packets: 0,
             retransmits: 0,
             lost_packets: 0,
             ce_packets: 0,
@@ -1255,7 +1372,7 @@ impl TcpSender {
             delivered_pkts: self.delivered_pkts,
             delivered_ce_pkts: self.delivered_ce_pkts,
             mss,
-            cwnd_limited: self.cwnd_limited || (self.cc.in_slow_start() && cwnd < 2 * self.bif),
+            cwnd_limited: self.cwnd_limited || (self.cc.in_slow_start() && cwnd < 2 * self.max_bif),
             in_recovery: matches!(self.ca, CaState::Recovery | CaState::Loss),
             in_cwr: self.ca == CaState::Cwr,
         };
@@ -1285,6 +1402,19 @@ impl TcpSender {
         self.arm_tlp(now);
     }
 
+    /// Linux `tcp_cwnd_validate`: remember for a whole window whether the sender was
+    /// cwnd-limited (RFC 7661 spirit), else track the largest flight.
+    fn cwnd_validate(&mut self, limited_now: bool) {
+        if self.snd_una >= self.cwnd_usage_seq
+            || limited_now
+            || (!self.cwnd_limited && self.bif > self.max_bif)
+        {
+            self.cwnd_limited = limited_now;
+            self.max_bif = self.bif;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
     fn finished(&self) -> bool {
         self.state == SndState::Established
             && self.app_limit != u64::MAX
@@ -1296,6 +1426,7 @@ impl Endpoint for TcpSender {
     type Header = TcpSegment;
 
     fn handle_packet(&mut self, now: Time, h: &TcpSegment, _size: u32, ecn: Ecn) {
+        self.received_packets += 1;
         if h.flags.contains(TcpFlags::SYN) {
             if h.flags.contains(TcpFlags::ACK) {
                 self.on_synack(now, h, ecn);
@@ -1380,21 +1511,23 @@ impl Endpoint for TcpSender {
             None => self.new_data_len(),
         };
         if len == 0 {
-            self.cwnd_limited = false;
             return None;
         }
         if !self.cwnd_allows(len) {
-            self.cwnd_limited = true;
+            self.cwnd_validate(true);
             return None;
         }
         if self.pacing_rate().is_some() && self.pace_next > now {
+            if self.cfg.paced_is_cwnd_limited {
+                self.cwnd_validate(true);
+            }
             return None;
         }
         let t = match lost {
             Some(abs) => self.retransmit(now, abs),
             None => self.send_new(now, len),
         };
-        self.cwnd_limited = self.bif + self.mss_now() as u64 > self.cc.cwnd();
+        self.cwnd_validate(self.bif + self.mss_now() as u64 > self.cc.cwnd());
         self.arm_tlp(now);
         Some(t)
     }
@@ -1468,7 +1601,7 @@ impl Endpoint for TcpSender {
             retransmits: self.retransmits,
             lost_packets: self.lost_packets,
             delivered_bytes: self.snd_una.saturating_sub(1),
-            received_packets: 0,
+            received_packets: self.received_packets,
             ce_packets: self.ce_packets,
             cwnd: self.cc.cwnd(),
             srtt: self.rtt.srtt().unwrap_or(Dur::ZERO),
@@ -1495,6 +1628,10 @@ enum RcvState {
     SynRcvd,
     Established,
 }
+
+/// Out-of-order ranges the receiver keeps; segments that would create more are dropped
+/// (bounds memory against a hostile peer).
+const MAX_OOO_RANGES: usize = 4096;
 
 /// ECN feedback mode agreed by the receiver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1803,7 +1940,9 @@ impl Endpoint for TcpReceiver {
                     immediate = true;
                 }
             }
-        } else if h.seq < self.rcv_nxt.saturating_add(self.cfg.rwnd) {
+        } else if h.seq < self.rcv_nxt.saturating_add(self.cfg.rwnd)
+            && self.ooo.len() < MAX_OOO_RANGES
+        {
             // Out of order: ACK at once with SACK (RFC 5681 §4.2, RFC 2018 §4).
             self.insert_ooo(h.seq, end.min(self.rcv_nxt.saturating_add(self.cfg.rwnd)));
             immediate = true;
