@@ -41,11 +41,7 @@ pub struct ClassicEcn<P> {
 impl<P: QueuePacket> ClassicEcn<P> {
     pub fn new(cfg: &ClassicEcnConfig, rng: Rng) -> Self {
         let g = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
-        let tupdate = if cfg.tupdate.is_zero() {
-            Dur(1)
-        } else {
-            cfg.tupdate
-        };
+        let tupdate = if cfg.tupdate.is_zero() { Dur(1) } else { cfg.tupdate };
         ClassicEcn {
             q: VecDeque::new(),
             rng,
@@ -65,11 +61,7 @@ impl<P: QueuePacket> ClassicEcn<P> {
     }
     /// Test hook: force the base probability p' (the signal probability is p'²).
     pub fn set_base_prob(&mut self, p: f64) {
-        self.p = if p.is_finite() {
-            p.clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
+        self.p = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
     }
     /// The base probability p'.
     pub fn base_prob(&self) -> f64 {

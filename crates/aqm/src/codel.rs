@@ -170,11 +170,7 @@ impl CodelVars {
             }
         } else if drop {
             if let Some(mut e) = cur.take() {
-                let (ok, newly) = if p.ecn {
-                    mark(&mut e.pkt)
-                } else {
-                    (false, false)
-                };
+                let (ok, newly) = if p.ecn { mark(&mut e.pkt) } else { (false, false) };
                 if ok {
                     marked |= newly;
                     cur = Some(e);

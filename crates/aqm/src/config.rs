@@ -46,20 +46,14 @@ fn err<T>(key: &str, msg: impl Into<String>) -> Result<T, ConfigError> {
 
 fn positive_dur(key: &str, d: Dur) -> Result<(), ConfigError> {
     if d.is_zero() {
-        return err(
-            key,
-            "expected a duration greater than zero, such as \"15ms\"",
-        );
+        return err(key, "expected a duration greater than zero, such as \"15ms\"");
     }
     Ok(())
 }
 
 fn positive_f64(key: &str, v: f64) -> Result<(), ConfigError> {
     if !v.is_finite() || v <= 0.0 {
-        return err(
-            key,
-            format!("expected a finite number greater than zero, found {v}"),
-        );
+        return err(key, format!("expected a finite number greater than zero, found {v}"));
     }
     Ok(())
 }
@@ -239,10 +233,7 @@ pub struct RttDerived {
 /// `alpha = 0.1 × tupdate / max²`, `beta = 0.3 / max` (RFC 9332 §A.1 formulas).
 /// Returns `Ok(None)` when neither RTT is given. Errors name `typical_rtt` (typical > max or
 /// zero) or `max_rtt` (zero, or gains below 1/256 Hz, which iproute2 refuses).
-pub fn derive_from_rtt(
-    max_rtt: Option<Dur>,
-    typical_rtt: Option<Dur>,
-) -> Result<Option<RttDerived>, ConfigError> {
+pub fn derive_from_rtt(max_rtt: Option<Dur>, typical_rtt: Option<Dur>) -> Result<Option<RttDerived>, ConfigError> {
     let (max, typ) = match (max_rtt, typical_rtt) {
         (None, None) => return Ok(None),
         (Some(m), None) => (m, (m / 6).max(Dur::from_micros(1))),
@@ -253,10 +244,7 @@ pub fn derive_from_rtt(
         return err("max_rtt", "expected a round-trip time greater than zero");
     }
     if typ.is_zero() {
-        return err(
-            "typical_rtt",
-            "expected a round-trip time greater than zero",
-        );
+        return err("typical_rtt", "expected a round-trip time greater than zero");
     }
     if typ > max {
         return err(
@@ -271,7 +259,9 @@ pub fn derive_from_rtt(
     if gain_hz_to_nl(alpha) < 1 || gain_hz_to_nl(beta) < 1 {
         return err(
             "max_rtt",
-            format!("the derived gains (alpha {alpha:.6} Hz, beta {beta:.6} Hz) are below 1/256 Hz; use a smaller max_rtt"),
+            format!(
+                "the derived gains (alpha {alpha:.6} Hz, beta {beta:.6} Hz) are below 1/256 Hz; use a smaller max_rtt"
+            ),
         );
     }
     Ok(Some(RttDerived {
@@ -293,10 +283,7 @@ impl DualPi2Config {
             return err("memlimit", "expected at least 1 byte");
         }
         if self.mtu == 0 {
-            return err(
-                "mtu",
-                "expected a frame size in bytes greater than zero, such as 1514",
-            );
+            return err("mtu", "expected a frame size in bytes greater than zero, such as 1514");
         }
         let derived = derive_from_rtt(self.max_rtt, self.typical_rtt)?;
         positive_dur("tupdate", self.tupdate)?;
@@ -306,27 +293,18 @@ impl DualPi2Config {
                 positive_f64(key, v)?;
                 let nl = gain_hz_to_nl(v);
                 if nl < 1 {
-                    return err(
-                        key,
-                        format!("expected at least 1/256 Hz (0.00390625), found {v}"),
-                    );
+                    return err(key, format!("expected at least 1/256 Hz (0.00390625), found {v}"));
                 }
                 if nl > MAX_GAIN_NL {
                     return err(
                         key,
-                        format!(
-                            "expected at most {} Hz, found {v}",
-                            MAX_GAIN_NL as f64 / 256.0
-                        ),
+                        format!("expected at most {} Hz, found {v}", MAX_GAIN_NL as f64 / 256.0),
                     );
                 }
             }
         }
         let target = derived.map(|d| d.target).unwrap_or(self.target);
-        if self.marking == Marking::Step
-            && self.step_thresh_packets.is_none()
-            && self.step_thresh > target
-        {
+        if self.marking == Marking::Step && self.step_thresh_packets.is_none() && self.step_thresh > target {
             return err(
                 "step_thresh",
                 format!(
@@ -347,19 +325,13 @@ impl DualPi2Config {
         if self.coupling_factor == 0 || self.coupling_factor > 255 {
             return err(
                 "coupling_factor",
-                format!(
-                    "expected an integer from 1 to 255, found {}",
-                    self.coupling_factor
-                ),
+                format!("expected an integer from 1 to 255, found {}", self.coupling_factor),
             );
         }
         if self.classic_protection > 100 {
             return err(
                 "classic_protection",
-                format!(
-                    "expected a percentage from 0 to 100, found {}",
-                    self.classic_protection
-                ),
+                format!("expected a percentage from 0 to 100, found {}", self.classic_protection),
             );
         }
         for (key, list) in [("l4s_dscp", &self.l4s_dscp), ("llll_dscp", &self.llll_dscp)] {
@@ -501,10 +473,7 @@ impl CodelConfig {
         if self.target > self.interval {
             return err(
                 "target",
-                format!(
-                    "expected a target no larger than the interval ({})",
-                    self.interval
-                ),
+                format!("expected a target no larger than the interval ({})", self.interval),
             );
         }
         if self.limit == 0 {
@@ -557,10 +526,7 @@ impl FqCodelConfig {
         if self.target > self.interval {
             return err(
                 "target",
-                format!(
-                    "expected a target no larger than the interval ({})",
-                    self.interval
-                ),
+                format!("expected a target no larger than the interval ({})", self.interval),
             );
         }
         if self.limit == 0 {
@@ -573,10 +539,7 @@ impl FqCodelConfig {
             );
         }
         if self.quantum == 0 {
-            return err(
-                "quantum",
-                "expected a quantum in bytes greater than zero, such as 1514",
-            );
+            return err("quantum", "expected a quantum in bytes greater than zero, such as 1514");
         }
         if self.memory_limit == 0 {
             return err("memory_limit", "expected at least 1 byte");
@@ -712,10 +675,7 @@ pub fn build<P: QueuePacket + 'static>(cfg: &AqmConfig, rng: Rng) -> Box<dyn Qdi
 }
 
 /// [`AqmConfig::validate`] then [`build`].
-pub fn try_build<P: QueuePacket + 'static>(
-    cfg: &AqmConfig,
-    rng: Rng,
-) -> Result<Box<dyn Qdisc<P>>, ConfigError> {
+pub fn try_build<P: QueuePacket + 'static>(cfg: &AqmConfig, rng: Rng) -> Result<Box<dyn Qdisc<P>>, ConfigError> {
     cfg.validate()?;
     Ok(build(cfg, rng))
 }

@@ -33,8 +33,8 @@ use std::collections::VecDeque;
 use l4s_core::{Dur, Ecn, QueuePacket, Rng, Time};
 
 use crate::config::{
-    derive_from_rtt, gain_hz_to_nl, gain_nl_to_internal, DualPi2Config, EcnMask, Marking, PiInput,
-    DEFAULT_ALPHA_NL, DEFAULT_BETA_NL, MAX_GAIN_NL,
+    derive_from_rtt, gain_hz_to_nl, gain_nl_to_internal, DualPi2Config, EcnMask, Marking, PiInput, DEFAULT_ALPHA_NL,
+    DEFAULT_BETA_NL, MAX_GAIN_NL,
 };
 use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
 
@@ -81,11 +81,7 @@ pub struct Classifier {
 impl Classifier {
     /// DSCPs above 63 are ignored.
     pub fn new(mask: EcnMask, l4s_dscp: &[u8], llll_dscp: &[u8], l4s_ports: &[u16]) -> Classifier {
-        let bitmap = |l: &[u8]| {
-            l.iter()
-                .filter(|d| **d < 64)
-                .fold(0u64, |m, d| m | (1u64 << d))
-        };
+        let bitmap = |l: &[u8]| l.iter().filter(|d| **d < 64).fold(0u64, |m, d| m | (1u64 << d));
         Classifier {
             mask: mask.bits(),
             l4s_dscp: bitmap(l4s_dscp),
@@ -186,13 +182,9 @@ impl DualPi2Params {
             .memlimit
             .unwrap_or_else(|| (limit as u64 * 2 * mtu as u64).min(u32::MAX as u64))
             .max(1);
-        let nl =
-            |hz: Option<f64>, def: u32| hz.map(gain_hz_to_nl).unwrap_or(def).clamp(1, MAX_GAIN_NL);
+        let nl = |hz: Option<f64>, def: u32| hz.map(gain_hz_to_nl).unwrap_or(def).clamp(1, MAX_GAIN_NL);
         let (mut target, mut tupdate) = (cfg.target, cfg.tupdate);
-        let (mut alpha_nl, mut beta_nl) = (
-            nl(cfg.alpha, DEFAULT_ALPHA_NL),
-            nl(cfg.beta, DEFAULT_BETA_NL),
-        );
+        let (mut alpha_nl, mut beta_nl) = (nl(cfg.alpha, DEFAULT_ALPHA_NL), nl(cfg.beta, DEFAULT_BETA_NL));
         if let Ok(Some(d)) = derive_from_rtt(cfg.max_rtt, cfg.typical_rtt) {
             target = d.target;
             tupdate = d.tupdate;
@@ -262,8 +254,8 @@ pub fn pi2_update_linux(
     k: u32,
 ) -> u32 {
     let q = qdelay.as_nanos() as i128;
-    let delta = (q - target.as_nanos() as i128) * alpha_i as i128
-        + (q - last_qdelay.as_nanos() as i128) * beta_i as i128;
+    let delta =
+        (q - target.as_nanos() as i128) * alpha_i as i128 + (q - last_qdelay.as_nanos() as i128) * beta_i as i128;
     // Rust's integer division truncates toward zero: the magnitude is truncated both ways.
     let new = (prob as i128 + delta / 64).clamp(0, MAX_PROB as i128) as u32;
     if drop_overload {
@@ -276,14 +268,7 @@ pub fn pi2_update_linux(
 /// One step of the RFC 9332 Appendix A (Figure 6) floating-point PI update:
 /// `p' += alpha·(qdelay − target) + beta·(qdelay − prev)`, kept within [0, 1]; delays in
 /// seconds, gains in Hz.
-pub fn pi2_update_rfc(
-    p: f64,
-    qdelay_s: f64,
-    prev_s: f64,
-    target_s: f64,
-    alpha_hz: f64,
-    beta_hz: f64,
-) -> f64 {
+pub fn pi2_update_rfc(p: f64, qdelay_s: f64, prev_s: f64, target_s: f64, alpha_hz: f64, beta_hz: f64) -> f64 {
     (p + alpha_hz * (qdelay_s - target_s) + beta_hz * (qdelay_s - prev_s)).clamp(0.0, 1.0)
 }
 
@@ -380,8 +365,7 @@ impl<P: QueuePacket> DualPi2<P> {
     /// A DualPI2 created at `now` (first PI update at `now + tupdate`, like Linux's init).
     pub fn with_start(cfg: &DualPi2Config, rng: Rng, now: Time) -> Self {
         let p = DualPi2Params::from_config(cfg);
-        let classifier =
-            Classifier::new(cfg.ecn_mask, &cfg.l4s_dscp, &cfg.llll_dscp, &cfg.l4s_ports);
+        let classifier = Classifier::new(cfg.ecn_mask, &cfg.l4s_dscp, &cfg.llll_dscp, &cfg.l4s_ports);
         DualPi2 {
             classifier,
             rng,
@@ -653,8 +637,7 @@ impl<P: QueuePacket> Qdisc<P> for DualPi2<P> {
                 self.c_head_ts = Some(now);
             }
         } else {
-            let apply_step =
-                class == TrafficClass::L4s && self.l.len() as u64 >= self.p.min_qlen_step as u64;
+            let apply_step = class == TrafficClass::L4s && self.l.len() as u64 >= self.p.min_qlen_step as u64;
             self.l.push_back(Entry {
                 pkt,
                 ts: now,

@@ -29,8 +29,8 @@ pub mod qdisc;
 pub use classic_ecn::ClassicEcn;
 pub use codel::Codel;
 pub use config::{
-    build, derive_from_rtt, try_build, AqmConfig, ClassicEcnConfig, CodelConfig, ConfigError,
-    DualPi2Config, EcnMask, FifoConfig, FqCodelConfig, Marking, PiInput, PieConfig, KINDS,
+    build, derive_from_rtt, try_build, AqmConfig, ClassicEcnConfig, CodelConfig, ConfigError, DualPi2Config, EcnMask,
+    FifoConfig, FqCodelConfig, Marking, PiInput, PieConfig, KINDS,
 };
 pub use dualpi2::{Classifier, DualPi2, DualPi2Params, DualPi2Stats, Step, TrafficClass, MAX_PROB};
 pub use fifo::Fifo;

@@ -63,11 +63,7 @@ impl<P: QueuePacket> Pie<P> {
                 0
             }
         };
-        let tupdate = if cfg.tupdate.is_zero() {
-            Dur(1)
-        } else {
-            cfg.tupdate
-        };
+        let tupdate = if cfg.tupdate.is_zero() { Dur(1) } else { cfg.tupdate };
         Pie {
             q: VecDeque::new(),
             rng,
@@ -240,8 +236,7 @@ impl<P: QueuePacket> Qdisc<P> for Pie<P> {
                 power *= 10;
             }
         }
-        let mut delta: i128 = a as i128
-            * (qdelay.as_nanos() as i128 - self.target.as_nanos() as i128)
+        let mut delta: i128 = a as i128 * (qdelay.as_nanos() as i128 - self.target.as_nanos() as i128)
             + b as i128 * (qdelay.as_nanos() as i128 - qdelay_old.as_nanos() as i128);
         if delta > (MAX / 50) as i128 && self.prob >= MAX / 10 {
             delta = ((MAX / 100) * 2) as i128;

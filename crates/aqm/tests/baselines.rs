@@ -47,22 +47,10 @@ fn fifo_byte_limit() {
         assert!(!is_dropped(&q.enqueue(p.clone(), Time::ZERO)));
     }
     assert_eq!(q.len_bytes(), 3000);
-    assert!(is_dropped(&q.enqueue(
-        TestPkt {
-            len: 1,
-            ..p.clone()
-        },
-        Time::ZERO
-    )));
+    assert!(is_dropped(&q.enqueue(TestPkt { len: 1, ..p.clone() }, Time::ZERO)));
     let mut drops = Vec::new();
     q.dequeue(Time::ZERO, &mut drops).unwrap();
-    assert!(is_dropped(&q.enqueue(
-        TestPkt {
-            len: 1001,
-            ..p.clone()
-        },
-        Time::ZERO
-    )));
+    assert!(is_dropped(&q.enqueue(TestPkt { len: 1001, ..p.clone() }, Time::ZERO)));
     assert!(!is_dropped(&q.enqueue(p, Time::ZERO)));
 }
 
@@ -260,10 +248,7 @@ fn codel_waits_a_full_interval_then_follows_control_law() {
     }
     assert!(drops.len() >= 6, "{}", drops.len());
     // Spacings shrink as 100/sqrt(count) ms: 100, 70.7, 57.7, 50, ...
-    let gaps: Vec<f64> = drops
-        .windows(2)
-        .map(|w| (w[1] - w[0]).as_millis_f64())
-        .collect();
+    let gaps: Vec<f64> = drops.windows(2).map(|w| (w[1] - w[0]).as_millis_f64()).collect();
     for (k, g) in gaps.iter().enumerate() {
         let want = 100.0 / ((k + 1) as f64).sqrt();
         assert!((g - want).abs() <= 1.0, "gap {k}: {g} vs {want}");
@@ -398,10 +383,7 @@ fn fq_codel_drr_equal_bytes() {
         } else {
             bb += d.pkt.len as i64;
         }
-        assert!(
-            (ba - bb).abs() <= quantum + 1514,
-            "dequeue {i}: {ba} vs {bb}"
-        );
+        assert!((ba - bb).abs() <= quantum + 1514, "dequeue {i}: {ba} vs {bb}");
     }
     assert!(ba > 400_000 && bb > 400_000);
     assert!((ba - bb).abs() <= quantum, "{ba} vs {bb}");
@@ -494,10 +476,7 @@ fn classic_ecn_marks_ect1_like_ect0() {
         q.set_base_prob(0.4); // signal probability 0.16
         let n = 50_000;
         for _ in 0..n + 64 {
-            assert_eq!(
-                queued(&q.enqueue(pkt(ecn), Time::ZERO)),
-                Some(QueueId::Single)
-            );
+            assert_eq!(queued(&q.enqueue(pkt(ecn), Time::ZERO)), Some(QueueId::Single));
         }
         let mut drops = Vec::new();
         let mut marks = 0;

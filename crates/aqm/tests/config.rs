@@ -75,13 +75,7 @@ fn dualpi2_impossible_values_name_the_key() {
             },
             "alpha",
         ),
-        (
-            DualPi2Config {
-                beta: Some(0.0),
-                ..d()
-            },
-            "beta",
-        ),
+        (DualPi2Config { beta: Some(0.0), ..d() }, "beta"),
         (
             DualPi2Config {
                 beta: Some(1e12),
@@ -289,26 +283,11 @@ fn baseline_impossible_values_name_the_key() {
     );
     assert_eq!(key_of(CodelConfig { limit: 0, ..c() }.validate()), "limit");
     let f = FqCodelConfig::default;
+    assert_eq!(key_of(FqCodelConfig { flows: 0, ..f() }.validate()), "flows");
+    assert_eq!(key_of(FqCodelConfig { quantum: 0, ..f() }.validate()), "quantum");
+    assert_eq!(key_of(FqCodelConfig { limit: 0, ..f() }.validate()), "limit");
     assert_eq!(
-        key_of(FqCodelConfig { flows: 0, ..f() }.validate()),
-        "flows"
-    );
-    assert_eq!(
-        key_of(FqCodelConfig { quantum: 0, ..f() }.validate()),
-        "quantum"
-    );
-    assert_eq!(
-        key_of(FqCodelConfig { limit: 0, ..f() }.validate()),
-        "limit"
-    );
-    assert_eq!(
-        key_of(
-            FqCodelConfig {
-                memory_limit: 0,
-                ..f()
-            }
-            .validate()
-        ),
+        key_of(FqCodelConfig { memory_limit: 0, ..f() }.validate()),
         "memory_limit"
     );
     assert_eq!(
@@ -332,10 +311,7 @@ fn baseline_impossible_values_name_the_key() {
         ),
         "tupdate"
     );
-    assert_eq!(
-        key_of(ClassicEcnConfig { alpha: 0.0, ..e() }.validate()),
-        "alpha"
-    );
+    assert_eq!(key_of(ClassicEcnConfig { alpha: 0.0, ..e() }.validate()), "alpha");
     assert_eq!(
         key_of(
             ClassicEcnConfig {
@@ -346,10 +322,7 @@ fn baseline_impossible_values_name_the_key() {
         ),
         "beta"
     );
-    assert_eq!(
-        key_of(ClassicEcnConfig { limit: 0, ..e() }.validate()),
-        "limit"
-    );
+    assert_eq!(key_of(ClassicEcnConfig { limit: 0, ..e() }.validate()), "limit");
 }
 
 #[test]
@@ -392,8 +365,7 @@ fn toml_tables_deserialize() {
     assert!(toml::from_str::<DualPi2Config>("bogus = 1").is_err());
     assert!(toml::from_str::<DualPi2Config>("ecn_mask = \"ect2\"").is_err());
     assert!(toml::from_str::<DualPi2Config>("target = 15").is_err());
-    let f: FifoConfig =
-        toml::from_str("limit = 10\nlimit_bytes = 3000\nlimit_time = \"5ms\"").unwrap();
+    let f: FifoConfig = toml::from_str("limit = 10\nlimit_bytes = 3000\nlimit_time = \"5ms\"").unwrap();
     assert_eq!(
         f,
         FifoConfig {
@@ -402,17 +374,14 @@ fn toml_tables_deserialize() {
             limit_time: Some(Dur::from_millis(5))
         }
     );
-    let p: PieConfig =
-        toml::from_str("ecn = true\nbytemode = true\nmax_burst = \"100ms\"").unwrap();
+    let p: PieConfig = toml::from_str("ecn = true\nbytemode = true\nmax_burst = \"100ms\"").unwrap();
     assert!(p.ecn && p.bytemode && p.max_burst == Dur::from_millis(100) && p.alpha == 0.125);
-    let c: CodelConfig =
-        toml::from_str("target = \"2ms\"\ninterval = \"50ms\"\necn = true").unwrap();
+    let c: CodelConfig = toml::from_str("target = \"2ms\"\ninterval = \"50ms\"\necn = true").unwrap();
     assert_eq!(
         (c.target, c.interval, c.ecn, c.limit),
         (Dur::from_millis(2), Dur::from_millis(50), true, 1000)
     );
-    let q: FqCodelConfig =
-        toml::from_str("flows = 64\nce_threshold = \"1ms\"\nmemory_limit = 1000000").unwrap();
+    let q: FqCodelConfig = toml::from_str("flows = 64\nce_threshold = \"1ms\"\nmemory_limit = 1000000").unwrap();
     assert_eq!(
         (q.flows, q.ce_threshold, q.quantum, q.ecn),
         (64, Some(Dur::from_millis(1)), 1514, true)
@@ -427,10 +396,7 @@ fn toml_tables_deserialize() {
 
 #[test]
 fn every_kind_builds_and_reports_its_name() {
-    assert_eq!(
-        KINDS,
-        ["fifo", "dualpi2", "pie", "codel", "fq-codel", "classic-ecn"]
-    );
+    assert_eq!(KINDS, ["fifo", "dualpi2", "pie", "codel", "fq-codel", "classic-ecn"]);
     for kind in KINDS {
         let cfg = AqmConfig::default_for_kind(kind).unwrap();
         assert_eq!(cfg.kind(), *kind);
@@ -472,21 +438,14 @@ fn every_kind_builds_and_reports_its_name() {
         limit: 0,
         ..Default::default()
     });
-    assert_eq!(
-        try_build::<TestPkt>(&bad, Rng::new(1)).err().unwrap().key,
-        "limit"
-    );
+    assert_eq!(try_build::<TestPkt>(&bad, Rng::new(1)).err().unwrap().key, "limit");
 }
 
 #[test]
 fn tagged_table_and_round_trip() {
-    let c: AqmConfig =
-        toml::from_str("kind = \"dualpi2\"\ntarget = \"20ms\"\nl4s_ports = [53]").unwrap();
+    let c: AqmConfig = toml::from_str("kind = \"dualpi2\"\ntarget = \"20ms\"\nl4s_ports = [53]").unwrap();
     match &c {
-        AqmConfig::DualPi2(d) => assert_eq!(
-            (d.target, d.l4s_ports.clone()),
-            (Dur::from_millis(20), vec![53])
-        ),
+        AqmConfig::DualPi2(d) => assert_eq!((d.target, d.l4s_ports.clone()), (Dur::from_millis(20), vec![53])),
         other => panic!("{other:?}"),
     }
     assert!(toml::from_str::<AqmConfig>("kind = \"dualpi2\"\nbogus = 1").is_err());

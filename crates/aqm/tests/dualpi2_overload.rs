@@ -36,11 +36,7 @@ fn run(cfg: DualPi2Config, ecn: Ecn, load: f64, secs: u64, warmup: u64) -> Outco
     let measure = Time::from_secs(warmup);
     loop {
         let timer = q.next_timeout().unwrap();
-        let departure = if q.len_packets() > 0 {
-            link_free
-        } else {
-            Time::MAX
-        };
+        let departure = if q.len_packets() > 0 { link_free } else { Time::MAX };
         let now = next_arrival.min(timer).min(departure);
         if now >= end {
             break;
@@ -58,10 +54,7 @@ fn run(cfg: DualPi2Config, ecn: Ecn, load: f64, secs: u64, warmup: u64) -> Outco
             drops.clear();
             let d = q.dequeue(now, &mut drops);
             if on {
-                o.aqm_drops += drops
-                    .iter()
-                    .filter(|d| d.reason != DropReason::Overlimit)
-                    .count() as u64;
+                o.aqm_drops += drops.iter().filter(|d| d.reason != DropReason::Overlimit).count() as u64;
             }
             if let Some(d) = d {
                 link_free = now + tx;
@@ -106,11 +99,7 @@ fn unresponsive_classic_at_twice_capacity() {
     assert_eq!(o.tail_drops, 0);
     assert!((o.drop_frac() - 0.5).abs() < 0.03, "{o:?}");
     assert!((o.mean_prob() - 0.71).abs() < 0.03, "{}", o.mean_prob());
-    assert!(
-        (o.mean_sojourn_ms() - 15.0).abs() < 3.0,
-        "{}",
-        o.mean_sojourn_ms()
-    );
+    assert!((o.mean_sojourn_ms() - 15.0).abs() < 3.0, "{}", o.mean_sojourn_ms());
 }
 
 #[test]
@@ -121,11 +110,7 @@ fn unresponsive_l4s_at_twice_capacity_drop_overload() {
     assert!((o.mean_prob() - 0.71).abs() < 0.03, "{}", o.mean_prob());
     // Every survivor is CE; the L delay is regulated to the PI target, not to the step.
     assert_eq!(o.marked_or_ce, o.sent);
-    assert!(
-        (o.mean_sojourn_ms() - 15.0).abs() < 3.0,
-        "{}",
-        o.mean_sojourn_ms()
-    );
+    assert!((o.mean_sojourn_ms() - 15.0).abs() < 3.0, "{}", o.mean_sojourn_ms());
 }
 
 #[test]

@@ -12,13 +12,7 @@ const N: usize = 100_000;
 /// Push `N` packets of one codepoint through a DualPI2 with p' forced to `p`, keeping the
 /// backlog at or above 2 MTU after every removal. Returns (marked, dropped, passed) and the
 /// sequence of hit/miss per processed packet (hit = marked or dropped).
-fn run(
-    cfg: DualPi2Config,
-    p: f64,
-    ecn: Ecn,
-    dscp: u8,
-    seed: u64,
-) -> (usize, usize, usize, Vec<bool>) {
+fn run(cfg: DualPi2Config, p: f64, ecn: Ecn, dscp: u8, seed: u64) -> (usize, usize, usize, Vec<bool>) {
     let mut q: DualPi2<TestPkt> = DualPi2::new(
         &DualPi2Config {
             step_thresh: Dur::MAX,
@@ -173,10 +167,7 @@ fn statistics_counters_agree() {
     let mut q: DualPi2<TestPkt> = DualPi2::new(&DualPi2Config::default(), Rng::new(11));
     q.set_prob_f64(0.3);
     for i in 0..2000 {
-        q.enqueue(
-            pkt_id(if i % 2 == 0 { Ecn::Ect1 } else { Ecn::Ect0 }, i),
-            Time::ZERO,
-        );
+        q.enqueue(pkt_id(if i % 2 == 0 { Ecn::Ect1 } else { Ecn::Ect0 }, i), Time::ZERO);
     }
     let mut drops = Vec::new();
     let mut marks = [0u64; 2];

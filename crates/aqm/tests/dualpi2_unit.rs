@@ -21,18 +21,9 @@ const ALL_ECN: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce];
 fn classification_table_for_every_mask() {
     // Rows: Not-ECT, ECT(1), ECT(0), CE; brief §6.1.
     let expect = [
-        (
-            EcnMask::L4sEct,
-            [QueueId::C, QueueId::L, QueueId::C, QueueId::L],
-        ),
-        (
-            EcnMask::ClaEct,
-            [QueueId::C, QueueId::C, QueueId::L, QueueId::L],
-        ),
-        (
-            EcnMask::AnyEct,
-            [QueueId::C, QueueId::L, QueueId::L, QueueId::L],
-        ),
+        (EcnMask::L4sEct, [QueueId::C, QueueId::L, QueueId::C, QueueId::L]),
+        (EcnMask::ClaEct, [QueueId::C, QueueId::C, QueueId::L, QueueId::L]),
+        (EcnMask::AnyEct, [QueueId::C, QueueId::L, QueueId::L, QueueId::L]),
     ];
     for (mask, queues) in expect {
         let mut q = dp(DualPi2Config {
@@ -52,24 +43,12 @@ fn classification_override() {
     for ecn in [Ecn::NotEct, Ecn::Ect0] {
         assert_eq!(c.classify_with_override(ecn, Some(1)), TrafficClass::L4s);
         assert_eq!(c.classify_with_override(ecn, Some(2)), TrafficClass::Llll);
-        assert_eq!(
-            c.classify_with_override(ecn, Some(7)),
-            TrafficClass::Classic
-        );
-        assert_eq!(
-            c.classify_with_override(ecn, Some(0)),
-            TrafficClass::Classic
-        );
+        assert_eq!(c.classify_with_override(ecn, Some(7)), TrafficClass::Classic);
+        assert_eq!(c.classify_with_override(ecn, Some(0)), TrafficClass::Classic);
         assert_eq!(c.classify_with_override(ecn, None), TrafficClass::Classic);
     }
-    assert_eq!(
-        c.classify_with_override(Ecn::Ect1, Some(0)),
-        TrafficClass::L4s
-    );
-    assert_eq!(
-        c.classify_with_override(Ecn::Ect1, Some(2)),
-        TrafficClass::L4s
-    );
+    assert_eq!(c.classify_with_override(Ecn::Ect1, Some(0)), TrafficClass::L4s);
+    assert_eq!(c.classify_with_override(Ecn::Ect1, Some(2)), TrafficClass::L4s);
 }
 
 #[test]
@@ -81,21 +60,11 @@ fn classification_operator_rules() {
         ..Default::default()
     };
     let c = Classifier::new(cfg.ecn_mask, &cfg.l4s_dscp, &cfg.llll_dscp, &cfg.l4s_ports);
-    let mk = |ecn, dscp, port| TestPkt {
-        dscp,
-        port,
-        ..pkt(ecn)
-    };
+    let mk = |ecn, dscp, port| TestPkt { dscp, port, ..pkt(ecn) };
     assert_eq!(c.classify(&mk(Ecn::NotEct, 45, None)), TrafficClass::L4s);
     assert_eq!(c.classify(&mk(Ecn::Ect0, 0, Some(53))), TrafficClass::L4s);
-    assert_eq!(
-        c.classify(&mk(Ecn::NotEct, 46, Some(53))),
-        TrafficClass::Llll
-    );
-    assert_eq!(
-        c.classify(&mk(Ecn::NotEct, 0, Some(80))),
-        TrafficClass::Classic
-    );
+    assert_eq!(c.classify(&mk(Ecn::NotEct, 46, Some(53))), TrafficClass::Llll);
+    assert_eq!(c.classify(&mk(Ecn::NotEct, 0, Some(80))), TrafficClass::Classic);
     assert_eq!(c.classify(&mk(Ecn::Ect0, 44, None)), TrafficClass::Classic);
     // ECT(1) is L4S whatever the rules say.
     assert_eq!(c.classify(&mk(Ecn::Ect1, 46, None)), TrafficClass::L4s);
@@ -125,10 +94,7 @@ fn linux_defaults() {
     assert_eq!(p.tupdate, Dur(16_000_000));
     assert_eq!((p.alpha_nl, p.beta_nl), (41, 819));
     assert_eq!((p.alpha_i, p.beta_i), (44, 879));
-    assert_eq!(
-        (gain_nl_to_internal(41), gain_nl_to_internal(819)),
-        (44, 879)
-    );
+    assert_eq!((gain_nl_to_internal(41), gain_nl_to_internal(819)), (44, 879));
     assert_eq!(p.step, Step::Time(Dur(1_000_000)));
     assert_eq!(p.min_qlen_step, 0);
     assert_eq!(p.coupling_factor, 2);
@@ -153,17 +119,12 @@ fn rtt_derivation_overrides_gains() {
         ..Default::default()
     };
     cfg.validate().unwrap();
-    let d = l4s_aqm::derive_from_rtt(cfg.max_rtt, cfg.typical_rtt)
-        .unwrap()
-        .unwrap();
+    let d = l4s_aqm::derive_from_rtt(cfg.max_rtt, cfg.typical_rtt).unwrap().unwrap();
     assert_eq!(d.target, Dur::from_millis(15));
     assert_eq!(d.tupdate, Dur::from_millis(15));
     assert!((d.alpha - 0.15).abs() < 1e-12 && (d.beta - 3.0).abs() < 1e-12);
     let p = dp(cfg).params().clone();
-    assert_eq!(
-        (p.target, p.tupdate),
-        (Dur::from_millis(15), Dur::from_millis(15))
-    );
+    assert_eq!((p.target, p.tupdate), (Dur::from_millis(15), Dur::from_millis(15)));
     assert_eq!((p.alpha_nl, p.beta_nl), (38, 768)); // 0.15×256 = 38.4, 3.0×256 = 768
                                                     // Only max_rtt: typical = max/6.
     let d = l4s_aqm::derive_from_rtt(Some(Dur::from_millis(60)), None)
@@ -194,13 +155,9 @@ fn rtt_derivation_overrides_gains() {
 #[test]
 fn pi_golden_vector_linux_integer() {
     let mut q = dp(DualPi2Config::default());
-    assert_eq!(
-        queued(&q.enqueue(pkt(Ecn::NotEct), ms(24))),
-        Some(QueueId::C)
-    );
+    assert_eq!(queued(&q.enqueue(pkt(Ecn::NotEct), ms(24))), Some(QueueId::C));
     let expect: [u32; 10] = [
-        0, 105062500, 331000000, 567937500, 815875000, 1074812500, 1344750000, 1625687500,
-        1917625000, 2220562500,
+        0, 105062500, 331000000, 567937500, 815875000, 1074812500, 1344750000, 1625687500, 1917625000, 2220562500,
     ];
     // Tick 1 (16 ms) precedes the arrival: the saturating `now − ts` gives qdelay 0, exactly
     // as if the packet were not there yet.
@@ -229,10 +186,7 @@ fn pi_golden_vector_pure_function() {
     }
     assert_eq!(
         got,
-        [
-            0, 105062500, 331000000, 567937500, 815875000, 1074812500, 1344750000, 1625687500,
-            1917625000, 2220562500
-        ]
+        [0, 105062500, 331000000, 567937500, 815875000, 1074812500, 1344750000, 1625687500, 1917625000, 2220562500]
     );
 }
 
@@ -310,29 +264,11 @@ fn saturation_with_drop_overload_reaches_max_without_wrapping() {
     assert_eq!(q.prob(), MAX_PROB);
     // Extreme inputs do not overflow either.
     assert_eq!(
-        pi2_update_linux(
-            MAX_PROB,
-            Dur::MAX,
-            Dur::ZERO,
-            Dur::ZERO,
-            u32::MAX,
-            u32::MAX,
-            true,
-            2
-        ),
+        pi2_update_linux(MAX_PROB, Dur::MAX, Dur::ZERO, Dur::ZERO, u32::MAX, u32::MAX, true, 2),
         MAX_PROB
     );
     assert_eq!(
-        pi2_update_linux(
-            5,
-            Dur::ZERO,
-            Dur::MAX,
-            Dur::MAX,
-            u32::MAX,
-            u32::MAX,
-            true,
-            2
-        ),
+        pi2_update_linux(5, Dur::ZERO, Dur::MAX, Dur::MAX, u32::MAX, u32::MAX, true, 2),
         0
     );
 }
@@ -437,10 +373,7 @@ fn step_drops_not_ect_l4s_class_and_spares_llll() {
     );
     assert!(q.dequeue(ms(2), &mut drops).is_none());
     assert_eq!(drops.len(), 1);
-    assert_eq!(
-        (drops[0].reason, drops[0].queue),
-        (DropReason::StepNonEcn, QueueId::L)
-    );
+    assert_eq!((drops[0].reason, drops[0].queue), (DropReason::StepNonEcn, QueueId::L));
     // LLLL: never marked or dropped, not even with a high p' and a long sojourn.
     q.set_prob_f64(0.45);
     for _ in 0..50 {
@@ -480,9 +413,7 @@ fn step_min_qlen_step() {
         q.enqueue(pkt_id(Ecn::Ect1, i), Time::ZERO);
     }
     let mut drops = Vec::new();
-    let marked: Vec<bool> = (0..5)
-        .map(|_| q.dequeue(ms(5), &mut drops).unwrap().marked)
-        .collect();
+    let marked: Vec<bool> = (0..5).map(|_| q.dequeue(ms(5), &mut drops).unwrap().marked).collect();
     // Packets 0, 1, 2 found 0, 1, 2 packets in L; 3 and 4 found 3 and 4.
     assert_eq!(marked, [false, false, false, true, true]);
 }
@@ -499,9 +430,7 @@ fn step_packet_mode() {
     }
     let mut drops = Vec::new();
     // L lengths after removal: 4, 3, 2, 1, 0 — marked iff > 2. The sojourn is irrelevant.
-    let marked: Vec<bool> = (0..5)
-        .map(|_| q.dequeue(ms(50), &mut drops).unwrap().marked)
-        .collect();
+    let marked: Vec<bool> = (0..5).map(|_| q.dequeue(ms(50), &mut drops).unwrap().marked).collect();
     assert_eq!(marked, [true, true, false, false, false]);
 }
 
@@ -522,20 +451,14 @@ fn rfc_ramp_marking() {
     for _ in 0..4 {
         q.enqueue(pkt(Ecn::Ect1), Time::ZERO);
     }
-    let marked: Vec<bool> = (0..4)
-        .map(|_| q.dequeue(ms(2), &mut drops).unwrap().marked)
-        .collect();
+    let marked: Vec<bool> = (0..4).map(|_| q.dequeue(ms(2), &mut drops).unwrap().marked).collect();
     assert_eq!(marked, [true, true, false, false]);
     // In the middle of the ramp with recur: exactly every other packet.
     for _ in 0..102 {
         q.enqueue(pkt(Ecn::Ect1), Time::ZERO);
     }
     let n = (0..100)
-        .filter(|_| {
-            q.dequeue(Time::from_micros(1000), &mut drops)
-                .unwrap()
-                .marked
-        })
+        .filter(|_| q.dequeue(Time::from_micros(1000), &mut drops).unwrap().marked)
         .count();
     assert!((49..=50).contains(&n), "{n}");
 }
@@ -658,10 +581,7 @@ fn wrr_aqm_drops_leave_credit_unchanged() {
 fn packet_limit() {
     let mut q = dp(DualPi2Config::default());
     for i in 0..10_000u64 {
-        assert!(
-            queued(&q.enqueue(pkt(if i % 2 == 0 { Ecn::Ect1 } else { Ecn::NotEct }), ms(1)))
-                .is_some()
-        );
+        assert!(queued(&q.enqueue(pkt(if i % 2 == 0 { Ecn::Ect1 } else { Ecn::NotEct }), ms(1))).is_some());
     }
     match q.enqueue(pkt(Ecn::NotEct), ms(2)) {
         Enqueued::Dropped(d) => {
@@ -696,9 +616,7 @@ fn memory_limit_uses_mem_size() {
         assert!(queued(&q.enqueue(big.clone(), Time::ZERO)).is_some());
     }
     assert_eq!(q.memory_used(), 9000);
-    assert!(
-        matches!(q.enqueue(big.clone(), Time::ZERO), Enqueued::Dropped(d) if d.reason == DropReason::Overlimit)
-    );
+    assert!(matches!(q.enqueue(big.clone(), Time::ZERO), Enqueued::Dropped(d) if d.reason == DropReason::Overlimit));
     // A small one still fits exactly.
     assert!(queued(&q.enqueue(TestPkt { mem: 1000, ..big }, Time::ZERO)).is_some());
     assert_eq!(q.xstats().max_memory_used, 10_000);

@@ -127,11 +127,7 @@ impl Cubic {
             app_limited_since: None,
             saved: None,
             hs: HyStart::default(),
-            negotiated: if cfg.ecn {
-                EcnMode::Classic
-            } else {
-                EcnMode::Off
-            },
+            negotiated: if cfg.ecn { EcnMode::Classic } else { EcnMode::Off },
             reductions: 0,
         }
     }
@@ -297,9 +293,7 @@ impl Cubic {
                 }
             }
             Some(base) => {
-                if hs.current_round_min_rtt.is_some_and(|c| c < base)
-                    && hs.rtt_sample_count >= HS_N_RTT_SAMPLE
-                {
+                if hs.current_round_min_rtt.is_some_and(|c| c < base) && hs.rtt_sample_count >= HS_N_RTT_SAMPLE {
                     // Spurious: back to standard slow start.
                     hs.css_baseline_min_rtt = None;
                 } else if hs.css_rounds >= HS_CSS_ROUNDS {
@@ -368,11 +362,7 @@ impl CongestionControl for Cubic {
             self.mss = s.mss;
         }
         // RFC 9438 §4.6: respond to ECN-Echo as to loss (ABE option: β = 0.85).
-        let beta = if self.cfg.abe {
-            BETA_ECN_ABE
-        } else {
-            self.beta
-        };
+        let beta = if self.cfg.abe { BETA_ECN_ABE } else { self.beta };
         self.congestion_event(beta);
     }
     fn on_loss(&mut self, _now: Time, _bytes_in_flight: u64) {

@@ -133,16 +133,11 @@ impl CongestionControl for Dctcp {
             None => {
                 self.window_end = Some(s.snd_nxt);
                 self.old_delivered = s.delivered_pkts.saturating_sub(s.acked_pkts);
-                self.old_delivered_ce = s
-                    .delivered_ce_pkts
-                    .saturating_sub(s.ce_pkts.max(s.ece as u64));
+                self.old_delivered_ce = s.delivered_ce_pkts.saturating_sub(s.ce_pkts.max(s.ece as u64));
             }
             Some(end) if s.snd_una > end => {
                 let acked = s.delivered_pkts.saturating_sub(self.old_delivered);
-                let marked = s
-                    .delivered_ce_pkts
-                    .saturating_sub(self.old_delivered_ce)
-                    .min(acked);
+                let marked = s.delivered_ce_pkts.saturating_sub(self.old_delivered_ce).min(acked);
                 if acked > 0 {
                     let m = marked as f64 / acked as f64;
                     self.alpha = ((1.0 - G) * self.alpha + G * m).clamp(0.0, 1.0);
@@ -172,8 +167,7 @@ impl CongestionControl for Dctcp {
                 ..*s
             });
         }
-        self.reno
-            .reduce_to(self.reno.cwnd_f64() * (1.0 - self.alpha / 2.0));
+        self.reno.reduce_to(self.reno.cwnd_f64() * (1.0 - self.alpha / 2.0));
         self.ecn_reductions += 1;
     }
     fn on_loss(&mut self, now: Time, bytes_in_flight: u64) {

@@ -66,11 +66,7 @@ impl Reno {
             ssthresh: u64::MAX,
             prior_cwnd: cwnd,
             prior_ssthresh: u64::MAX,
-            negotiated: if cfg.ecn {
-                EcnMode::Classic
-            } else {
-                EcnMode::Off
-            },
+            negotiated: if cfg.ecn { EcnMode::Classic } else { EcnMode::Off },
             reductions: 0,
         }
     }
@@ -179,11 +175,7 @@ impl CongestionControl for Reno {
         self.take_mss(s);
         // RFC 3168 §6.1.2: react to ECE as to a loss, once per window (the transport's CWR
         // state enforces the once-per-RTT rule). RFC 8511: β_ecn = 0.8 with ABE.
-        let beta = if self.cfg.abe {
-            BETA_ECN_ABE
-        } else {
-            BETA_LOSS
-        };
+        let beta = if self.cfg.abe { BETA_ECN_ABE } else { BETA_LOSS };
         self.reduce(self.cwnd, beta);
     }
     fn on_loss(&mut self, _now: Time, bytes_in_flight: u64) {

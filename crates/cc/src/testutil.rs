@@ -134,12 +134,7 @@ impl AckClock {
     }
 
     /// Run the clock until `t_end` (inclusive). `mark(seq)` decides CE for each packet.
-    pub fn run_until(
-        &mut self,
-        cc: &mut dyn CongestionControl,
-        t_end: Time,
-        mut mark: impl FnMut(u64) -> bool,
-    ) {
+    pub fn run_until(&mut self, cc: &mut dyn CongestionControl, t_end: Time, mut mark: impl FnMut(u64) -> bool) {
         if !self.started {
             self.started = true;
             self.send(cc);
@@ -299,9 +294,5 @@ pub fn shared_run(
             }
         }
     }
-    clocks
-        .iter()
-        .zip(base)
-        .map(|(c, b)| c.delivered_bytes - b)
-        .collect()
+    clocks.iter().zip(base).map(|(c, b)| c.delivered_bytes - b).collect()
 }

@@ -204,11 +204,7 @@ impl UdpPragueCc {
         p.max_rate = p.max_rate.max(p.min_rate);
         p.init_rate = p.init_rate.clamp(p.min_rate, p.max_rate);
         let fps = p.fps.min(255);
-        let frame_interval = if fps > 0 {
-            1_000_000 / i64::from(fps)
-        } else {
-            0
-        };
+        let frame_interval = if fps > 0 { 1_000_000 / i64::from(fps) } else { 0 };
         if fps > 0 {
             p.frame_budget_us = if p.frame_budget_us <= 0 {
                 frame_interval
@@ -218,11 +214,7 @@ impl UdpPragueCc {
         }
         p.fps = fps;
         // §2.7: in frame mode the reference RTT is the frame interval.
-        let ref_rtt = if fps > 0 {
-            frame_interval.max(1)
-        } else {
-            REF_RTT_US
-        };
+        let ref_rtt = if fps > 0 { frame_interval.max(1) } else { REF_RTT_US };
         let now_us = (now.as_nanos() / 1000) as i64;
         let mut cc = UdpPragueCc {
             p,
@@ -256,9 +248,7 @@ impl UdpPragueCc {
             rtts_to_growth: p.init_rate / RATE_STEP + MIN_STEP,
             alpha: 0,
             pacing_rate: p.init_rate,
-            fractional_window: i64::from(p.init_window_pkts)
-                * i64::from(p.max_packet_size)
-                * 1_000_000,
+            fractional_window: i64::from(p.init_window_pkts) * i64::from(p.max_packet_size) * 1_000_000,
             packet_size: 0,
             packet_burst: 0,
             packet_window: 0,
@@ -266,13 +256,10 @@ impl UdpPragueCc {
             ce_events: 0,
             alpha_updates: 0,
         };
-        cc.packet_size = (cc.pacing_rate * ref_rtt / 1_000_000 / MIN_PKT_WIN)
-            .clamp(MIN_PACKET_SIZE, i64::from(p.max_packet_size));
-        cc.packet_burst =
-            (cc.pacing_rate * BURST_TIME_US / 1_000_000 / cc.packet_size).max(MIN_PKT_BURST);
-        cc.packet_window = ((cc.fractional_window / 1_000_000 + cc.packet_size - 1)
-            / cc.packet_size)
-            .max(MIN_PKT_WIN);
+        cc.packet_size =
+            (cc.pacing_rate * ref_rtt / 1_000_000 / MIN_PKT_WIN).clamp(MIN_PACKET_SIZE, i64::from(p.max_packet_size));
+        cc.packet_burst = (cc.pacing_rate * BURST_TIME_US / 1_000_000 / cc.packet_size).max(MIN_PKT_BURST);
+        cc.packet_window = ((cc.fractional_window / 1_000_000 + cc.packet_size - 1) / cc.packet_size).max(MIN_PKT_WIN);
         cc
     }
 
@@ -353,10 +340,7 @@ impl UdpPragueCc {
         let vrtt = self.vrtt.max(self.ref_rtt);
 
         // Rule 4: alpha, once a window and a vrtt have passed.
-        if wdiff(
-            packets_received.wrapping_add(packets_lost),
-            self.alpha_packets_sent,
-        ) > 0
+        if wdiff(packets_received.wrapping_add(packets_lost), self.alpha_packets_sent) > 0
             && ts - self.alpha_ts - vrtt >= 0
         {
             let d_r = wdiff(packets_received, self.alpha_packets_received);
@@ -383,9 +367,7 @@ impl UdpPragueCc {
         }
 
         // Rule 5: undo.
-        if (self.lost_window > 0 || self.lost_rate > 0)
-            && wdiff(self.loss_packets_lost, packets_lost) >= 0
-        {
+        if (self.lost_window > 0 || self.lost_rate > 0) && wdiff(self.loss_packets_lost, packets_lost) >= 0 {
             self.cca_mode = self.loss_cca;
             if self.cca_mode == CcaMode::Rate {
                 self.pacing_rate = self.pacing_rate.saturating_add(self.lost_rate);
@@ -401,10 +383,7 @@ impl UdpPragueCc {
 
         // Rule 6: leave in_loss.
         if self.cc_state == CcState::InLoss
-            && wdiff(
-                packets_received.wrapping_add(packets_lost),
-                self.loss_packets_sent,
-            ) > 0
+            && wdiff(packets_received.wrapping_add(packets_lost), self.loss_packets_sent) > 0
             && ts - self.loss_ts - vrtt >= 0
         {
             self.cc_state = CcState::CongAvoid;
@@ -414,8 +393,7 @@ impl UdpPragueCc {
         if self.cc_state != CcState::InLoss && wdiff(self.packets_lost, packets_lost) < 0 {
             let max_pkt = i64::from(self.p.max_packet_size);
             let rtts = sat(
-                i128::from(self.pacing_rate / 2 / max_pkt) * i128::from(REF_RTT_US)
-                    / i128::from(vrtt)
+                i128::from(self.pacing_rate / 2 / max_pkt) * i128::from(REF_RTT_US) / i128::from(vrtt)
                     * i128::from(REF_RTT_US)
                     / 1_000_000,
             );
@@ -443,8 +421,7 @@ impl UdpPragueCc {
         let acks = d_recv - d_ce;
         if self.cc_state != CcState::InLoss && acks > 0 {
             let max_pkt = i64::from(self.p.max_packet_size);
-            let mut increment =
-                sat(i128::from(self.pacing_rate) * i128::from(QUEUE_GROWTH_US) / 1_000_000);
+            let mut increment = sat(i128::from(self.pacing_rate) * i128::from(QUEUE_GROWTH_US) / 1_000_000);
             if increment < max_pkt || self.rtts_to_growth > 0 {
                 increment = max_pkt;
             }
@@ -455,27 +432,19 @@ impl UdpPragueCc {
                     i128::from(acks) * i128::from(self.packet_size) * scaler * 1_000_000,
                     i128::from(self.fractional_window.max(1)),
                 );
-                self.fractional_window = sat(i128::from(self.fractional_window)
-                    + increase.saturating_mul(i128::from(increment)));
+                self.fractional_window =
+                    sat(i128::from(self.fractional_window) + increase.saturating_mul(i128::from(increment)));
             } else {
                 let divisor = i128::from(self.packet_size) * 1_000_000;
-                let invscaler =
-                    div_round(i128::from(self.pacing_rate) * i128::from(vrtt), divisor).max(1);
-                let increase = div_round(
-                    i128::from(acks) * i128::from(increment) * 1_000_000,
-                    i128::from(vrtt),
-                );
-                self.pacing_rate =
-                    sat(i128::from(self.pacing_rate) + div_round(increase, invscaler));
+                let invscaler = div_round(i128::from(self.pacing_rate) * i128::from(vrtt), divisor).max(1);
+                let increase = div_round(i128::from(acks) * i128::from(increment) * 1_000_000, i128::from(vrtt));
+                self.pacing_rate = sat(i128::from(self.pacing_rate) + div_round(increase, invscaler));
             }
         }
 
         // Leave in_cwr.
         if self.cc_state == CcState::InCwr
-            && wdiff(
-                packets_received.wrapping_add(packets_lost),
-                self.cwr_packets_sent,
-            ) > 0
+            && wdiff(packets_received.wrapping_add(packets_lost), self.cwr_packets_sent) > 0
             && ts - self.cwr_ts - vrtt >= 0
         {
             self.cc_state = CcState::CongAvoid;
@@ -485,13 +454,10 @@ impl UdpPragueCc {
         if self.cc_state == CcState::CongAvoid && d_ce > 0 {
             self.rtts_to_growth = self.pacing_rate / RATE_STEP + MIN_STEP;
             if self.cca_mode == CcaMode::Window {
-                self.fractional_window -= sat((i128::from(self.fractional_window)
-                    * i128::from(self.alpha))
-                    >> (PROB_SHIFT + 1));
+                self.fractional_window -=
+                    sat((i128::from(self.fractional_window) * i128::from(self.alpha)) >> (PROB_SHIFT + 1));
             } else {
-                self.pacing_rate -= sat(
-                    (i128::from(self.pacing_rate) * i128::from(self.alpha)) >> (PROB_SHIFT + 1)
-                );
+                self.pacing_rate -= sat((i128::from(self.pacing_rate) * i128::from(self.alpha)) >> (PROB_SHIFT + 1));
             }
             self.cc_state = CcState::InCwr;
             self.cwr_packets_sent = packets_sent;
@@ -519,16 +485,12 @@ impl UdpPragueCc {
 
     fn update_outputs(&mut self, vrtt: i64) {
         let max_pkt = i64::from(self.p.max_packet_size);
-        self.packet_size = sat(i128::from(self.pacing_rate) * i128::from(vrtt)
-            / 1_000_000
-            / i128::from(MIN_PKT_WIN))
-        .clamp(MIN_PACKET_SIZE, max_pkt);
-        self.packet_burst = sat(i128::from(self.pacing_rate) * i128::from(BURST_TIME_US)
-            / 1_000_000
-            / i128::from(self.packet_size))
-        .max(MIN_PKT_BURST);
-        self.packet_window = sat(i128::from(self.fractional_window)
-            * i128::from(100 + RATE_OFFSET)
+        self.packet_size = sat(i128::from(self.pacing_rate) * i128::from(vrtt) / 1_000_000 / i128::from(MIN_PKT_WIN))
+            .clamp(MIN_PACKET_SIZE, max_pkt);
+        self.packet_burst =
+            sat(i128::from(self.pacing_rate) * i128::from(BURST_TIME_US) / 1_000_000 / i128::from(self.packet_size))
+                .max(MIN_PKT_BURST);
+        self.packet_window = sat(i128::from(self.fractional_window) * i128::from(100 + RATE_OFFSET)
             / 100_000_000
             / i128::from(self.packet_size)
             + 1)
@@ -537,11 +499,7 @@ impl UdpPragueCc {
 
     /// Packets in flight given `packets_sent`, from the last accepted ACK.
     pub fn inflight(&self, packets_sent: i32) -> i64 {
-        wdiff(
-            packets_sent,
-            self.packets_received.wrapping_add(self.packets_lost),
-        )
-        .max(0)
+        wdiff(packets_sent, self.packets_received.wrapping_add(self.packets_lost)).max(0)
     }
 
     /// `ResetCCInfo` (§2.4.12), on a send timeout / RTO.
@@ -569,15 +527,7 @@ impl UdpPragueCc {
         } else {
             0
         };
-        (
-            ts,
-            echoed,
-            if self.error_l4s {
-                Ecn::NotEct
-            } else {
-                Ecn::Ect1
-            },
-        )
+        (ts, echoed, if self.error_l4s { Ecn::NotEct } else { Ecn::Ect1 })
     }
 
     /// `GetCCInfo` (§2.4.11): the ±3 % probe, + in the first half-vrtt after an alpha
@@ -600,12 +550,10 @@ impl UdpPragueCc {
 
     /// `GetCCInfoVideo` (§2.7).
     pub fn cc_info_video(&self) -> FrameOutput {
-        let budget_bytes =
-            sat(i128::from(self.pacing_rate) * i128::from(self.p.frame_budget_us) / 1_000_000);
+        let budget_bytes = sat(i128::from(self.pacing_rate) * i128::from(self.p.frame_budget_us) / 1_000_000);
         let frame_size = self.packet_size.max(budget_bytes);
-        let frame_window = (sat(i128::from(self.packet_window) * i128::from(self.packet_size))
-            / frame_size.max(1))
-        .max(MIN_FRAME_WIN);
+        let frame_window =
+            (sat(i128::from(self.packet_window) * i128::from(self.packet_size)) / frame_size.max(1)).max(MIN_FRAME_WIN);
         FrameOutput {
             pacing_rate: self.pacing_rate,
             frame_size,
@@ -711,8 +659,7 @@ mod tests {
         fn ack(&mut self, t_us: u64, recv: i32, ce: i32, lost: i32, sent: i32) -> Option<i64> {
             let now = Time::from_micros(t_us);
             self.ts += 1;
-            self.cc
-                .packet_received(now, self.ts, wire_time(now - self.rtt));
+            self.cc.packet_received(now, self.ts, wire_time(now - self.rtt));
             self.cc.ack_received(now, recv, ce, lost, sent, false)
         }
     }
@@ -812,14 +759,8 @@ mod tests {
         d.ack(20_000, 10, 2, 0, 20).unwrap();
         assert!(d.ack(21_000, 9, 2, 0, 20).is_none(), "received went down");
         assert!(d.ack(22_000, 11, 1, 0, 20).is_none(), "CE went down");
-        assert!(
-            d.ack(23_000, 30, 2, 0, 20).is_none(),
-            "more received than sent"
-        );
-        assert!(
-            d.ack(24_000, 11, 9, 0, 20).is_none(),
-            "more CE than received"
-        );
+        assert!(d.ack(23_000, 30, 2, 0, 20).is_none(), "more received than sent");
+        assert!(d.ack(24_000, 11, 9, 0, 20).is_none(), "more CE than received");
         assert_eq!(
             d.ack(25_000, 11, 2, 1000, 20),
             Some(0),
@@ -835,14 +776,8 @@ mod tests {
         d.ack(30_000, 3, 0, 0, 4).unwrap(); // alpha update at 30 ms (vrtt 25 ms passed)
         let r = d.cc.pacing_rate();
         assert_eq!(d.cc.alpha_ts_us(), 30_000);
-        assert_eq!(
-            d.cc.cc_info(Time::from_micros(35_000)).pacing_rate,
-            r * 103 / 100
-        );
-        assert_eq!(
-            d.cc.cc_info(Time::from_micros(43_000)).pacing_rate,
-            r * 100 / 103
-        );
+        assert_eq!(d.cc.cc_info(Time::from_micros(35_000)).pacing_rate, r * 103 / 100);
+        assert_eq!(d.cc.cc_info(Time::from_micros(43_000)).pacing_rate, r * 100 / 103);
         let p = UdpPragueParams {
             rate_probe: false,
             ..Default::default()
@@ -860,11 +795,7 @@ mod tests {
         };
         let mut cc = UdpPragueCc::new(p, Time::ZERO);
         assert_eq!(cc.frame_interval_us(), 20_000);
-        assert_eq!(
-            cc.params().frame_budget_us,
-            20_000,
-            "budget clamped to 1/fps"
-        );
+        assert_eq!(cc.params().frame_budget_us, 20_000, "budget clamped to 1/fps");
         // ref_rtt = frame interval: 12 500 B/s·20 ms/2 = 125 → 150 B.
         assert_eq!(cc.packet_size(), 150);
         cc.set_rate_for_test(1_000_000, 10_000);

@@ -43,12 +43,24 @@ enum Cmd {
         /// Print only the results path.
         #[arg(long, short)]
         quiet: bool,
+        /// Interval of the time-series snapshots written beside summary.json
+        /// (snapshots-flows.csv, snapshots-queues.csv); 0 turns them off.
+        #[arg(long, default_value = "100ms", value_parser = parse_interval_arg)]
+        snapshot_interval: Dur,
     },
     /// Check a scenario file without running it.
     Check {
         /// Scenario file (TOML)
         scenario: PathBuf,
     },
+}
+
+/// A snapshot interval: a duration, or `0` / `off` for none.
+fn parse_interval_arg(s: &str) -> Result<Dur, String> {
+    match s.trim() {
+        "0" | "off" | "none" => Ok(Dur::ZERO),
+        other => parse_dur(other),
+    }
 }
 
 fn parse_duration_arg(s: &str) -> Result<Dur, String> {
@@ -85,7 +97,8 @@ fn main() -> ExitCode {
             seed,
             duration,
             quiet,
-        } => run(&scenario, out, seed, duration, quiet),
+            snapshot_interval,
+        } => run(&scenario, out, seed, duration, quiet, snapshot_interval),
     }
 }
 
@@ -95,6 +108,7 @@ fn run(
     seed: Option<u64>,
     duration: Option<Dur>,
     quiet: bool,
+    snap: Dur,
 ) -> ExitCode {
     let sc = match l4s_scenario::load_file(path) {
         Ok(s) => s,
@@ -132,8 +146,28 @@ fn run(
             let _ = std::io::stderr().flush();
         }
     };
-    let opts = l4s_sim::RunOptions { seed, duration };
-    let (summary, stats) = match l4s_sim::run(sc, &opts, &mut progress) {
+    let snapshots = if snap.is_zero() {
+        None
+    } else {
+        let open = |name: &str| -> std::io::Result<Box<dyn Write>> {
+            Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
+                dir.path(name),
+            )?)))
+        };
+        match open("snapshots-flows.csv").and_then(|f| Ok((f, open("snapshots-queues.csv")?))) {
+            Ok((f, q)) => Some((snap, f, q)),
+            Err(e) => {
+                eprintln!("error: cannot write results to {}: {e}", out.display());
+                return ExitCode::from(1);
+            }
+        }
+    };
+    let opts = l4s_sim::RunOptions {
+        seed,
+        duration,
+        snapshots,
+    };
+    let (summary, stats) = match l4s_sim::run(sc, opts, &mut progress) {
         Ok(x) => x,
         Err(e) => {
             if tty {

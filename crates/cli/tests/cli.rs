@@ -47,13 +47,7 @@ fn run_text(tag: &str, text: &str) -> (i32, String, PathBuf) {
     let f = d.join("bad.toml");
     std::fs::write(&f, text).unwrap();
     let out = d.join("out");
-    let o = l4s()
-        .arg("run")
-        .arg(&f)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = l4s().arg("run").arg(&f).arg("--out").arg(&out).output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stderr).into_owned(),
@@ -97,14 +91,9 @@ fn good_run_writes_summary() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{stdout} {}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("sojourn p50"), "{stdout}");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["scenario"]["seed"], 3);
     assert_eq!(v["flows"][0]["name"], "p");
@@ -139,8 +128,7 @@ fn good_run_writes_summary() {
         .output()
         .unwrap();
     assert!(o.status.success());
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["scenario"]["duration_s"], 2.0);
 }
 
@@ -231,7 +219,7 @@ cc = "reno"
 from = "a"
 to = "c"
 "#;
-    assert_bad("node", text, 22, "flows[0].to", "no node named \"c\"");
+    assert_bad("node", text, 23, "flows[0].to", "no node named \"c\"");
 }
 
 #[test]
@@ -253,14 +241,14 @@ fn impossible_values() {
     assert_bad(
         "cc",
         &GOOD.replace("cc = \"prague\"", "cc = \"vegas\""),
-        17,
+        18,
         "flows[0].cc",
         "unknown congestion control",
     );
     assert_bad(
         "kind",
         &GOOD.replace("kind = \"dualpi2\"", "kind = \"red\""),
-        11,
+        12,
         "topology.aqm.kind",
         "unknown queue discipline",
     );
@@ -275,11 +263,7 @@ fn impossible_values() {
 
 #[test]
 fn missing_file_and_foreign_out_dir() {
-    let o = l4s()
-        .arg("run")
-        .arg("/nonexistent/x.toml")
-        .output()
-        .unwrap();
+    let o = l4s().arg("run").arg("/nonexistent/x.toml").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/x.toml"));
     // Refuse to overwrite a directory we did not write.
@@ -289,13 +273,7 @@ fn missing_file_and_foreign_out_dir() {
     let foreign = d.join("mine");
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("thesis.tex"), "x").unwrap();
-    let o = l4s()
-        .arg("run")
-        .arg(&f)
-        .arg("--out")
-        .arg(&foreign)
-        .output()
-        .unwrap();
+    let o = l4s().arg("run").arg(&f).arg("--out").arg(&foreign).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(Path::new(&foreign.join("thesis.tex")).exists());
 }

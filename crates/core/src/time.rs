@@ -280,9 +280,7 @@ impl Serialize for Rate {
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d).map_err(|_| {
-            serde::de::Error::custom(
-                "expected a duration as text with a unit, such as \"20ms\" or \"1.5s\"",
-            )
+            serde::de::Error::custom("expected a duration as text with a unit, such as \"20ms\" or \"1.5s\"")
         })?;
         crate::units::parse_dur(&s).map_err(serde::de::Error::custom)
     }
@@ -295,9 +293,7 @@ impl<'de> Deserialize<'de> for Time {
 impl<'de> Deserialize<'de> for Rate {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d).map_err(|_| {
-            serde::de::Error::custom(
-                "expected a rate as text with a unit, such as \"100Mbit\" or \"1Gbit\"",
-            )
+            serde::de::Error::custom("expected a rate as text with a unit, such as \"100Mbit\" or \"1Gbit\"")
         })?;
         crate::units::parse_rate(&s).map_err(serde::de::Error::custom)
     }
@@ -310,10 +306,7 @@ mod tests {
     fn arithmetic_saturates() {
         assert_eq!(Time(5) - Time(9), Dur(0));
         assert_eq!(Time(u64::MAX) + Dur(1), Time::MAX);
-        assert_eq!(
-            Time::from_millis(20) - Time::from_millis(5),
-            Dur::from_millis(15)
-        );
+        assert_eq!(Time::from_millis(20) - Time::from_millis(5), Dur::from_millis(15));
     }
     #[test]
     fn tx_time_is_exact() {
@@ -324,10 +317,7 @@ mod tests {
         // Rounds up.
         assert_eq!(Rate(3).tx_time(1), Dur(2_666_666_667));
         assert_eq!(Rate::mbps(100).bytes_in(Dur::from_secs(1)), 12_500_000);
-        assert_eq!(
-            Rate::from_bytes_over(12_500_000, Dur::from_secs(1)),
-            Rate::mbps(100)
-        );
+        assert_eq!(Rate::from_bytes_over(12_500_000, Dur::from_secs(1)), Rate::mbps(100));
         assert_eq!(Rate::ZERO.tx_time(1), Dur::MAX);
     }
     #[test]

@@ -10,9 +10,7 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     let s = s.trim();
     let end = s
         .char_indices()
-        .find(|(_, c)| {
-            !(c.is_ascii_digit() || *c == '.' || *c == '_' || *c == '+' || *c == '-' || *c == 'e')
-        })
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '_' || *c == '+' || *c == '-' || *c == 'e'))
         .map(|(i, _)| i)
         .unwrap_or(s.len());
     // A trailing 'e' may belong to no exponent (e.g. none of our units start with e, so fine).
@@ -37,16 +35,8 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         "kBps" | "KBps" | "kB" | "KB" => (1e3, true),
         "MBps" | "MB" => (1e6, true),
         "GBps" | "GB" => (1e9, true),
-        "" => {
-            return Err(format!(
-                "expected {expected}, found {s:?} (the unit is missing)"
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "expected {expected}, found unknown unit {unit:?} in {s:?}"
-            ))
-        }
+        "" => return Err(format!("expected {expected}, found {s:?} (the unit is missing)")),
+        _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
     let bits = v * mult * if bytes { 8.0 } else { 1.0 };
     if !bits.is_finite() || bits < 0.0 {
@@ -69,16 +59,8 @@ pub fn parse_dur(s: &str) -> Result<Dur, String> {
         "s" | "sec" => 1e9,
         "min" | "m" => 60e9,
         "h" => 3600e9,
-        "" => {
-            return Err(format!(
-                "expected {expected}, found {s:?} (the unit is missing)"
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "expected {expected}, found unknown unit {unit:?} in {s:?}"
-            ))
-        }
+        "" => return Err(format!("expected {expected}, found {s:?} (the unit is missing)")),
+        _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
     let ns = v * mult;
     if !ns.is_finite() || ns < 0.0 {
@@ -104,17 +86,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "KiB" => 1024.0,
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(format!(
-                "expected {expected}, found unknown unit {unit:?} in {s:?}"
-            ))
-        }
+        _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
     let b = v * mult;
     if !b.is_finite() || b < 0.0 {
-        return Err(format!(
-            "expected {expected}, found {s:?} (sizes cannot be negative)"
-        ));
+        return Err(format!("expected {expected}, found {s:?} (sizes cannot be negative)"));
     }
     if b > u64::MAX as f64 {
         return Err(format!("size {s:?} is too large"));
@@ -132,9 +108,7 @@ mod tests {
         assert_eq!(parse_rate("64kbps").unwrap(), Rate(64_000));
         assert_eq!(parse_rate("12.5MBps").unwrap(), Rate::mbps(100));
         assert!(parse_rate("100").unwrap_err().contains("unit is missing"));
-        assert!(parse_rate("100furlongs")
-            .unwrap_err()
-            .contains("unknown unit"));
+        assert!(parse_rate("100furlongs").unwrap_err().contains("unknown unit"));
         assert!(parse_rate("-5Mbit").is_err());
         assert!(parse_rate("fast").is_err());
     }

@@ -127,12 +127,7 @@ mod tests {
         assert_eq!(p.count, 1000);
         assert!((p.mean - 500.5).abs() < 1e-9, "{}", p.mean);
         // Within HDR precision (3 significant digits → ≤ 0.1 % relative).
-        for (got, want) in [
-            (p.p50, 500.0),
-            (p.p90, 900.0),
-            (p.p99, 990.0),
-            (p.p999, 999.0),
-        ] {
+        for (got, want) in [(p.p50, 500.0), (p.p90, 900.0), (p.p99, 990.0), (p.p999, 999.0)] {
             assert!((got - want).abs() / want <= 0.001, "{got} vs {want}");
         }
         assert_eq!(p.max, 1000.0);

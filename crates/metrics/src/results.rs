@@ -104,18 +104,12 @@ mod tests {
         let r = ResultsDir::create(&target).unwrap();
         r.write(MARKER, b"{\"a\":1}").unwrap();
         r.commit().unwrap();
-        assert_eq!(
-            fs::read_to_string(target.join(MARKER)).unwrap(),
-            "{\"a\":1}"
-        );
+        assert_eq!(fs::read_to_string(target.join(MARKER)).unwrap(), "{\"a\":1}");
         // Replacing our own results works.
         let r = ResultsDir::create(&target).unwrap();
         r.write(MARKER, b"{\"a\":2}").unwrap();
         r.commit().unwrap();
-        assert_eq!(
-            fs::read_to_string(target.join(MARKER)).unwrap(),
-            "{\"a\":2}"
-        );
+        assert_eq!(fs::read_to_string(target.join(MARKER)).unwrap(), "{\"a\":2}");
         // A foreign directory is refused.
         let foreign = base.join("foreign");
         fs::create_dir_all(&foreign).unwrap();

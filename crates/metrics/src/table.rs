@@ -68,11 +68,7 @@ pub fn summary_tables(s: &Summary) -> String {
     let _ = writeln!(
         out,
         "{} — {} backend, seed {}, statistics over {:.1}..{:.1} s\n",
-        s.scenario.name,
-        s.scenario.backend,
-        s.scenario.seed,
-        s.scenario.warmup_s,
-        s.scenario.duration_s
+        s.scenario.name, s.scenario.backend, s.scenario.seed, s.scenario.warmup_s, s.scenario.duration_s
     );
     let mut rows = vec![[
         "flow",
@@ -105,19 +101,12 @@ pub fn summary_tables(s: &Summary) -> String {
     }
     out.push_str(&render(&rows));
     out.push('\n');
-    let mut rows = vec![[
-        "queue",
-        "aqm",
-        "sub",
-        "sojourn p50",
-        "p99 ms",
-        "marks",
-        "drops",
-        "util",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect::<Vec<_>>()];
+    let mut rows = vec![
+        ["queue", "aqm", "sub", "sojourn p50", "p99 ms", "marks", "drops", "util"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>(),
+    ];
     for q in &s.queues {
         let multi = q.subqueues.len() > 1;
         rows.push(vec![

@@ -104,7 +104,7 @@ pub fn locate(text: &str, path: &[Seg]) -> Option<usize> {
     for seg in path {
         match seg {
             Seg::Key(k) => {
-                let tbl = item.as_table_like()?;
+                let Some(tbl) = item.as_table_like() else { break };
                 let (key, next) = match tbl.get_key_value(k) {
                     Some(kv) => kv,
                     None => break,
@@ -126,12 +126,9 @@ pub fn locate(text: &str, path: &[Seg]) -> Option<usize> {
                             // Continue inside the table.
                             let tbl: &toml_edit::Table = t;
                             // Re-borrow as an Item via a raw lookup of the next key.
-                            return locate_in_table(
-                                tbl,
-                                &path[path.iter().position(|s| s == seg)? + 1..],
-                            )
-                            .or(best.clone())
-                            .map(|sp| line_of(text, sp.start));
+                            return locate_in_table(tbl, &path[path.iter().position(|s| s == seg)? + 1..])
+                                .or(best.clone())
+                                .map(|sp| line_of(text, sp.start));
                         }
                         None => break,
                     }
@@ -207,11 +204,7 @@ mod tests {
         let text = "[scenario]\nname = \"x\"\n\n[topology.aqm]\nkind = \"dualpi2\"\ntarget = \"1ms\"\n\n[[flows]]\nname = \"a\"\n\n[[flows]]\nname = \"b\"\ncc = \"bogus\"\n";
         assert_eq!(
             parse_path("flows[1].cc"),
-            vec![
-                Seg::Key("flows".into()),
-                Seg::Index(1),
-                Seg::Key("cc".into())
-            ]
+            vec![Seg::Key("flows".into()), Seg::Index(1), Seg::Key("cc".into())]
         );
         assert_eq!(path_string(&parse_path("flows[1].cc")), "flows[1].cc");
         assert_eq!(locate(text, &parse_path("topology.aqm.target")), Some(6));
@@ -219,6 +212,8 @@ mod tests {
         assert_eq!(locate(text, &parse_path("flows[0].name")), Some(9));
         // Missing key: nearest enclosing.
         assert_eq!(locate(text, &parse_path("topology.aqm.nothing")), Some(4));
+        // A path that runs past a value stops at the value.
+        assert_eq!(locate(text, &parse_path("topology.aqm.target.deeper")), Some(6));
         assert_eq!(line_of("a\nb\nc", 4), 3);
     }
 }

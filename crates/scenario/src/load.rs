@@ -40,11 +40,7 @@ pub fn load_str(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
         ScenarioError {
             file: file.to_path_buf(),
             line,
-            key: if path == "." {
-                String::new()
-            } else {
-                path_string(&segs)
-            },
+            key: if path == "." { String::new() } else { path_string(&segs) },
             message: friendly(inner.message()),
         }
     })?;
@@ -71,21 +67,17 @@ fn join(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
 }
 
 /// Deserialize a sub-table into a typed config, tracking the key path for errors.
-pub(crate) fn typed<T: DeserializeOwned>(
-    cx: &ErrCtx,
-    at: &[Seg],
-    table: toml::Table,
-) -> Result<T, ScenarioError> {
+pub(crate) fn typed<T: DeserializeOwned>(cx: &ErrCtx, at: &[Seg], table: toml::Table) -> Result<T, ScenarioError> {
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let sub = parse_path(&e.path().to_string());
         let msg = friendly(&e.into_inner().to_string());
         // Point at an unknown key itself when the message names it.
         let mut p = join(at, &sub);
-        if let Some(name) = msg
-            .strip_prefix("unknown field `")
-            .and_then(|r| r.split('`').next())
-        {
-            p.push(key(name));
+        // For an unknown key, point at the key's line but name the table it sits in.
+        if let Some(name) = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
+            if p.last() != Some(&key(name)) {
+                p.push(key(name));
+            }
             let mut err = cx.at(&p, msg.clone());
             err.key = path_string(&p[..p.len() - 1]);
             return err;
@@ -112,12 +104,7 @@ fn parse_aqm(
                 format!("expected a string, one of {}", kinds()),
             ))
         }
-        None => {
-            return Err(cx.at(
-                at,
-                format!("required key `kind` is missing: one of {}", kinds()),
-            ))
-        }
+        None => return Err(cx.at(at, format!("required key `kind` is missing: one of {}", kinds()))),
     };
     let cfg = match kind.as_str() {
         "fifo" => AqmConfig::Fifo(typed(cx, at, t)?),
@@ -129,10 +116,7 @@ fn parse_aqm(
         other => {
             return Err(cx.at(
                 &join(at, &[key("kind")]),
-                format!(
-                    "unknown queue discipline {other:?}: expected one of {}",
-                    kinds()
-                ),
+                format!("unknown queue discipline {other:?}: expected one of {}", kinds()),
             ))
         }
     };
@@ -166,9 +150,7 @@ fn check_rate(cx: &ErrCtx, at: &[Seg], r: Option<Rate>) -> Result<(), ScenarioEr
 fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
     let sc = &raw.scenario;
     let name = match &sc.name {
-        Some(n) if n.trim().is_empty() => {
-            return Err(cx.at_str("scenario.name", "expected a non-empty name"))
-        }
+        Some(n) if n.trim().is_empty() => return Err(cx.at_str("scenario.name", "expected a non-empty name")),
         Some(n) => n.clone(),
         None => cx
             .file
@@ -177,10 +159,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             .unwrap_or_else(|| "scenario".into()),
     };
     if sc.duration.is_zero() {
-        return Err(cx.at_str(
-            "scenario.duration",
-            "expected a duration above zero, such as \"60s\"",
-        ));
+        return Err(cx.at_str("scenario.duration", "expected a duration above zero, such as \"60s\""));
     }
     if sc.warmup >= sc.duration {
         return Err(cx.at_str(
@@ -206,25 +185,16 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             return Err(cx.at(&at, "expected a non-empty flow name"));
         }
         if let Some(j) = seen.insert(f.name.clone(), i) {
-            return Err(cx.at(
-                &at,
-                format!("flow name {:?} is already used by flows[{j}]", f.name),
-            ));
+            return Err(cx.at(&at, format!("flow name {:?} is already used by flows[{j}]", f.name)));
         }
     }
     if raw.flows.is_empty() {
-        return Err(cx.at_str(
-            "flows",
-            "the scenario has no flows: add at least one [[flows]] table",
-        ));
+        return Err(cx.at_str("flows", "the scenario has no flows: add at least one [[flows]] table"));
     }
 
     match topo.kind.as_str() {
         "dumbbell" => {
-            for (k, present) in [
-                ("nodes", !topo.nodes.is_empty()),
-                ("links", !topo.links.is_empty()),
-            ] {
+            for (k, present) in [("nodes", !topo.nodes.is_empty()), ("links", !topo.links.is_empty())] {
                 if present {
                     return Err(cx.at(
                         &join(&tp, &[key(k)]),
@@ -254,12 +224,8 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 topo.reverse_aqm,
                 default_reverse_aqm(),
             )?;
-            nodes.push(Node {
-                name: "left".into(),
-            });
-            nodes.push(Node {
-                name: "right".into(),
-            });
+            nodes.push(Node { name: "left".into() });
+            nodes.push(Node { name: "right".into() });
             links.push(Link {
                 name: "bottleneck".into(),
                 from: 0,
@@ -281,17 +247,16 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
                 for k in ["from", "to"] {
-                    let given = if k == "from" {
-                        f.from.is_some()
-                    } else {
-                        f.to.is_some()
-                    };
+                    let given = if k == "from" { f.from.is_some() } else { f.to.is_some() };
                     if given {
                         return Err(cx.at(&join(&fp, &[key(k)]), "a dumbbell flow has its own hosts: `from`/`to` belong to a custom topology (set `rtt` instead)"));
                     }
                 }
                 let rtt = f.rtt.or(topo.rtt).ok_or_else(|| {
-                    cx.at(&fp, "no base RTT: set `rtt` on the flow or a default `rtt` in [topology], such as \"20ms\"")
+                    cx.at(
+                        &fp,
+                        "no base RTT: set `rtt` on the flow or a default `rtt` in [topology], such as \"20ms\"",
+                    )
                 })?;
                 let rtt_at = if f.rtt.is_some() {
                     join(&fp, &[key("rtt")])
@@ -305,9 +270,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 if half < bdelay {
                     return Err(cx.at(
                         &rtt_at,
-                        format!(
-                            "base RTT {rtt} is shorter than twice the bottleneck delay ({bdelay})"
-                        ),
+                        format!("base RTT {rtt} is shorter than twice the bottleneck delay ({bdelay})"),
                     ));
                 }
                 let access = half - bdelay;
@@ -385,9 +348,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 if index.insert(n.name.clone(), i).is_some() {
                     return Err(cx.at(&at, format!("node name {:?} is used twice", n.name)));
                 }
-                nodes.push(Node {
-                    name: n.name.clone(),
-                });
+                nodes.push(Node { name: n.name.clone() });
             }
             let lookup = |at: &[Seg], n: &str| -> Result<usize, ScenarioError> {
                 index.get(n).copied().ok_or_else(|| {
@@ -416,12 +377,13 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                         "in a custom topology the RTT follows from the links' delays: remove `rtt`",
                     ));
                 }
-                let from = f.from.as_deref().ok_or_else(|| {
-                    cx.at(&fp, "required key `from` is missing: the sending node")
-                })?;
-                let to = f.to.as_deref().ok_or_else(|| {
-                    cx.at(&fp, "required key `to` is missing: the receiving node")
-                })?;
+                let from = f
+                    .from
+                    .as_deref()
+                    .ok_or_else(|| cx.at(&fp, "required key `from` is missing: the sending node"))?;
+                let to =
+                    f.to.as_deref()
+                        .ok_or_else(|| cx.at(&fp, "required key `to` is missing: the receiving node"))?;
                 let s = lookup(&join(&fp, &[key("from")]), from)?;
                 let d = lookup(&join(&fp, &[key("to")]), to)?;
                 if s == d {
@@ -444,7 +406,10 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             if !reachable(&links, nodes.len(), a, b) {
                 return Err(cx.at(
                     &[key("flows"), Seg::Index(i)],
-                    format!("no {dir} path from node {:?} to {:?}: add links (bidirectional = true) between them", nodes[a].name, nodes[b].name),
+                    format!(
+                        "no {dir} path from node {:?} to {:?}: add links (bidirectional = true) between them",
+                        nodes[a].name, nodes[b].name
+                    ),
                 ));
             }
         }
@@ -468,11 +433,14 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
     })
 }
 
+/// Resolves a node name (with the key path to blame) to its index.
+type NodeLookup<'a> = dyn Fn(&[Seg], &str) -> Result<usize, ScenarioError> + 'a;
+
 fn add_custom_link(
     cx: &ErrCtx,
     lp: &[Seg],
     l: LinkTable,
-    lookup: &dyn Fn(&[Seg], &str) -> Result<usize, ScenarioError>,
+    lookup: &NodeLookup,
     links: &mut Vec<Link>,
 ) -> Result<(), ScenarioError> {
     let a = lookup(&join(lp, &[key("from")]), &l.from)?;
@@ -482,10 +450,7 @@ fn add_custom_link(
     }
     check_rate(cx, &join(lp, &[key("rate")]), l.rate)?;
     check_rate(cx, &join(lp, &[key("reverse_rate")]), l.reverse_rate)?;
-    let name = l
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+    let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
     let has_aqm = l.aqm.is_some();
     let aqm = parse_aqm(
         cx,
@@ -500,10 +465,7 @@ fn add_custom_link(
         ));
     }
     if links.iter().any(|x| x.from == a && x.to == b) {
-        return Err(cx.at(
-            lp,
-            format!("there is already a link from {:?} to {:?}", l.from, l.to),
-        ));
+        return Err(cx.at(lp, format!("there is already a link from {:?} to {:?}", l.from, l.to)));
     }
     links.push(Link {
         name: name.clone(),
@@ -578,18 +540,12 @@ fn build_flow(
     if f.start >= duration {
         return Err(cx.at(
             &at("start"),
-            format!(
-                "the flow starts at {} but the run ends at {duration}",
-                f.start
-            ),
+            format!("the flow starts at {} but the run ends at {duration}", f.start),
         ));
     }
     if let Some(stop) = f.stop {
         if stop <= f.start {
-            return Err(cx.at(
-                &at("stop"),
-                format!("stop ({stop}) must be after start ({})", f.start),
-            ));
+            return Err(cx.at(&at("stop"), format!("stop ({stop}) must be after start ({})", f.start)));
         }
     }
     let reject = |k: &str, present: bool, kind: &str| -> Result<(), ScenarioError> {
@@ -604,19 +560,13 @@ fn build_flow(
         "tcp" => {
             reject("pps", f.pps.is_some(), "tcp")?;
             reject("size", f.size.is_some(), "tcp")?;
-            let cc = f.cc.clone().ok_or_else(|| {
-                cx.at(
-                    &fp,
-                    format!("required key `cc` is missing: one of {}", cc_names()),
-                )
-            })?;
+            let cc =
+                f.cc.clone()
+                    .ok_or_else(|| cx.at(&fp, format!("required key `cc` is missing: one of {}", cc_names())))?;
             if !l4s_cc::factory::NAMES.contains(&cc.as_str()) {
                 return Err(cx.at(
                     &at("cc"),
-                    format!(
-                        "unknown congestion control {cc:?}: expected one of {}",
-                        cc_names()
-                    ),
+                    format!("unknown congestion control {cc:?}: expected one of {}", cc_names()),
                 ));
             }
             let ecn = match f.ecn.as_deref() {
@@ -681,16 +631,19 @@ fn build_flow(
             }
             let ecn = match f.ecn.as_deref() {
                 None => Ecn::NotEct,
-                Some(s) => Ecn::parse(s).ok_or_else(|| cx.at(&at("ecn"), format!("unknown codepoint {s:?}: expected \"not-ect\", \"ect0\", \"ect1\" or \"ce\"")))?,
+                Some(s) => Ecn::parse(s).ok_or_else(|| {
+                    cx.at(
+                        &at("ecn"),
+                        format!("unknown codepoint {s:?}: expected \"not-ect\", \"ect0\", \"ect1\" or \"ce\""),
+                    )
+                })?,
             };
             crate::flows::probe(cx, &fp, pps, size as u32, ecn, f.sender)?
         }
         other => {
             return Err(cx.at(
                 &at("type"),
-                format!(
-                    "unknown flow type {other:?}: expected \"tcp\", \"udp-prague\" or \"probe\""
-                ),
+                format!("unknown flow type {other:?}: expected \"tcp\", \"udp-prague\" or \"probe\""),
             ));
         }
     };
@@ -701,12 +654,7 @@ fn build_flow(
         start: f.start,
         stop: f.stop,
         dscp: match f.dscp {
-            Some(d) if d > 63 => {
-                return Err(cx.at(
-                    &at("dscp"),
-                    format!("expected a DSCP from 0 to 63, found {d}"),
-                ))
-            }
+            Some(d) if d > 63 => return Err(cx.at(&at("dscp"), format!("expected a DSCP from 0 to 63, found {d}"))),
             Some(d) => d,
             None => 0,
         },

@@ -74,11 +74,7 @@ fn random_mutations_never_panic() {
     let mut ok = 0;
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
-        assert!(
-            l4s_scenario::load_str(&text, f).is_ok(),
-            "{} must load",
-            f.display()
-        );
+        assert!(l4s_scenario::load_str(&text, f).is_ok(), "{} must load", f.display());
         for _ in 0..400 {
             let m = mutate(&text, &mut rng);
             match l4s_scenario::load_str(&m, Path::new("m.toml")) {
@@ -91,8 +87,5 @@ fn random_mutations_never_panic() {
             }
         }
     }
-    assert!(
-        errors > 100,
-        "mutations should mostly fail: {errors} errors, {ok} ok"
-    );
+    assert!(errors > 100, "mutations should mostly fail: {errors} errors, {ok} ok");
 }

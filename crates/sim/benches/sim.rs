@@ -59,9 +59,7 @@ struct Result {
 }
 
 fn run(file: &str, duration: Option<Dur>) -> Result {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(file);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(file);
     let sc = l4s_scenario::load_file(&p).unwrap_or_else(|e| panic!("{e}"));
     PEAK.store(IN_USE.load(Relaxed), Relaxed);
     let base = IN_USE.load(Relaxed);
@@ -69,8 +67,9 @@ fn run(file: &str, duration: Option<Dur>) -> Result {
     let opts = l4s_sim::RunOptions {
         seed: None,
         duration,
+        snapshots: None,
     };
-    let (summary, stats) = l4s_sim::run(sc, &opts, &mut |_| {}).expect("run");
+    let (summary, stats) = l4s_sim::run(sc, opts, &mut |_| {}).expect("run");
     let wall = t.elapsed().as_secs_f64();
     std::hint::black_box(&summary);
     Result {
@@ -94,18 +93,10 @@ fn report(name: &str, sim_s: f64, r: &Result) {
 }
 
 fn main() {
-    let quick =
-        std::env::args().any(|a| a == "--quick") || std::env::var("L4S_BENCH_QUICK").is_ok();
+    let quick = std::env::args().any(|a| a == "--quick") || std::env::var("L4S_BENCH_QUICK").is_ok();
     let reps = if quick { 1 } else { 3 };
-    let short = if quick {
-        Some(Dur::from_secs(12))
-    } else {
-        None
-    };
-    println!(
-        "l4s-sim benchmark ({} repetitions, best wall time reported)",
-        reps
-    );
+    let short = if quick { Some(Dur::from_secs(12)) } else { None };
+    println!("l4s-sim benchmark ({} repetitions, best wall time reported)", reps);
     let best = |file: &str, d: Option<Dur>| {
         (0..reps)
             .map(|_| run(file, d))

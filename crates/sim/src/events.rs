@@ -21,6 +21,8 @@ pub enum Ev {
     WindowStart,
     /// Periodic sampling of AQM probabilities.
     Sample,
+    /// Periodic time-series snapshot.
+    Snapshot,
 }
 
 #[derive(Clone, Copy, Debug)]

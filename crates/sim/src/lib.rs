@@ -15,6 +15,7 @@ pub mod endpoints;
 pub mod events;
 mod measure;
 pub mod packet;
+pub mod snapshot;
 mod summary;
 pub mod world;
 
@@ -24,11 +25,16 @@ use l4s_core::{Dur, Time};
 use l4s_metrics::summary::Summary;
 use l4s_scenario::Scenario;
 
+/// Where snapshots go: interval, flow rows, queue rows (see [`snapshot`]).
+pub type SnapshotSinks = (Dur, Box<dyn std::io::Write>, Box<dyn std::io::Write>);
+
 /// Options of one run.
-#[derive(Clone, Debug, Default)]
+#[derive(Default)]
 pub struct RunOptions {
     pub seed: Option<u64>,
     pub duration: Option<Dur>,
+    /// Stream time-series snapshots: interval, flow rows, queue rows (see [`snapshot`]).
+    pub snapshots: Option<SnapshotSinks>,
 }
 
 /// What a finished run reports beside its summary.
@@ -43,11 +49,17 @@ pub struct RunStats {
 /// Simulate a scenario to its end.
 pub fn run(
     scenario: Scenario,
-    opts: &RunOptions,
+    opts: RunOptions,
     progress: &mut dyn FnMut(Time),
 ) -> Result<(Summary, RunStats), String> {
     let mut sim = Sim::new(scenario, opts.seed, opts.duration)?;
+    if let Some((interval, flows, queues)) = opts.snapshots {
+        sim.enable_snapshots(interval, flows, queues)
+            .map_err(|e| format!("cannot write snapshots: {e}"))?;
+    }
     sim.run(progress);
+    sim.finish_snapshots()
+        .map_err(|e| format!("cannot write snapshots: {e}"))?;
     let stats = RunStats {
         events: sim.events_processed(),
         bottleneck_packets: sim.bottleneck_packets(),
@@ -64,13 +76,7 @@ impl Sim {
             .iter()
             .zip(&self.links)
             .filter(|(s, _)| s.bottleneck)
-            .map(|(_, l)| {
-                l.qdisc
-                    .stats()
-                    .iter()
-                    .map(|(_, s)| s.dequeued_packets)
-                    .sum::<u64>()
-            })
+            .map(|(_, l)| l.qdisc.stats().iter().map(|(_, s)| s.dequeued_packets).sum::<u64>())
             .sum()
     }
 }

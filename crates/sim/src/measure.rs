@@ -23,6 +23,11 @@ pub(crate) struct FlowMeter {
     pub first_ecn: Option<Ecn>,
     /// Endpoint statistics at the start of the window (sender, receiver).
     pub baseline: [Option<EndpointStats>; 2],
+    /// Since the last snapshot (whole run, not only the window).
+    pub snap_bytes: u64,
+    pub snap_pkts: u64,
+    pub snap_ce: u64,
+    pub snap_owd_max: Dur,
 }
 
 impl FlowMeter {
@@ -34,6 +39,14 @@ impl FlowMeter {
         if in_window {
             self.sent += 1;
         }
+    }
+    /// Every data arrival, for snapshots.
+    #[inline]
+    pub fn on_arrival_any(&mut self, now: Time, p: &Packet) {
+        self.snap_bytes += p.size as u64;
+        self.snap_pkts += 1;
+        self.snap_ce += (p.ecn == Ecn::Ce) as u64;
+        self.snap_owd_max = self.snap_owd_max.max(now - p.sent_at);
     }
     #[inline]
     pub fn on_arrival(&mut self, now: Time, p: &Packet) {
@@ -63,6 +76,9 @@ pub(crate) struct LinkMeter {
     pub baseline: Vec<(QueueId, QueueStats)>,
     pub prob_sum: f64,
     pub prob_samples: u64,
+    /// Since the last snapshot: largest sojourn per sub-queue, busy time.
+    pub snap_sojourn_max: [Dur; 3],
+    pub snap_busy: Dur,
 }
 
 impl LinkMeter {
@@ -70,5 +86,12 @@ impl LinkMeter {
     pub fn on_dequeue(&mut self, q: QueueId, sojourn: Dur, tx_time: Dur) {
         self.sojourn[qidx(q)].record(sojourn);
         self.busy += tx_time;
+    }
+    /// Every dequeue, for snapshots.
+    #[inline]
+    pub fn on_dequeue_any(&mut self, q: QueueId, sojourn: Dur, tx_time: Dur) {
+        let i = qidx(q);
+        self.snap_sojourn_max[i] = self.snap_sojourn_max[i].max(sojourn);
+        self.snap_busy += tx_time;
     }
 }

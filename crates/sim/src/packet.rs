@@ -68,7 +68,6 @@ impl QueuePacket for Packet {
     #[inline]
     fn flow_hash(&self) -> u32 {
         // Fibonacci hashing of (flow, direction): distinct flows spread over FQ buckets.
-        ((self.flow as u64 * 2 + self.forward as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32)
-            as u32
+        ((self.flow as u64 * 2 + self.forward as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
     }
 }

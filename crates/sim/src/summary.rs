@@ -37,11 +37,7 @@ impl Sim {
     /// The results of the run so far (call after [`Sim::run`]).
     pub fn summary(&self) -> Summary {
         let sc = &self.scenario;
-        let window = (self
-            .end
-            .as_nanos()
-            .saturating_sub(self.window_start.as_nanos())) as f64
-            / 1e9;
+        let window = (self.end.as_nanos().saturating_sub(self.window_start.as_nanos())) as f64 / 1e9;
         let per_sec = |x: f64| {
             if window > 0.0 {
                 round6(x / window)
@@ -78,19 +74,13 @@ impl Sim {
                 kind: spec.kind.type_name().to_string(),
                 cc,
                 ecn: ecn.name().to_string(),
-                ecn_feedback: if feedback.is_empty() {
-                    "none".into()
-                } else {
-                    feedback
-                },
+                ecn_feedback: if feedback.is_empty() { "none".into() } else { feedback },
                 class: class.to_string(),
                 src: sc.nodes[spec.src].name.clone(),
                 dst: sc.nodes[spec.dst].name.clone(),
                 base_rtt_ms: round6(self.base_rtt(i).as_millis_f64()),
                 throughput_bps: throughput,
-                goodput_bps: per_sec(
-                    rcv.delivered_bytes.saturating_sub(br.delivered_bytes) as f64 * 8.0,
-                ),
+                goodput_bps: per_sec(rcv.delivered_bytes.saturating_sub(br.delivered_bytes) as f64 * 8.0),
                 owd_ms: owd,
                 rtt_ms: if matches!(spec.kind, FlowKind::Probe { .. }) {
                     None
@@ -121,12 +111,7 @@ impl Sim {
             let mut subqueues = BTreeMap::new();
             let mut tot = QueueStats::default();
             for (qid, st) in &now_stats {
-                let base = link
-                    .meter
-                    .baseline
-                    .iter()
-                    .find(|(b, _)| b == qid)
-                    .map(|(_, s)| s);
+                let base = link.meter.baseline.iter().find(|(b, _)| b == qid).map(|(_, s)| s);
                 let d = diff(st, base);
                 let h = &link.meter.sojourn[qidx(*qid)];
                 all.merge(h);

@@ -59,16 +59,13 @@ pub struct Sim {
     pub(crate) in_window: bool,
     /// Packets that reached a node with no route to their destination (a bug if non-zero).
     pub(crate) unroutable: u64,
+    pub(crate) snapshots: Option<crate::snapshot::Snapshots>,
 }
 
 impl Sim {
     /// Build the network of a validated scenario. `seed` overrides the scenario's seed and
     /// `duration` its length when given.
-    pub fn new(
-        mut scenario: Scenario,
-        seed: Option<u64>,
-        duration: Option<Dur>,
-    ) -> Result<Sim, String> {
+    pub fn new(mut scenario: Scenario, seed: Option<u64>, duration: Option<Dur>) -> Result<Sim, String> {
         if let Some(s) = seed {
             scenario.seed = s;
         }
@@ -128,11 +125,11 @@ impl Sim {
             next_id: 0,
             in_window: false,
             unroutable: 0,
+            snapshots: None,
         };
         for i in 0..sim.flows.len() {
             let f = &sim.scenario.flows[i];
-            sim.q
-                .push(Time(f.start.as_nanos()), Ev::FlowStart(i as u32));
+            sim.q.push(Time(f.start.as_nanos()), Ev::FlowStart(i as u32));
             if let Some(stop) = f.stop {
                 sim.q.push(Time(stop.as_nanos()), Ev::FlowStop(i as u32));
             }
@@ -174,8 +171,7 @@ impl Sim {
             self.now = t;
             if t >= next_progress {
                 progress(t);
-                next_progress =
-                    Time(t.as_nanos() - t.as_nanos() % 1_000_000_000) + Dur::from_secs(1);
+                next_progress = Time(t.as_nanos() - t.as_nanos() % 1_000_000_000) + Dur::from_secs(1);
             }
             match ev {
                 Ev::TxDone(l) => self.tx_done(l as usize),
@@ -186,6 +182,7 @@ impl Sim {
                 Ev::FlowStop(f) => self.flow_stop(f as usize),
                 Ev::WindowStart => self.window_start_now(),
                 Ev::Sample => self.sample(),
+                Ev::Snapshot => self.snapshot(),
             }
         }
         self.now = self.end;
@@ -270,6 +267,7 @@ impl Sim {
             if in_window {
                 link.meter.on_dequeue(d.queue, d.sojourn, tx_time);
             }
+            link.meter.on_dequeue_any(d.queue, d.sojourn, tx_time);
             link.tx = Some(d.pkt);
             self.q.push(now + tx_time, Ev::TxDone(l as u32));
         }
@@ -337,8 +335,12 @@ impl Sim {
         let f = pkt.flow as usize;
         let side = if pkt.forward { 1 } else { 0 };
         let now = self.now;
-        if pkt.forward && pkt.is_data && self.in_window {
-            self.flows[f].meter.on_arrival(now, &pkt);
+        if pkt.forward && pkt.is_data {
+            let m = &mut self.flows[f].meter;
+            m.on_arrival_any(now, &pkt);
+            if self.in_window {
+                m.on_arrival(now, &pkt);
+            }
         }
         let fl = &mut self.flows[f];
         let Some(ep) = fl.ep[side].as_mut() else {
@@ -391,11 +393,7 @@ impl Sim {
         let spec = &self.scenario.flows[f];
         let fl = &mut self.flows[f];
         let forward = side == 0;
-        let (from, dst) = if forward {
-            (fl.src, fl.dst)
-        } else {
-            (fl.dst, fl.src)
-        };
+        let (from, dst) = if forward { (fl.src, fl.dst) } else { (fl.dst, fl.src) };
         if forward && out.is_data {
             fl.meter.on_send(self.in_window, out.ecn);
         }
@@ -448,10 +446,7 @@ impl Sim {
             }
             Err(e) => {
                 // Names were validated when the scenario was loaded; keep going without this flow.
-                eprintln!(
-                    "warning: flow {:?} could not start: {e}",
-                    self.scenario.flows[f].name
-                );
+                eprintln!("warning: flow {:?} could not start: {e}", self.scenario.flows[f].name);
             }
         }
     }

@@ -6,19 +6,16 @@ use std::path::Path;
 
 /// Run scenario text through the simulator.
 pub fn run_toml(text: &str) -> Summary {
-    let sc = l4s_scenario::load_str(text, Path::new("test.toml"))
-        .unwrap_or_else(|e| panic!("bad test scenario: {e}"));
-    let (s, _) = l4s_sim::run(sc, &Default::default(), &mut |_| {}).expect("run");
+    let sc = l4s_scenario::load_str(text, Path::new("test.toml")).unwrap_or_else(|e| panic!("bad test scenario: {e}"));
+    let (s, _) = l4s_sim::run(sc, Default::default(), &mut |_| {}).expect("run");
     s
 }
 
 /// Run a shipped scenario file.
 pub fn run_file(rel: &str) -> Summary {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel);
     let sc = l4s_scenario::load_file(&p).unwrap_or_else(|e| panic!("{e}"));
-    let (s, _) = l4s_sim::run(sc, &Default::default(), &mut |_| {}).expect("run");
+    let (s, _) = l4s_sim::run(sc, Default::default(), &mut |_| {}).expect("run");
     s
 }
 
@@ -56,10 +53,7 @@ pub fn brief(s: &Summary) -> String {
             q.name, q.utilization, q.mean_probability, q.drops, q.marks
         );
         for (k, sq) in &q.subqueues {
-            out += &format!(
-                "{k}: mean {:.2} p99 {:.2} ms; ",
-                sq.sojourn_ms.mean, sq.sojourn_ms.p99
-            );
+            out += &format!("{k}: mean {:.2} p99 {:.2} ms; ", sq.sojourn_ms.mean, sq.sojourn_ms.p99);
         }
         out += "] ";
     }
@@ -67,14 +61,7 @@ pub fn brief(s: &Summary) -> String {
 }
 
 /// A dumbbell scenario with the given bottleneck, AQM table and flows.
-pub fn dumbbell(
-    rate: &str,
-    rtt: &str,
-    aqm: &str,
-    duration: &str,
-    warmup: &str,
-    flows: &str,
-) -> String {
+pub fn dumbbell(rate: &str, rtt: &str, aqm: &str, duration: &str, warmup: &str, flows: &str) -> String {
     format!(
         "[scenario]\nname = \"t\"\nduration = \"{duration}\"\nwarmup = \"{warmup}\"\nseed = 7\n\n[topology]\ntype = \"dumbbell\"\nrate = \"{rate}\"\nrtt = \"{rtt}\"\naqm = {aqm}\n\n{flows}"
     )
@@ -85,5 +72,7 @@ pub fn tcp(name: &str, cc: &str, extra: &str) -> String {
 }
 
 pub fn probe(name: &str, pps: f64, size: &str, ecn: &str, extra: &str) -> String {
-    format!("[[flows]]\nname = \"{name}\"\ntype = \"probe\"\npps = {pps}\nsize = \"{size}\"\necn = \"{ecn}\"\n{extra}\n\n")
+    format!(
+        "[[flows]]\nname = \"{name}\"\ntype = \"probe\"\npps = {pps}\nsize = \"{size}\"\necn = \"{ecn}\"\n{extra}\n\n"
+    )
 }

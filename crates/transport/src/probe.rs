@@ -187,10 +187,8 @@ impl ProbeReceiver {
     }
     /// Packets missing below the highest sequence number seen.
     pub fn lost(&self) -> u64 {
-        self.max_seq.map_or(0, |m| {
-            m.saturating_add(1)
-                .saturating_sub(self.unique + self.too_late)
-        })
+        self.max_seq
+            .map_or(0, |m| m.saturating_add(1).saturating_sub(self.unique + self.too_late))
     }
     /// Packets that arrived after a higher sequence number.
     pub fn reordered(&self) -> u64 {

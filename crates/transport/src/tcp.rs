@@ -100,9 +100,7 @@ impl TcpFlags {
     }
     /// The 3-bit ACE field (AE, CWR, ECE) of RFC 9768 §3.2.2.
     pub fn ace(self) -> u8 {
-        (self.contains(Self::AE) as u8) << 2
-            | (self.contains(Self::CWR) as u8) << 1
-            | self.contains(Self::ECE) as u8
+        (self.contains(Self::AE) as u8) << 2 | (self.contains(Self::CWR) as u8) << 1 | self.contains(Self::ECE) as u8
     }
     /// These flags with the ACE field replaced by the 3 LSBs of `ace`.
     pub fn with_ace(mut self, ace: u8) -> TcpFlags {
@@ -628,12 +626,7 @@ impl TcpSender {
     /// A sender that will open the connection with a SYN at the first `poll_transmit`.
     pub fn new(cfg: TcpConfig, cc: Box<dyn CongestionControl>, now: Time) -> TcpSender {
         let requested = cc.ecn_request();
-        let rtt = RttEstimator::new(
-            cfg.initial_rto,
-            cfg.min_rto,
-            cfg.max_rto,
-            cfg.clock_granularity,
-        );
+        let rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto, cfg.clock_granularity);
         let app_limit = match cfg.bytes {
             Some(b) => 1u64.saturating_add(b),
             None => u64::MAX,
@@ -771,9 +764,7 @@ impl TcpSender {
 
     /// Bytes of new data that may be sent now (application, receive window, SWS avoidance).
     fn new_data_len(&self) -> u32 {
-        let limit = self
-            .app_limit
-            .min(self.snd_una.saturating_add(self.snd_wnd));
+        let limit = self.app_limit.min(self.snd_una.saturating_add(self.snd_wnd));
         if self.snd_nxt >= limit {
             return 0;
         }
@@ -820,13 +811,7 @@ impl TcpSender {
         }
     }
 
-    fn data_segment(
-        &mut self,
-        now: Time,
-        seq: u64,
-        len: u32,
-        retransmission: bool,
-    ) -> Transmit<TcpSegment> {
+    fn data_segment(&mut self, now: Time, seq: u64, len: u32, retransmission: bool) -> Transmit<TcpSegment> {
         let mut flags = TcpFlags::ACK;
         match self.mode {
             EcnMode::Accurate { .. } => flags = flags.with_ace((self.r_cep & 7) as u8),
@@ -842,8 +827,7 @@ impl TcpSender {
         self.sent_packets += 1;
         self.sent_bytes += size as u64;
         if let Some(rate) = self.pacing_rate() {
-            let burst_bytes = (self.cfg.pacing_burst_pkts.max(1) as u64
-                * (self.mss_now() + DATA_OVERHEAD) as u64)
+            let burst_bytes = (self.cfg.pacing_burst_pkts.max(1) as u64 * (self.mss_now() + DATA_OVERHEAD) as u64)
                 .max(rate.bytes_in(self.cfg.pacing_burst_time));
             let burst = rate.tx_time(burst_bytes.saturating_sub(size as u64));
             self.pace_next = self.pace_next.max(now - burst) + rate.tx_time(size as u64);
@@ -936,9 +920,7 @@ impl TcpSender {
     /// zero if no reordering was seen and we are in recovery or ≥ 3 segments are SACKed,
     /// else min_rtt/4 capped at SRTT.
     fn reo_wnd(&self) -> Dur {
-        if !self.reordering_seen
-            && (self.ca != CaState::Open && self.ca != CaState::Cwr || self.sacked_cnt >= 3)
-        {
+        if !self.reordering_seen && (self.ca != CaState::Open && self.ca != CaState::Cwr || self.sacked_cnt >= 3) {
             return Dur::ZERO;
         }
         let m = self.rtt.min_rtt().unwrap_or(Dur::ZERO) / 4;
@@ -1022,10 +1004,7 @@ impl TcpSender {
     /// RFC 8985 §7.2: schedule a probe timeout 2·SRTT after the last send or ACK.
     fn arm_tlp(&mut self, now: Time) {
         self.tlp_at = None;
-        if !self.cfg.tlp
-            || self.tlp_end.is_some()
-            || !matches!(self.ca, CaState::Open | CaState::Cwr)
-            || self.bif == 0
+        if !self.cfg.tlp || self.tlp_end.is_some() || !matches!(self.ca, CaState::Open | CaState::Cwr) || self.bif == 0
         {
             return;
         }
@@ -1164,24 +1143,23 @@ impl TcpSender {
         // `sacked`: delivered by a SACK block. With RFC 7323 receivers the echo on an ACK
         // carrying SACK for out-of-order data is that of the last in-order segment, so the
         // timestamp test of RFC 8985 §6.2 step 2 applies only to cumulative ACKs (deviation).
-        let mut consider =
-            |s: &Seg, sacked: bool, best: &mut Option<(Time, u64)>, oldest: &mut Option<Time>| {
-                if s.flags & RETRANS != 0 {
-                    if now - s.xmit < min_rtt || (!sacked && ts_ecr.is_none_or(|e| e < s.xmit)) {
-                        return;
-                    }
-                } else {
-                    if s.end() < fack {
-                        reorder = true;
-                    }
-                    if oldest.is_none_or(|o| s.xmit < o) {
-                        *oldest = Some(s.xmit);
-                    }
+        let mut consider = |s: &Seg, sacked: bool, best: &mut Option<(Time, u64)>, oldest: &mut Option<Time>| {
+            if s.flags & RETRANS != 0 {
+                if now - s.xmit < min_rtt || (!sacked && ts_ecr.is_none_or(|e| e < s.xmit)) {
+                    return;
                 }
-                if best.is_none_or(|(t, e)| s.xmit > t || (s.xmit == t && s.end() > e)) {
-                    *best = Some((s.xmit, s.end()));
+            } else {
+                if s.end() < fack {
+                    reorder = true;
                 }
-            };
+                if oldest.is_none_or(|o| s.xmit < o) {
+                    *oldest = Some(s.xmit);
+                }
+            }
+            if best.is_none_or(|(t, e)| s.xmit > t || (s.xmit == t && s.end() > e)) {
+                *best = Some((s.xmit, s.end()));
+            }
+        };
 
         // Cumulative acknowledgement.
         while let Some(s) = self.segs.front() {
@@ -1265,8 +1243,7 @@ impl TcpSender {
             self.reordering_seen = true;
         }
         if let Some((t, e)) = best {
-            if !self.rack_valid || t > self.rack_xmit || (t == self.rack_xmit && e > self.rack_end)
-            {
+            if !self.rack_valid || t > self.rack_xmit || (t == self.rack_xmit && e > self.rack_end) {
                 self.rack_valid = true;
                 self.rack_xmit = t;
                 self.rack_end = e;
@@ -1405,10 +1382,7 @@ impl TcpSender {
     /// Linux `tcp_cwnd_validate`: remember for a whole window whether the sender was
     /// cwnd-limited (RFC 7661 spirit), else track the largest flight.
     fn cwnd_validate(&mut self, limited_now: bool) {
-        if self.snd_una >= self.cwnd_usage_seq
-            || limited_now
-            || (!self.cwnd_limited && self.bif > self.max_bif)
-        {
+        if self.snd_una >= self.cwnd_usage_seq || limited_now || (!self.cwnd_limited && self.bif > self.max_bif) {
             self.cwnd_limited = limited_now;
             self.max_bif = self.bif;
             self.cwnd_usage_seq = self.snd_nxt;
@@ -1416,9 +1390,7 @@ impl TcpSender {
     }
 
     fn finished(&self) -> bool {
-        self.state == SndState::Established
-            && self.app_limit != u64::MAX
-            && self.snd_una >= self.app_limit
+        self.state == SndState::Established && self.app_limit != u64::MAX && self.snd_una >= self.app_limit
     }
 }
 
@@ -1456,9 +1428,7 @@ impl Endpoint for TcpSender {
                 match self.requested {
                     EcnMode::Off => {}
                     EcnMode::Classic => flags = flags | TcpFlags::ECE | TcpFlags::CWR,
-                    EcnMode::Accurate { .. } => {
-                        flags = flags | TcpFlags::AE | TcpFlags::ECE | TcpFlags::CWR
-                    }
+                    EcnMode::Accurate { .. } => flags = flags | TcpFlags::AE | TcpFlags::ECE | TcpFlags::CWR,
                 }
             }
             self.syn_at = Some(now + self.syn_rto);
@@ -1805,10 +1775,7 @@ impl TcpReceiver {
         let mut n = 0usize;
         let mut push = |h: &mut TcpSegment, b: (u64, u64)| {
             if n < 3 && !h.sack[..n].iter().any(|x| x.start == b.0) {
-                h.sack[n] = SackBlock {
-                    start: b.0,
-                    end: b.1,
-                };
+                h.sack[n] = SackBlock { start: b.0, end: b.1 };
                 n += 1;
             }
         };
@@ -1940,9 +1907,7 @@ impl Endpoint for TcpReceiver {
                     immediate = true;
                 }
             }
-        } else if h.seq < self.rcv_nxt.saturating_add(self.cfg.rwnd)
-            && self.ooo.len() < MAX_OOO_RANGES
-        {
+        } else if h.seq < self.rcv_nxt.saturating_add(self.cfg.rwnd) && self.ooo.len() < MAX_OOO_RANGES {
             // Out of order: ACK at once with SACK (RFC 5681 §4.2, RFC 2018 §4).
             self.insert_ooo(h.seq, end.min(self.rcv_nxt.saturating_add(self.cfg.rwnd)));
             immediate = true;

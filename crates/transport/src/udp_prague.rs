@@ -184,11 +184,7 @@ impl UdpPragueSender {
     pub fn new(cfg: UdpPragueConfig, now: Time) -> UdpPragueSender {
         let cc = UdpPragueCc::new(cfg.cc_params(), now);
         let fi = cc.frame_interval_us();
-        let frame_interval = if fi > 0 {
-            Dur::from_micros(fi as u64)
-        } else {
-            Dur::ZERO
-        };
+        let frame_interval = if fi > 0 { Dur::from_micros(fi as u64) } else { Dur::ZERO };
         UdpPragueSender {
             cfg,
             cc,
@@ -605,11 +601,7 @@ impl Endpoint for UdpPragueReceiver {
         } else {
             0
         };
-        let echoed_ts = if echoed_ts == 0 && self.have_ts {
-            1
-        } else {
-            echoed_ts
-        };
+        let echoed_ts = if echoed_ts == 0 && self.have_ts { 1 } else { echoed_ts };
         self.sent_packets += 1;
         self.sent_bytes += u64::from(ACK_WIRE_SIZE);
         Some(Transmit {

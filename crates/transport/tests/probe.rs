@@ -100,10 +100,7 @@ fn receiver_counts_loss_reordering_duplicates_ce() {
     assert_eq!(r.lost(), 1);
     assert_eq!(r.reordered(), 2);
     let st = r.stats();
-    assert_eq!(
-        (st.received_packets, st.lost_packets, st.ce_packets),
-        (7, 1, 2)
-    );
+    assert_eq!((st.received_packets, st.lost_packets, st.ce_packets), (7, 1, 2));
     assert!(r.poll_transmit(Time::ZERO).is_none());
     assert_eq!(r.poll_timeout(), None);
     // A big jump forward and packets far in the past do not break the window.

@@ -16,13 +16,7 @@ fn ms(x: u64) -> Time {
 }
 
 /// Exchange SYN / SYN-ACK / ACK directly at time `t` with the given IP-ECN fields.
-fn handshake(
-    s: &mut TcpSender,
-    r: &mut TcpReceiver,
-    t: Time,
-    syn_ecn: Ecn,
-    synack_ecn: Ecn,
-) -> Transmit<TcpSegment> {
+fn handshake(s: &mut TcpSender, r: &mut TcpReceiver, t: Time, syn_ecn: Ecn, synack_ecn: Ecn) -> Transmit<TcpSegment> {
     let syn = s.poll_transmit(t).expect("SYN");
     assert!(syn.header.flags.contains(TcpFlags::SYN));
     r.handle_packet(t, &syn.header, syn.size, syn_ecn);
@@ -48,11 +42,7 @@ fn data_seg(seq: u64, len: u32) -> TcpSegment {
 
 #[test]
 fn handshake_matrix() {
-    let requests = [
-        EcnMode::Off,
-        EcnMode::Classic,
-        EcnMode::Accurate { ect: Ecn::Ect1 },
-    ];
+    let requests = [EcnMode::Off, EcnMode::Classic, EcnMode::Accurate { ect: Ecn::Ect1 }];
     for req in requests {
         for (accecn, ecn) in [(false, false), (false, true), (true, false), (true, true)] {
             let (cc, log) = MiniReno::boxed(req);
@@ -88,16 +78,9 @@ fn handshake_matrix() {
                 (EcnMode::Accurate { .. }, false, true) => "classic",
                 (EcnMode::Accurate { .. }, false, false) => "none",
             };
-            assert_eq!(
-                s.ecn_mode().name(),
-                expected,
-                "req {req:?} accecn {accecn} ecn {ecn}"
-            );
+            assert_eq!(s.ecn_mode().name(), expected, "req {req:?} accecn {accecn} ecn {ecn}");
             assert_eq!(r.ecn_mode().name(), expected);
-            assert_eq!(
-                log.lock().unwrap().negotiated.map(|m| m.name()),
-                Some(expected)
-            );
+            assert_eq!(log.lock().unwrap().negotiated.map(|m| m.name()), Some(expected));
             let sa_ace = sa.header.flags.ace();
             match expected {
                 "none" => assert_eq!(sa_ace, 0),
@@ -313,12 +296,7 @@ fn classic_ece_held_until_cwr() {
     // First segment CE: every ACK echoes ECE until CWR arrives.
     let mut acks = Vec::new();
     for (i, d) in segs.drain(..).enumerate() {
-        r.handle_packet(
-            ms(10),
-            &d.header,
-            d.size,
-            if i == 0 { Ecn::Ce } else { Ecn::Ect0 },
-        );
+        r.handle_packet(ms(10), &d.header, d.size, if i == 0 { Ecn::Ce } else { Ecn::Ect0 });
         acks.push(r.poll_transmit(ms(10)).unwrap());
     }
     assert!(acks.iter().all(|a| a.header.flags.contains(TcpFlags::ECE)));
@@ -486,14 +464,10 @@ fn delayed_ack_every_two_segments_and_40ms_timer() {
     );
     assert_eq!(a.size, ACK_SIZE + 20);
     r.handle_packet(ms(200), &data_seg(1 + 11 * MSS, 1448), 1514, Ecn::NotEct);
-    let a = r
-        .poll_transmit(ms(200))
-        .expect("hole fill is ACKed at once");
+    let a = r.poll_transmit(ms(200)).expect("hole fill is ACKed at once");
     assert_eq!(a.header.ack, 1 + 12 * MSS);
     r.handle_packet(ms(200), &data_seg(1 + 12 * MSS, 1448), 1514, Ecn::NotEct);
-    let a = r
-        .poll_transmit(ms(200))
-        .expect("hole fill is ACKed at once");
+    let a = r.poll_transmit(ms(200)).expect("hole fill is ACKed at once");
     assert_eq!(a.header.ack, 1 + 14 * MSS);
     assert_eq!(
         a.header.sack_blocks(),
@@ -626,10 +600,7 @@ fn random_loss_1pct_every_byte_delivered_no_rto() {
             "lost {} drops {drops}",
             ss.lost_packets
         );
-        assert_eq!(
-            ss.congestion_events as usize,
-            log.lock().unwrap().losses.len()
-        );
+        assert_eq!(ss.congestion_events as usize, log.lock().unwrap().losses.len());
     }
 }
 
@@ -711,10 +682,7 @@ fn rto_follows_rfc6298() {
         e.on_sample(Dur::from_millis(r));
         let want = srtt + (4.0 * var).max(g.0 as f64);
         let got = e.rto().0 as f64;
-        assert!(
-            (got - want).abs() <= 8.0,
-            "sample {i}: rto {got} want {want}"
-        );
+        assert!((got - want).abs() <= 8.0, "sample {i}: rto {got} want {want}");
         assert!((e.srtt().unwrap().0 as f64 - srtt).abs() <= 2.0);
     }
     assert_eq!(e.min_rtt(), Some(Dur::from_millis(50)));
@@ -723,12 +691,7 @@ fn rto_follows_rfc6298() {
     e.on_sample(Dur::from_millis(100));
     assert_eq!(e.rto(), Dur::from_millis(300));
     // Minimum RTO (Linux 200 ms) and maximum.
-    let mut e = RttEstimator::new(
-        Dur::from_secs(1),
-        Dur::from_millis(200),
-        Dur::from_secs(60),
-        g,
-    );
+    let mut e = RttEstimator::new(Dur::from_secs(1), Dur::from_millis(200), Dur::from_secs(60), g);
     for _ in 0..50 {
         e.on_sample(Dur::from_millis(10));
     }
@@ -787,11 +750,7 @@ fn syn_retransmitted_with_backoff() {
     assert_eq!(s.poll_timeout(), Some(Time::from_secs(3)));
     s.handle_timeout(Time::from_secs(3));
     let syn3 = s.poll_transmit(Time::from_secs(3)).unwrap();
-    assert_eq!(
-        syn3.header.flags.ace(),
-        0,
-        "ECN setup flags dropped after 2 attempts"
-    );
+    assert_eq!(syn3.header.flags.ace(), 0, "ECN setup flags dropped after 2 attempts");
     assert_eq!(s.stats().sent_packets, 3);
 }
 
@@ -895,11 +854,7 @@ fn l4s_step_marking_accecn_keeps_queue_short() {
     assert_eq!(net.fwd.drops(), 0);
     assert!(!log.lock().unwrap().ecn_events.is_empty());
     assert_eq!(net.s.stats().ce_packets, net.r.stats().ce_packets);
-    assert!(
-        net.fwd.max_qdelay < Dur::from_millis(30),
-        "{}",
-        net.fwd.max_qdelay
-    );
+    assert!(net.fwd.max_qdelay < Dur::from_millis(30), "{}", net.fwd.max_qdelay);
     for w in log.lock().unwrap().ecn_events.windows(2) {
         assert!(w[1] - w[0] >= Dur::from_millis(20));
     }
@@ -909,11 +864,7 @@ fn l4s_step_marking_accecn_keeps_queue_short() {
 fn garbage_segments_do_not_panic() {
     let mut rng = Rng::new(42);
     for round in 0..20u64 {
-        let req = [
-            EcnMode::Off,
-            EcnMode::Classic,
-            EcnMode::Accurate { ect: Ecn::Ect1 },
-        ][(round % 3) as usize];
+        let req = [EcnMode::Off, EcnMode::Classic, EcnMode::Accurate { ect: Ecn::Ect1 }][(round % 3) as usize];
         let (cc, _) = MiniReno::boxed(req);
         let mut s = TcpSender::new(TcpConfig::default(), cc, Time::ZERO);
         let mut r = TcpReceiver::new(TcpReceiverConfig::default());
@@ -973,10 +924,8 @@ fn garbage_segments_do_not_panic() {
 
 #[test]
 fn configs_deserialize_with_units() {
-    let c: TcpConfig = toml::from_str(
-        "mss = 1200\nbytes = 5000\nmin_rto = \"100ms\"\npacing_burst_time = \"250us\"",
-    )
-    .unwrap();
+    let c: TcpConfig =
+        toml::from_str("mss = 1200\nbytes = 5000\nmin_rto = \"100ms\"\npacing_burst_time = \"250us\"").unwrap();
     assert_eq!(c.mss, 1200);
     assert_eq!(c.bytes, Some(5000));
     assert_eq!(c.min_rto, Dur::from_millis(100));
@@ -1058,25 +1007,10 @@ fn accecn_option_codec_all_lengths_both_orders() {
         for fields in 0..=3usize {
             let (b, len) = o.encode(order, fields);
             assert_eq!(len, 2 + 3 * fields);
-            assert_eq!(
-                b[0],
-                if order == AccEcnOrder::Order0 {
-                    172
-                } else {
-                    174
-                }
-            );
+            assert_eq!(b[0], if order == AccEcnOrder::Order0 { 172 } else { 174 });
             let d = AccEcnOption::decode(&b[..len]).unwrap();
-            let first = if order == AccEcnOrder::Order0 {
-                d.e0b
-            } else {
-                d.e1b
-            };
-            let last = if order == AccEcnOrder::Order0 {
-                d.e1b
-            } else {
-                d.e0b
-            };
+            let first = if order == AccEcnOrder::Order0 { d.e0b } else { d.e1b };
+            let last = if order == AccEcnOrder::Order0 { d.e1b } else { d.e0b };
             let (want_first, want_last) = if order == AccEcnOrder::Order0 {
                 (o.e0b, o.e1b)
             } else {
@@ -1119,10 +1053,7 @@ fn lost_synack_recovered_by_syn_retransmission() {
     assert!(net.s.stats().finished);
     assert_eq!(net.rev.forced_drops, 1);
     assert_eq!(net.s.ecn_mode().name(), "accecn");
-    assert_eq!(
-        log.lock().unwrap().negotiated.map(|m| m.name()),
-        Some("accecn")
-    );
+    assert_eq!(log.lock().unwrap().negotiated.map(|m| m.name()), Some("accecn"));
     // SYN at 0, again at 1 s; SYN-ACK back at 1.02 s; 10 segments take about one more RTT.
     assert!(
         net.now > Time::from_millis(1020) && net.now < Time::from_millis(1100),

@@ -78,10 +78,7 @@ fn prague_over_l4s_step_marking_low_delay() {
         if paced_is_cwnd_limited {
             assert!(util > 0.9, "utilisation {util:.3}");
         } else {
-            assert!(
-                util < 0.8,
-                "expected the paced stall, got utilisation {util:.3}"
-            );
+            assert!(util < 0.8, "expected the paced stall, got utilisation {util:.3}");
         }
         assert!(q < Dur::from_millis(3), "mean queue delay {q}");
         assert_eq!(n.fwd.drops(), 0);

@@ -135,10 +135,7 @@ impl Path {
                         rx.handle_packet(now, &h, s, e)
                     }
                     Ev::ToTx(h, s, e) => {
-                        if let UdpPragueHeader::Ack {
-                            error_l4s: true, ..
-                        } = h
-                        {
+                        if let UdpPragueHeader::Ack { error_l4s: true, .. } = h {
                             self.first_error_ack.get_or_insert(now);
                         }
                         tx.handle_packet(now, &h, s, e)
@@ -196,10 +193,7 @@ fn receiver_counters_and_reorder() {
                 packets_lost,
                 ..
             } => {
-                assert_eq!(
-                    (ack_seq, packets_received, packets_ce, packets_lost),
-                    (seq, r, ce, l)
-                );
+                assert_eq!((ack_seq, packets_received, packets_ce, packets_lost), (seq, r, ce, l));
             }
             _ => panic!(),
         }
@@ -233,10 +227,7 @@ fn timestamp_echo_is_defrosted() {
         100,
         Ecn::Ect1,
     );
-    assert!(
-        rx.poll_transmit(t0).is_none(),
-        "thinned: waits for the 2nd packet"
-    );
+    assert!(rx.poll_transmit(t0).is_none(), "thinned: waits for the 2nd packet");
     assert_eq!(rx.poll_timeout(), Some(t0 + Dur::from_millis(5)));
     let t1 = t0 + Dur::from_millis(5);
     rx.handle_timeout(t1);
@@ -342,11 +333,7 @@ fn gating_alpha_and_reductions() {
     );
     assert!(alpha_ts.len() > 100, "{}", alpha_ts.len());
     for w in alpha_ts.windows(2).skip(1) {
-        assert!(
-            w[1] - w[0] >= 25_000,
-            "alpha updates {} µs apart",
-            w[1] - w[0]
-        );
+        assert!(w[1] - w[0] >= 25_000, "alpha updates {} µs apart", w[1] - w[0]);
     }
     assert!(ce_events.len() > 50);
     for w in ce_events.windows(2) {
@@ -389,10 +376,7 @@ fn cold_start_time(owd: Dur) -> Option<f64> {
 fn cold_start_reaches_half_of_100mbit_within_3s() {
     for owd_us in [2_500u64, 5_000, 12_500] {
         let t = cold_start_time(Dur::from_micros(owd_us)).expect("never reached 50 Mb/s");
-        eprintln!(
-            "cold start rtt {} ms: 50 Mb/s after {t:.1} s",
-            owd_us * 2 / 1000
-        );
+        eprintln!("cold start rtt {} ms: 50 Mb/s after {t:.1} s", owd_us * 2 / 1000);
         assert!(t <= 3.0, "rtt {} ms: {t} s", owd_us * 2 / 1000);
         // No slow start: it does not get there in the first few RTTs either.
         assert!(t >= 0.5, "rtt {} ms: {t} s", owd_us * 2 / 1000);
@@ -447,8 +431,7 @@ fn frame_mode_bytes_per_frame_and_deadline() {
     );
     assert!(tx.frames_started > 200, "{}", tx.frames_started);
     let interval = Dur::from_nanos(1_000_000_000 / 60);
-    let mut frames: std::collections::BTreeMap<i32, (Time, i64, i64, i64, Time)> =
-        Default::default();
+    let mut frames: std::collections::BTreeMap<i32, (Time, i64, i64, i64, Time)> = Default::default();
     for (t, h, size, _) in &path.sent_log {
         let UdpPragueHeader::Data { frame: Some(f), .. } = h else {
             panic!("frame packet without FrameInfo")
@@ -579,12 +562,7 @@ fn garbage_from_peer_never_panics() {
             packets_lost: r(&mut rng),
             error_l4s: rng.chance(0.01),
         };
-        tx.handle_packet(
-            now,
-            &h,
-            rng.next_u32(),
-            Ecn::from_bits(rng.next_u32() as u8),
-        );
+        tx.handle_packet(now, &h, rng.next_u32(), Ecn::from_bits(rng.next_u32() as u8));
         tx.handle_timeout(now);
         let _ = tx.poll_timeout();
         let d = UdpPragueHeader::Data {
@@ -593,12 +571,7 @@ fn garbage_from_peer_never_panics() {
             echoed_ts: r(&mut rng),
             frame: None,
         };
-        rx.handle_packet(
-            now,
-            &d,
-            rng.next_u32(),
-            Ecn::from_bits(rng.next_u32() as u8),
-        );
+        rx.handle_packet(now, &d, rng.next_u32(), Ecn::from_bits(rng.next_u32() as u8));
         rx.handle_timeout(now);
         while rx.poll_transmit(now).is_some() {}
         // A sender must also ignore data headers and a receiver ACK headers.
@@ -671,17 +644,13 @@ fn ack_every_n() {
     let acks = rx.stats().sent_packets;
     let data = rx.stats().received_packets;
     // One ACK per 4 packets, plus the 2 ms flushes while the rate is still low.
-    assert!(
-        acks * 4 >= data && acks * 3 <= data,
-        "{acks} ACKs for {data} packets"
-    );
+    assert!(acks * 4 >= data && acks * 3 <= data, "{acks} ACKs for {data} packets");
     assert!(tx.stats().pacing_rate.unwrap() > Rate::mbps(10));
 }
 
 #[test]
 fn configs_deserialize() {
-    let c: UdpPragueConfig =
-        toml::from_str("fps = 60\nframe_budget = \"10ms\"\nmax_rate = \"50Mbit\"").unwrap();
+    let c: UdpPragueConfig = toml::from_str("fps = 60\nframe_budget = \"10ms\"\nmax_rate = \"50Mbit\"").unwrap();
     assert_eq!(c.fps, 60);
     assert_eq!(c.frame_budget, Dur::from_millis(10));
     assert_eq!(c.max_rate, Rate::mbps(50));

@@ -71,10 +71,6 @@ pub fn queued(e: &Enqueued<TestPkt>) -> Option<QueueId> {
     }
 }
 
-pub fn deq(
-    q: &mut dyn Qdisc<TestPkt>,
-    now: Time,
-    drops: &mut Vec<Dropped<TestPkt>>,
-) -> Option<Dequeued<TestPkt>> {
+pub fn deq(q: &mut dyn Qdisc<TestPkt>, now: Time, drops: &mut Vec<Dropped<TestPkt>>) -> Option<Dequeued<TestPkt>> {
     q.dequeue(now, drops)
 }

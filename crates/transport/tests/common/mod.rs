@@ -129,8 +129,7 @@ impl<H: Clone> Link<H> {
             now
         };
         self.busy_until = dep;
-        self.q
-            .push_back((dep + self.cfg.delay, t.header, t.size, ecn));
+        self.q.push_back((dep + self.cfg.delay, t.header, t.size, ecn));
     }
     fn next_arrival(&self) -> Option<Time> {
         self.q.front().map(|x| x.0)
@@ -362,9 +361,7 @@ impl CongestionControl for MiniReno {
                     return None;
                 }
                 let f = if self.cwnd < self.ssthresh { 2.0 } else { 1.2 };
-                Some(Rate::from_bytes_per_sec(
-                    self.cwnd as f64 * f / srtt.as_secs_f64(),
-                ))
+                Some(Rate::from_bytes_per_sec(self.cwnd as f64 * f / srtt.as_secs_f64()))
             }
         }
     }
