@@ -4,7 +4,7 @@ use crate::error::{ErrCtx, ScenarioError, Seg};
 use crate::load::typed;
 use crate::{FlowKind, TcpEcn};
 use l4s_cc::factory::CcParams;
-use l4s_core::Ecn;
+use l4s_core::{Dur, Ecn};
 use serde::Deserialize;
 
 fn key(k: &str) -> Seg {
@@ -54,6 +54,7 @@ pub(crate) fn tcp(
         Some(t) => typed(cx, &join(fp, "receiver"), t)?,
         None => Default::default(),
     };
+    check_tcp(cx, fp, &sender, &receiver)?;
     let file: CcParamsFile = match cc_params {
         Some(t) => typed(cx, &join(fp, "cc_params"), t)?,
         None => CcParamsFile::default(),
@@ -140,20 +141,146 @@ pub(crate) fn tcp(
     ))
 }
 
+/// Impossible TCP endpoint settings are refused before anything runs.
+fn check_tcp(
+    cx: &ErrCtx,
+    fp: &[Seg],
+    s: &l4s_transport::tcp::TcpConfig,
+    r: &l4s_transport::tcp::TcpReceiverConfig,
+) -> Result<(), ScenarioError> {
+    let snd = |k: &str| [fp, &[key("sender"), key(k)]].concat();
+    let rcv = |k: &str| [fp, &[key("receiver"), key(k)]].concat();
+    if !(64..=8948).contains(&s.mss) {
+        return Err(cx.at(
+            &snd("mss"),
+            format!(
+                "expected a segment size from 64 to 8948 bytes (a frame of at most 9014 B), found {}",
+                s.mss
+            ),
+        ));
+    }
+    for (k, d) in [
+        ("min_rto", s.min_rto),
+        ("max_rto", s.max_rto),
+        ("initial_rto", s.initial_rto),
+        ("syn_rto", s.syn_rto),
+    ] {
+        if d < Dur::from_micros(100) {
+            return Err(cx.at(&snd(k), format!("expected at least 100us, found {d}")));
+        }
+    }
+    if s.min_rto > s.max_rto {
+        return Err(cx.at(
+            &snd("min_rto"),
+            format!("min_rto ({}) is above max_rto ({})", s.min_rto, s.max_rto),
+        ));
+    }
+    if s.pacing_burst_pkts == 0 {
+        return Err(cx.at(&snd("pacing_burst_pkts"), "expected at least 1 packet"));
+    }
+    if r.ack_every == 0 {
+        return Err(cx.at(&rcv("ack_every"), "expected at least 1 (ACK every segment)"));
+    }
+    if r.rwnd < s.mss as u64 {
+        return Err(cx.at(
+            &rcv("rwnd"),
+            format!(
+                "expected a receive window of at least one segment ({} B), found {}",
+                s.mss, r.rwnd
+            ),
+        ));
+    }
+    if !(1..=7).contains(&r.accecn_ce_ack_n) {
+        return Err(cx.at(
+            &rcv("accecn_ce_ack_n"),
+            format!(
+                "expected 1 to 7 CE marks (RFC 9768 §3.2.2.5.1), found {}",
+                r.accecn_ce_ack_n
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn udp_prague(
     cx: &ErrCtx,
     fp: &[Seg],
     sender: Option<toml::Table>,
     receiver: Option<toml::Table>,
 ) -> Result<(FlowKind, Ecn), ScenarioError> {
-    let sender = match sender {
+    let sender: l4s_transport::udp_prague::UdpPragueConfig = match sender {
         Some(t) => typed(cx, &join(fp, "sender"), t)?,
         None => Default::default(),
     };
-    let receiver = match receiver {
+    let receiver: l4s_transport::udp_prague::UdpPragueReceiverConfig = match receiver {
         Some(t) => typed(cx, &join(fp, "receiver"), t)?,
         None => Default::default(),
     };
+    let s = [fp, &[key("sender")]].concat();
+    let at = |k: &str| join(&s, k);
+    if !(150..=8972).contains(&sender.max_packet_size) {
+        return Err(cx.at(
+            &at("max_packet_size"),
+            format!(
+                "expected a UDP payload from 150 to 8972 bytes, found {}",
+                sender.max_packet_size
+            ),
+        ));
+    }
+    for (k, r) in [
+        ("init_rate", sender.init_rate),
+        ("min_rate", sender.min_rate),
+        ("max_rate", sender.max_rate),
+    ] {
+        if r.bits_per_sec() == 0 {
+            return Err(cx.at(&at(k), "expected a rate above zero"));
+        }
+    }
+    if sender.min_rate > sender.max_rate {
+        return Err(cx.at(
+            &at("min_rate"),
+            format!("min_rate ({}) is above max_rate ({})", sender.min_rate, sender.max_rate),
+        ));
+    }
+    if sender.init_rate < sender.min_rate || sender.init_rate > sender.max_rate {
+        return Err(cx.at(
+            &at("init_rate"),
+            format!(
+                "expected init_rate between min_rate ({}) and max_rate ({})",
+                sender.min_rate, sender.max_rate
+            ),
+        ));
+    }
+    if sender.fps > 255 {
+        return Err(cx.at(
+            &at("fps"),
+            format!("expected 0 (bulk) or 1 to 255 frames per second, found {}", sender.fps),
+        ));
+    }
+    if sender.fps > 0 && sender.frame_budget > Dur::from_secs_f64(1.0 / sender.fps as f64) {
+        return Err(cx.at(
+            &at("frame_budget"),
+            format!(
+                "the frame budget ({}) is longer than a frame interval at {} fps",
+                sender.frame_budget, sender.fps
+            ),
+        ));
+    }
+    if sender.fps == 0 && !sender.frame_budget.is_zero() {
+        return Err(cx.at(&at("frame_budget"), "a frame budget needs frame mode: set `fps`"));
+    }
+    if sender.send_timeout.is_zero() {
+        return Err(cx.at(&at("send_timeout"), "expected a timeout above zero, such as \"1s\""));
+    }
+    if sender.init_window == 0 {
+        return Err(cx.at(&at("init_window"), "expected at least 1 packet"));
+    }
+    if receiver.ack_every == 0 {
+        return Err(cx.at(
+            &[fp, &[key("receiver"), key("ack_every")]].concat(),
+            "expected at least 1 (ACK every packet)",
+        ));
+    }
     Ok((FlowKind::UdpPrague { sender, receiver }, Ecn::Ect1))
 }
 
