@@ -8,6 +8,7 @@ use common::*;
 fn dumbbell_dualpi2_meets_the_l4s_bands() {
     let s = run_file("scenarios/dumbbell-dualpi2.toml");
     let why = brief(&s);
+    eprintln!("dumbbell_dualpi2_meets_the_l4s_bands: {why}");
     let q = queue(&s, "bottleneck");
     let l = &q.subqueues["L"];
     let c = &q.subqueues["C"];
@@ -52,6 +53,7 @@ fn dumbbell_dualpi2_meets_the_l4s_bands() {
 fn dumbbell_fifo_probes_see_the_full_buffer() {
     let s = run_file("scenarios/dumbbell-fifo.toml");
     let why = brief(&s);
+    eprintln!("dumbbell_fifo_probes_see_the_full_buffer: {why}");
     // 1000 packets x 1514 B at 100 Mbit/s = 121.1 ms of queue when full.
     let full = 1000.0 * 1514.0 * 8.0 / 100e6 * 1e3;
     for name in ["probe-l4s", "probe-classic"] {

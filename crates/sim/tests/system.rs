@@ -21,6 +21,7 @@ fn s1_single_prague_keeps_l_queue_short() {
         &tcp("p", "prague", ""),
     ));
     let why = brief(&s);
+    eprintln!("s1_single_prague_keeps_l_queue_short: {why}");
     let q = queue(&s, "bottleneck");
     let l = &q.subqueues["L"];
     assert!(l.sojourn_ms.p99 <= 2.0, "{why}");
@@ -45,6 +46,7 @@ fn four_prague_flows_keep_l_queue_short() {
         &flows,
     ));
     let why = brief(&s);
+    eprintln!("four_prague_flows_keep_l_queue_short: {why}");
     let q = queue(&s, "bottleneck");
     let l = &q.subqueues["L"];
     assert!(l.sojourn_ms.mean < 1.0, "{why}");
@@ -66,6 +68,7 @@ fn s2_prague_and_cubic_share_dualpi2() {
         &(tcp("prague", "prague", "") + &tcp("cubic", "cubic", "ecn = \"classic\"")),
     ));
     let why = brief(&s);
+    eprintln!("s2_prague_and_cubic_share_dualpi2: {why}");
     let q = queue(&s, "bottleneck");
     let r = ratio(&s, "prague", "cubic");
     // Band [0.5, 2]; measured 2.26: the single-classic-flow effect described in
@@ -100,6 +103,7 @@ fn classic_only_reno_regulated_to_target() {
         &flows,
     ));
     let why = brief(&s);
+    eprintln!("classic_only_reno_regulated_to_target: {why}");
     let q = queue(&s, "bottleneck");
     let c = &q.subqueues["C"];
     assert!((c.sojourn_ms.mean - 15.0).abs() <= 3.0, "{why}");
@@ -139,6 +143,7 @@ fn coupled_fairness_with_several_flows() {
         }
         let s = run_toml(&dumbbell(rate, rtt, "{ kind = \"dualpi2\" }", "60s", "15s", &flows));
         let why = brief(&s);
+        eprintln!("coupled_fairness_with_several_flows: {why}");
         let sum = |c: char| {
             s.flows
                 .iter()
@@ -165,6 +170,7 @@ fn single_classic_ecn_queue_lets_prague_starve_cubic() {
         &(tcp("prague", "prague", "") + &tcp("cubic", "cubic", "ecn = \"classic\"")),
     ));
     let why = brief(&s);
+    eprintln!("single_classic_ecn_queue_lets_prague_starve_cubic: {why}");
     let r = ratio(&s, "prague", "cubic");
     assert!(r > 3.0, "ratio {r}: {why}");
 }
@@ -211,6 +217,7 @@ fn s4_prague_over_fifo_is_reno_friendly() {
         &(tcp("prague", "prague", "") + &tcp("reno", "reno", "ecn = \"off\"")),
     ));
     let why = brief(&s);
+    eprintln!("s4_prague_over_fifo_is_reno_friendly: {why}");
     let share = ratio(&s, "prague", "reno");
     assert!(share <= 1.5, "Prague/Reno {share}: {why}");
     assert!(queue(&s, "bottleneck").utilization >= 0.9, "{why}");
@@ -228,6 +235,7 @@ fn s5_udp_prague_and_tcp_prague_share() {
         &(tcp("tcp", "prague", "") + "[[flows]]\nname = \"udp\"\ntype = \"udp-prague\"\n\n"),
     ));
     let why = brief(&s);
+    eprintln!("s5_udp_prague_and_tcp_prague_share: {why}");
     let r = ratio(&s, "udp", "tcp");
     assert!((0.5..=2.0).contains(&r), "udp:tcp {r}: {why}");
     assert!(queue(&s, "bottleneck").subqueues["L"].sojourn_ms.p99 <= 3.0, "{why}");
@@ -246,6 +254,7 @@ fn s10_prague_rate_mode_at_one_mbit() {
         &tcp("p", "prague", ""),
     ));
     let why = brief(&s);
+    eprintln!("s10_prague_rate_mode_at_one_mbit: {why}");
     let q = queue(&s, "bottleneck");
     assert!(q.utilization >= 0.8, "{why}");
     assert!(q.drops as f64 <= 0.01 * q.dequeued_packets as f64, "{why}");
@@ -272,6 +281,7 @@ fn overload(aqm: &str, ecn: &str, load: f64) -> l4s_metrics::summary::Summary {
 fn overload_not_ect_2x() {
     let s = overload("{ kind = \"dualpi2\" }", "not-ect", 2.0);
     let why = brief(&s);
+    eprintln!("overload_not_ect_2x: {why}");
     let f = flow(&s, "udp");
     assert!((f.loss_fraction - 0.5).abs() <= 0.03, "{why}");
     let p = queue(&s, "bottleneck").mean_probability.unwrap();
@@ -286,6 +296,7 @@ fn overload_not_ect_2x() {
 fn overload_ect1_2x() {
     let s = overload("{ kind = \"dualpi2\" }", "ect1", 2.0);
     let why = brief(&s);
+    eprintln!("overload_ect1_2x: {why}");
     let f = flow(&s, "udp");
     assert!((f.loss_fraction - 0.5).abs() <= 0.03, "{why}");
     assert!(f.ce_fraction >= 0.999, "{why}");
@@ -299,6 +310,7 @@ fn overload_ect1_2x() {
 fn overload_1_2x() {
     let s = overload("{ kind = \"dualpi2\" }", "not-ect", 1.2);
     let why = brief(&s);
+    eprintln!("overload_1_2x: {why}");
     let f = flow(&s, "udp");
     assert!((f.loss_fraction - 1.0 / 6.0).abs() <= 0.02, "{why}");
     let p = queue(&s, "bottleneck").mean_probability.unwrap();
@@ -315,6 +327,7 @@ fn overflow_mode_fills_the_buffer() {
         2.0,
     );
     let why = brief(&s);
+    eprintln!("overflow_mode_fills_the_buffer: {why}");
     let q = queue(&s, "bottleneck");
     assert_eq!(q.drops, q.overlimit_drops, "only tail drops: {why}");
     assert!(q.mean_probability.unwrap() <= 0.5 + 1e-9, "{why}");
@@ -344,6 +357,7 @@ fn classic_is_not_starved_by_unresponsive_l4s() {
         &(probe("udp", pps, "1514B", "ect1", "") + &probe("classic", pps, "1514B", "not-ect", "")),
     ));
     let why = brief(&s);
+    eprintln!("classic_is_not_starved_by_unresponsive_l4s: {why}");
     let q = queue(&s, "bottleneck");
     let c_bytes = q.subqueues["C"].dequeued_bytes as f64;
     let l_bytes = q.subqueues["L"].dequeued_bytes as f64;
