@@ -1,0 +1,118 @@
+//! End-to-end checks of scenario features: operator classification rules, UDP Prague
+//! frame mode, multi-hop paths, flow start/stop.
+
+mod common;
+use common::*;
+
+/// An operator rule sends DSCP 45 (NQB) to the L queue: a Not-ECT probe marked NQB sees
+/// L4S latency while the same probe without the DSCP waits in the classic queue.
+#[test]
+fn dscp_rule_puts_nqb_traffic_in_the_l_queue() {
+    let flows = tcp("cubic", "cubic", "ecn = \"classic\"")
+        + &probe("nqb", 64.0, "200B", "not-ect", "dscp = 45")
+        + &probe("plain", 64.0, "200B", "not-ect", "");
+    let s = run_toml(&dumbbell(
+        "50Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\", l4s_dscp = [45] }",
+        "30s",
+        "10s",
+        &flows,
+    ));
+    let why = brief(&s);
+    eprintln!("dscp_rule: {why}");
+    let nqb = flow(&s, "nqb");
+    let plain = flow(&s, "plain");
+    assert!(nqb.owd_ms.p99 <= 10.0 + 3.0, "{why}");
+    assert!(plain.owd_ms.p50 >= 10.0 + 8.0, "{why}");
+    // Without the rule both wait in C.
+    let s2 = run_toml(&dumbbell(
+        "50Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "30s",
+        "10s",
+        &flows,
+    ));
+    assert!(flow(&s2, "nqb").owd_ms.p50 >= 10.0 + 8.0, "{}", brief(&s2));
+}
+
+/// UDP Prague frame mode (RT-Prague, endpoints.md §2.7): 60 fps with a 10 ms budget sends
+/// each frame at the controller's rate and then idles, so the flow uses about
+/// budget/interval = 60 % of what its rate would carry, with L4S delay.
+#[test]
+fn udp_prague_frame_mode_runs_with_low_delay() {
+    let flows = "[[flows]]\nname = \"rt\"\ntype = \"udp-prague\"\nsender = { fps = 60, frame_budget = \"10ms\" }\n\n";
+    let s = run_toml(&dumbbell(
+        "20Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "30s",
+        "10s",
+        flows,
+    ));
+    let why = brief(&s);
+    eprintln!("frame_mode: {why}");
+    let f = flow(&s, "rt");
+    assert!(f.throughput_bps > 5e6 && f.throughput_bps < 19e6, "{why}");
+    assert!(f.owd_ms.p99 <= 10.0 + 3.0, "{why}");
+    assert_eq!(f.class, "L4S");
+}
+
+/// The shipped multi-hop scenario: traffic from the server to the laptop crosses three
+/// links; the 50 Mbit/s DualPI2 access link is the bottleneck, the base RTT is the sum of
+/// the link delays both ways (2 × (5 + 4 + 1) ms), and the L4S flows keep L4S latency.
+#[test]
+fn multi_hop_path() {
+    let s = run_file("scenarios/multi-hop.toml");
+    let why = brief(&s);
+    eprintln!("multi_hop: {why}");
+    let p = flow(&s, "prague-download");
+    assert_eq!(p.base_rtt_ms, 20.0);
+    assert_eq!(p.src, "server");
+    assert_eq!(p.dst, "laptop");
+    let access = queue(&s, "access");
+    assert!(access.utilization >= 0.95, "{why}");
+    assert!(queue(&s, "core-link").utilization < 0.5, "{why}");
+    assert!(access.subqueues["L"].sojourn_ms.p99 <= 2.0, "{why}");
+    assert!(flow(&s, "probe-l4s").owd_ms.p99 <= 10.0 + 3.0, "{why}");
+    // Bottleneck queues are listed first.
+    assert!(s.queues[0].name == "core-link" || s.queues[0].name == "access");
+}
+
+/// Flows start and stop on time: a flow that stops at 5 s carries nothing in a window
+/// that begins at 8 s, and one that starts at 5 s takes the whole link.
+#[test]
+fn flows_start_and_stop() {
+    let flows = tcp("early", "prague", "stop = \"5s\"") + &tcp("late", "prague", "start = \"5s\"");
+    let s = run_toml(&dumbbell(
+        "20Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "15s",
+        "8s",
+        &flows,
+    ));
+    let why = brief(&s);
+    let early = flow(&s, "early");
+    let late = flow(&s, "late");
+    assert_eq!(early.sent_packets, 0, "{why}");
+    assert_eq!(early.throughput_bps, 0.0, "{why}");
+    assert!(late.throughput_bps >= 0.9 * 20e6, "{why}");
+    // A finite transfer completes and stops by itself.
+    let s = run_toml(&dumbbell(
+        "20Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "10s",
+        "0s",
+        &tcp("f", "prague", "bytes = \"1MB\""),
+    ));
+    let f = flow(&s, "f");
+    assert!(
+        (f.goodput_bps * 10.0 / 8.0 - 1e6).abs() < 2000.0,
+        "delivered {} B: {}",
+        f.goodput_bps * 10.0 / 8.0,
+        brief(&s)
+    );
+}
