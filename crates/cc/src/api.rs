@@ -19,6 +19,23 @@ pub enum EcnMode {
 }
 
 impl EcnMode {
+    /// What a classic controller (Reno, CUBIC) asks for: RFC 3168 ECN when enabled.
+    pub fn classic_if(enabled: bool) -> EcnMode {
+        if enabled {
+            EcnMode::Classic
+        } else {
+            EcnMode::Off
+        }
+    }
+    /// The codepoint data carries under this mode: Not-ECT without ECN, ECT(0) under
+    /// RFC 3168 (§5), the negotiated ECT under AccECN.
+    pub fn data_codepoint(self) -> Ecn {
+        match self {
+            EcnMode::Off => Ecn::NotEct,
+            EcnMode::Classic => Ecn::Ect0,
+            EcnMode::Accurate { ect } => ect,
+        }
+    }
     pub fn name(self) -> &'static str {
         match self {
             EcnMode::Off => "none",

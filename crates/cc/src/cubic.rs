@@ -313,21 +313,13 @@ impl CongestionControl for Cubic {
         "cubic"
     }
     fn ecn_request(&self) -> EcnMode {
-        if self.cfg.ecn {
-            EcnMode::Classic
-        } else {
-            EcnMode::Off
-        }
+        EcnMode::classic_if(self.cfg.ecn)
     }
     fn on_ecn_negotiated(&mut self, mode: EcnMode) {
         self.negotiated = mode;
     }
     fn data_ecn(&self) -> Ecn {
-        match self.negotiated {
-            EcnMode::Off => Ecn::NotEct,
-            EcnMode::Classic => Ecn::Ect0,
-            EcnMode::Accurate { ect } => ect,
-        }
+        self.negotiated.data_codepoint()
     }
     fn on_ack(&mut self, s: &AckSample) {
         if s.mss > 0 {

@@ -120,11 +120,7 @@ impl CongestionControl for Dctcp {
         };
     }
     fn data_ecn(&self) -> Ecn {
-        match self.negotiated {
-            EcnMode::Off => Ecn::NotEct,
-            EcnMode::Classic => Ecn::Ect0,
-            EcnMode::Accurate { ect } => ect,
-        }
+        self.negotiated.data_codepoint()
     }
     fn on_ack(&mut self, s: &AckSample) {
         // RFC 8257 §3.3: at the end of each observation window (SND.UNA > WindowEnd)
