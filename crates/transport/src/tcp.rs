@@ -419,7 +419,9 @@ pub struct TcpConfig {
     /// `AckSample::cwnd_limited`. The pacing rate is derived from cwnd (cwnd/srtt), so such a
     /// sender is limited by its window, not by the application. Without this, a controller
     /// that paces at exactly cwnd/srtt (Prague window mode) keeps its flight just below cwnd
-    /// and, if it grows only when cwnd-limited, never grows.
+    /// and, if it grows only when cwnd-limited, never grows. This matches Linux TCP Prague
+    /// v0.7, whose `prague_update_cwnd` skips the increase only when `tp->app_limited`
+    /// (checked against L4STeam/linux `net/ipv4/tcp_prague.c`, `MODULE_VERSION("0.7")`).
     pub paced_is_cwnd_limited: bool,
     /// Tail loss probes (RFC 8985 §7).
     pub tlp: bool,
