@@ -2,7 +2,7 @@
 
 use hdrhistogram::Histogram;
 use l4s_core::Dur;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest value a histogram tracks: one hour in ns. Larger samples are clamped (and
 /// counted in `max`, which is kept exactly).
@@ -101,7 +101,7 @@ pub fn round6(x: f64) -> f64 {
 }
 
 /// Distribution summary of a delay, in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
     pub count: u64,
     pub mean: f64,

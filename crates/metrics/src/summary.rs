@@ -5,13 +5,13 @@
 //! same scenario and seed give a byte-identical file (DESIGN.md principle 3).
 
 use crate::hist::Percentiles;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the `summary.json` layout.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub schema_version: u32,
     pub tool: ToolInfo,
@@ -23,19 +23,19 @@ pub struct Summary {
     pub classes: Vec<ClassSummary>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ToolInfo {
-    pub name: &'static str,
-    pub version: &'static str,
+    pub name: String,
+    pub version: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ScenarioInfo {
     pub name: String,
     pub description: String,
     /// Path of the scenario file as given on the command line.
     pub file: String,
-    pub backend: &'static str,
+    pub backend: String,
     pub seed: u64,
     pub duration_s: f64,
     /// Statistics cover [warmup_s, duration_s].
@@ -43,7 +43,7 @@ pub struct ScenarioInfo {
     pub stats_window_s: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowSummary {
     pub name: String,
     /// "tcp", "udp-prague" or "probe".
@@ -84,7 +84,7 @@ pub struct FlowSummary {
     pub congestion_events: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QueueSummary {
     /// Link name, e.g. "bottleneck" or "r1->r2".
     pub name: String,
@@ -111,7 +111,7 @@ pub struct QueueSummary {
     pub subqueues: BTreeMap<String, SubQueueSummary>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SubQueueSummary {
     pub sojourn_ms: Percentiles,
     pub enqueued_packets: u64,
@@ -122,10 +122,35 @@ pub struct SubQueueSummary {
     pub overlimit_drops: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClassSummary {
     pub class: String,
     pub flows: u32,
     pub throughput_bps: f64,
     pub owd_ms: Percentiles,
+}
+
+impl Summary {
+    /// Read a `summary.json`, refusing other schema versions with a clear message.
+    pub fn from_json(bytes: &[u8]) -> Result<Summary, String> {
+        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+        match v.get("schema_version").and_then(|x| x.as_u64()) {
+            Some(n) if n == SCHEMA_VERSION as u64 => {}
+            Some(n) => return Err(format!("schema_version {n} is not supported (this build reads {SCHEMA_VERSION})")),
+            None => return Err("no schema_version: not an l4s-lab summary.json".into()),
+        }
+        serde_json::from_value(v).map_err(|e| format!("does not match schema {SCHEMA_VERSION}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn refuses_other_versions_and_garbage() {
+        assert!(Summary::from_json(b"{").unwrap_err().contains("not valid JSON"));
+        assert!(Summary::from_json(b"{}").unwrap_err().contains("no schema_version"));
+        assert!(Summary::from_json(b"{\"schema_version\": 99}").unwrap_err().contains("99 is not supported"));
+        assert!(Summary::from_json(b"{\"schema_version\": 1}").unwrap_err().contains("does not match"));
+    }
 }

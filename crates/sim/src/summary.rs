@@ -171,14 +171,14 @@ impl Sim {
         Summary {
             schema_version: SCHEMA_VERSION,
             tool: ToolInfo {
-                name: "l4s-lab",
-                version: env!("CARGO_PKG_VERSION"),
+                name: "l4s-lab".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
             },
             scenario: ScenarioInfo {
                 name: sc.name.clone(),
                 description: sc.description.clone(),
                 file: sc.file.clone(),
-                backend: "sim",
+                backend: "sim".into(),
                 seed: sc.seed,
                 duration_s: round6(self.end.as_secs_f64()),
                 warmup_s: round6(self.window_start.as_secs_f64()),
