@@ -146,14 +146,21 @@ fn run(
             let _ = std::io::stderr().flush();
         }
     };
+    let open = |name: &str| -> std::io::Result<Box<dyn Write>> {
+        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
+            dir.path(name),
+        )?)))
+    };
+    let distributions = match open("distributions.csv") {
+        Ok(w) => Some(w),
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", out.display());
+            return ExitCode::from(1);
+        }
+    };
     let snapshots = if snap.is_zero() {
         None
     } else {
-        let open = |name: &str| -> std::io::Result<Box<dyn Write>> {
-            Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
-                dir.path(name),
-            )?)))
-        };
         match open("snapshots-flows.csv").and_then(|f| Ok((f, open("snapshots-queues.csv")?))) {
             Ok((f, q)) => Some((snap, f, q)),
             Err(e) => {
@@ -166,6 +173,7 @@ fn run(
         seed,
         duration,
         snapshots,
+        distributions,
     };
     let (summary, stats) = match l4s_sim::run(sc, opts, &mut progress) {
         Ok(x) => x,

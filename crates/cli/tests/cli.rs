@@ -288,7 +288,14 @@ fn separate_processes_write_identical_results() {
     let mut outs = Vec::new();
     for i in 0..2 {
         let out = d.join(format!("r{i}"));
-        let o = l4s().arg("run").arg(&f).arg("--out").arg(&out).arg("-q").output().unwrap();
+        let o = l4s()
+            .arg("run")
+            .arg(&f)
+            .arg("--out")
+            .arg(&out)
+            .arg("-q")
+            .output()
+            .unwrap();
         assert!(o.status.success());
         outs.push(out);
     }

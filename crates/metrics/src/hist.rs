@@ -31,6 +31,53 @@ impl LatencyHist {
             sum_ns: 0,
         }
     }
+    /// A smaller histogram (2 significant digits, ≤ 1 % error) for per-interval
+    /// snapshots, which are reset often.
+    pub fn coarse() -> LatencyHist {
+        LatencyHist {
+            h: Histogram::new_with_bounds(1, HIGHEST_NS, 2).expect("valid histogram bounds"),
+            max_ns: 0,
+            sum_ns: 0,
+        }
+    }
+    /// The smallest recorded value in ns (0 if empty).
+    pub fn min_ns(&self) -> u64 {
+        if self.h.is_empty() {
+            0
+        } else {
+            self.h.min()
+        }
+    }
+    /// Points of the cumulative distribution, `(value_ns, fraction ≤ value)`, sampled
+    /// densely in the tail: quantiles 1 − 10^(−i/20) up to 1 − 10^−6, plus every 1 %
+    /// from 1 % to 99 %, plus the minimum and the maximum. Sorted by value, no duplicates.
+    pub fn cdf_points(&self) -> Vec<(u64, f64)> {
+        if self.h.is_empty() {
+            return Vec::new();
+        }
+        let mut qs: Vec<f64> = (1..100).map(|i| i as f64 / 100.0).collect();
+        qs.extend((20..=120).map(|i| 1.0 - 10f64.powf(-(i as f64) / 20.0)));
+        qs.sort_by(|a, b| a.total_cmp(b));
+        let n = self.h.len() as f64;
+        let mut out: Vec<(u64, f64)> = vec![(self.min_ns(), 1.0 / n)];
+        for q in qs {
+            let v = self.quantile_ns(q);
+            // Fraction of samples at or below v (exact from the histogram's counts).
+            let f = self.h.count_between(0, v) as f64 / n;
+            out.push((v, f.min(1.0)));
+        }
+        out.push((self.max_ns, 1.0));
+        out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        out.dedup_by(|b, a| {
+            if a.0 == b.0 {
+                a.1 = a.1.max(b.1);
+                true
+            } else {
+                false
+            }
+        });
+        out
+    }
     /// Record one sample. Zero is recorded as 1 ns (the lowest trackable value) for the
     /// percentiles; the mean keeps the exact value.
     #[inline]
@@ -132,6 +179,22 @@ mod tests {
         }
         assert_eq!(p.max, 1000.0);
     }
+    #[test]
+    fn cdf_points_are_monotone_and_exact_at_the_ends() {
+        let mut h = LatencyHist::new();
+        for i in 1..=10_000u64 {
+            h.record(Dur::from_micros(i));
+        }
+        let c = h.cdf_points();
+        assert!(c.len() > 100);
+        assert!(c.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(c.last().unwrap(), &(10_000_000, 1.0));
+        // Median point: about half of the samples at or below 5 ms.
+        let mid = c.iter().find(|p| p.1 >= 0.5).unwrap();
+        assert!((mid.0 as f64 - 5e6).abs() / 5e6 < 0.002, "{mid:?}");
+        assert!(LatencyHist::new().cdf_points().is_empty());
+    }
+
     #[test]
     fn empty_and_merge() {
         let mut a = LatencyHist::new();

@@ -136,7 +136,11 @@ impl Summary {
         let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
         match v.get("schema_version").and_then(|x| x.as_u64()) {
             Some(n) if n == SCHEMA_VERSION as u64 => {}
-            Some(n) => return Err(format!("schema_version {n} is not supported (this build reads {SCHEMA_VERSION})")),
+            Some(n) => {
+                return Err(format!(
+                    "schema_version {n} is not supported (this build reads {SCHEMA_VERSION})"
+                ))
+            }
             None => return Err("no schema_version: not an l4s-lab summary.json".into()),
         }
         serde_json::from_value(v).map_err(|e| format!("does not match schema {SCHEMA_VERSION}: {e}"))
@@ -150,7 +154,11 @@ mod tests {
     fn refuses_other_versions_and_garbage() {
         assert!(Summary::from_json(b"{").unwrap_err().contains("not valid JSON"));
         assert!(Summary::from_json(b"{}").unwrap_err().contains("no schema_version"));
-        assert!(Summary::from_json(b"{\"schema_version\": 99}").unwrap_err().contains("99 is not supported"));
-        assert!(Summary::from_json(b"{\"schema_version\": 1}").unwrap_err().contains("does not match"));
+        assert!(Summary::from_json(b"{\"schema_version\": 99}")
+            .unwrap_err()
+            .contains("99 is not supported"));
+        assert!(Summary::from_json(b"{\"schema_version\": 1}")
+            .unwrap_err()
+            .contains("does not match"));
     }
 }

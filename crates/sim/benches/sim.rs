@@ -68,6 +68,7 @@ fn run(file: &str, duration: Option<Dur>) -> Result {
         seed: None,
         duration,
         snapshots: None,
+        distributions: None,
     };
     let (summary, stats) = l4s_sim::run(sc, opts, &mut |_| {}).expect("run");
     let wall = t.elapsed().as_secs_f64();

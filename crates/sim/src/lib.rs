@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub duration: Option<Dur>,
     /// Stream time-series snapshots: interval, flow rows, queue rows (see [`snapshot`]).
     pub snapshots: Option<SnapshotSinks>,
+    /// Where to write `distributions.csv` at the end of the run.
+    pub distributions: Option<Box<dyn std::io::Write>>,
 }
 
 /// What a finished run reports beside its summary.
@@ -60,6 +62,11 @@ pub fn run(
     sim.run(progress);
     sim.finish_snapshots()
         .map_err(|e| format!("cannot write snapshots: {e}"))?;
+    if let Some(mut w) = opts.distributions {
+        sim.write_distributions(&mut *w)
+            .and_then(|_| w.flush())
+            .map_err(|e| format!("cannot write distributions: {e}"))?;
+    }
     let stats = RunStats {
         events: sim.events_processed(),
         bottleneck_packets: sim.bottleneck_packets(),

@@ -7,7 +7,6 @@ use l4s_core::{Dur, Ecn, Time};
 use l4s_metrics::LatencyHist;
 use l4s_transport::EndpointStats;
 
-#[derive(Default)]
 pub(crate) struct FlowMeter {
     pub started: bool,
     /// One-way delay of data packets that arrived in the window.
@@ -27,7 +26,31 @@ pub(crate) struct FlowMeter {
     pub snap_bytes: u64,
     pub snap_pkts: u64,
     pub snap_ce: u64,
-    pub snap_owd_max: Dur,
+    pub snap_lost: u64,
+    /// One-way delays in the current snapshot interval (reset each interval).
+    pub snap_owd: LatencyHist,
+}
+
+impl Default for FlowMeter {
+    fn default() -> Self {
+        FlowMeter {
+            started: false,
+            owd: LatencyHist::new(),
+            rtt: LatencyHist::new(),
+            sent: 0,
+            lost: 0,
+            received: 0,
+            received_bytes: 0,
+            ce: 0,
+            first_ecn: None,
+            baseline: [None, None],
+            snap_bytes: 0,
+            snap_pkts: 0,
+            snap_ce: 0,
+            snap_lost: 0,
+            snap_owd: LatencyHist::coarse(),
+        }
+    }
 }
 
 impl FlowMeter {
@@ -46,7 +69,7 @@ impl FlowMeter {
         self.snap_bytes += p.size as u64;
         self.snap_pkts += 1;
         self.snap_ce += (p.ecn == Ecn::Ce) as u64;
-        self.snap_owd_max = self.snap_owd_max.max(now - p.sent_at);
+        self.snap_owd.record(now - p.sent_at);
     }
     #[inline]
     pub fn on_arrival(&mut self, now: Time, p: &Packet) {
@@ -76,9 +99,13 @@ pub(crate) struct LinkMeter {
     pub baseline: Vec<(QueueId, QueueStats)>,
     pub prob_sum: f64,
     pub prob_samples: u64,
-    /// Since the last snapshot: largest sojourn per sub-queue, busy time.
+    /// Since the last snapshot: largest sojourn per sub-queue, sum and count of
+    /// sojourns, busy time, and the discipline's counters at the last snapshot.
     pub snap_sojourn_max: [Dur; 3],
+    pub snap_sojourn_sum: Dur,
+    pub snap_dequeues: u64,
     pub snap_busy: Dur,
+    pub snap_last: Vec<(QueueId, QueueStats)>,
 }
 
 impl LinkMeter {
@@ -92,6 +119,8 @@ impl LinkMeter {
     pub fn on_dequeue_any(&mut self, q: QueueId, sojourn: Dur, tx_time: Dur) {
         let i = qidx(q);
         self.snap_sojourn_max[i] = self.snap_sojourn_max[i].max(sojourn);
+        self.snap_sojourn_sum += sojourn;
+        self.snap_dequeues += 1;
         self.snap_busy += tx_time;
     }
 }

@@ -251,8 +251,12 @@ impl Sim {
     }
 
     fn account_drop(&mut self, pkt: &Packet, in_window: bool) {
-        if in_window && pkt.forward && pkt.is_data {
-            self.flows[pkt.flow as usize].meter.lost += 1;
+        if pkt.forward && pkt.is_data {
+            let m = &mut self.flows[pkt.flow as usize].meter;
+            m.snap_lost += 1;
+            if in_window {
+                m.lost += 1;
+            }
         }
     }
 
