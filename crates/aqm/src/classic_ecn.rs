@@ -13,16 +13,15 @@
 //!   DualPI2's Classic overload for k = 2).
 //! * No signal while fewer than 2 MTU are queued (as Linux DualPI2 and PIE).
 
-use std::collections::VecDeque;
-
 use l4s_core::{Dur, Ecn, QueuePacket, Rng, Time};
 
 use crate::config::ClassicEcnConfig;
-use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::single::{dequeued, queued, TimestampedQueue};
 
 /// Single-queue classic-ECN PI² AQM.
 pub struct ClassicEcn<P> {
-    q: VecDeque<(P, Time)>,
+    q: TimestampedQueue<P>,
     rng: Rng,
     target: Dur,
     tupdate: Dur,
@@ -33,9 +32,7 @@ pub struct ClassicEcn<P> {
     mtu: u64,
     p: f64,
     prev_qdelay: Dur,
-    bytes: u64,
     next_timer: Time,
-    stats: QueueStats,
 }
 
 impl<P: QueuePacket> ClassicEcn<P> {
@@ -43,7 +40,7 @@ impl<P: QueuePacket> ClassicEcn<P> {
         let g = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
         let tupdate = if cfg.tupdate.is_zero() { Dur(1) } else { cfg.tupdate };
         ClassicEcn {
-            q: VecDeque::new(),
+            q: TimestampedQueue::new(),
             rng,
             target: cfg.target,
             tupdate,
@@ -54,9 +51,7 @@ impl<P: QueuePacket> ClassicEcn<P> {
             mtu: cfg.mtu.max(1) as u64,
             p: 0.0,
             prev_qdelay: Dur::ZERO,
-            bytes: 0,
             next_timer: Time::ZERO + tupdate,
-            stats: QueueStats::default(),
         }
     }
     /// Test hook: force the base probability p' (the signal probability is p'²).
@@ -78,72 +73,42 @@ impl<P: QueuePacket> Qdisc<P> for ClassicEcn<P> {
     }
     fn enqueue(&mut self, pkt: P, now: Time) -> Enqueued<P> {
         if self.q.len() >= self.limit {
-            self.stats.drops += 1;
-            self.stats.overlimit_drops += 1;
-            return Enqueued::Dropped(Dropped {
-                pkt,
-                reason: DropReason::Overlimit,
-                queue: QueueId::Single,
-                sojourn: Dur::ZERO,
-            });
+            return self.q.reject(pkt);
         }
         let len = pkt.wire_len() as u64;
-        self.bytes += len;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += len;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += len;
-        self.q.push_back((pkt, now));
-        Enqueued::Queued {
-            queue: QueueId::Single,
-            marked: false,
-        }
+        self.q.push(pkt, len, now, ());
+        queued(false)
     }
     fn dequeue(&mut self, now: Time, drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
         loop {
-            let (mut pkt, ts) = self.q.pop_front()?;
+            let (mut pkt, ts, ()) = self.q.pop()?;
             let len = pkt.wire_len() as u64;
-            self.bytes -= len;
-            self.stats.backlog_packets -= 1;
-            self.stats.backlog_bytes -= len;
             let sojourn = now - ts;
             let mut marked = false;
-            if self.bytes >= 2 * self.mtu && self.p > 0.0 {
+            if self.q.bytes() >= 2 * self.mtu && self.p > 0.0 {
                 let pc = self.p * self.p;
                 if self.rng.next_f64() < pc {
                     let was_ce = pkt.ecn() == Ecn::Ce;
                     if self.ecn && pc <= 0.25 && pkt.ecn().is_ect() && pkt.set_ce() {
                         marked = !was_ce;
                     } else {
-                        self.stats.drops += 1;
-                        drops.push(Dropped {
-                            pkt,
-                            reason: DropReason::Congestion,
-                            queue: QueueId::Single,
-                            sojourn,
-                        });
+                        drops.push(self.q.stats.congestion_drop(pkt, sojourn));
                         continue;
                     }
                 }
             }
-            self.stats.dequeued_packets += 1;
-            self.stats.dequeued_bytes += len;
+            self.q.stats.on_send(len);
             if marked {
-                self.stats.marks += 1;
+                self.q.stats.marks += 1;
             }
-            return Some(Dequeued {
-                pkt,
-                queue: QueueId::Single,
-                sojourn,
-                marked,
-            });
+            return Some(dequeued(pkt, sojourn, marked));
         }
     }
     fn next_timeout(&self) -> Option<Time> {
         Some(self.next_timer)
     }
     fn on_timeout(&mut self, now: Time) {
-        let qdelay = self.q.front().map(|(_, ts)| now - *ts).unwrap_or(Dur::ZERO);
+        let qdelay = self.q.head_time().map(|ts| now - ts).unwrap_or(Dur::ZERO);
         self.p = crate::dualpi2::pi2_update_rfc(
             self.p,
             qdelay.as_secs_f64(),
@@ -159,10 +124,10 @@ impl<P: QueuePacket> Qdisc<P> for ClassicEcn<P> {
         self.q.len()
     }
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.q.bytes()
     }
     fn stats(&self) -> Vec<(QueueId, QueueStats)> {
-        vec![(QueueId::Single, self.stats)]
+        vec![(QueueId::Single, self.q.stats)]
     }
     /// The signal probability p'² (what a flow experiences).
     fn probability(&self) -> Option<f64> {

@@ -20,7 +20,8 @@ use std::collections::VecDeque;
 use l4s_core::{Dur, Ecn, QueuePacket, Time};
 
 use crate::config::CodelConfig;
-use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::single::{dequeued, queued};
 
 pub(crate) struct CodelEntry<P> {
     pub pkt: P,
@@ -62,8 +63,28 @@ pub fn control_law(t: Time, interval: Dur, count: u32) -> Time {
     t + Dur((interval.as_nanos() as f64 / c.sqrt()) as u64)
 }
 
+/// Append `pkt`, stamped `now`, to `q`, counting it in `tot` and `stats`; returns its wire
+/// length. The inverse of [`pop`].
 #[inline]
-fn pop<P: QueuePacket>(
+pub(crate) fn push<P: QueuePacket>(
+    q: &mut VecDeque<CodelEntry<P>>,
+    tot: &mut Totals,
+    stats: &mut QueueStats,
+    pkt: P,
+    now: Time,
+) -> u64 {
+    let len = pkt.wire_len() as u64;
+    tot.packets += 1;
+    tot.bytes += len;
+    tot.mem += pkt.mem_size() as u64;
+    stats.on_enqueue(len);
+    q.push_back(CodelEntry { pkt, ts: now });
+    len
+}
+
+/// Remove the head of `q` from `tot` and from the backlog in `stats` (not counted as sent).
+#[inline]
+pub(crate) fn pop<P: QueuePacket>(
     q: &mut VecDeque<CodelEntry<P>>,
     tot: &mut Totals,
     stats: &mut QueueStats,
@@ -73,8 +94,7 @@ fn pop<P: QueuePacket>(
     tot.packets -= 1;
     tot.bytes -= len;
     tot.mem = tot.mem.saturating_sub(e.pkt.mem_size() as u64);
-    stats.backlog_packets -= 1;
-    stats.backlog_bytes -= len;
+    stats.on_leave(len);
     Some(e)
 }
 
@@ -114,7 +134,6 @@ impl CodelVars {
 
     /// One CoDel dequeue from `q` (RFC 8289 §5.5, Linux `codel_dequeue`). Returns the packet
     /// to send and whether this call set CE on it.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn dequeue<P: QueuePacket>(
         &mut self,
         p: &CodelParams,
@@ -123,7 +142,6 @@ impl CodelVars {
         now: Time,
         drops: &mut Vec<Dropped<P>>,
         stats: &mut QueueStats,
-        queue: QueueId,
     ) -> Option<(CodelEntry<P>, bool)> {
         let Some(first) = pop(q, tot, stats) else {
             // RFC 8289 §5.4 `dodequeue`: an empty queue resets first_above_time.
@@ -135,13 +153,7 @@ impl CodelVars {
         let mut marked = false;
         let drop = self.should_drop(cur.as_ref(), p, tot.bytes, now);
         let drop_pkt = |e: CodelEntry<P>, stats: &mut QueueStats, drops: &mut Vec<Dropped<P>>| {
-            stats.drops += 1;
-            drops.push(Dropped {
-                pkt: e.pkt,
-                reason: DropReason::Congestion,
-                queue,
-                sojourn: now - e.ts,
-            });
+            drops.push(stats.congestion_drop(e.pkt, now - e.ts));
         };
         if self.dropping {
             if !drop {
@@ -200,9 +212,7 @@ impl CodelVars {
         if marked {
             stats.marks += 1;
         }
-        let len = e.pkt.wire_len() as u64;
-        stats.dequeued_packets += 1;
-        stats.dequeued_bytes += len;
+        stats.on_send(e.pkt.wire_len() as u64);
         Some((e, marked))
     }
 }
@@ -249,45 +259,16 @@ impl<P: QueuePacket> Qdisc<P> for Codel<P> {
     }
     fn enqueue(&mut self, pkt: P, now: Time) -> Enqueued<P> {
         if self.q.len() >= self.limit {
-            self.stats.drops += 1;
-            self.stats.overlimit_drops += 1;
-            return Enqueued::Dropped(Dropped {
-                pkt,
-                reason: DropReason::Overlimit,
-                queue: QueueId::Single,
-                sojourn: Dur::ZERO,
-            });
+            return Enqueued::Dropped(self.stats.overlimit_drop(pkt));
         }
-        let len = pkt.wire_len() as u64;
-        self.tot.packets += 1;
-        self.tot.bytes += len;
-        self.tot.mem += pkt.mem_size() as u64;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += len;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += len;
-        self.q.push_back(CodelEntry { pkt, ts: now });
-        Enqueued::Queued {
-            queue: QueueId::Single,
-            marked: false,
-        }
+        push(&mut self.q, &mut self.tot, &mut self.stats, pkt, now);
+        queued(false)
     }
     fn dequeue(&mut self, now: Time, drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
-        let (e, marked) = self.vars.dequeue(
-            &self.params,
-            &mut self.q,
-            &mut self.tot,
-            now,
-            drops,
-            &mut self.stats,
-            QueueId::Single,
-        )?;
-        Some(Dequeued {
-            sojourn: now - e.ts,
-            pkt: e.pkt,
-            queue: QueueId::Single,
-            marked,
-        })
+        let (e, marked) = self
+            .vars
+            .dequeue(&self.params, &mut self.q, &mut self.tot, now, drops, &mut self.stats)?;
+        Some(dequeued(e.pkt, now - e.ts, marked))
     }
     fn next_timeout(&self) -> Option<Time> {
         None

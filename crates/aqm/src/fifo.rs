@@ -8,32 +8,27 @@
 //!   sans-IO queue does not know the link rate; with a constant-rate link both agree to
 //!   within one packet's transmission time.
 
-use std::collections::VecDeque;
-
 use l4s_core::{Dur, QueuePacket, Time};
 
 use crate::config::FifoConfig;
-use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::single::{dequeued, queued, TimestampedQueue};
 
 /// Tail-drop FIFO.
 pub struct Fifo<P> {
-    q: VecDeque<(P, Time)>,
+    q: TimestampedQueue<P>,
     limit: u64,
     limit_bytes: u64,
     limit_time: Option<Dur>,
-    bytes: u64,
-    stats: QueueStats,
 }
 
 impl<P: QueuePacket> Fifo<P> {
     pub fn new(cfg: &FifoConfig) -> Self {
         Fifo {
-            q: VecDeque::new(),
+            q: TimestampedQueue::new(),
             limit: cfg.limit.max(1) as u64,
             limit_bytes: cfg.limit_bytes.unwrap_or(u64::MAX).max(1),
             limit_time: cfg.limit_time,
-            bytes: 0,
-            stats: QueueStats::default(),
         }
     }
 }
@@ -47,45 +42,19 @@ impl<P: QueuePacket> Qdisc<P> for Fifo<P> {
     }
     fn enqueue(&mut self, pkt: P, now: Time) -> Enqueued<P> {
         let len = pkt.wire_len() as u64;
-        let time_full = match (self.limit_time, self.q.front()) {
-            (Some(lt), Some((_, ts))) => now - *ts >= lt,
+        let time_full = match (self.limit_time, self.q.head_time()) {
+            (Some(lt), Some(ts)) => now - ts >= lt,
             _ => false,
         };
-        if self.q.len() as u64 >= self.limit || self.bytes + len > self.limit_bytes || time_full {
-            self.stats.drops += 1;
-            self.stats.overlimit_drops += 1;
-            return Enqueued::Dropped(Dropped {
-                pkt,
-                reason: DropReason::Overlimit,
-                queue: QueueId::Single,
-                sojourn: Dur::ZERO,
-            });
+        if self.q.len() as u64 >= self.limit || self.q.bytes() + len > self.limit_bytes || time_full {
+            return self.q.reject(pkt);
         }
-        self.bytes += len;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += len;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += len;
-        self.q.push_back((pkt, now));
-        Enqueued::Queued {
-            queue: QueueId::Single,
-            marked: false,
-        }
+        self.q.push(pkt, len, now, ());
+        queued(false)
     }
     fn dequeue(&mut self, now: Time, _drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
-        let (pkt, ts) = self.q.pop_front()?;
-        let len = pkt.wire_len() as u64;
-        self.bytes -= len;
-        self.stats.dequeued_packets += 1;
-        self.stats.dequeued_bytes += len;
-        self.stats.backlog_packets -= 1;
-        self.stats.backlog_bytes -= len;
-        Some(Dequeued {
-            pkt,
-            queue: QueueId::Single,
-            sojourn: now - ts,
-            marked: false,
-        })
+        let (pkt, ts, ()) = self.q.pop_send()?;
+        Some(dequeued(pkt, now - ts, false))
     }
     fn next_timeout(&self) -> Option<Time> {
         None
@@ -95,9 +64,9 @@ impl<P: QueuePacket> Qdisc<P> for Fifo<P> {
         self.q.len()
     }
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.q.bytes()
     }
     fn stats(&self) -> Vec<(QueueId, QueueStats)> {
-        vec![(QueueId::Single, self.stats)]
+        vec![(QueueId::Single, self.q.stats)]
     }
 }

@@ -19,11 +19,12 @@
 
 use std::collections::VecDeque;
 
-use l4s_core::{Dur, QueuePacket, Time};
+use l4s_core::{QueuePacket, Time};
 
-use crate::codel::{CodelEntry, CodelParams, CodelVars, Totals};
+use crate::codel::{pop, push, CodelEntry, CodelParams, CodelVars, Totals};
 use crate::config::FqCodelConfig;
-use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::single::{dequeued, queued};
 
 const DROP_BATCH: usize = 64;
 
@@ -111,22 +112,10 @@ impl<P: QueuePacket> FqCodel<P> {
         let mut dropped_len = 0u64;
         let mut n = 0;
         let flow = &mut self.flows[fat];
-        while let Some(e) = flow.q.pop_front() {
+        while let Some(e) = pop(&mut flow.q, &mut self.tot, &mut self.stats) {
             let len = e.pkt.wire_len() as u64;
             flow.bytes -= len;
-            self.tot.packets -= 1;
-            self.tot.bytes -= len;
-            self.tot.mem = self.tot.mem.saturating_sub(e.pkt.mem_size() as u64);
-            self.stats.backlog_packets -= 1;
-            self.stats.backlog_bytes -= len;
-            self.stats.drops += 1;
-            self.stats.overlimit_drops += 1;
-            self.pending_drops.push(Dropped {
-                pkt: e.pkt,
-                reason: DropReason::Overlimit,
-                queue: QueueId::Single,
-                sojourn: Dur::ZERO,
-            });
+            self.pending_drops.push(self.stats.overlimit_drop(e.pkt));
             dropped_len += len;
             n += 1;
             if n >= DROP_BATCH || dropped_len >= threshold {
@@ -146,28 +135,16 @@ impl<P: QueuePacket> Qdisc<P> for FqCodel<P> {
     }
     fn enqueue(&mut self, pkt: P, now: Time) -> Enqueued<P> {
         let idx = self.flow_index(pkt.flow_hash());
-        let len = pkt.wire_len() as u64;
-        let mem = pkt.mem_size() as u64;
         let flow = &mut self.flows[idx];
-        flow.q.push_back(CodelEntry { pkt, ts: now });
+        let len = push(&mut flow.q, &mut self.tot, &mut self.stats, pkt, now);
         flow.bytes += len;
         if flow.list == List::None {
             flow.list = List::New;
             flow.deficit = self.quantum;
             self.new_flows.push_back(idx as u32);
         }
-        self.tot.packets += 1;
-        self.tot.bytes += len;
-        self.tot.mem += mem;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += len;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += len;
         if self.tot.packets <= self.limit && self.tot.mem <= self.memory_limit {
-            return Enqueued::Queued {
-                queue: QueueId::Single,
-                marked: false,
-            };
+            return queued(false);
         }
         // Overflow. Drops come from the head of the fattest queue; the packet just appended
         // (at the tail of its own queue) was dropped only if that whole queue went, and then it
@@ -180,10 +157,7 @@ impl<P: QueuePacket> Qdisc<P> for FqCodel<P> {
                 return Enqueued::Dropped(d);
             }
         }
-        Enqueued::Queued {
-            queue: QueueId::Single,
-            marked: false,
-        }
+        queued(false)
     }
 
     fn drain_enqueue_drops(&mut self, out: &mut Vec<Dropped<P>>) {
@@ -216,15 +190,9 @@ impl<P: QueuePacket> Qdisc<P> for FqCodel<P> {
                 continue;
             }
             let bytes_before = self.tot.bytes;
-            let r = flow.vars.dequeue(
-                &self.params,
-                &mut flow.q,
-                &mut self.tot,
-                now,
-                drops,
-                &mut self.stats,
-                QueueId::Single,
-            );
+            let r = flow
+                .vars
+                .dequeue(&self.params, &mut flow.q, &mut self.tot, now, drops, &mut self.stats);
             flow.bytes -= bytes_before - self.tot.bytes;
             match r {
                 None => {
@@ -243,12 +211,7 @@ impl<P: QueuePacket> Qdisc<P> for FqCodel<P> {
                 }
                 Some((e, marked)) => {
                     flow.deficit -= e.pkt.wire_len() as i64;
-                    return Some(Dequeued {
-                        sojourn: now - e.ts,
-                        pkt: e.pkt,
-                        queue: QueueId::Single,
-                        marked,
-                    });
+                    return Some(dequeued(e.pkt, now - e.ts, marked));
                 }
             }
         }

@@ -25,6 +25,7 @@ pub mod fifo;
 pub mod fq_codel;
 pub mod pie;
 pub mod qdisc;
+mod single;
 
 pub use classic_ecn::ClassicEcn;
 pub use codel::Codel;

@@ -18,19 +18,19 @@
 //!
 //! Probabilities use Linux's fixed point (`2^56 − 1` = 1.0).
 
-use std::collections::VecDeque;
-
 use l4s_core::{Dur, QueuePacket, Rng, Time};
 
 use crate::config::PieConfig;
-use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::single::{dequeued, queued, TimestampedQueue};
 
 /// Linux `MAX_PROB` for PIE (`U64_MAX >> 8`).
 pub const PIE_MAX_PROB: u64 = u64::MAX >> 8;
 
 /// PIE.
 pub struct Pie<P> {
-    q: VecDeque<(P, Time, bool)>,
+    /// Tagged with whether PIE marked the packet at enqueue.
+    q: TimestampedQueue<P, bool>,
     rng: Rng,
     target: Dur,
     tupdate: Dur,
@@ -48,9 +48,7 @@ pub struct Pie<P> {
     qdelay: Dur,
     qdelay_old: Dur,
     dq_tstamp: Option<Time>,
-    bytes: u64,
     next_timer: Time,
-    stats: QueueStats,
 }
 
 impl<P: QueuePacket> Pie<P> {
@@ -65,7 +63,7 @@ impl<P: QueuePacket> Pie<P> {
         };
         let tupdate = if cfg.tupdate.is_zero() { Dur(1) } else { cfg.tupdate };
         Pie {
-            q: VecDeque::new(),
+            q: TimestampedQueue::new(),
             rng,
             target: cfg.target,
             tupdate,
@@ -82,9 +80,7 @@ impl<P: QueuePacket> Pie<P> {
             qdelay: Dur::ZERO,
             qdelay_old: Dur::ZERO,
             dq_tstamp: None,
-            bytes: 0,
             next_timer: Time::ZERO + tupdate,
-            stats: QueueStats::default(),
         }
     }
 
@@ -113,7 +109,7 @@ impl<P: QueuePacket> Pie<P> {
         if self.qdelay < self.target / 2 && self.prob < PIE_MAX_PROB / 5 {
             return false;
         }
-        if self.bytes < 2 * self.mtu {
+        if self.q.bytes() < 2 * self.mtu {
             return false;
         }
         let local_prob = if self.bytemode && packet_size <= self.mtu {
@@ -155,20 +151,8 @@ impl<P: QueuePacket> Qdisc<P> for Pie<P> {
     }
     fn enqueue(&mut self, mut pkt: P, now: Time) -> Enqueued<P> {
         let len = pkt.wire_len() as u64;
-        let drop = |pkt, reason, stats: &mut QueueStats| {
-            stats.drops += 1;
-            if reason == DropReason::Overlimit {
-                stats.overlimit_drops += 1;
-            }
-            Enqueued::Dropped(Dropped {
-                pkt,
-                reason,
-                queue: QueueId::Single,
-                sojourn: Dur::ZERO,
-            })
-        };
         if self.q.len() >= self.limit {
-            return drop(pkt, DropReason::Overlimit, &mut self.stats);
+            return self.q.reject(pkt);
         }
         let mut marked = false;
         if self.drop_early(len) {
@@ -176,45 +160,26 @@ impl<P: QueuePacket> Qdisc<P> for Pie<P> {
             if self.ecn && self.prob <= PIE_MAX_PROB / 10 && pkt.set_ce() {
                 marked = !was_ce;
             } else {
-                return drop(pkt, DropReason::Congestion, &mut self.stats);
+                return Enqueued::Dropped(self.q.stats.congestion_drop(pkt, Dur::ZERO));
             }
         }
-        self.bytes += len;
-        self.stats.enqueued_packets += 1;
-        self.stats.enqueued_bytes += len;
-        self.stats.backlog_packets += 1;
-        self.stats.backlog_bytes += len;
         if marked {
-            self.stats.marks += 1;
+            self.q.stats.marks += 1;
         }
-        self.q.push_back((pkt, now, marked));
-        Enqueued::Queued {
-            queue: QueueId::Single,
-            marked,
-        }
+        self.q.push(pkt, len, now, marked);
+        queued(marked)
     }
     /// Linux `pie_process_dequeue` in timestamp mode.
     fn dequeue(&mut self, now: Time, _drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
-        let (pkt, ts, marked) = self.q.pop_front()?;
-        let len = pkt.wire_len() as u64;
-        self.bytes -= len;
-        self.stats.dequeued_packets += 1;
-        self.stats.dequeued_bytes += len;
-        self.stats.backlog_packets -= 1;
-        self.stats.backlog_bytes -= len;
+        let (pkt, ts, marked) = self.q.pop_send()?;
         let sojourn = now - ts;
-        self.qdelay = if self.bytes == 0 { Dur::ZERO } else { sojourn };
+        self.qdelay = if self.q.bytes() == 0 { Dur::ZERO } else { sojourn };
         let dtime = self.dq_tstamp.map(|t| now - t).unwrap_or(Dur::ZERO);
         self.dq_tstamp = Some(now);
         if !dtime.is_zero() {
             self.burst_time = self.burst_time.saturating_sub(dtime);
         }
-        Some(Dequeued {
-            pkt,
-            queue: QueueId::Single,
-            sojourn,
-            marked,
-        })
+        Some(dequeued(pkt, sojourn, marked))
     }
     fn next_timeout(&self) -> Option<Time> {
         Some(self.next_timer)
@@ -224,7 +189,7 @@ impl<P: QueuePacket> Qdisc<P> for Pie<P> {
         const MAX: u64 = PIE_MAX_PROB;
         let qdelay = self.qdelay;
         let qdelay_old = self.qdelay_old;
-        let mut update_prob = !(qdelay.is_zero() && self.bytes != 0);
+        let mut update_prob = !(qdelay.is_zero() && self.q.bytes() != 0);
         let (mut a, mut b) = (self.alpha, self.beta);
         if self.prob < MAX / 10 {
             a >>= 1;
@@ -266,10 +231,10 @@ impl<P: QueuePacket> Qdisc<P> for Pie<P> {
         self.q.len()
     }
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.q.bytes()
     }
     fn stats(&self) -> Vec<(QueueId, QueueStats)> {
-        vec![(QueueId::Single, self.stats)]
+        vec![(QueueId::Single, self.q.stats)]
     }
     fn probability(&self) -> Option<f64> {
         Some(self.prob as f64 / PIE_MAX_PROB as f64)
