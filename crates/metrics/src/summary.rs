@@ -75,6 +75,16 @@ pub struct FlowSummary {
     pub lost_packets: u64,
     /// `lost_packets / sent_packets`.
     pub loss_fraction: f64,
+    /// The flow's latency budget, if it declared one (ms).
+    #[serde(default)]
+    pub latency_budget_ms: Option<f64>,
+    /// Data packets that arrived with a one-way delay above the budget.
+    #[serde(default)]
+    pub late_packets: u64,
+    /// `(lost_packets + late_packets) / sent_packets`: for a real-time application a late
+    /// packet is as good as lost. Equals `loss_fraction` without a budget.
+    #[serde(default)]
+    pub effective_loss_fraction: f64,
     pub retransmits: u64,
     pub received_packets: u64,
     pub ce_packets: u64,

@@ -70,7 +70,8 @@ pub fn summary_tables(s: &Summary) -> String {
         "{} — {} backend, seed {}, statistics over {:.1}..{:.1} s\n",
         s.scenario.name, s.scenario.backend, s.scenario.seed, s.scenario.warmup_s, s.scenario.duration_s
     );
-    let mut rows = vec![[
+    let budgets = s.flows.iter().any(|f| f.latency_budget_ms.is_some());
+    let mut head: Vec<String> = [
         "flow",
         "class",
         "cc",
@@ -84,9 +85,13 @@ pub fn summary_tables(s: &Summary) -> String {
     ]
     .iter()
     .map(|s| s.to_string())
-    .collect::<Vec<_>>()];
+    .collect();
+    if budgets {
+        head.push("late+lost".into());
+    }
+    let mut rows = vec![head];
     for f in &s.flows {
-        rows.push(vec![
+        let mut row = vec![
             f.name.clone(),
             f.class.clone(),
             f.cc.clone(),
@@ -97,7 +102,14 @@ pub fn summary_tables(s: &Summary) -> String {
             ms(f.owd_ms.p999),
             pct(f.loss_fraction),
             pct(f.ce_fraction),
-        ]);
+        ];
+        if budgets {
+            row.push(match f.latency_budget_ms {
+                Some(b) => format!("{} (>{b} ms)", pct(f.effective_loss_fraction)),
+                None => "-".into(),
+            });
+        }
+        rows.push(row);
     }
     out.push_str(&render(&rows));
     out.push('\n');

@@ -113,6 +113,9 @@ pub struct FlowTable {
     pub pps: Option<f64>,
     /// Probe: frame size ("200B").
     pub size: Option<String>,
+    /// Latency budget: data packets delayed more than this count as late (and, for a
+    /// real-time application, as lost).
+    pub latency_budget: Option<Dur>,
     /// DSCP written in the IP header (classification rules).
     pub dscp: Option<u8>,
     /// Destination port (classification rules).

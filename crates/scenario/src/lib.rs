@@ -100,6 +100,8 @@ pub struct Flow {
     pub stop: Option<Dur>,
     pub dscp: u8,
     pub port: u16,
+    /// One-way delay above which a data packet counts as late.
+    pub latency_budget: Option<Dur>,
     pub kind: FlowKind,
     /// The codepoint the flow's data is expected to carry (for reports before it runs).
     pub nominal_ecn: Ecn,

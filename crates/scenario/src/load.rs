@@ -658,6 +658,12 @@ fn build_flow(
             Some(d) => d,
             None => 0,
         },
+        latency_budget: match f.latency_budget {
+            Some(b) if b.is_zero() => {
+                return Err(cx.at(&at("latency_budget"), "expected a budget above zero, such as \"50ms\""))
+            }
+            b => b,
+        },
         port: f.port.unwrap_or(match kind_name.as_str() {
             "tcp" => 5201,
             _ => 5000,

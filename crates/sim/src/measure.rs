@@ -18,6 +18,9 @@ pub(crate) struct FlowMeter {
     pub received: u64,
     pub received_bytes: u64,
     pub ce: u64,
+    /// Data packets that arrived later than the flow's latency budget.
+    pub late: u64,
+    pub budget: Option<Dur>,
     /// Codepoint of the first data packet sent.
     pub first_ecn: Option<Ecn>,
     /// Endpoint statistics at the start of the window (sender, receiver).
@@ -42,6 +45,8 @@ impl Default for FlowMeter {
             received: 0,
             received_bytes: 0,
             ce: 0,
+            late: 0,
+            budget: None,
             first_ecn: None,
             baseline: [None, None],
             snap_bytes: 0,
@@ -73,7 +78,11 @@ impl FlowMeter {
     }
     #[inline]
     pub fn on_arrival(&mut self, now: Time, p: &Packet) {
-        self.owd.record(now - p.sent_at);
+        let owd = now - p.sent_at;
+        if self.budget.is_some_and(|b| owd > b) {
+            self.late += 1;
+        }
+        self.owd.record(owd);
         self.received += 1;
         self.received_bytes += p.size as u64;
         if p.ecn == Ecn::Ce {

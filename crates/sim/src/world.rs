@@ -107,7 +107,10 @@ impl Sim {
                 ep: [None, None],
                 timer_at: [None, None],
                 last_fire: [Time::MAX, Time::MAX],
-                meter: FlowMeter::default(),
+                meter: FlowMeter {
+                    budget: f.latency_budget,
+                    ..FlowMeter::default()
+                },
             })
             .collect();
         let end = Time(scenario.duration.as_nanos());

@@ -116,3 +116,42 @@ fn flows_start_and_stop() {
         brief(&s)
     );
 }
+
+/// Late packets count as lost (issue 3, part 3). Over an idle 10 Mbit/s path with 20 ms
+/// RTT a 200 B probe's one-way delay is exactly 10 ms + 160 us of serialisation, so a
+/// 10.1 ms budget makes every packet late and a 10.2 ms budget none.
+#[test]
+fn late_packets_count_as_lost() {
+    // Staggered starts so that the probes never queue behind each other.
+    let flows = probe("tight", 50.0, "200B", "ect1", "latency_budget = \"10.1ms\"\nstart = \"1ms\"")
+        + &probe("loose", 50.0, "200B", "ect1", "latency_budget = \"10.2ms\"\nstart = \"3ms\"")
+        + &probe("none", 50.0, "200B", "ect1", "start = \"5ms\"");
+    let s = run_toml(&dumbbell(
+        "10Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "11s",
+        "1s",
+        &flows,
+    ));
+    let tight = flow(&s, "tight");
+    // 50 pkt/s over the 10 s window (packets in flight at the edges may shift one).
+    assert!(
+        (499..=501).contains(&tight.received_packets),
+        "{}",
+        tight.received_packets
+    );
+    assert_eq!(tight.owd_ms.p50, 10.16);
+    assert_eq!(tight.owd_ms.max, 10.16);
+    assert_eq!(tight.late_packets, tight.received_packets);
+    assert_eq!(tight.lost_packets, 0);
+    assert!((tight.effective_loss_fraction - tight.received_packets as f64 / tight.sent_packets as f64).abs() < 1e-6);
+    assert_eq!(tight.latency_budget_ms, Some(10.1));
+    let loose = flow(&s, "loose");
+    assert!(loose.owd_ms.max <= 10.2 + 1e-9, "{}", loose.owd_ms.max);
+    assert_eq!(loose.late_packets, 0);
+    assert_eq!(loose.effective_loss_fraction, loose.loss_fraction);
+    let none = flow(&s, "none");
+    assert_eq!(none.latency_budget_ms, None);
+    assert_eq!(none.late_packets, 0);
+}
