@@ -9,8 +9,11 @@
 //! * [`results`]: writing a results directory atomically (a temporary directory renamed
 //!   into place, so a failed run never leaves half-written results).
 //! * [`table`]: the plain-text summary printed at the end of a run.
+//! * [`pcap`]: a nanosecond libpcap writer of synthesised Ethernet/IP/TCP/UDP headers,
+//!   for the bottleneck's egress (read by Wireshark/tshark).
 
 pub mod hist;
+pub mod pcap;
 pub mod results;
 pub mod summary;
 pub mod table;
