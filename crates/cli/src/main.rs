@@ -47,6 +47,12 @@ enum Cmd {
         /// (snapshots-flows.csv, snapshots-queues.csv); 0 turns them off.
         #[arg(long, default_value = "100ms", value_parser = parse_interval_arg)]
         snapshot_interval: Dur,
+        /// Write the bottleneck's egress as bottleneck.pcap (Wireshark/tshark).
+        #[arg(long)]
+        pcap: bool,
+        /// Use IPv6 addresses in the pcap (default IPv4).
+        #[arg(long, requires = "pcap")]
+        ipv6: bool,
     },
     /// Check a scenario file without running it.
     Check {
@@ -98,7 +104,17 @@ fn main() -> ExitCode {
             duration,
             quiet,
             snapshot_interval,
-        } => run(&scenario, out, seed, duration, quiet, snapshot_interval),
+            pcap,
+            ipv6,
+        } => run(
+            &scenario,
+            out,
+            seed,
+            duration,
+            quiet,
+            snapshot_interval,
+            pcap.then_some(ipv6),
+        ),
     }
 }
 
@@ -109,6 +125,7 @@ fn run(
     duration: Option<Dur>,
     quiet: bool,
     snap: Dur,
+    pcap: Option<bool>,
 ) -> ExitCode {
     let sc = match l4s_scenario::load_file(path) {
         Ok(s) => s,
@@ -169,11 +186,22 @@ fn run(
             }
         }
     };
+    let pcap = match pcap {
+        None => None,
+        Some(ipv6) => match open("bottleneck.pcap") {
+            Ok(w) => Some((w, ipv6)),
+            Err(e) => {
+                eprintln!("error: cannot write results to {}: {e}", out.display());
+                return ExitCode::from(1);
+            }
+        },
+    };
     let opts = l4s_sim::RunOptions {
         seed,
         duration,
         snapshots,
         distributions,
+        pcap,
     };
     let (summary, stats) = match l4s_sim::run(sc, opts, &mut progress) {
         Ok(x) => x,

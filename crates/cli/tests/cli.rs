@@ -306,3 +306,76 @@ fn separate_processes_write_identical_results() {
         assert_eq!(a, b, "{file} differs between runs");
     }
 }
+
+/// `--pcap` writes the bottleneck egress; tshark reads it and sees exactly the packets,
+/// ECN codepoints and CE marks that summary.json reports for the bottleneck.
+#[test]
+fn pcap_matches_the_summary() {
+    let have_tshark = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have_tshark {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tshark (Debian package) is required in CI"
+        );
+        eprintln!("warning: tshark not installed; skipping pcap_matches_the_summary");
+        return;
+    }
+    let d = tmpdir("pcap");
+    let f = d.join("p.toml");
+    // Zero warm-up: the summary's window is the whole run, like the capture.
+    let text = GOOD.replace("warmup = \"1s\"", "warmup = \"0s\"")
+        + "\n[[flows]]\nname = \"c\"\ntype = \"tcp\"\ncc = \"cubic\"\necn = \"classic\"\n\n[[flows]]\nname = \"old\"\ntype = \"probe\"\npps = 50\necn = \"not-ect\"\n";
+    std::fs::write(&f, text).unwrap();
+    let out = d.join("res");
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .arg("--pcap")
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pcap = out.join("bottleneck.pcap");
+    let t = Command::new("tshark")
+        .arg("-n")
+        .arg("-r")
+        .arg(&pcap)
+        .args(["-T", "fields", "-e", "ip.dsfield.ecn"])
+        .output()
+        .unwrap();
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    let mut n = [0u64; 4];
+    for l in String::from_utf8_lossy(&t.stdout).lines() {
+        n[l.trim().parse::<usize>().expect("an ECN value per packet")] += 1;
+    }
+    let malformed = Command::new("tshark")
+        .arg("-n")
+        .arg("-r")
+        .arg(&pcap)
+        .args(["-Y", "_ws.malformed"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&malformed.stdout).trim().is_empty(),
+        "malformed packets in the capture"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let q = &v["queues"][0];
+    assert_eq!(q["name"], "bottleneck");
+    let g = |x: &serde_json::Value| x.as_u64().unwrap();
+    assert_eq!(n.iter().sum::<u64>(), g(&q["dequeued_packets"]), "packets {n:?}");
+    assert_eq!(n[3], g(&q["marks"]), "CE marks {n:?}");
+    let (l, c) = (&q["subqueues"]["L"], &q["subqueues"]["C"]);
+    assert_eq!(n[1] + g(&l["marks"]), g(&l["dequeued_packets"]), "L queue {n:?}");
+    assert_eq!(n[0] + n[2] + g(&c["marks"]), g(&c["dequeued_packets"]), "C queue {n:?}");
+    assert!(
+        n[0] > 0 && n[1] > 0 && n[2] > 0 && n[3] > 0,
+        "every codepoint present: {n:?}"
+    );
+}

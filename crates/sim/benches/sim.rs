@@ -69,6 +69,7 @@ fn run(file: &str, duration: Option<Dur>) -> Result {
         duration,
         snapshots: None,
         distributions: None,
+        pcap: None,
     };
     let (summary, stats) = l4s_sim::run(sc, opts, &mut |_| {}).expect("run");
     let wall = t.elapsed().as_secs_f64();

@@ -11,6 +11,7 @@
 //!   send order) and only the head has an event: no packet lives in the event heap.
 //! * Measurement is streaming (HDR histograms, counters); nothing grows with run length.
 
+pub mod capture;
 pub mod endpoints;
 pub mod events;
 mod measure;
@@ -37,6 +38,8 @@ pub struct RunOptions {
     pub snapshots: Option<SnapshotSinks>,
     /// Where to write `distributions.csv` at the end of the run.
     pub distributions: Option<Box<dyn std::io::Write>>,
+    /// Record the bottleneck egress as pcap (writer, IPv6 addresses).
+    pub pcap: Option<(Box<dyn std::io::Write>, bool)>,
 }
 
 /// What a finished run reports beside its summary.
@@ -59,7 +62,12 @@ pub fn run(
         sim.enable_snapshots(interval, flows, queues)
             .map_err(|e| format!("cannot write snapshots: {e}"))?;
     }
+    if let Some((w, ipv6)) = opts.pcap {
+        sim.enable_pcap(w, ipv6)
+            .map_err(|e| format!("cannot write the pcap: {e}"))?;
+    }
     sim.run(progress);
+    sim.finish_pcap().map_err(|e| format!("cannot write the pcap: {e}"))?;
     sim.finish_snapshots()
         .map_err(|e| format!("cannot write snapshots: {e}"))?;
     if let Some(mut w) = opts.distributions {

@@ -29,6 +29,8 @@ pub(crate) struct LinkRt {
     /// Deadline of the queue discipline's pending timer event.
     pub timer_at: Option<Time>,
     pub meter: LinkMeter,
+    /// Recorded by `--pcap` (the scenario's bottleneck links).
+    pub capture: bool,
 }
 
 pub(crate) struct FlowRt {
@@ -60,6 +62,7 @@ pub struct Sim {
     /// Packets that reached a node with no route to their destination (a bug if non-zero).
     pub(crate) unroutable: u64,
     pub(crate) snapshots: Option<crate::snapshot::Snapshots>,
+    pub(crate) capture: Option<crate::capture::Capture>,
 }
 
 impl Sim {
@@ -95,6 +98,7 @@ impl Sim {
                 line: VecDeque::new(),
                 timer_at: None,
                 meter: LinkMeter::default(),
+                capture: l.bottleneck,
             });
         }
         let routes = compute_routes(n, &links);
@@ -129,7 +133,11 @@ impl Sim {
             in_window: false,
             unroutable: 0,
             snapshots: None,
+            capture: None,
         };
+        // The window opens before anything else happening at the same instant, so that a
+        // zero warm-up counts the very first packet.
+        sim.q.push(window_start, Ev::WindowStart);
         for i in 0..sim.flows.len() {
             let f = &sim.scenario.flows[i];
             sim.q.push(Time(f.start.as_nanos()), Ev::FlowStart(i as u32));
@@ -137,7 +145,6 @@ impl Sim {
                 sim.q.push(Time(stop.as_nanos()), Ev::FlowStop(i as u32));
             }
         }
-        sim.q.push(window_start, Ev::WindowStart);
         sim.q.push(window_start, Ev::Sample);
         for l in 0..sim.links.len() {
             sim.arm_qdisc_timer(l);
@@ -275,6 +282,11 @@ impl Sim {
                 link.meter.on_dequeue(d.queue, d.sojourn, tx_time);
             }
             link.meter.on_dequeue_any(d.queue, d.sojourn, tx_time);
+            let capture = link.capture && self.capture.is_some();
+            if capture {
+                self.capture_packet(&d.pkt);
+            }
+            let link = &mut self.links[l];
             link.tx = Some(d.pkt);
             self.q.push(now + tx_time, Ev::TxDone(l as u32));
         }

@@ -123,9 +123,19 @@ fn flows_start_and_stop() {
 #[test]
 fn late_packets_count_as_lost() {
     // Staggered starts so that the probes never queue behind each other.
-    let flows = probe("tight", 50.0, "200B", "ect1", "latency_budget = \"10.1ms\"\nstart = \"1ms\"")
-        + &probe("loose", 50.0, "200B", "ect1", "latency_budget = \"10.2ms\"\nstart = \"3ms\"")
-        + &probe("none", 50.0, "200B", "ect1", "start = \"5ms\"");
+    let flows = probe(
+        "tight",
+        50.0,
+        "200B",
+        "ect1",
+        "latency_budget = \"10.1ms\"\nstart = \"1ms\"",
+    ) + &probe(
+        "loose",
+        50.0,
+        "200B",
+        "ect1",
+        "latency_budget = \"10.2ms\"\nstart = \"3ms\"",
+    ) + &probe("none", 50.0, "200B", "ect1", "start = \"5ms\"");
     let s = run_toml(&dumbbell(
         "10Mbit",
         "20ms",

@@ -45,6 +45,7 @@ fn snapshots_and_distributions_match_the_summary() {
         duration: None,
         snapshots: Some((Dur::from_millis(100), Box::new(f.clone()), Box::new(q.clone()))),
         distributions: Some(Box::new(d.clone())),
+        pcap: None,
     };
     let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
     // Flow rows: 120 intervals x 3 flows, plus the header; every row as wide as the header.

@@ -1,0 +1,86 @@
+//! `--pcap`: the egress of the bottleneck link(s) as a pcap file that Wireshark and
+//! tshark read, with real Ethernet/IP/TCP/UDP headers and the ECN field as it left the
+//! queue (after any CE mark). Packets are recorded when the bottleneck starts sending
+//! them. Hosts are numbered by node index (10.0.x.y, or fd00::x:y with IPv6); a flow's
+//! sender uses port 32768 + flow index, its receiver the flow's `port`.
+
+use crate::packet::{Packet, Payload};
+use crate::world::Sim;
+use l4s_metrics::pcap::{IpVersion, PcapWriter, TcpFlagBits, Transport, WirePacket, DEFAULT_SNAPLEN};
+use std::io::{self, Write};
+
+pub struct Capture {
+    w: PcapWriter<Box<dyn Write>>,
+    ip: IpVersion,
+    error: Option<io::Error>,
+}
+
+/// UDP header (8) + IP (20) + Ethernet (14).
+const UDP_OVERHEAD: u32 = 42;
+
+impl Sim {
+    /// Record the bottleneck egress into `w` (IPv6 addresses when `ipv6`).
+    pub fn enable_pcap(&mut self, w: Box<dyn Write>, ipv6: bool) -> io::Result<()> {
+        let w = PcapWriter::new(w, DEFAULT_SNAPLEN)?;
+        self.capture = Some(Capture {
+            w,
+            ip: if ipv6 { IpVersion::V6 } else { IpVersion::V4 },
+            error: None,
+        });
+        Ok(())
+    }
+
+    #[inline]
+    pub(crate) fn capture_packet(&mut self, pkt: &Packet) {
+        let Some(cap) = self.capture.as_mut() else { return };
+        let f = &self.flows[pkt.flow as usize];
+        let port = self.scenario.flows[pkt.flow as usize].port;
+        let eph = 32768u16.wrapping_add(pkt.flow as u16);
+        let (src, dst, sport, dport) = if pkt.forward {
+            (f.src, f.dst, eph, port)
+        } else {
+            (f.dst, f.src, port, eph)
+        };
+        let transport = match &pkt.payload {
+            Payload::Tcp(seg) => Transport::Tcp {
+                src_port: sport,
+                dst_port: dport,
+                seq: seg.seq as u32,
+                ack: seg.ack as u32,
+                flags: TcpFlagBits::from_bits_truncate(seg.flags.0),
+                window: seg.wnd.min(u16::MAX as u32) as u16,
+                payload_len: seg.len,
+            },
+            Payload::UdpPrague(_) | Payload::Probe(_) => Transport::Udp {
+                src_port: sport,
+                dst_port: dport,
+                payload_len: pkt.size.saturating_sub(UDP_OVERHEAD),
+            },
+        };
+        let wire = WirePacket {
+            frame_len: pkt.size,
+            ip: cap.ip,
+            src,
+            dst,
+            ecn: pkt.ecn,
+            dscp: pkt.dscp,
+            transport,
+        };
+        if cap.error.is_none() {
+            if let Err(e) = cap.w.write(self.now, &wire) {
+                cap.error = Some(e);
+            }
+        }
+    }
+
+    /// Flush the capture; returns the first write error.
+    pub fn finish_pcap(&mut self) -> io::Result<()> {
+        if let Some(mut cap) = self.capture.take() {
+            if let Some(e) = cap.error.take() {
+                return Err(e);
+            }
+            cap.w.finish()?;
+        }
+        Ok(())
+    }
+}
