@@ -202,6 +202,7 @@ fn run(
         snapshots,
         distributions,
         pcap,
+        timeline: None,
     };
     let (summary, stats) = match l4s_sim::run(sc, opts, &mut progress) {
         Ok(x) => x,

@@ -70,6 +70,7 @@ fn run(file: &str, duration: Option<Dur>) -> Result {
         snapshots: None,
         distributions: None,
         pcap: None,
+        timeline: None,
     };
     let (summary, stats) = l4s_sim::run(sc, opts, &mut |_| {}).expect("run");
     let wall = t.elapsed().as_secs_f64();

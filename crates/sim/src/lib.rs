@@ -18,6 +18,7 @@ mod measure;
 pub mod packet;
 pub mod snapshot;
 mod summary;
+pub mod timeline;
 pub mod world;
 
 pub use world::Sim;
@@ -40,6 +41,8 @@ pub struct RunOptions {
     pub distributions: Option<Box<dyn std::io::Write>>,
     /// Record the bottleneck egress as pcap (writer, IPv6 addresses).
     pub pcap: Option<(Box<dyn std::io::Write>, bool)>,
+    /// Record every data packet's life (see [`timeline`]).
+    pub timeline: Option<Box<dyn timeline::TimelineSink>>,
 }
 
 /// What a finished run reports beside its summary.
@@ -66,7 +69,12 @@ pub fn run(
         sim.enable_pcap(w, ipv6)
             .map_err(|e| format!("cannot write the pcap: {e}"))?;
     }
+    if let Some(sink) = opts.timeline {
+        sim.enable_timeline(sink);
+    }
     sim.run(progress);
+    sim.finish_timeline()
+        .map_err(|e| format!("cannot write the packet timeline: {e}"))?;
     sim.finish_pcap().map_err(|e| format!("cannot write the pcap: {e}"))?;
     sim.finish_snapshots()
         .map_err(|e| format!("cannot write snapshots: {e}"))?;

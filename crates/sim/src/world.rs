@@ -6,6 +6,7 @@ use crate::endpoints::{Ep, Out};
 use crate::events::{Ev, EventQueue};
 use crate::measure::{FlowMeter, LinkMeter};
 use crate::packet::Packet;
+use crate::timeline::Decision;
 use l4s_aqm::{Dropped, Enqueued, Qdisc};
 use l4s_core::{Dur, Rate, Rng, Time};
 use l4s_scenario::Scenario;
@@ -63,6 +64,7 @@ pub struct Sim {
     pub(crate) unroutable: u64,
     pub(crate) snapshots: Option<crate::snapshot::Snapshots>,
     pub(crate) capture: Option<crate::capture::Capture>,
+    pub(crate) tracker: Option<crate::timeline::Tracker>,
 }
 
 impl Sim {
@@ -134,6 +136,7 @@ impl Sim {
             unroutable: 0,
             snapshots: None,
             capture: None,
+            tracker: None,
         };
         // The window opens before anything else happening at the same instant, so that a
         // zero warm-up counts the very first packet.
@@ -252,11 +255,12 @@ impl Sim {
             Enqueued::Dropped(d) => {
                 let in_window = self.in_window;
                 self.account_drop(&d.pkt, in_window);
+                self.track_hop(&d.pkt, l, d.queue, d.sojourn, Decision::Drop);
             }
         }
         // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
         self.links[l].qdisc.drain_enqueue_drops(&mut self.drops);
-        self.flush_drops();
+        self.flush_drops(l);
         self.arm_qdisc_timer(l);
     }
 
@@ -286,20 +290,24 @@ impl Sim {
             if capture {
                 self.capture_packet(&d.pkt);
             }
+            let decision = if d.marked { Decision::Mark } else { Decision::Pass };
+            self.track_hop(&d.pkt, l, d.queue, d.sojourn, decision);
             let link = &mut self.links[l];
             link.tx = Some(d.pkt);
             self.q.push(now + tx_time, Ev::TxDone(l as u32));
         }
-        self.flush_drops();
+        self.flush_drops(l);
         self.arm_qdisc_timer(l);
     }
 
-    fn flush_drops(&mut self) {
+    /// Account the packets link `l`'s discipline dropped.
+    fn flush_drops(&mut self, l: usize) {
         if !self.drops.is_empty() {
             let in_window = self.in_window;
             let mut drops = std::mem::take(&mut self.drops);
             for d in drops.drain(..) {
                 self.account_drop(&d.pkt, in_window);
+                self.track_hop(&d.pkt, l, d.queue, d.sojourn, Decision::Drop);
             }
             self.drops = drops;
         }
@@ -355,6 +363,7 @@ impl Sim {
         let side = if pkt.forward { 1 } else { 0 };
         let now = self.now;
         if pkt.forward && pkt.is_data {
+            self.track_arrival(&pkt);
             let m = &mut self.flows[f].meter;
             m.on_arrival_any(now, &pkt);
             if self.in_window {
@@ -431,6 +440,7 @@ impl Sim {
             payload: out.payload,
         };
         self.next_id += 1;
+        self.track_sent(&pkt);
         let l = self.routes[from as usize][dst as usize];
         if l == NO_ROUTE {
             self.unroutable += 1;

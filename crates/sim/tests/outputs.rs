@@ -46,6 +46,7 @@ fn snapshots_and_distributions_match_the_summary() {
         snapshots: Some((Dur::from_millis(100), Box::new(f.clone()), Box::new(q.clone()))),
         distributions: Some(Box::new(d.clone())),
         pcap: None,
+        timeline: None,
     };
     let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
     // Flow rows: 120 intervals x 3 flows, plus the header; every row as wide as the header.
@@ -102,4 +103,78 @@ fn snapshots_and_distributions_match_the_summary() {
         assert!((at - p99).abs() <= 0.002 * p99 + 1e-6, "{kind} {name}: {at} vs {p99}");
         assert_eq!(pts.last().unwrap().1, 1.0);
     }
+}
+
+struct Rows(Arc<Mutex<Vec<l4s_sim::timeline::PacketRow>>>);
+impl l4s_sim::timeline::TimelineSink for Rows {
+    fn row(&mut self, r: &l4s_sim::timeline::PacketRow) -> std::io::Result<()> {
+        self.0.lock().unwrap().push(*r);
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The per-packet timeline joins the hosts' view with the queues': on a dumbbell each
+/// delivered packet's one-way delay is exactly the access delay + its recorded bottleneck
+/// sojourn + its serialisation time; lost packets end in a drop; marks match the queue.
+#[test]
+fn packet_timeline_is_consistent() {
+    let text = dumbbell(
+        "20Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "6s",
+        "0s",
+        &(tcp("prague", "prague", "")
+            + &tcp("cubic", "cubic", "ecn = \"off\"")
+            + &probe("pr", 100.0, "200B", "ect1", "")),
+    );
+    let sc = l4s_scenario::load_str(&text, std::path::Path::new("t.toml")).unwrap();
+    let bottleneck = sc.links.iter().position(|l| l.name == "bottleneck").unwrap() as u32;
+    let rows = Arc::new(Mutex::new(Vec::new()));
+    let opts = l4s_sim::RunOptions {
+        timeline: Some(Box::new(Rows(rows.clone()))),
+        ..Default::default()
+    };
+    let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
+    let rows = rows.lock().unwrap();
+    let sent: u64 = s.flows.iter().map(|f| f.sent_packets).sum();
+    assert_eq!(rows.len() as u64, sent, "one row per data packet sent");
+    let (mut delivered, mut lost, mut marked) = (0u64, 0u64, 0u64);
+    for r in rows.iter() {
+        let Some(hop) = r.hops[0] else {
+            // Still on the access link or waiting in the queue when the run ended.
+            assert!(
+                !r.lost && r.arrival.is_none() && r.sent > l4s_core::Time::from_millis(5_900),
+                "{r:?}"
+            );
+            continue;
+        };
+        assert_eq!(hop.link, bottleneck);
+        assert!(r.hops[1].is_none());
+        if hop.decision == l4s_sim::timeline::Decision::Mark {
+            marked += 1;
+            assert!(r.ecn_received.is_none() || r.ecn_received == Some(l4s_core::Ecn::Ce));
+        }
+        if r.lost {
+            lost += 1;
+            assert_eq!(hop.decision, l4s_sim::timeline::Decision::Drop);
+            assert!(r.arrival.is_none());
+        } else if let Some(a) = r.arrival {
+            delivered += 1;
+            let tx = l4s_core::Rate::mbps(20).tx_time(r.size as u64);
+            assert_eq!(a - r.sent, Dur::from_millis(10) + hop.sojourn + tx, "{r:?}");
+        }
+    }
+    assert_eq!(lost, s.flows.iter().map(|f| f.lost_packets).sum::<u64>());
+    assert!(lost > 0, "the Not-ECT CUBIC flow must see drops");
+    assert!(delivered + lost <= sent && delivered as f64 > 0.95 * sent as f64);
+    // Handshake packets that are ECT can be marked too; data marks match within a few.
+    assert!(
+        marked.abs_diff(queue(&s, "bottleneck").marks) <= 4,
+        "{marked} vs {}",
+        queue(&s, "bottleneck").marks
+    );
 }
