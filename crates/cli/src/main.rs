@@ -147,21 +147,23 @@ fn run(
     let total = duration.unwrap_or(sc.duration);
     let tty = std::io::stderr().is_terminal() && !quiet;
     let wall = Instant::now();
+    // A progress bar on a terminal (simulated time, wall time, ETA); nothing otherwise.
+    let bar = if tty {
+        let b = indicatif::ProgressBar::new(total.as_nanos() / 1_000_000);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "  {bar:30.cyan/blue} simulated {msg} of {prefix}  wall {elapsed_precise}  eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.set_prefix(format!("{:.1} s", total.as_secs_f64()));
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut progress = |t: l4s_core::Time| {
-        if tty {
-            let frac = t.as_secs_f64() / total.as_secs_f64().max(1e-9);
-            let el = wall.elapsed().as_secs_f64();
-            let eta = if frac > 0.0 { el / frac - el } else { 0.0 };
-            eprint!(
-                "\r  simulated {:>7.1} s of {:.1} s  ({:>3.0} %)  wall {:>5.1} s  eta {:>4.1} s ",
-                t.as_secs_f64(),
-                total.as_secs_f64(),
-                frac * 100.0,
-                el,
-                eta.max(0.0)
-            );
-            let _ = std::io::stderr().flush();
-        }
+        bar.set_position(t.as_nanos() / 1_000_000);
+        bar.set_message(format!("{:.1} s", t.as_secs_f64()));
     };
     let open = |name: &str| -> std::io::Result<Box<dyn Write>> {
         Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
@@ -207,17 +209,13 @@ fn run(
     let (summary, stats) = match l4s_sim::run(sc, opts, &mut progress) {
         Ok(x) => x,
         Err(e) => {
-            if tty {
-                eprintln!();
-            }
+            bar.finish_and_clear();
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let elapsed = wall.elapsed();
-    if tty {
-        eprint!("\r{}\r", " ".repeat(90));
-    }
+    bar.finish_and_clear();
     let json = match serde_json::to_vec_pretty(&summary) {
         Ok(j) => j,
         Err(e) => {
