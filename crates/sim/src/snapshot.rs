@@ -4,7 +4,8 @@
 //!
 //! `snapshots-flows.csv`: `time_s, flow, throughput_bps, packets, ce_fraction,
 //! owd_min_ms, owd_mean_ms, owd_p99_ms, owd_max_ms, lost, cwnd_bytes, srtt_ms,
-//! pacing_bps, alpha` (delays of the data packets that arrived in the interval; p99
+//! pacing_bps, alpha, ecn_mode, ce_echoed` (ECN feedback negotiated and CE marks the
+//! sender has been told of so far; delays of the data packets that arrived in the interval; p99
 //! from a 2-significant-digit histogram, ≤ 1 % error).
 //! `snapshots-queues.csv`: `time_s, queue, backlog_packets, backlog_bytes,
 //! sojourn_mean_ms, sojourn_max_ms (all sub-queues), sojourn_max_l_ms, sojourn_max_c_ms,
@@ -43,7 +44,7 @@ impl Sim {
         }
         writeln!(
             flows,
-            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha"
+            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed"
         )?;
         writeln!(queues, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops")?;
         for link in &mut self.links {
@@ -84,7 +85,7 @@ impl Sim {
             res = res.and_then(|_| {
                 writeln!(
                     snap.flows,
-                    "{t:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{}",
+                    "{t:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}",
                     spec.name,
                     m.snap_bytes as f64 * 8.0 / secs,
                     m.snap_pkts,
@@ -97,6 +98,8 @@ impl Sim {
                     st.srtt.as_millis_f64(),
                     st.pacing_rate.map(|r| r.bits_per_sec().to_string()).unwrap_or_default(),
                     opt(st.alpha),
+                    if st.ecn_mode.is_empty() { "none" } else { st.ecn_mode },
+                    st.ce_packets,
                 )
             });
             m.snap_bytes = 0;
