@@ -54,6 +54,21 @@ enum Cmd {
         #[arg(long, requires = "pcap")]
         ipv6: bool,
     },
+    /// Rebuild DIR/report.html from a results directory alone.
+    Report {
+        /// Results directory (holds summary.json)
+        dir: PathBuf,
+    },
+    /// Put several runs side by side: a difference table here and an HTML page with
+    /// overlaid distributions.
+    Compare {
+        /// Results directories; differences are relative to the first
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+        /// Where to write the comparison page
+        #[arg(long, default_value = "compare.html")]
+        out: PathBuf,
+    },
     /// Check a scenario file without running it.
     Check {
         /// Scenario file (TOML)
@@ -80,6 +95,17 @@ fn parse_duration_arg(s: &str) -> Result<Dur, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Report { dir } => match l4s_report::write_report(&dir) {
+            Ok(p) => {
+                println!("{}", p.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Compare { dirs, out } => compare(&dirs, &out),
         Cmd::Check { scenario } => match l4s_scenario::load_file(&scenario) {
             Ok(s) => {
                 println!(
@@ -116,6 +142,47 @@ fn main() -> ExitCode {
             pcap.then_some(ipv6),
         ),
     }
+}
+
+fn compare(dirs: &[PathBuf], out: &Path) -> ExitCode {
+    let table = match l4s_report::compare_table(dirs) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let html = match l4s_report::render_compare(dirs) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print!("{table}");
+    // Write beside, then rename: never a half-written page.
+    let tmp = out.with_extension("html.tmp");
+    if let Err(e) = std::fs::write(&tmp, html).and_then(|_| std::fs::rename(&tmp, out)) {
+        let _ = std::fs::remove_file(&tmp);
+        eprintln!("error: cannot write {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
+    println!("comparison: {}", out.display());
+    ExitCode::SUCCESS
+}
+
+/// Print the verdict: a headline, then warnings that explain themselves.
+fn print_verdict(v: &l4s_report::Verdict) {
+    let tag = match v.level {
+        l4s_report::Level::Good => "OK",
+        l4s_report::Level::Warn => "WARNING",
+        l4s_report::Level::Bad => "PROBLEM",
+    };
+    println!("{tag}: {}", v.headline);
+    for w in &v.warnings {
+        println!("  - [{}] {}", w.severity.as_str(), w.text);
+    }
+    println!();
 }
 
 fn run(
@@ -225,9 +292,16 @@ fn run(
     };
     let written = dir
         .write("summary.json", &json)
-        .and_then(|_| dir.write("scenario.toml", &scenario_text))
-        .and_then(|_| dir.commit());
-    let written = match written {
+        .and_then(|_| dir.write("scenario.toml", &scenario_text));
+    if let Err(e) = written {
+        eprintln!("error: cannot write results to {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
+    // The report reads only the results directory, as `l4s report DIR` does later. A
+    // report that cannot be built does not cost the results: they are kept and the
+    // failure is reported.
+    let report = l4s_report::write_report(dir.dir());
+    let written = match dir.commit() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: cannot write results to {}: {e}", out.display());
@@ -237,6 +311,7 @@ fn run(
     if quiet {
         println!("{}", written.display());
     } else {
+        print_verdict(&l4s_report::verdict(&summary, None));
         print!("{}", summary_tables(&summary));
         println!(
             "\nsimulated {:.1} s in {:.2} s wall ({} events, {:.1} M events/s, {} bottleneck packets)",
@@ -247,6 +322,13 @@ fn run(
             stats.bottleneck_packets
         );
         println!("results: {}", written.join("summary.json").display());
+        if report.is_ok() {
+            println!("report:  {}", written.join("report.html").display());
+        }
+    }
+    if let Err(e) = report {
+        eprintln!("error: the results are written, but report.html could not be built: {e}");
+        return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }

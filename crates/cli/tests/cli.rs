@@ -379,3 +379,62 @@ fn pcap_matches_the_summary() {
         "every codepoint present: {n:?}"
     );
 }
+
+/// `l4s report DIR` rebuilds report.html from the results alone; `l4s compare` puts runs
+/// side by side; both refuse a directory that holds no results with status 2.
+#[test]
+fn report_and_compare_commands() {
+    let d = tmpdir("reportcmd");
+    let f = d.join("tiny.toml");
+    std::fs::write(&f, GOOD).unwrap();
+    let fifo = d.join("fifo.toml");
+    std::fs::write(
+        &fifo,
+        GOOD.replace("kind = \"dualpi2\"\nstep_thresh = \"1ms\"", "kind = \"fifo\""),
+    )
+    .unwrap();
+    let (a, b) = (d.join("a"), d.join("b"));
+    for (sc, out) in [(&f, &a), (&fifo, &b)] {
+        let o = l4s()
+            .arg("run")
+            .arg(sc)
+            .arg("--out")
+            .arg(out)
+            .arg("-q")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.join("report.html").is_file());
+    }
+    std::fs::remove_file(a.join("report.html")).unwrap();
+    let o = l4s().arg("report").arg(&a).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(a.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("tiny"));
+    let page = d.join("cmp.html");
+    let o = l4s()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(table.contains("probe") && table.contains('Δ'), "{table}");
+    assert!(std::fs::read_to_string(&page).unwrap().contains("<svg"));
+    // Bad input: a directory without results.
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for args in [
+        vec!["report".to_string()],
+        vec!["compare".to_string(), a.display().to_string()],
+    ] {
+        let o = l4s().args(&args).arg(&empty).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("summary.json") && !err.contains("panicked"), "{err}");
+    }
+    assert!(!empty.join("report.html").exists());
+}

@@ -49,6 +49,10 @@ impl ResultsDir {
             committed: false,
         })
     }
+    /// The (temporary) directory being written.
+    pub fn dir(&self) -> &Path {
+        &self.tmp
+    }
     /// Path of a file inside the (temporary) directory.
     pub fn path(&self, file: &str) -> PathBuf {
         self.tmp.join(file)

@@ -1,0 +1,369 @@
+//! Comparing runs: overlaid CDF/CCDF on shared axes (flows matched by name keep their
+//! colours, runs differ by line style) and differences relative to the first run.
+
+use crate::data::{DistKind, Results};
+use crate::figures::{self, DistLine, RUN_DASHES};
+use crate::fmt::{dms, esc, ms_fine as ms, pct, rate};
+use crate::html::{flows_table, head, palette_for, queues_table, verdict_html};
+use crate::verdict::verdict;
+use crate::ReportError;
+use l4s_metrics::summary::FlowSummary;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn load_all(dirs: &[PathBuf]) -> Result<Vec<Results>, ReportError> {
+    if dirs.is_empty() {
+        return Err(ReportError::NoRuns);
+    }
+    dirs.iter().map(|d| Results::load(d)).collect()
+}
+
+fn run_label(i: usize, r: &Results) -> String {
+    let base = r
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| r.dir.display().to_string());
+    format!(
+        "run {}: {} ({}, seed {})",
+        i + 1,
+        base,
+        r.summary.scenario.name,
+        r.summary.scenario.seed
+    )
+}
+
+fn dash(i: usize) -> Option<&'static str> {
+    RUN_DASHES[i % RUN_DASHES.len()]
+}
+
+/// Flow names in order of first appearance across the runs.
+fn flow_names(runs: &[Results]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in runs {
+        for f in &r.summary.flows {
+            if !v.contains(&f.name) {
+                v.push(f.name.clone());
+            }
+        }
+    }
+    v
+}
+
+/// One difference row: a flow of run `k` against the same flow of the first run.
+pub struct Delta {
+    pub flow: String,
+    pub run: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub throughput_bps: f64,
+    /// Difference of loss fractions (multiply by 100 for percentage points).
+    pub loss: f64,
+}
+
+fn delta(run: usize, a: &FlowSummary, b: &FlowSummary) -> Delta {
+    Delta {
+        flow: b.name.clone(),
+        run,
+        p50_ms: b.owd_ms.p50 - a.owd_ms.p50,
+        p99_ms: b.owd_ms.p99 - a.owd_ms.p99,
+        p999_ms: b.owd_ms.p999 - a.owd_ms.p999,
+        throughput_bps: b.throughput_bps - a.throughput_bps,
+        loss: b.loss_fraction - a.loss_fraction,
+    }
+}
+
+/// Differences of every flow of runs 2.. that also exists (by name) in run 1.
+pub fn deltas(runs: &[Results]) -> Vec<Delta> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    let mut out = Vec::new();
+    for (k, r) in runs.iter().enumerate().skip(1) {
+        for f in &r.summary.flows {
+            if let Some(a) = first.summary.flows.iter().find(|x| x.name == f.name) {
+                out.push(delta(k, a, f));
+            }
+        }
+    }
+    out
+}
+
+fn rel(d: f64, base: f64) -> String {
+    if base.abs() > 0.0 && d.is_finite() && base.is_finite() {
+        format!("{:+.0} %", d / base * 100.0)
+    } else {
+        "–".into()
+    }
+}
+
+fn drate(d: f64) -> String {
+    if !d.is_finite() {
+        "–".into()
+    } else if d >= 0.0 {
+        format!("+{}", rate(d))
+    } else {
+        format!("-{}", rate(-d))
+    }
+}
+
+fn dpp(d: f64) -> String {
+    if !d.is_finite() {
+        "–".into()
+    } else {
+        format!("{:+.3} pp", d * 100.0)
+    }
+}
+
+/// Render an HTML comparison of several results directories (the first is the reference).
+pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
+    let runs = load_all(dirs)?;
+    let pal = palette_for(runs.iter());
+    let mut out = String::with_capacity(256 * 1024);
+    head(&mut out, &format!("l4s-lab comparison of {} runs", runs.len()));
+    let _ = write!(
+        out,
+        "<header><h1>Comparison of {} runs</h1><p class=\"meta\">Differences are relative to run 1. Flows are matched by name and keep their colour; runs differ by line style.</p></header>",
+        runs.len()
+    );
+    out.push_str("<h2>Runs</h2><table><tr><th class=\"l\">run</th><th class=\"l\">directory</th><th class=\"l\">scenario</th><th>seed</th><th>duration s</th><th class=\"l\">line</th></tr>");
+    for (i, r) in runs.iter().enumerate() {
+        let sc = &r.summary.scenario;
+        let style = match dash(i) {
+            None => "solid".to_string(),
+            Some(d) => format!("dashes {d}"),
+        };
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            i + 1,
+            esc(&r.dir.display().to_string()),
+            esc(&sc.name),
+            sc.seed,
+            crate::html::fnum(sc.duration_s),
+            esc(&style)
+        );
+    }
+    out.push_str("</table>");
+    for (i, r) in runs.iter().enumerate() {
+        let _ = write!(out, "<h3>Verdict of run {}</h3>", i + 1);
+        verdict_html(&mut out, &verdict(&r.summary, r.snapshots.as_ref()));
+    }
+
+    out.push_str("<h2>Differences from run 1</h2>");
+    diff_table_html(&mut out, &runs);
+
+    out.push_str("<h2>One-way delay distributions, all runs</h2>");
+    let suffix = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!(
+                "run {}: {}, seed {}",
+                i + 1,
+                r.summary.scenario.name,
+                r.summary.scenario.seed
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let styles: Vec<(String, Option<&'static str>)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (run_label(i, r), dash(i)))
+        .collect();
+    let names = flow_names(&runs);
+    let mut all = Vec::new();
+    let mut exact = true;
+    for name in &names {
+        for (i, r) in runs.iter().enumerate() {
+            let Some(f) = r.summary.flows.iter().find(|f| &f.name == name) else {
+                continue;
+            };
+            if let Some((pts, ex)) = figures::dist_points(r, DistKind::Owd, name, Some(&f.owd_ms)) {
+                exact &= ex;
+                let first = !all.iter().any(|l: &DistLine| l.label == *name);
+                all.push(DistLine {
+                    label: name.clone(),
+                    color: pal.color(name),
+                    dash: dash(i),
+                    pts,
+                    legend: first,
+                });
+            }
+        }
+    }
+    if !exact {
+        let _ = write!(out, "<p class=\"missing\">{}</p>", esc("Some runs have no distributions.csv: their curves join the summary's percentiles (p50 … max) with straight lines."));
+    }
+    let xr = figures::dist_xrange(all.iter());
+    let mut n = 0;
+    let mut push = |out: &mut String, c: &crate::charts::Chart| {
+        n += 1;
+        out.push_str(&c.to_svg(&format!("k{n}")));
+        out.push('\n');
+    };
+    for c in figures::cdf_ccdf_on(
+        "one-way delay per flow (ms)",
+        "one-way delay (ms)",
+        &suffix,
+        &all,
+        &styles,
+        xr,
+    ) {
+        push(&mut out, &c);
+    }
+    out.push_str("<h2>Per flow, runs overlaid</h2><p class=\"meta\">Every chart below uses the same axes.</p>");
+    for name in &names {
+        let lines: Vec<DistLine> = all
+            .iter()
+            .filter(|l| &l.label == name)
+            .map(|l| DistLine {
+                label: l.label.clone(),
+                color: l.color.clone(),
+                dash: l.dash,
+                pts: l.pts.clone(),
+                legend: l.legend,
+            })
+            .collect();
+        let title = format!("one-way delay of '{name}' (ms)");
+        let charts = figures::cdf_ccdf_on(&title, "one-way delay (ms)", &suffix, &lines, &styles, xr);
+        if let Some(c) = charts.into_iter().nth(1) {
+            push(&mut out, &c);
+        }
+    }
+
+    out.push_str("<h2>Summary tables per run</h2>");
+    for (i, r) in runs.iter().enumerate() {
+        let _ = write!(out, "<h3>{}</h3>", esc(&run_label(i, r)));
+        flows_table(&mut out, r, &pal);
+        queues_table(&mut out, r);
+    }
+    let _ = write!(
+        out,
+        "<footer>Generated by l4s-report {} from the results directories alone. Self-contained: no script, font, stylesheet or network access.</footer>\n</body></html>\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    Ok(out)
+}
+
+fn diff_table_html(out: &mut String, runs: &[Results]) {
+    if runs.len() < 2 {
+        out.push_str("<p class=\"meta\">Only one run: nothing to compare.</p>");
+        return;
+    }
+    let first = &runs[0].summary;
+    out.push_str("<table><tr><th class=\"l\">flow</th><th>run</th><th>Δ OWD p50 ms</th><th>Δ p99 ms</th><th>Δ p99.9 ms</th><th>Δ throughput</th><th>Δ loss</th></tr>");
+    for d in deltas(runs) {
+        let Some(a) = first.flows.iter().find(|f| f.name == d.flow) else {
+            continue;
+        };
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{} ({})</td><td>{} ({})</td><td>{} ({})</td><td>{} ({})</td><td>{}</td></tr>",
+            esc(&d.flow),
+            d.run + 1,
+            esc(&dms(d.p50_ms)),
+            esc(&rel(d.p50_ms, a.owd_ms.p50)),
+            esc(&dms(d.p99_ms)),
+            esc(&rel(d.p99_ms, a.owd_ms.p99)),
+            esc(&dms(d.p999_ms)),
+            esc(&rel(d.p999_ms, a.owd_ms.p999)),
+            esc(&drate(d.throughput_bps)),
+            esc(&rel(d.throughput_bps, a.throughput_bps)),
+            esc(&dpp(d.loss)),
+        );
+    }
+    out.push_str("</table>");
+    let unmatched: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.summary
+                .flows
+                .iter()
+                .filter(|f| runs.iter().any(|o| !o.summary.flows.iter().any(|g| g.name == f.name)))
+                .map(move |f| format!("'{}' (run {})", f.name, i + 1))
+        })
+        .collect();
+    if !unmatched.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"meta\">Not in every run, so compared only where present: {}.</p>",
+            esc(&unmatched.join(", "))
+        );
+    }
+}
+
+/// A plain-text comparison for the terminal: one line per run, then per flow and run the
+/// OWD percentiles, throughput and loss with differences relative to run 1.
+pub fn compare_table(dirs: &[PathBuf]) -> Result<String, ReportError> {
+    let runs = load_all(dirs)?;
+    Ok(compare_table_of(&runs))
+}
+
+fn compare_table_of(runs: &[Results]) -> String {
+    let mut out = String::new();
+    for (i, r) in runs.iter().enumerate() {
+        let v = verdict(&r.summary, r.snapshots.as_ref());
+        let _ = writeln!(
+            out,
+            "{} [{}] {}",
+            sanitize(&run_label(i, r)),
+            v.level.as_str(),
+            sanitize(&v.headline)
+        );
+    }
+    out.push('\n');
+    let mut rows = vec![[
+        "flow",
+        "run",
+        "owd p50",
+        "p99",
+        "p99.9 ms",
+        "Δp50",
+        "Δp99",
+        "Δp99.9",
+        "throughput",
+        "Δthroughput",
+        "loss",
+        "Δloss",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect::<Vec<_>>()];
+    let first = &runs[0].summary;
+    for name in flow_names(runs) {
+        let base = first.flows.iter().find(|f| f.name == name);
+        for (i, r) in runs.iter().enumerate() {
+            let Some(f) = r.summary.flows.iter().find(|f| f.name == name) else {
+                continue;
+            };
+            let d = match (i, base) {
+                (0, _) | (_, None) => None,
+                (_, Some(a)) => Some(delta(i, a, f)),
+            };
+            let dd = |g: &dyn Fn(&Delta) -> String| d.as_ref().map(g).unwrap_or_default();
+            rows.push(vec![
+                sanitize(&name),
+                (i + 1).to_string(),
+                ms(f.owd_ms.p50),
+                ms(f.owd_ms.p99),
+                ms(f.owd_ms.p999),
+                dd(&|d| dms(d.p50_ms)),
+                dd(&|d| dms(d.p99_ms)),
+                dd(&|d| dms(d.p999_ms)),
+                rate(f.throughput_bps),
+                dd(&|d| drate(d.throughput_bps)),
+                pct(f.loss_fraction),
+                dd(&|d| dpp(d.loss)),
+            ]);
+        }
+    }
+    out.push_str(&l4s_metrics::table::render(&rows));
+    out
+}
+
+/// Terminal-safe text: control characters (escape sequences in a flow name) are replaced.
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '\u{FFFD}' } else { c }).collect()
+}

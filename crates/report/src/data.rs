@@ -1,0 +1,428 @@
+//! Reading a results directory: `summary.json` (required) and the optional
+//! `snapshots-flows.csv`, `snapshots-queues.csv` and `distributions.csv`.
+//!
+//! Columns are found by header name. A column that is absent, or a cell that is empty,
+//! reads as NaN ("not applicable"); charts skip NaN points. A malformed row is an error
+//! that names the file and the line.
+
+use crate::csv;
+use crate::ReportError;
+use l4s_metrics::summary::{Summary, SCHEMA_VERSION};
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Columns of `snapshots-flows.csv` after `time_s,flow`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowCol {
+    ThroughputBps,
+    Packets,
+    CeFraction,
+    OwdMinMs,
+    OwdMeanMs,
+    OwdP99Ms,
+    OwdMaxMs,
+    Lost,
+    CwndBytes,
+    SrttMs,
+    PacingBps,
+    Alpha,
+}
+
+impl FlowCol {
+    pub const ALL: [FlowCol; 12] = [
+        FlowCol::ThroughputBps,
+        FlowCol::Packets,
+        FlowCol::CeFraction,
+        FlowCol::OwdMinMs,
+        FlowCol::OwdMeanMs,
+        FlowCol::OwdP99Ms,
+        FlowCol::OwdMaxMs,
+        FlowCol::Lost,
+        FlowCol::CwndBytes,
+        FlowCol::SrttMs,
+        FlowCol::PacingBps,
+        FlowCol::Alpha,
+    ];
+    pub fn header(self) -> &'static str {
+        match self {
+            FlowCol::ThroughputBps => "throughput_bps",
+            FlowCol::Packets => "packets",
+            FlowCol::CeFraction => "ce_fraction",
+            FlowCol::OwdMinMs => "owd_min_ms",
+            FlowCol::OwdMeanMs => "owd_mean_ms",
+            FlowCol::OwdP99Ms => "owd_p99_ms",
+            FlowCol::OwdMaxMs => "owd_max_ms",
+            FlowCol::Lost => "lost",
+            FlowCol::CwndBytes => "cwnd_bytes",
+            FlowCol::SrttMs => "srtt_ms",
+            FlowCol::PacingBps => "pacing_bps",
+            FlowCol::Alpha => "alpha",
+        }
+    }
+}
+
+/// Columns of `snapshots-queues.csv` after `time_s,queue`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueCol {
+    BacklogPackets,
+    BacklogBytes,
+    SojournMeanMs,
+    SojournMaxMs,
+    SojournMaxLMs,
+    SojournMaxCMs,
+    Utilization,
+    Probability,
+    Marks,
+    Drops,
+}
+
+impl QueueCol {
+    pub const ALL: [QueueCol; 10] = [
+        QueueCol::BacklogPackets,
+        QueueCol::BacklogBytes,
+        QueueCol::SojournMeanMs,
+        QueueCol::SojournMaxMs,
+        QueueCol::SojournMaxLMs,
+        QueueCol::SojournMaxCMs,
+        QueueCol::Utilization,
+        QueueCol::Probability,
+        QueueCol::Marks,
+        QueueCol::Drops,
+    ];
+    pub fn header(self) -> &'static str {
+        match self {
+            QueueCol::BacklogPackets => "backlog_packets",
+            QueueCol::BacklogBytes => "backlog_bytes",
+            QueueCol::SojournMeanMs => "sojourn_mean_ms",
+            QueueCol::SojournMaxMs => "sojourn_max_ms",
+            QueueCol::SojournMaxLMs => "sojourn_max_l_ms",
+            QueueCol::SojournMaxCMs => "sojourn_max_c_ms",
+            QueueCol::Utilization => "utilization",
+            QueueCol::Probability => "probability",
+            QueueCol::Marks => "marks",
+            QueueCol::Drops => "drops",
+        }
+    }
+}
+
+/// The time series of one flow or one queue: `time_s` and one vector per column
+/// (same length; NaN = not applicable or column absent).
+#[derive(Clone, Debug, Default)]
+pub struct Series {
+    pub name: String,
+    pub time_s: Vec<f64>,
+    pub values: Vec<Vec<f64>>,
+}
+
+impl Series {
+    fn new(name: &str, ncol: usize) -> Series {
+        Series {
+            name: name.to_string(),
+            time_s: Vec::new(),
+            values: vec![Vec::new(); ncol],
+        }
+    }
+    /// Values of flow column `c` (use on flow series).
+    pub fn flow(&self, c: FlowCol) -> &[f64] {
+        let i = FlowCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
+        self.values.get(i).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+    /// Values of queue column `c` (use on queue series).
+    pub fn queue(&self, c: QueueCol) -> &[f64] {
+        let i = QueueCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
+        self.values.get(i).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+    /// `(t, v)` pairs of a column for drawing: NaN cells are left out, and where the series has
+    /// a gap (a run of NaN cells, or a time step over three times the median step, e.g. a
+    /// flow that stopped and restarted) a `(t, NaN)` marker tells the chart to break the line.
+    pub fn points(&self, col: &[f64]) -> Vec<(f64, f64)> {
+        let n = self.time_s.len().min(col.len());
+        let mut steps: Vec<f64> = self.time_s[..n]
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .filter(|d| *d > 0.0)
+            .collect();
+        let median = if steps.is_empty() {
+            f64::INFINITY
+        } else {
+            let m = steps.len() / 2;
+            *steps.select_nth_unstable_by(m, f64::total_cmp).1
+        };
+        let mut out: Vec<(f64, f64)> = Vec::with_capacity(n);
+        let mut prev_t = f64::NAN;
+        let mut gap = false;
+        for (t, v) in self.time_s[..n].iter().zip(&col[..n]) {
+            if !v.is_finite() {
+                gap = true;
+                continue;
+            }
+            if let Some(last) = out.last() {
+                if (gap || *t - prev_t > 3.0 * median) && last.1.is_finite() {
+                    out.push((prev_t, f64::NAN));
+                }
+            }
+            out.push((*t, *v));
+            prev_t = *t;
+            gap = false;
+        }
+        out
+    }
+}
+
+/// `snapshots-flows.csv` and `snapshots-queues.csv`, grouped by flow / queue in order of
+/// first appearance. Either file may be absent (empty vector).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshots {
+    pub flows: Vec<Series>,
+    pub queues: Vec<Series>,
+}
+
+impl Snapshots {
+    pub fn flow(&self, name: &str) -> Option<&Series> {
+        self.flows.iter().find(|s| s.name == name)
+    }
+    pub fn queue(&self, name: &str) -> Option<&Series> {
+        self.queues.iter().find(|s| s.name == name)
+    }
+    /// Read the snapshot files of a results directory; `Ok(None)` if neither exists.
+    pub fn load(dir: &Path) -> Result<Option<Snapshots>, ReportError> {
+        let f = read_optional(&dir.join("snapshots-flows.csv"))?;
+        let q = read_optional(&dir.join("snapshots-queues.csv"))?;
+        if f.is_none() && q.is_none() {
+            return Ok(None);
+        }
+        let mut s = Snapshots::default();
+        if let Some((path, text)) = f {
+            let hdr: Vec<&str> = FlowCol::ALL.iter().map(|c| c.header()).collect();
+            s.flows = parse_series(&path, &text, "flow", &hdr)?;
+        }
+        if let Some((path, text)) = q {
+            let hdr: Vec<&str> = QueueCol::ALL.iter().map(|c| c.header()).collect();
+            s.queues = parse_series(&path, &text, "queue", &hdr)?;
+        }
+        Ok(Some(s))
+    }
+}
+
+fn parse_series(path: &Path, text: &str, key: &str, cols: &[&str]) -> Result<Vec<Series>, ReportError> {
+    let mut out: Vec<Series> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut last = usize::MAX; // series of the previous row
+    csv::scan(
+        path,
+        text,
+        |h| {
+            let need = |name: &str| {
+                h.iter().position(|x| x == name).ok_or_else(|| ReportError::Csv {
+                    path: path.to_path_buf(),
+                    line: 1,
+                    reason: format!(
+                        "header has no `{name}` column (found: {})",
+                        csv::truncate(&h.join(","), 200)
+                    ),
+                })
+            };
+            let idx: Vec<Option<usize>> = cols.iter().map(|c| h.iter().position(|x| x == c)).collect();
+            Ok((need("time_s")?, need(key)?, idx))
+        },
+        |(ti, ki, idx), line, row| {
+            let (ti, ki) = (*ti, *ki);
+            let name: &str = &row[ki];
+            let si = if last < out.len() && out[last].name == name {
+                last
+            } else if let Some(i) = by_name.get(name) {
+                *i
+            } else {
+                out.push(Series::new(name, cols.len()));
+                by_name.insert(name.to_string(), out.len() - 1);
+                out.len() - 1
+            };
+            last = si;
+            let time = csv::num(path, line, "time_s", &row[ti])?;
+            if time.is_nan() {
+                return Err(ReportError::Csv {
+                    path: path.to_path_buf(),
+                    line,
+                    reason: "column time_s: expected a time in seconds, found an empty cell".into(),
+                });
+            }
+            let s = &mut out[si];
+            s.time_s.push(time);
+            for (ci, i) in idx.iter().enumerate() {
+                let v = match i {
+                    Some(i) => csv::num(path, line, cols[ci], &row[*i])?,
+                    None => f64::NAN,
+                };
+                s.values[ci].push(v);
+            }
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// Which distribution a `distributions.csv` row belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DistKind {
+    Owd,
+    Rtt,
+    Sojourn,
+}
+
+/// One sampled CDF: `(value_ms, cdf)` pairs sorted by value.
+#[derive(Clone, Debug)]
+pub struct Distribution {
+    pub kind: DistKind,
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// `distributions.csv`: CDFs sampled from the HDR histograms.
+#[derive(Clone, Debug, Default)]
+pub struct Distributions {
+    pub items: Vec<Distribution>,
+}
+
+impl Distributions {
+    pub fn get(&self, kind: DistKind, name: &str) -> Option<&Distribution> {
+        self.items.iter().find(|d| d.kind == kind && d.name == name)
+    }
+    /// Read `distributions.csv`; `Ok(None)` if the file does not exist.
+    pub fn load(dir: &Path) -> Result<Option<Distributions>, ReportError> {
+        let Some((path, text)) = read_optional(&dir.join("distributions.csv"))? else {
+            return Ok(None);
+        };
+        let t = csv::parse(&path, &text)?;
+        let need = |name: &str| {
+            t.col(name).ok_or_else(|| ReportError::Csv {
+                path: path.clone(),
+                line: 1,
+                reason: format!("header has no `{name}` column (expected kind,name,value_ms,cdf)"),
+            })
+        };
+        let (ki, ni, vi, ci) = (need("kind")?, need("name")?, need("value_ms")?, need("cdf")?);
+        let mut d = Distributions::default();
+        for (line, row) in &t.rows {
+            let bad = |reason: String| ReportError::Csv {
+                path: path.clone(),
+                line: *line,
+                reason,
+            };
+            let kind = match row[ki].trim() {
+                "owd" => DistKind::Owd,
+                "rtt" => DistKind::Rtt,
+                "sojourn" => DistKind::Sojourn,
+                other => {
+                    return Err(bad(format!(
+                        "column kind: expected owd, rtt or sojourn, found {:?}",
+                        csv::truncate(other, 40)
+                    )))
+                }
+            };
+            let v = csv::num(&path, *line, "value_ms", &row[vi])?;
+            let c = csv::num(&path, *line, "cdf", &row[ci])?;
+            if v.is_nan() || c.is_nan() {
+                return Err(bad("value_ms and cdf must both be numbers".into()));
+            }
+            if !(0.0..=1.0).contains(&c) {
+                return Err(bad(format!("column cdf: {c} is outside 0..1")));
+            }
+            if v < 0.0 {
+                return Err(bad(format!("column value_ms: {v} is negative")));
+            }
+            let name = &row[ni];
+            match d.items.iter_mut().find(|x| x.kind == kind && x.name == *name) {
+                Some(x) => x.points.push((v, c)),
+                None => d.items.push(Distribution {
+                    kind,
+                    name: name.clone(),
+                    points: vec![(v, c)],
+                }),
+            }
+        }
+        for x in &mut d.items {
+            x.points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        }
+        Ok(Some(d))
+    }
+}
+
+/// Everything the report reads from one results directory.
+#[derive(Clone, Debug)]
+pub struct Results {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub snapshots: Option<Snapshots>,
+    pub distributions: Option<Distributions>,
+}
+
+impl Results {
+    /// Load a results directory. Only `summary.json` is required.
+    pub fn load(dir: &Path) -> Result<Results, ReportError> {
+        let summary = load_summary(dir)?;
+        Ok(Results {
+            dir: dir.to_path_buf(),
+            summary,
+            snapshots: Snapshots::load(dir)?,
+            distributions: Distributions::load(dir)?,
+        })
+    }
+}
+
+/// Read and check `dir/summary.json`.
+pub fn load_summary(dir: &Path) -> Result<Summary, ReportError> {
+    let path = dir.join("summary.json");
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ReportError::MissingSummary { dir: dir.to_path_buf() })
+        }
+        Err(e) => return Err(ReportError::Io { path, source: e }),
+    };
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| ReportError::Summary {
+        path: path.clone(),
+        reason: format!("not valid JSON: {e}"),
+    })?;
+    match v.get("schema_version") {
+        Some(n) if n.as_u64() == Some(SCHEMA_VERSION as u64) => {}
+        Some(n) => {
+            return Err(ReportError::UnsupportedSchema {
+                path,
+                found: csv::truncate(&n.to_string(), 40),
+                supported: SCHEMA_VERSION,
+            })
+        }
+        None => {
+            return Err(ReportError::Summary {
+                path,
+                reason: "no schema_version: not an l4s-lab summary.json".into(),
+            })
+        }
+    }
+    Summary::from_json(&bytes).map_err(|reason| ReportError::Summary { path, reason })
+}
+
+/// Read a file as UTF-8 text; `Ok(None)` if it does not exist.
+fn read_optional(path: &Path) -> Result<Option<(PathBuf, String)>, ReportError> {
+    match fs::read(path) {
+        Ok(b) => match String::from_utf8(b) {
+            Ok(s) => Ok(Some((path.to_path_buf(), s))),
+            Err(e) => {
+                let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+                let line = upto.iter().filter(|c| **c == b'\n').count() + 1;
+                Err(ReportError::Csv {
+                    path: path.to_path_buf(),
+                    line,
+                    reason: "not UTF-8 text".into(),
+                })
+            }
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ReportError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+    }
+}

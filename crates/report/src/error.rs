@@ -1,0 +1,35 @@
+//! Errors that name the file and what was wrong with it (DESIGN.md principle 6).
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why a report could not be built. Every variant names the file involved.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The directory has no `summary.json`: it is not an l4s-lab results directory.
+    #[error("{}: no summary.json here, so this is not an l4s-lab results directory (write one with `l4s run SCENARIO --out DIR`)", dir.display())]
+    MissingSummary { dir: PathBuf },
+    /// `summary.json` has a `schema_version` this build does not read.
+    #[error("{}: schema_version {found} is not supported (this build reads {supported}); regenerate the results with a matching l4s-lab", path.display())]
+    UnsupportedSchema {
+        path: PathBuf,
+        found: String,
+        supported: u32,
+    },
+    /// `summary.json` is not valid JSON or does not match the schema.
+    #[error("{}: {reason}", path.display())]
+    Summary { path: PathBuf, reason: String },
+    /// A CSV file has a malformed header or row. `line` is 1-based (the header is line 1).
+    #[error("{}, line {line}: {reason}", path.display())]
+    Csv { path: PathBuf, line: usize, reason: String },
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// `render_compare` / `compare_table` was given no directory.
+    #[error("nothing to compare: give at least one results directory")]
+    NoRuns,
+}

@@ -1,0 +1,533 @@
+//! The report's charts, built from a loaded results directory. Each function returns
+//! charts with data only (an empty chart is never drawn; the caller says what is missing).
+
+use crate::charts::{Axis, Chart, Guide, Layer, Mark, Palette, Points};
+use crate::data::{DistKind, FlowCol, QueueCol, Results, Series};
+use crate::verdict::is_l4s;
+use l4s_metrics::Percentiles;
+use std::collections::BTreeMap;
+
+pub const DASH_CLASSIC: &str = "7 4";
+/// Line styles of runs 1, 2, 3, ... in a comparison.
+pub const RUN_DASHES: [Option<&str>; 4] = [None, Some("8 4"), Some("2 3"), Some("10 3 2 3")];
+
+/// Names and units shared by the charts of one report.
+pub struct Ctx<'a> {
+    pub res: &'a Results,
+    pub pal: &'a Palette,
+}
+
+impl Ctx<'_> {
+    pub fn suffix(&self) -> String {
+        let sc = &self.res.summary.scenario;
+        format!("{}, seed {}", sc.name, sc.seed)
+    }
+    fn time_axis(&self) -> Axis {
+        let sc = &self.res.summary.scenario;
+        let mut tmax = if sc.duration_s.is_finite() { sc.duration_s } else { 0.0 };
+        if let Some(sn) = &self.res.snapshots {
+            for s in sn.flows.iter().chain(sn.queues.iter()) {
+                for t in &s.time_s {
+                    tmax = tmax.max(*t);
+                }
+            }
+        }
+        Axis::linear("time (s)", 0.0, tmax)
+    }
+    fn shade(&self) -> Option<(f64, f64, String)> {
+        let w = self.res.summary.scenario.warmup_s;
+        (w.is_finite() && w > 0.0).then(|| (0.0, w, "warm-up (not in the statistics)".to_string()))
+    }
+    fn chart(&self, title: String, y: Axis) -> Chart {
+        let mut c = Chart::new(format!("{title} — {}", self.suffix()), self.time_axis(), y);
+        c.shade = self.shade();
+        c
+    }
+    fn is_l4s_flow(&self, name: &str) -> bool {
+        self.res
+            .summary
+            .flows
+            .iter()
+            .find(|f| f.name == name)
+            .map(is_l4s)
+            .unwrap_or(false)
+    }
+    fn flow_dash(&self, name: &str) -> Option<&'static str> {
+        (!self.is_l4s_flow(name)).then_some(DASH_CLASSIC)
+    }
+}
+
+fn fmax(it: impl IntoIterator<Item = f64>) -> f64 {
+    it.into_iter().filter(|v| v.is_finite()).fold(f64::NAN, f64::max)
+}
+
+fn line(name: &str, color: &str, pts: Vec<(f64, f64)>, width: f64, dash: Option<&'static str>, legend: bool) -> Layer {
+    Layer {
+        name: name.into(),
+        color: color.into(),
+        mark: Mark::Line { pts, width, dash },
+        legend,
+    }
+}
+
+fn scaled(pts: Vec<(f64, f64)>, k: f64) -> Vec<(f64, f64)> {
+    pts.into_iter().map(|(t, v)| (t, v * k)).collect()
+}
+
+/// Divisor and unit for rates up to `max` bit/s.
+pub fn rate_unit(max: f64) -> (f64, &'static str) {
+    if max >= 2e9 {
+        (1e9, "Gbit/s")
+    } else if max >= 2e6 {
+        (1e6, "Mbit/s")
+    } else if max >= 2e3 {
+        (1e3, "kbit/s")
+    } else {
+        (1.0, "bit/s")
+    }
+}
+
+fn has(s: &Series, c: FlowCol) -> bool {
+    s.flow(c).iter().any(|v| v.is_finite())
+}
+
+/// One-way delay over time, one chart per flow with a shared y axis: band min–max,
+/// mean line, dashed p99 line (or the max line when that is all the snapshots have).
+pub fn latency_over_time(cx: &Ctx) -> Vec<Chart> {
+    let Some(sn) = &cx.res.snapshots else { return Vec::new() };
+    let cols = [
+        FlowCol::OwdMinMs,
+        FlowCol::OwdMeanMs,
+        FlowCol::OwdP99Ms,
+        FlowCol::OwdMaxMs,
+    ];
+    let ymax = fmax(
+        sn.flows
+            .iter()
+            .flat_map(|s| cols.iter().flat_map(move |c| s.flow(*c).iter().copied())),
+    );
+    if !ymax.is_finite() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for s in &sn.flows {
+        let color = cx.pal.color(&s.name);
+        let mut c = cx.chart(
+            format!("One-way delay over time of '{}' (ms per snapshot interval)", s.name),
+            Axis::linear("one-way delay (ms)", 0.0, ymax * 1.05),
+        );
+        c.plot_height = 170.0;
+        if has(s, FlowCol::OwdMinMs) && has(s, FlowCol::OwdMaxMs) {
+            let (lo, hi) = band_pairs(s, FlowCol::OwdMinMs, FlowCol::OwdMaxMs);
+            c.layers.push(Layer {
+                name: "min–max".into(),
+                color: color.clone(),
+                mark: Mark::Band { lo, hi, opacity: 0.22 },
+                legend: true,
+            });
+        } else if has(s, FlowCol::OwdMaxMs) {
+            c.layers.push(line(
+                "max",
+                &color,
+                s.points(s.flow(FlowCol::OwdMaxMs)),
+                1.0,
+                Some("1 2"),
+                true,
+            ));
+        }
+        if has(s, FlowCol::OwdMeanMs) {
+            c.layers.push(line(
+                "mean",
+                &color,
+                s.points(s.flow(FlowCol::OwdMeanMs)),
+                1.6,
+                None,
+                true,
+            ));
+        }
+        if has(s, FlowCol::OwdP99Ms) {
+            c.layers.push(line(
+                "p99",
+                &color,
+                s.points(s.flow(FlowCol::OwdP99Ms)),
+                1.2,
+                Some("5 3"),
+                true,
+            ));
+        }
+        if c.has_data() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// (lo, hi) point lists over the rows where both are present.
+fn band_pairs(s: &Series, lo: FlowCol, hi: FlowCol) -> (Points, Points) {
+    // Where either edge is missing both are, so the two edges break at the same places.
+    let (a, b) = (s.flow(lo), s.flow(hi));
+    let both: Vec<bool> = a.iter().zip(b).map(|(x, y)| x.is_finite() && y.is_finite()).collect();
+    let pick = |c: &[f64]| -> Vec<f64> {
+        c.iter()
+            .zip(&both)
+            .map(|(v, ok)| if *ok { *v } else { f64::NAN })
+            .collect()
+    };
+    (s.points(&pick(a)), s.points(&pick(b)))
+}
+
+/// CDF points of a flow's OWD (or a queue's sojourn): from distributions.csv when present,
+/// else the summary's percentiles as knots. The bool says whether it is the sampled CDF.
+pub fn dist_points(
+    res: &Results,
+    kind: DistKind,
+    name: &str,
+    p: Option<&Percentiles>,
+) -> Option<(Vec<(f64, f64)>, bool)> {
+    if let Some(d) = res.distributions.as_ref().and_then(|d| d.get(kind, name)) {
+        if !d.points.is_empty() {
+            return Some((d.points.clone(), true));
+        }
+    }
+    let p = p.filter(|p| p.count > 0)?;
+    let pts = vec![
+        (p.p50, 0.5),
+        (p.p90, 0.9),
+        (p.p99, 0.99),
+        (p.p999, 0.999),
+        (p.p9999, 0.9999),
+        (p.max, 1.0),
+    ];
+    Some((pts.into_iter().filter(|(v, _)| v.is_finite()).collect(), false))
+}
+
+/// One line of a CDF/CCDF chart.
+pub struct DistLine {
+    pub label: String,
+    pub color: String,
+    pub dash: Option<&'static str>,
+    pub pts: Vec<(f64, f64)>,
+    pub legend: bool,
+}
+
+/// A CDF chart (linear axes; guides at p50, p90, p99) and a CCDF chart (log y down to the
+/// smallest tail the data reach, at most 10⁻⁶; guides at p99, p99.9, p99.99) sharing one x axis.
+pub fn cdf_ccdf(
+    title: &str,
+    xlabel: &str,
+    suffix: &str,
+    lines: &[DistLine],
+    styles: &[(String, Option<&'static str>)],
+) -> Vec<Chart> {
+    cdf_ccdf_on(title, xlabel, suffix, lines, styles, None)
+}
+
+/// The x range (min, max with a 3 % margin) covering every line.
+pub fn dist_xrange<'a>(lines: impl IntoIterator<Item = &'a DistLine>) -> Option<(f64, f64)> {
+    let xs: Vec<f64> = lines
+        .into_iter()
+        .flat_map(|l| l.pts.iter().map(|p| p.0))
+        .filter(|v| v.is_finite())
+        .collect();
+    let xmax = fmax(xs.iter().copied());
+    let xmin = xs.iter().copied().fold(f64::NAN, f64::min);
+    if !xmax.is_finite() {
+        return None;
+    }
+    let pad = ((xmax - xmin) * 0.03).max(xmax.abs() * 1e-3);
+    Some(((xmin - pad).max(0.0), xmax + pad))
+}
+
+/// [`cdf_ccdf`] on a given x range (so that several charts share the axis).
+pub fn cdf_ccdf_on(
+    title: &str,
+    xlabel: &str,
+    suffix: &str,
+    lines: &[DistLine],
+    styles: &[(String, Option<&'static str>)],
+    xrange: Option<(f64, f64)>,
+) -> Vec<Chart> {
+    let Some((x0, x1)) = xrange.or_else(|| dist_xrange(lines)) else {
+        return Vec::new();
+    };
+    let x = Axis::linear(xlabel, x0, x1);
+    let mut cdf = Chart::new(
+        format!("CDF of {title} — {suffix}"),
+        x.clone(),
+        Axis::linear("fraction of packets ≤ x", 0.0, 1.0),
+    );
+    let tail = lines
+        .iter()
+        .flat_map(|l| l.pts.iter().map(|p| 1.0 - p.1))
+        .filter(|v| *v > 0.0)
+        .fold(1.0f64, f64::min)
+        .max(1e-6);
+    let ymin = 10f64.powf(tail.log10().floor()).min(1e-4);
+    let mut ccdf = Chart::new(
+        format!("CCDF of {title}, log scale — {suffix}"),
+        x,
+        Axis::log("fraction of packets > x (log)", ymin, 1.0),
+    );
+    for l in lines {
+        cdf.layers
+            .push(line(&l.label, &l.color, l.pts.clone(), 1.8, l.dash, l.legend));
+        let c: Vec<(f64, f64)> = l.pts.iter().map(|(v, p)| (*v, 1.0 - p)).collect();
+        ccdf.layers.push(line(&l.label, &l.color, c, 1.8, l.dash, l.legend));
+    }
+    for (v, lab) in [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")] {
+        cdf.guides.push(Guide {
+            horizontal: true,
+            value: v,
+            label: lab.into(),
+        });
+    }
+    for (v, lab) in [(1e-2, "p99"), (1e-3, "p99.9"), (1e-4, "p99.99")] {
+        ccdf.guides.push(Guide {
+            horizontal: true,
+            value: v,
+            label: lab.into(),
+        });
+    }
+    cdf.legend_styles = styles.to_vec();
+    ccdf.legend_styles = styles.to_vec();
+    [cdf, ccdf].into_iter().filter(|c| c.has_data()).collect()
+}
+
+/// OWD CDF and CCDF of every flow, L4S solid and classic dashed. The bool says whether
+/// all lines come from distributions.csv (else some are percentile knots from the summary).
+pub fn owd_distributions(cx: &Ctx) -> (Vec<Chart>, bool) {
+    let mut lines = Vec::new();
+    let mut exact = true;
+    for f in &cx.res.summary.flows {
+        if let Some((pts, ex)) = dist_points(cx.res, DistKind::Owd, &f.name, Some(&f.owd_ms)) {
+            exact &= ex;
+            let label = format!("{} ({})", f.name, f.class);
+            lines.push(DistLine {
+                label,
+                color: cx.pal.color(&f.name),
+                dash: cx.flow_dash(&f.name),
+                pts,
+                legend: true,
+            });
+        }
+    }
+    (
+        cdf_ccdf(
+            "one-way delay per flow (ms)",
+            "one-way delay (ms)",
+            &cx.suffix(),
+            &lines,
+            &[],
+        ),
+        exact,
+    )
+}
+
+/// Sojourn CCDF per queue and sub-queue (queues with any queueing only).
+pub fn sojourn_distributions(cx: &Ctx) -> Vec<Chart> {
+    let mut lines = Vec::new();
+    let sub_color = |k: &str| match k {
+        "L" => "#0b8a8a",
+        "C" => "#d1495b",
+        _ => "#555555",
+    };
+    for (qi, q) in cx.res.summary.queues.iter().enumerate() {
+        if !q.sojourn_ms.max.is_finite() || q.sojourn_ms.max <= 0.0 {
+            continue;
+        }
+        let dash = RUN_DASHES[qi % RUN_DASHES.len()];
+        if let Some((pts, _)) = dist_points(cx.res, DistKind::Sojourn, &q.name, Some(&q.sojourn_ms)) {
+            lines.push(DistLine {
+                label: format!("{} (all)", q.name),
+                color: "#555555".into(),
+                dash,
+                pts,
+                legend: true,
+            });
+        }
+        for (k, sq) in &q.subqueues {
+            if k == "single" {
+                continue;
+            }
+            let n = format!("{}/{k}", q.name);
+            if let Some((pts, _)) = dist_points(cx.res, DistKind::Sojourn, &n, Some(&sq.sojourn_ms)) {
+                lines.push(DistLine {
+                    label: n,
+                    color: sub_color(k).into(),
+                    dash,
+                    pts,
+                    legend: true,
+                });
+            }
+        }
+    }
+    let mut v = cdf_ccdf(
+        "queue sojourn time (ms)",
+        "sojourn time (ms)",
+        &cx.suffix(),
+        &lines,
+        &[],
+    );
+    if v.len() == 2 {
+        v.remove(0); // the CCDF tells more; keep the page short
+    }
+    v
+}
+
+/// Throughput over time: stacked areas (all flows) and one line per flow, sharing the y axis.
+pub fn throughput(cx: &Ctx) -> Vec<Chart> {
+    let Some(sn) = &cx.res.snapshots else { return Vec::new() };
+    let flows: Vec<&Series> = sn.flows.iter().filter(|s| has(s, FlowCol::ThroughputBps)).collect();
+    if flows.is_empty() {
+        return Vec::new();
+    }
+    // Stack on the union of times (µs keys), flows in file order.
+    let key = |t: f64| (t * 1e6).round() as i64;
+    let mut times: BTreeMap<i64, f64> = BTreeMap::new();
+    for s in &flows {
+        for t in &s.time_s {
+            times.insert(key(*t), *t);
+        }
+    }
+    let idx: BTreeMap<i64, usize> = times.keys().enumerate().map(|(i, k)| (*k, i)).collect();
+    let tv: Vec<f64> = times.values().copied().collect();
+    let mut cum = vec![0.0f64; tv.len()];
+    let mut stacks = Vec::new();
+    for s in &flows {
+        let mut add = vec![0.0f64; tv.len()];
+        for (t, v) in s.time_s.iter().zip(s.flow(FlowCol::ThroughputBps)) {
+            if v.is_finite() {
+                if let Some(i) = idx.get(&key(*t)) {
+                    add[*i] += v.max(0.0);
+                }
+            }
+        }
+        let lo = cum.clone();
+        for (c, a) in cum.iter_mut().zip(&add) {
+            *c += a;
+        }
+        stacks.push((s.name.clone(), lo, cum.clone()));
+    }
+    let total = fmax(cum.iter().copied());
+    let (div, unit) = rate_unit(total);
+    let y = Axis::linear(&format!("throughput ({unit})"), 0.0, total / div * 1.05);
+    let mut st = cx.chart(format!("Throughput over time, stacked ({unit})"), y.clone());
+    for (name, lo, hi) in stacks {
+        let lo: Vec<(f64, f64)> = tv.iter().zip(&lo).map(|(t, v)| (*t, v / div)).collect();
+        let hi: Vec<(f64, f64)> = tv.iter().zip(&hi).map(|(t, v)| (*t, v / div)).collect();
+        st.layers.push(Layer {
+            name: name.clone(),
+            color: cx.pal.color(&name),
+            mark: Mark::Area { lo, hi },
+            legend: true,
+        });
+    }
+    let mut per = cx.chart(format!("Throughput over time per flow ({unit})"), y);
+    for s in &flows {
+        let pts = scaled(s.points(s.flow(FlowCol::ThroughputBps)), 1.0 / div);
+        per.layers.push(line(
+            &s.name,
+            &cx.pal.color(&s.name),
+            pts,
+            1.3,
+            cx.flow_dash(&s.name),
+            true,
+        ));
+    }
+    vec![st, per]
+}
+
+/// Queue sojourn (max per interval, all / L / C, and mean) over time, one chart per queue
+/// with queueing, shared y axis.
+pub fn sojourn_over_time(cx: &Ctx) -> Vec<Chart> {
+    let Some(sn) = &cx.res.snapshots else { return Vec::new() };
+    let cols = [
+        (QueueCol::SojournMaxMs, "max (all)", "#555555", None, 1.0),
+        (QueueCol::SojournMaxLMs, "max L", "#0b8a8a", None, 1.3),
+        (QueueCol::SojournMaxCMs, "max C", "#d1495b", None, 1.3),
+        (QueueCol::SojournMeanMs, "mean (all)", "#222222", Some("5 3"), 1.2),
+    ];
+    let busy: Vec<&Series> = sn
+        .queues
+        .iter()
+        .filter(|s| {
+            cols.iter()
+                // Queues that never held a packet for a microsecond (an idle reverse path) are left out.
+                .any(|c| s.queue(c.0).iter().any(|v| v.is_finite() && *v >= 1e-3))
+        })
+        .collect();
+    let ymax = fmax(
+        busy.iter()
+            .flat_map(|s| cols.iter().flat_map(move |c| s.queue(c.0).iter().copied())),
+    );
+    let mut out = Vec::new();
+    for s in busy {
+        let mut c = cx.chart(
+            format!("Queue sojourn over time at '{}' (ms)", s.name),
+            Axis::linear("sojourn time (ms)", 0.0, ymax * 1.05),
+        );
+        c.plot_height = 190.0;
+        for (col, name, color, dash, w) in cols {
+            let v = s.queue(col);
+            // Skip sub-queue columns that are empty or all zero (single queues).
+            if col != QueueCol::SojournMaxMs && !v.iter().any(|x| x.is_finite() && *x > 0.0) {
+                continue;
+            }
+            c.layers.push(line(name, color, s.points(v), w, dash, true));
+        }
+        if c.has_data() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One line per queue of a queue column (AQM probability, utilisation).
+pub fn queue_lines(
+    cx: &Ctx,
+    col: QueueCol,
+    title: &str,
+    ylabel: &str,
+    k: f64,
+    fixed_max: Option<f64>,
+) -> Option<Chart> {
+    let sn = cx.res.snapshots.as_ref()?;
+    let qs: Vec<&Series> = sn
+        .queues
+        .iter()
+        .filter(|s| s.queue(col).iter().any(|v| v.is_finite()))
+        .collect();
+    let ymax = fixed_max.unwrap_or_else(|| fmax(qs.iter().flat_map(|s| s.queue(col).iter().map(|v| v * k))) * 1.05);
+    let mut c = cx.chart(title.into(), Axis::linear(ylabel, 0.0, ymax));
+    for (i, s) in qs.iter().enumerate() {
+        let color = ["#333333", "#7b3294", "#008837", "#c2a5cf"][i % 4];
+        c.layers
+            .push(line(&s.name, color, scaled(s.points(s.queue(col)), k), 1.3, None, true));
+    }
+    c.has_data().then_some(c)
+}
+
+/// One line per flow of a flow column (CE fraction, cwnd, srtt). Flows with no positive
+/// value are left out (probes have no cwnd).
+pub fn flow_lines(cx: &Ctx, col: FlowCol, title: &str, ylabel: &str, k: f64, fixed_max: Option<f64>) -> Option<Chart> {
+    let sn = cx.res.snapshots.as_ref()?;
+    let fs: Vec<&Series> = sn
+        .flows
+        .iter()
+        .filter(|s| s.flow(col).iter().any(|v| v.is_finite() && *v > 0.0))
+        .collect();
+    let ymax = fmax(fs.iter().flat_map(|s| s.flow(col).iter().map(|v| v * k)));
+    let ymax = fixed_max.map(|m| (ymax * 1.05).min(m)).unwrap_or(ymax * 1.05);
+    let mut c = cx.chart(title.into(), Axis::linear(ylabel, 0.0, ymax));
+    for s in fs {
+        c.layers.push(line(
+            &s.name,
+            &cx.pal.color(&s.name),
+            scaled(s.points(s.flow(col)), k),
+            1.2,
+            cx.flow_dash(&s.name),
+            true,
+        ));
+    }
+    c.has_data().then_some(c)
+}

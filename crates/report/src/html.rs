@@ -1,0 +1,417 @@
+//! The self-contained HTML report: verdict first, then tables, then charts. One file, inline
+//! CSS and inline SVG, no script, no font, no URL, so it opens offline and can be mailed.
+
+use crate::charts::{Chart, Palette};
+use crate::data::{FlowCol, QueueCol, Results};
+use crate::figures::{self, Ctx};
+use crate::fmt::{count, esc, ms_fine as ms, pct, rate};
+use crate::verdict::{verdict, Verdict, SAMPLES_P999, SAMPLES_P9999};
+use crate::ReportError;
+use l4s_metrics::Percentiles;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub(crate) const CSS: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1000px;padding:16px;color:#222;background:#fff}
+h1{font-size:22px;margin:8px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}h3{font-size:15px;margin:16px 0 6px}
+.meta{color:#555;margin:2px 0}
+.verdict{border-radius:6px;padding:10px 14px;margin:14px 0;border-left:6px solid}
+.verdict.good{background:#eaf6ec;border-color:#2e7d32}.verdict.warn{background:#fff6e0;border-color:#e6a100}.verdict.bad{background:#fdecea;border-color:#c62828}
+.headline{font-size:17px;font-weight:600;margin:4px 0 8px}
+.warnings{margin:0;padding-left:18px}.warnings li{margin:4px 0}
+.sev{display:inline-block;min-width:38px;font:600 11px monospace;text-transform:uppercase;border-radius:3px;padding:0 4px;margin-right:6px;text-align:center}
+.sev.bad{background:#c62828;color:#fff}.sev.warn{background:#e6a100;color:#000}.sev.note{background:#ccc;color:#000}
+code{font:12px monospace;color:#555}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}th{background:#f4f4f4;font-weight:600}
+td.l,th.l{text-align:left}tr.sub td{color:#555}.thin{color:#999}
+.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+svg.chart{display:block;width:100%;height:auto;margin:6px 0 14px}
+svg text{font:11px system-ui,sans-serif;fill:#333}svg .title{font-size:13px;font-weight:600}svg .label{font-size:12px}
+svg .grid line{stroke:#eee}svg .axis line,svg .axis rect{stroke:#888}svg .shade{fill:#f2f2f2}svg .shadelabel{fill:#888;font-size:10px}
+svg .guide{stroke:#999;stroke-dasharray:3 3}svg .guidelabel{fill:#777;font-size:10px}
+.missing{color:#8a6d00;background:#fffbe6;padding:6px 10px;border-radius:4px}
+footer{margin-top:30px;color:#777;font-size:12px;border-top:1px solid #ddd;padding-top:8px}
+"#;
+
+/// Read a results directory and render the report as one HTML string.
+pub fn render_report(dir: &Path) -> Result<String, ReportError> {
+    let res = Results::load(dir)?;
+    Ok(render_results(&res))
+}
+
+/// Render `dir/report.html` and write it atomically (a temporary file renamed into place).
+/// Returns the path written.
+pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
+    let html = render_report(dir)?;
+    let path = dir.join("report.html");
+    let tmp = dir.join(format!(".report.html.tmp-{}", std::process::id()));
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| ReportError::Io { path: p, source }
+    };
+    fs::write(&tmp, html.as_bytes()).map_err(io(&tmp))?;
+    if let Err(e) = fs::rename(&tmp, &path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(ReportError::Io { path, source: e });
+    }
+    Ok(path)
+}
+
+/// Palette over every flow name the results mention (summary and snapshots).
+pub(crate) fn palette_for<'a>(runs: impl IntoIterator<Item = &'a Results>) -> Palette {
+    let mut names: Vec<&str> = Vec::new();
+    for r in runs {
+        names.extend(r.summary.flows.iter().map(|f| f.name.as_str()));
+        if let Some(s) = &r.snapshots {
+            names.extend(s.flows.iter().map(|f| f.name.as_str()));
+        }
+    }
+    Palette::new(names)
+}
+
+pub(crate) fn head(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body>\n",
+        esc(title)
+    );
+}
+
+pub(crate) fn verdict_html(out: &mut String, v: &Verdict) {
+    let _ = write!(
+        out,
+        "<section class=\"verdict {}\"><p class=\"headline\">{}</p>",
+        v.level.as_str(),
+        esc(&v.headline)
+    );
+    if !v.warnings.is_empty() {
+        out.push_str("<ul class=\"warnings\">");
+        for w in &v.warnings {
+            let _ = write!(
+                out,
+                "<li><span class=\"sev {0}\">{0}</span>{1} <code>{2}</code></li>",
+                w.severity.as_str(),
+                esc(&w.text),
+                esc(w.code)
+            );
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</section>\n");
+}
+
+/// A percentile cell, greyed with a dagger when it rests on too few samples.
+fn pcell(v: f64, count: u64, need: u64) -> String {
+    if count > 0 && count < need {
+        format!(
+            "<td class=\"thin\" title=\"only {} samples: in effect the maximum\">{}†</td>",
+            count,
+            esc(&ms(v))
+        )
+    } else {
+        format!("<td>{}</td>", esc(&ms(v)))
+    }
+}
+
+fn pct_cells(p: &Percentiles, full: bool) -> String {
+    let mut s = String::new();
+    if p.count == 0 {
+        let n = if full { 6 } else { 3 };
+        for _ in 0..n {
+            s.push_str("<td class=\"thin\">–</td>");
+        }
+        return s;
+    }
+    let _ = write!(s, "<td>{}</td>", ms(p.p50));
+    if full {
+        let _ = write!(s, "<td>{}</td>", ms(p.p90));
+    }
+    let _ = write!(s, "<td>{}</td>", ms(p.p99));
+    s.push_str(&pcell(p.p999, p.count, SAMPLES_P999));
+    if full {
+        s.push_str(&pcell(p.p9999, p.count, SAMPLES_P9999));
+        let _ = write!(s, "<td>{}</td>", ms(p.max));
+    }
+    s
+}
+
+pub(crate) fn flows_table(out: &mut String, res: &Results, pal: &Palette) {
+    let s = &res.summary;
+    out.push_str("<h3>Flows</h3><table><tr><th class=\"l\">flow</th><th class=\"l\">class</th><th class=\"l\">cc</th><th class=\"l\">ecn / feedback</th><th>throughput</th><th>OWD p50 ms</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>RTT p99 ms</th><th>loss</th><th>CE</th></tr>");
+    for f in &s.flows {
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{} / {}</td><td>{}</td>{}<td>{}</td><td title=\"{} of {} packets\">{}</td><td title=\"{} of {} packets\">{}</td></tr>",
+            esc(&pal.color(&f.name)),
+            esc(&f.name),
+            esc(&f.class),
+            esc(&f.cc),
+            esc(&f.ecn),
+            esc(&f.ecn_feedback),
+            esc(&rate(f.throughput_bps)),
+            pct_cells(&f.owd_ms, true),
+            f.rtt_ms.as_ref().map(|r| ms(r.p99)).unwrap_or_else(|| "–".into()),
+            count(f.lost_packets),
+            count(f.sent_packets),
+            esc(&pct(f.loss_fraction)),
+            count(f.ce_packets),
+            count(f.received_packets),
+            esc(&pct(f.ce_fraction)),
+        );
+    }
+    out.push_str("</table>");
+    if !s.classes.is_empty() {
+        out.push_str("<h3>Traffic classes</h3><table><tr><th class=\"l\">class</th><th>flows</th><th>throughput</th><th>OWD p50 ms</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>");
+        for c in &s.classes {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td>{}</tr>",
+                esc(&c.class),
+                c.flows,
+                esc(&rate(c.throughput_bps)),
+                pct_cells(&c.owd_ms, true)
+            );
+        }
+        out.push_str("</table>");
+    }
+}
+
+pub(crate) fn queues_table(out: &mut String, res: &Results) {
+    let s = &res.summary;
+    if s.queues.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Queues</h3><table><tr><th class=\"l\">queue</th><th class=\"l\">aqm</th><th class=\"l\">sub-queue</th><th>rate</th><th>sojourn p50 ms</th><th>p99</th><th>p99.9</th><th>marks</th><th>drops</th><th>utilisation</th><th>mean prob.</th></tr>");
+    for q in &s.queues {
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">all</td><td>{}</td>{}<td>{}</td><td title=\"{} at the buffer limit\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&q.name),
+            esc(&q.aqm),
+            esc(&rate(q.rate_bps as f64)),
+            pct_cells(&q.sojourn_ms, false),
+            count(q.marks),
+            count(q.overlimit_drops),
+            count(q.drops),
+            esc(&pct(q.utilization)),
+            q.mean_probability.map(|p| format!("{p:.4}")).unwrap_or_else(|| "–".into()),
+        );
+        for (k, sq) in q.subqueues.iter().filter(|(k, _)| k.as_str() != "single") {
+            let _ = write!(
+                out,
+                "<tr class=\"sub\"><td class=\"l\"></td><td class=\"l\"></td><td class=\"l\">{}</td><td></td>{}<td>{}</td><td>{}</td><td></td><td></td></tr>",
+                esc(k),
+                pct_cells(&sq.sojourn_ms, false),
+                count(sq.marks),
+                count(sq.drops),
+            );
+        }
+    }
+    out.push_str("</table><p class=\"meta\">† rests on too few samples for that percentile (fewer than 1 000 for p99.9, 10 000 for p99.99): read it as the maximum.</p>");
+}
+
+struct Charts<'a> {
+    out: &'a mut String,
+    n: usize,
+    prefix: &'a str,
+}
+
+impl Charts<'_> {
+    fn push(&mut self, c: &Chart) {
+        self.n += 1;
+        let id = format!("{}{}", self.prefix, self.n);
+        self.out.push_str(&c.to_svg(&id));
+        self.out.push('\n');
+    }
+    fn missing(&mut self, text: &str) {
+        let _ = write!(self.out, "<p class=\"missing\">{}</p>", esc(text));
+    }
+}
+
+/// Render a loaded results directory.
+pub fn render_results(res: &Results) -> String {
+    let s = &res.summary;
+    let sc = &s.scenario;
+    let pal = palette_for([res]);
+    let cx = Ctx { res, pal: &pal };
+    let v = verdict(s, res.snapshots.as_ref());
+    let mut out = String::with_capacity(512 * 1024);
+    head(&mut out, &format!("l4s-lab report — {}, seed {}", sc.name, sc.seed));
+    let _ = writeln!(
+        out,
+        "<header><h1>{}</h1><p class=\"meta\">{}</p><p class=\"meta\">backend {} · seed {} · {} s simulated · statistics over {}–{} s · scenario file <code>{}</code></p></header>",
+        esc(&sc.name),
+        esc(&sc.description),
+        esc(&sc.backend),
+        sc.seed,
+        fnum(sc.duration_s),
+        fnum(sc.warmup_s),
+        fnum(sc.duration_s),
+        esc(&sc.file)
+    );
+    out.push_str("<h2>Verdict</h2>");
+    verdict_html(&mut out, &v);
+
+    out.push_str("<h2>Summary</h2>");
+    flows_table(&mut out, res, &pal);
+    queues_table(&mut out, res);
+
+    let mut ch = Charts {
+        out: &mut out,
+        n: 0,
+        prefix: "c",
+    };
+    let no_snaps = "No snapshot files (snapshots-flows.csv, snapshots-queues.csv) in this results directory: \
+                    time series are omitted. Run with --snapshot-interval above 0 to get them.";
+
+    ch.out.push_str("<h2>One-way delay over time</h2>");
+    let lat = figures::latency_over_time(&cx);
+    if res.snapshots.is_none() {
+        ch.missing(no_snaps);
+    } else if lat.is_empty() {
+        ch.missing(
+            "The flow snapshots have no one-way delay columns (owd_min_ms, owd_mean_ms, owd_p99_ms, owd_max_ms).",
+        );
+    } else {
+        let full = res.snapshots.as_ref().is_some_and(|sn| {
+            sn.flows
+                .iter()
+                .any(|f| f.flow(FlowCol::OwdMinMs).iter().any(|v| v.is_finite()))
+        });
+        if !full {
+            ch.missing("These snapshots carry only the per-interval maximum one-way delay (no owd_min_ms, owd_mean_ms, owd_p99_ms columns): the dotted line is that maximum.");
+        }
+        for c in &lat {
+            ch.push(c);
+        }
+    }
+
+    ch.out.push_str("<h2>Delay distributions</h2>");
+    let (dist, exact) = figures::owd_distributions(&cx);
+    if !exact {
+        ch.missing("distributions.csv is absent or lacks some flows: those curves join the summary's percentiles (p50, p90, p99, p99.9, p99.99, max) with straight lines, so they show the tail's shape only at those points.");
+    }
+    for c in &dist {
+        ch.push(c);
+    }
+    for c in &figures::sojourn_distributions(&cx) {
+        ch.push(c);
+    }
+
+    ch.out.push_str("<h2>Throughput</h2>");
+    let thr = figures::throughput(&cx);
+    if thr.is_empty() {
+        ch.missing(if res.snapshots.is_none() {
+            no_snaps
+        } else {
+            "The flow snapshots have no throughput_bps column."
+        });
+    }
+    for c in &thr {
+        ch.push(c);
+    }
+
+    ch.out.push_str("<h2>Queues over time</h2>");
+    let soj = figures::sojourn_over_time(&cx);
+    if res.snapshots.is_none() {
+        ch.missing(no_snaps);
+    } else if soj.is_empty() {
+        ch.missing("No queue built up during the run (every sojourn snapshot is 0), or the queue snapshots have no sojourn columns.");
+    }
+    for c in &soj {
+        ch.push(c);
+    }
+    let suffix = cx.suffix();
+    if let Some(c) = figures::queue_lines(
+        &cx,
+        QueueCol::Probability,
+        "AQM congestion probability over time (DualPI2 p′, PIE p; fraction)",
+        "probability",
+        1.0,
+        None,
+    ) {
+        ch.push(&c);
+    }
+    if let Some(c) = figures::queue_lines(
+        &cx,
+        QueueCol::Utilization,
+        "Link utilisation over time (%)",
+        "utilisation (%)",
+        100.0,
+        Some(105.0),
+    ) {
+        ch.push(&c);
+    }
+
+    ch.out.push_str("<h2>ECN marking</h2>");
+    match figures::flow_lines(
+        &cx,
+        FlowCol::CeFraction,
+        "CE-marked fraction of arriving packets over time (%)",
+        "CE-marked (%)",
+        100.0,
+        Some(100.0),
+    ) {
+        Some(c) => ch.push(&c),
+        None if res.snapshots.is_some() => ch.missing("No packet arrived CE-marked in any snapshot interval."),
+        None => ch.missing(no_snaps),
+    }
+
+    ch.out.push_str("<h2>Congestion control state</h2>");
+    let mut any = false;
+    for (col, title, label, k) in [
+        (
+            FlowCol::CwndBytes,
+            "Congestion window over time (kB)",
+            "cwnd (kB)",
+            1e-3,
+        ),
+        (FlowCol::SrttMs, "Smoothed RTT over time (ms)", "srtt (ms)", 1.0),
+    ] {
+        if let Some(c) = figures::flow_lines(&cx, col, title, label, k, None) {
+            ch.push(&c);
+            any = true;
+        }
+    }
+    if !any {
+        ch.missing(if res.snapshots.is_none() {
+            no_snaps
+        } else {
+            "The flow snapshots have no cwnd_bytes or srtt_ms values."
+        });
+    }
+
+    let mut files = vec!["summary.json"];
+    if res.snapshots.is_some() {
+        files.push("snapshots-*.csv");
+    }
+    if res.distributions.is_some() {
+        files.push("distributions.csv");
+    }
+    let _ = write!(
+        out,
+        "<footer>Generated by l4s-report {} from the results directory alone ({}; summary schema {}, written by {} {}). \
+         Charts: {}; times are simulated time from the start of the run, and no run date is recorded because results \
+         are deterministic (same scenario and seed, same file). Long series are reduced to the minimum and maximum of each \
+         pixel column, so no spike is lost. The file is self-contained: no script, font, stylesheet or network access.</footer>\n</body></html>\n",
+        env!("CARGO_PKG_VERSION"),
+        esc(&files.join(", ")),
+        s.schema_version,
+        esc(&s.tool.name),
+        esc(&s.tool.version),
+        esc(&suffix),
+    );
+    out
+}
+
+pub(crate) fn fnum(x: f64) -> String {
+    if !x.is_finite() {
+        "–".into()
+    } else if x == x.round() {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}

@@ -1,0 +1,563 @@
+//! End-to-end tests on hand-built results directories (no simulator involved).
+
+use l4s_report::synth;
+use l4s_report::{compare_table, render_compare, render_report, write_report, ReportError};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("l4s-report-test-{}-{tag}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn svgs(html: &str) -> Vec<&str> {
+    html.split("<svg")
+        .skip(1)
+        .map(|s| &s[..s.find("</svg>").expect("closed svg")])
+        .collect()
+}
+
+/// Number of points of every polyline in an svg.
+fn polyline_points(svg: &str) -> Vec<usize> {
+    svg.split("<polyline")
+        .skip(1)
+        .map(|p| {
+            let a = p.find("points=\"").unwrap() + 8;
+            let b = a + p[a..].find('"').unwrap();
+            p[a..b].split(' ').filter(|s| !s.is_empty()).count()
+        })
+        .collect()
+}
+
+fn title_of(svg: &str) -> &str {
+    let a = svg.find("<title>").unwrap() + 7;
+    &svg[a..a + svg[a..].find("</title>").unwrap()]
+}
+
+#[test]
+fn full_report_is_self_contained_and_every_chart_has_data() {
+    let dir = tmpdir("full");
+    let s = synth::healthy_dualpi2();
+    synth::write_results_dir(&dir, &s, 0.1, 3).unwrap();
+    let html = render_report(&dir).unwrap();
+    assert!(!html.contains("http://") && !html.contains("https://"), "no URL at all");
+    assert!(
+        !html.contains("<script") && !html.contains("<link") && !html.contains("@import") && !html.contains("url(http")
+    );
+    let charts = svgs(&html);
+    // 4 latency + CDF + CCDF (OWD) + sojourn CCDF + 2 throughput + 1 sojourn-over-time (the
+    // reverse queue never queues) + probability + utilisation + CE + cwnd + srtt.
+    assert_eq!(
+        charts.len(),
+        15,
+        "{:?}",
+        charts.iter().map(|c| title_of(c)).collect::<Vec<_>>()
+    );
+    for c in &charts {
+        let pts = polyline_points(c);
+        let has_path = c.contains("<path ") && c.contains(" d=\"M");
+        assert!(
+            pts.iter().any(|n| *n >= 2) || has_path,
+            "chart without data: {}",
+            title_of(c)
+        );
+        let t = title_of(c);
+        assert!(
+            t.contains("dumbbell-dualpi2, seed 1"),
+            "title names scenario and seed: {t}"
+        );
+        assert!(
+            t.contains("(ms")
+                || t.contains("(%)")
+                || t.contains("Mbit/s")
+                || t.contains("kB")
+                || t.contains("fraction"),
+            "title has units: {t}"
+        );
+        assert!(
+            c.contains("time (s)") || c.contains("delay (ms)") || c.contains("sojourn time (ms)"),
+            "x axis with unit"
+        );
+    }
+    // Content order: verdict, tables, latency over time, distributions, throughput, queues, ECN, cc state.
+    let order = [
+        "<h2>Verdict",
+        "<h3>Flows",
+        "<h3>Queues",
+        "<h2>One-way delay over time",
+        "<h2>Delay distributions",
+        "<h2>Throughput",
+        "<h2>Queues over time",
+        "<h2>ECN marking",
+        "<h2>Congestion control state",
+    ];
+    let pos: Vec<usize> = order
+        .iter()
+        .map(|h| html.find(h).unwrap_or_else(|| panic!("{h} missing")))
+        .collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "{pos:?}");
+    assert!(html.contains("L4S working: L4S p99 10.4 ms vs classic 29.4 ms"));
+    // Latency over time: band + mean + p99 per flow.
+    let lat: Vec<&&str> = charts
+        .iter()
+        .filter(|c| title_of(c).starts_with("One-way delay over time"))
+        .collect();
+    assert_eq!(lat.len(), 4);
+    for c in lat {
+        assert_eq!(polyline_points(c).len(), 2, "mean and p99 lines");
+        assert_eq!(c.matches("<path fill").count(), 1, "one min–max band");
+    }
+    // Per-flow throughput: one line per flow; stacked: one area per flow.
+    let per = charts
+        .iter()
+        .find(|c| title_of(c).starts_with("Throughput over time per flow"))
+        .unwrap();
+    assert_eq!(polyline_points(per).len(), 4);
+    let st = charts
+        .iter()
+        .find(|c| title_of(c).starts_with("Throughput over time, stacked"))
+        .unwrap();
+    assert_eq!(st.matches("<path fill").count(), 4);
+    // cwnd: only the two bulk flows (probes have none).
+    let cw = charts
+        .iter()
+        .find(|c| title_of(c).starts_with("Congestion window"))
+        .unwrap();
+    assert_eq!(polyline_points(cw).len(), 2);
+    // Same colour for a flow everywhere: the table swatch colour appears in the charts.
+    let a = html.find("class=\"sw\" style=\"background:").unwrap() + 29;
+    let color = &html[a..a + 7];
+    assert!(per.contains(&format!("stroke=\"{color}\"")) && st.contains(&format!("fill=\"{color}\"")));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn long_series_are_downsampled_to_the_pixel_grid() {
+    let dir = tmpdir("long");
+    // 600 s at 10 ms: 60 000 rows per flow.
+    let s = synth::summary_with_flows(2, 600.0, &|i| format!("f{i}"));
+    synth::write_results_dir(&dir, &s, 0.01, 5).unwrap();
+    let html = render_report(&dir).unwrap();
+    let mut lines = 0;
+    for c in svgs(&html) {
+        for n in polyline_points(c) {
+            assert!(n <= 2000, "{n} points in a polyline of {}", title_of(c));
+            lines += 1;
+        }
+        for p in c.split("<path fill").skip(1) {
+            let d = &p[p.find(" d=\"").unwrap()..];
+            let n = d[..d.find("\"/>").unwrap()].matches(['M', 'L']).count();
+            assert!(n <= 2 * 2000, "{n} points in an area of {}", title_of(c));
+        }
+    }
+    assert!(lines > 10);
+    let per = svgs(&html)
+        .into_iter()
+        .find(|c| title_of(c).starts_with("Throughput over time per flow"))
+        .unwrap();
+    let pts = polyline_points(per);
+    assert_eq!(pts.len(), 2);
+    assert!(
+        pts.iter().all(|n| *n >= 800 && *n <= 2 * 864),
+        "{pts:?}: min and max of each of the 864 pixel columns"
+    );
+    assert!(html.len() < 5_000_000, "{} bytes", html.len());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn flow_names_are_escaped_everywhere() {
+    let dir = tmpdir("xss");
+    let evil = "<script>alert(1)</script>";
+    let mut s = synth::summary_with_flows(2, 20.0, &|i| if i == 0 { evil.to_string() } else { "a\"b'c&d".into() });
+    s.scenario.name = "<img src=x onerror=alert(2)>".into();
+    s.scenario.description = "</title><script>".into();
+    synth::write_results_dir(&dir, &s, 0.1, 1).unwrap();
+    let html = render_report(&dir).unwrap();
+    assert!(!html.contains("<script"), "raw script tag in the report");
+    if let Some(i) = html.find("<img") {
+        panic!("raw img tag in the report: {}", &html[i.saturating_sub(200)..i + 50]);
+    }
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("a&quot;b&#39;c&amp;d"));
+    // Still charted: the escaped name is in the legends.
+    assert!(
+        svgs(&html)
+            .iter()
+            .filter(|c| c.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+            .count()
+            >= 5
+    );
+    // Terminal table: control characters are neutralised.
+    let mut s2 = s.clone();
+    s2.flows[0].name = "x\u{1b}[31mred".into();
+    let d2 = tmpdir("xss2");
+    synth::write_results_dir(&d2, &s2, 0.1, 1).unwrap();
+    let t = compare_table(std::slice::from_ref(&d2)).unwrap();
+    assert!(!t.contains('\u{1b}'));
+    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(&d2).unwrap();
+}
+
+#[test]
+fn write_report_is_atomic_and_in_place() {
+    let dir = tmpdir("write");
+    synth::write_results_dir(&dir, &synth::healthy_dualpi2(), 0.5, 1).unwrap();
+    let p = write_report(&dir).unwrap();
+    assert_eq!(p, dir.join("report.html"));
+    let html = fs::read_to_string(&p).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    let left: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().contains("tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // A second write replaces the first.
+    write_report(&dir).unwrap();
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn summary_only_directory_renders_with_notes() {
+    let dir = tmpdir("only-summary");
+    let s = synth::healthy_dualpi2();
+    fs::write(dir.join("summary.json"), serde_json::to_vec(&s).unwrap()).unwrap();
+    let html = render_report(&dir).unwrap();
+    assert!(html.contains("No snapshot files"));
+    assert!(html.contains("distributions.csv is absent"));
+    let charts = svgs(&html);
+    assert_eq!(
+        charts.len(),
+        3,
+        "OWD CDF + CCDF and sojourn CCDF from the summary's percentiles"
+    );
+    // Old-format snapshots (today's simulator: owd_max_ms only, no distributions).
+    fs::write(dir.join("snapshots-flows.csv"), "time_s,flow,throughput_bps,packets,ce_fraction,owd_max_ms,cwnd_bytes,srtt_ms,pacing_bps,alpha\n0.100,prague,14292160,118,0.000000,10.571,115840,20.458,93852459,0.000000\n0.100,cubic,11869760,98,0.000000,13.653,115840,20.463,90577128,\n0.200,prague,83936160,693,0.906205,18.226,263536,25.867,82575601,0.144440\n0.200,cubic,15018880,124,0.000000,83.964,324352,72.304,71774708,\n").unwrap();
+    let html = render_report(&dir).unwrap();
+    assert!(html.contains("carry only the per-interval maximum"));
+    assert!(svgs(&html)
+        .iter()
+        .any(|c| title_of(c).starts_with("One-way delay over time of &#39;prague&#39;")));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+fn expect_err(dir: &Path) -> ReportError {
+    match render_report(dir) {
+        Ok(_) => panic!("expected an error for {}", dir.display()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn bad_inputs_give_errors_that_name_the_file_and_line() {
+    let dir = tmpdir("bad");
+    let e = expect_err(&dir);
+    assert!(matches!(e, ReportError::MissingSummary { .. }));
+    assert!(e.to_string().contains("no summary.json"));
+
+    let good = serde_json::to_string(&synth::healthy_dualpi2()).unwrap();
+    fs::write(dir.join("summary.json"), &good[..good.len() / 2]).unwrap();
+    let e = expect_err(&dir);
+    assert!(
+        matches!(e, ReportError::Summary { .. }) && e.to_string().contains("summary.json: not valid JSON"),
+        "{e}"
+    );
+
+    fs::write(
+        dir.join("summary.json"),
+        good.replace("\"schema_version\":1", "\"schema_version\":2"),
+    )
+    .unwrap();
+    let e = expect_err(&dir);
+    assert!(
+        e.to_string()
+            .contains("schema_version 2 is not supported (this build reads 1)"),
+        "{e}"
+    );
+
+    fs::write(dir.join("summary.json"), good.replace("\"flows\":[", "\"flowz\":[")).unwrap();
+    assert!(expect_err(&dir).to_string().contains("does not match schema 1"));
+
+    fs::write(dir.join("summary.json"), &good).unwrap();
+    let cases: [(&str, &str, usize, &str); 8] = [
+        (
+            "snapshots-flows.csv",
+            "time_s,flow,throughput_bps\n0.1,a,5\n0.2,a\n",
+            3,
+            "expected 3 fields",
+        ),
+        (
+            "snapshots-flows.csv",
+            "time_s,flow,throughput_bps\n0.1,a,5\n0.2,a,fast\n",
+            3,
+            "column throughput_bps: expected a number, found \"fast\"",
+        ),
+        (
+            "snapshots-flows.csv",
+            "flow,throughput_bps\na,5\n",
+            1,
+            "no `time_s` column",
+        ),
+        ("snapshots-flows.csv", "", 1, "empty file"),
+        (
+            "snapshots-queues.csv",
+            "time_s,queue,utilization\n0.1,\"bottle,neck,0.5\n",
+            2,
+            "unterminated",
+        ),
+        (
+            "distributions.csv",
+            "kind,name,value_ms,cdf\nowd,a,1.0,0.5\nowd,a,2.0,1.5\n",
+            3,
+            "cdf: 1.5 is outside 0..1",
+        ),
+        (
+            "distributions.csv",
+            "kind,name,value_ms,cdf\nlatency,a,1.0,0.5\n",
+            2,
+            "expected owd, rtt or sojourn",
+        ),
+        (
+            "snapshots-queues.csv",
+            "time_s,queue\n\u{0}\u{ff}garbage\n",
+            2,
+            "expected 2 fields",
+        ),
+    ];
+    for (file, text, line, what) in cases {
+        for f in ["snapshots-flows.csv", "snapshots-queues.csv", "distributions.csv"] {
+            let _ = fs::remove_file(dir.join(f));
+        }
+        fs::write(dir.join(file), text).unwrap();
+        let e = expect_err(&dir);
+        let msg = e.to_string();
+        match &e {
+            ReportError::Csv { path, line: l, .. } => {
+                assert_eq!(path, &dir.join(file));
+                assert_eq!(*l, line, "{msg}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            msg.contains(file) && msg.contains(&format!("line {line}")) && msg.contains(what),
+            "{msg}"
+        );
+    }
+    // Invalid UTF-8.
+    for f in ["snapshots-flows.csv", "snapshots-queues.csv", "distributions.csv"] {
+        let _ = fs::remove_file(dir.join(f));
+    }
+    fs::write(dir.join("snapshots-flows.csv"), b"time_s,flow\n0.1,\xff\xfe\n").unwrap();
+    assert!(expect_err(&dir).to_string().contains("line 2: not UTF-8"));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn truncated_and_garbage_files_never_panic() {
+    let src = tmpdir("trunc-src");
+    let mut s = synth::healthy_dualpi2();
+    s.scenario.duration_s = 3.0;
+    synth::write_results_dir(&src, &s, 0.1, 9).unwrap();
+    let dir = tmpdir("trunc");
+    let files = [
+        "summary.json",
+        "snapshots-flows.csv",
+        "snapshots-queues.csv",
+        "distributions.csv",
+    ];
+    let orig: Vec<Vec<u8>> = files.iter().map(|f| fs::read(src.join(f)).unwrap()).collect();
+    let mut rng = synth::Rng::new(42);
+    let mut ok = 0;
+    let mut err = 0;
+    for round in 0..400 {
+        for (f, b) in files.iter().zip(&orig) {
+            fs::write(dir.join(f), b).unwrap();
+        }
+        let k = round % files.len();
+        let mut b = orig[k].clone();
+        match (round / 4) % 4 {
+            0 => b.truncate((rng.next_f64() * b.len() as f64) as usize),
+            1 => {
+                for _ in 0..8 {
+                    let i = (rng.next_f64() * b.len() as f64) as usize;
+                    if i < b.len() {
+                        b[i] = (rng.next_f64() * 256.0) as u8;
+                    }
+                }
+            }
+            2 => {
+                let i = (rng.next_f64() * b.len() as f64) as usize;
+                b.splice(i..i, b",,\"\n-1e309,NaN,inf,1e308,\n".iter().copied());
+            }
+            _ => {
+                b = (0..(rng.next_f64() * 500.0) as usize)
+                    .map(|_| (rng.next_f64() * 256.0) as u8)
+                    .collect()
+            }
+        }
+        fs::write(dir.join(files[k]), &b).unwrap();
+        match render_report(&dir) {
+            Ok(h) => {
+                assert!(h.ends_with("</html>\n"));
+                ok += 1;
+            }
+            Err(e) => {
+                assert!(
+                    e.to_string().contains(files[k]) || e.to_string().contains("summary.json"),
+                    "{e}"
+                );
+                err += 1;
+            }
+        }
+    }
+    assert!(ok > 0 && err > 0, "ok {ok}, err {err}");
+    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(&src).unwrap();
+}
+
+#[test]
+fn extreme_values_render() {
+    let dir = tmpdir("extreme");
+    let mut s = synth::healthy_dualpi2();
+    s.flows[0].owd_ms = Default::default();
+    s.flows[1].throughput_bps = 1e300;
+    s.queues[0].utilization = -3.0;
+    s.scenario.duration_s = 0.0;
+    fs::write(dir.join("summary.json"), serde_json::to_vec(&s).unwrap()).unwrap();
+    fs::write(
+        dir.join("snapshots-flows.csv"),
+        "time_s,flow,throughput_bps,owd_max_ms\n0,a,1e308,0\n0,a,1e308,0\n1e12,a,-5,1e200\n",
+    )
+    .unwrap();
+    fs::write(dir.join("snapshots-queues.csv"), "time_s,queue,probability\n0,q,0\n").unwrap();
+    fs::write(
+        dir.join("distributions.csv"),
+        "kind,name,value_ms,cdf\nowd,prague,0,0\nowd,prague,0,1\n",
+    )
+    .unwrap();
+    let html = render_report(&dir).unwrap();
+    assert!(!html.contains("NaN") && !html.contains("inf,"), "no NaN coordinates");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compare_matches_flows_by_name_and_reports_differences() {
+    let a = tmpdir("cmp-a");
+    let b = tmpdir("cmp-b");
+    let s1 = synth::healthy_dualpi2();
+    let mut s2 = s1.clone();
+    s2.scenario.name = "dumbbell-fifo".into();
+    s2.flows[0].owd_ms.p50 += 100.0;
+    s2.flows[0].owd_ms.p99 += 110.0;
+    s2.flows[0].owd_ms.p999 += 120.0;
+    s2.flows[0].throughput_bps = 29.11e6;
+    s2.flows[0].loss_fraction = 0.0005;
+    s2.flows.remove(3);
+    let mut extra = s2.flows[2].clone();
+    extra.name = "only-in-b".into();
+    s2.flows.push(extra);
+    synth::write_results_dir(&a, &s1, 0.1, 1).unwrap();
+    synth::write_results_dir(&b, &s2, 0.1, 2).unwrap();
+    let dirs = vec![a.clone(), b.clone()];
+    let t = compare_table(&dirs).unwrap();
+    let prague2 = t
+        .lines()
+        .find(|l| l.starts_with("prague ") && l.split_whitespace().nth(1) == Some("2"))
+        .unwrap();
+    for want in ["+100", "+110", "+120", "-40.44 Mbit/s", "+0.050 pp"] {
+        assert!(prague2.contains(want), "{want} in {prague2}");
+    }
+    assert!(t.lines().next().unwrap().contains("[good] L4S working"));
+    let html = render_compare(&dirs).unwrap();
+    assert!(!html.contains("http://") && !html.contains("https://"));
+    assert!(html.contains("+100 (+980 %)"), "Δp50 with relative change");
+    assert!(html.contains("Not in every run"));
+    let charts = svgs(&html);
+    for c in svgs(&html) {
+        assert!(
+            polyline_points(c).iter().any(|n| *n >= 2),
+            "compare chart without a line: {}",
+            title_of(c)
+        );
+    }
+    // Overall CDF + CCDF, then one CCDF per flow name (5 names).
+    assert_eq!(charts.len(), 2 + 5);
+    // Shared x axis: every chart has the same x tick labels.
+    // x tick labels and the x axis label (the y label, also centred, is left out).
+    let ticks = |c: &str| -> String {
+        let v: Vec<&str> = c
+            .split("text-anchor=\"middle\">")
+            .skip(1)
+            .map(|p| &p[..p.find('<').unwrap()])
+            .collect();
+        v[..v.len() - 1].join(",")
+    };
+    let t0 = ticks(charts[0]);
+    for c in &charts {
+        assert_eq!(ticks(c), t0, "shared x axis: {}", title_of(c));
+    }
+    // Same colour per flow name in both runs; runs differ by dash.
+    let all = charts[1];
+    // The per-run flow tables give prague the same swatch colour in both runs.
+    let swatches: Vec<&str> = html
+        .match_indices("class=\"sw\" style=\"background:")
+        .map(|(i, _)| &html[i + 29..i + 36])
+        .collect();
+    let prague_color = swatches[0];
+    let n_flows_run1 = 4;
+    assert_eq!(
+        swatches[n_flows_run1], prague_color,
+        "prague is first in both runs' tables"
+    );
+    assert!(
+        all.matches(&format!("stroke=\"{prague_color}\"")).count() >= 3,
+        "prague in both runs (+ legend)"
+    );
+    assert!(all.contains("stroke-dasharray=\"8 4\""));
+    assert!(matches!(render_compare(&[]), Err(ReportError::NoRuns)));
+    assert!(matches!(
+        compare_table(&[a.join("nope")]),
+        Err(ReportError::MissingSummary { .. })
+    ));
+    fs::remove_dir_all(&a).unwrap();
+    fs::remove_dir_all(&b).unwrap();
+}
+
+#[test]
+fn lines_break_where_a_flow_stops() {
+    let dir = tmpdir("gaps");
+    let s = synth::healthy_dualpi2();
+    fs::write(dir.join("summary.json"), serde_json::to_vec(&s).unwrap()).unwrap();
+    let mut csv = String::from("time_s,flow,throughput_bps,owd_max_ms\n");
+    for i in 1..=100 {
+        let t = i as f64 * 0.1;
+        // prague: present 0.1–3 s and 6–10 s (rows missing in between);
+        // cubic: every row, but empty cells 4–5 s.
+        if !(3.05..5.95).contains(&t) {
+            csv.push_str(&format!("{t:.1},prague,50000000,10.5\n"));
+        }
+        let cell = if (4.05..5.05).contains(&t) {
+            String::new()
+        } else {
+            "40000000".into()
+        };
+        csv.push_str(&format!("{t:.1},cubic,{cell},20\n"));
+    }
+    fs::write(dir.join("snapshots-flows.csv"), csv).unwrap();
+    let html = render_report(&dir).unwrap();
+    let per = svgs(&html)
+        .into_iter()
+        .find(|c| title_of(c).starts_with("Throughput over time per flow"))
+        .unwrap();
+    assert_eq!(polyline_points(per).len(), 4, "two segments for each flow");
+    let lat = svgs(&html)
+        .into_iter()
+        .find(|c| title_of(c).starts_with("One-way delay over time of &#39;prague"))
+        .unwrap();
+    assert_eq!(polyline_points(lat), vec![30, 41]);
+    fs::remove_dir_all(&dir).unwrap();
+}
