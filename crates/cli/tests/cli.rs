@@ -438,3 +438,43 @@ fn report_and_compare_commands() {
     }
     assert!(!empty.join("report.html").exists());
 }
+
+/// The verdict's warnings fire on runs built to trigger them and stay silent on the
+/// healthy DualPI2 dumbbell (only the note on thin p99.99 statistics remains).
+#[test]
+fn verdict_on_real_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let d = tmpdir("verdict");
+    let run = |scenario: &Path, tag: &str| -> String {
+        let o = l4s()
+            .arg("run")
+            .arg(scenario)
+            .arg("--out")
+            .arg(d.join(tag))
+            .arg("--snapshot-interval")
+            .arg("0")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let ok = run(&root.join("scenarios/dumbbell-dualpi2.toml"), "dualpi2");
+    assert!(ok.starts_with("OK: L4S working"), "{ok}");
+    assert!(!ok.contains("[warn]") && !ok.contains("[bad]"), "{ok}");
+    let fifo = run(&root.join("scenarios/dumbbell-fifo.toml"), "fifo");
+    assert!(fifo.starts_with("PROBLEM:"), "{fifo}");
+    assert!(
+        fifo.contains("[bad] No CE marks on ECT(1) traffic while delay builds"),
+        "{fifo}"
+    );
+    // A sender held back by a small receive window never saturates the link.
+    let unsat = d.join("unsat.toml");
+    std::fs::write(
+        &unsat,
+        GOOD.replace("rate = \"20Mbit\"", "rate = \"100Mbit\"")
+            .replace("cc = \"prague\"", "cc = \"prague\"\nreceiver = { rwnd = 20000 }"),
+    )
+    .unwrap();
+    let u = run(&unsat, "unsat");
+    assert!(u.contains("[warn] No link was saturated"), "{u}");
+}
