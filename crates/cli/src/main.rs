@@ -214,6 +214,7 @@ fn run(
     let total = duration.unwrap_or(sc.duration);
     let tty = std::io::stderr().is_terminal() && !quiet;
     let wall = Instant::now();
+    let started = std::time::SystemTime::now();
     // A progress bar on a terminal (simulated time, wall time, ETA); nothing otherwise.
     let bar = if tty {
         let b = indicatif::ProgressBar::new(total.as_nanos() / 1_000_000);
@@ -290,9 +291,21 @@ fn run(
             return ExitCode::from(1);
         }
     };
+    // Facts about this execution that would break byte-identical summaries (the date,
+    // the wall time) live in their own file.
+    let info = serde_json::json!({
+        "started_utc": humantime::format_rfc3339_seconds(started).to_string(),
+        "wall_seconds": (elapsed.as_secs_f64() * 1e3).round() / 1e3,
+        "events": stats.events,
+        "bottleneck_packets": stats.bottleneck_packets,
+        "l4s_version": env!("CARGO_PKG_VERSION"),
+        "command": std::env::args().collect::<Vec<_>>(),
+    });
+    let info = serde_json::to_vec_pretty(&info).unwrap_or_default();
     let written = dir
         .write("summary.json", &json)
-        .and_then(|_| dir.write("scenario.toml", &scenario_text));
+        .and_then(|_| dir.write("scenario.toml", &scenario_text))
+        .and_then(|_| dir.write("run-info.json", &info));
     if let Err(e) = written {
         eprintln!("error: cannot write results to {}: {e}", out.display());
         return ExitCode::from(1);
