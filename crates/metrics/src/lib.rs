@@ -11,8 +11,11 @@
 //! * [`table`]: the plain-text summary printed at the end of a run.
 //! * [`pcap`]: a nanosecond libpcap writer of synthesised Ethernet/IP/TCP/UDP headers,
 //!   for the bottleneck's egress (read by Wireshark/tshark).
+//! * [`parquet`]: the per-packet timeline (`packets.parquet`) and Parquet copies of the
+//!   snapshot CSVs (`snapshots-*.parquet`), for pandas/polars.
 
 pub mod hist;
+pub mod parquet;
 pub mod pcap;
 pub mod results;
 pub mod summary;
