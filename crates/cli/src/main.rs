@@ -53,6 +53,10 @@ enum Cmd {
         /// Use IPv6 addresses in the pcap (default IPv4).
         #[arg(long, requires = "pcap")]
         ipv6: bool,
+        /// Write one row per data packet to packets.parquet: send and arrival times, ECN
+        /// sent and received, and each queue crossed (sub-queue, sojourn, AQM decision).
+        #[arg(long)]
+        packets: bool,
     },
     /// Rebuild DIR/report.html from a results directory alone.
     Report {
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
             snapshot_interval,
             pcap,
             ipv6,
+            packets,
         } => run(
             &scenario,
             out,
@@ -140,6 +145,7 @@ fn main() -> ExitCode {
             quiet,
             snapshot_interval,
             pcap.then_some(ipv6),
+            packets,
         ),
     }
 }
@@ -193,6 +199,7 @@ fn run(
     quiet: bool,
     snap: Dur,
     pcap: Option<bool>,
+    packets: bool,
 ) -> ExitCode {
     let sc = match l4s_scenario::load_file(path) {
         Ok(s) => s,
@@ -256,6 +263,21 @@ fn run(
             }
         }
     };
+    let timeline: Option<Box<dyn l4s_sim::timeline::TimelineSink>> = if packets {
+        let flows: Vec<&str> = sc.flows.iter().map(|f| f.name.as_str()).collect();
+        let links: Vec<&str> = sc.links.iter().map(|l| l.name.as_str()).collect();
+        let sink = std::fs::File::create(dir.path("packets.parquet"))
+            .and_then(|f| l4s_sim::timeline::ParquetTimeline::new(std::io::BufWriter::new(f), &flows, &links));
+        match sink {
+            Ok(s) => Some(Box::new(s)),
+            Err(e) => {
+                eprintln!("error: cannot write results to {}: {e}", out.display());
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        None
+    };
     let pcap = match pcap {
         None => None,
         Some(ipv6) => match open("bottleneck.pcap") {
@@ -272,7 +294,7 @@ fn run(
         snapshots,
         distributions,
         pcap,
-        timeline: None,
+        timeline,
     };
     let (summary, stats) = match l4s_sim::run(sc, opts, &mut progress) {
         Ok(x) => x,
@@ -309,6 +331,16 @@ fn run(
     if let Err(e) = written {
         eprintln!("error: cannot write results to {}: {e}", out.display());
         return ExitCode::from(1);
+    }
+    // The time series and distributions also as Parquet, for pandas and polars.
+    for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+        let csv = dir.path(&format!("{name}.csv"));
+        if csv.exists() {
+            if let Err(e) = l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet"))) {
+                eprintln!("error: cannot write results to {}: {e}", out.display());
+                return ExitCode::from(1);
+            }
+        }
     }
     // The report reads only the results directory, as `l4s report DIR` does later. A
     // report that cannot be built does not cost the results: they are kept and the

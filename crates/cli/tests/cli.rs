@@ -478,3 +478,81 @@ fn verdict_on_real_runs() {
     let u = run(&unsat, "unsat");
     assert!(u.contains("[warn] No link was saturated"), "{u}");
 }
+
+/// `--packets` writes packets.parquet (one row per finished data packet) and every run
+/// writes its snapshots and distributions as Parquet too.
+#[test]
+fn packets_parquet() {
+    use arrow_array::Array;
+    let d = tmpdir("packets");
+    let f = d.join("p.toml");
+    let text = GOOD.replace("warmup = \"1s\"", "warmup = \"0s\"")
+        + "\n[[flows]]\nname = \"old\"\ntype = \"tcp\"\ncc = \"reno\"\necn = \"off\"\n";
+    std::fs::write(&f, text).unwrap();
+    let out = d.join("res");
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .arg("--packets")
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for name in [
+        "snapshots-flows.parquet",
+        "snapshots-queues.parquet",
+        "distributions.parquet",
+    ] {
+        assert!(out.join(name).is_file(), "{name}");
+    }
+    let file = std::fs::File::open(out.join("packets.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let (mut rows, mut lost, mut marked) = (0u64, 0u64, 0u64);
+    for batch in reader {
+        let b = batch.unwrap();
+        rows += b.num_rows() as u64;
+        let l = b.column_by_name("lost").unwrap();
+        let l = l.as_any().downcast_ref::<arrow_array::BooleanArray>().unwrap();
+        lost += l.iter().filter(|v| *v == Some(true)).count() as u64;
+        let dec = b.column_by_name("hop0_decision").unwrap();
+        let dec = arrow_array::cast::as_dictionary_array::<arrow_array::types::Int32Type>(dec.as_ref());
+        let values = dec
+            .values()
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>()
+            .unwrap();
+        marked += dec
+            .keys()
+            .iter()
+            .flatten()
+            .filter(|k| values.value(*k as usize) == "mark")
+            .count() as u64;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let sum = |k: &str| {
+        v["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f[k].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(lost, sum("lost_packets"), "lost rows");
+    assert!(lost > 0, "the Not-ECT Reno flow must lose packets");
+    // Every data packet sent appears, except those still in flight at the end.
+    let sent = sum("sent_packets");
+    assert!(
+        rows <= sent && rows + 200 >= sent,
+        "{rows} rows for {sent} packets sent"
+    );
+    let marks = v["queues"][0]["marks"].as_u64().unwrap();
+    assert!(
+        marked <= marks && marked + 20 >= marks,
+        "{marked} marked rows vs {marks} marks"
+    );
+}

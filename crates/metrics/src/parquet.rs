@@ -34,7 +34,8 @@
 //! # `snapshots-*.parquet`: [`csv_to_parquet`]
 //!
 //! Converts a snapshot CSV (header row, RFC 4180 quoting) column by column: the name
-//! columns in [`CSV_STRING_COLUMNS`] become utf8, every other column float64; an empty
+//! columns in [`CSV_STRING_COLUMNS`] and columns with any non-numeric cell become utf8,
+//! every other column float64; an empty
 //! cell is null.
 
 use std::fs::File;
@@ -533,6 +534,33 @@ pub fn csv_to_parquet(csv: &Path, parquet: &Path) -> Result<(), String> {
     res
 }
 
+/// Which columns hold a non-empty cell that does not parse as a number.
+fn text_columns(csv: &Path, header: &[String]) -> Result<Vec<bool>, String> {
+    let input = File::open(csv).map_err(|e| format!("{}: {e}", csv.display()))?;
+    let mut rd = CsvReader {
+        input: BufReader::new(input),
+        line: 0,
+        buf: String::new(),
+    };
+    let mut fields = Vec::new();
+    let mut text = vec![false; header.len()];
+    let _ = rd.next(&mut fields).map_err(|e| format!("{}:{e}", csv.display()))?;
+    while rd
+        .next(&mut fields)
+        .map_err(|e| format!("{}:{e}", csv.display()))?
+        .is_some()
+    {
+        for (t, cell) in text.iter_mut().zip(&fields) {
+            if let Some(c) = cell.as_deref().map(str::trim) {
+                if !c.is_empty() && c.parse::<f64>().is_err() {
+                    *t = true;
+                }
+            }
+        }
+    }
+    Ok(text)
+}
+
 fn convert(csv: &Path, out: &Path) -> Result<(), String> {
     let input = File::open(csv).map_err(|e| format!("{}: {e}", csv.display()))?;
     let at = |e: String| format!("{}:{e}", csv.display());
@@ -557,7 +585,11 @@ fn convert(csv: &Path, out: &Path) -> Result<(), String> {
             return Err(format!("{}:1: column `{h}` appears twice", csv.display()));
         }
     }
-    let is_str = |h: &str| CSV_STRING_COLUMNS.contains(&h);
+    // A column is text if it is a known name column or if any of its cells is not a
+    // number (first pass over the file); otherwise float64.
+    let text = text_columns(csv, &header)?;
+    let is_str =
+        |h: &str| CSV_STRING_COLUMNS.contains(&h) || header.iter().position(|x| x == h).is_some_and(|i| text[i]);
     let schema = Arc::new(Schema::new(
         header
             .iter()

@@ -188,3 +188,58 @@ impl Sim {
         t.sink.finish()
     }
 }
+
+/// A [`TimelineSink`] writing Parquet (`packets.parquet`) with
+/// [`l4s_metrics::parquet::PacketTimelineWriter`]. Packets still in flight when the run
+/// ends are left out: the file's `lost` column is true exactly for packets a queue dropped.
+pub struct ParquetTimeline<W: io::Write + Send> {
+    w: l4s_metrics::parquet::PacketTimelineWriter<W>,
+}
+
+impl<W: io::Write + Send> ParquetTimeline<W> {
+    /// `flows` and `links` are the scenario's flow and link names, in scenario order.
+    pub fn new<F: AsRef<str>, L: AsRef<str>>(w: W, flows: &[F], links: &[L]) -> io::Result<Self> {
+        Ok(ParquetTimeline {
+            w: l4s_metrics::parquet::PacketTimelineWriter::new(w, flows, links)?,
+        })
+    }
+}
+
+impl<W: io::Write + Send> TimelineSink for ParquetTimeline<W> {
+    fn row(&mut self, r: &PacketRow) -> io::Result<()> {
+        use l4s_metrics::parquet as pq;
+        if r.arrival.is_none() && !r.lost {
+            return Ok(()); // in flight at the end of the run
+        }
+        let mut hops = [None; pq::MAX_HOPS];
+        for (slot, h) in hops.iter_mut().zip(r.hops.iter()) {
+            *slot = h.map(|h| pq::HopRecord {
+                queue: h.link,
+                subqueue: match h.subqueue {
+                    QueueId::L => pq::SubQueue::L,
+                    QueueId::C => pq::SubQueue::C,
+                    QueueId::Single => pq::SubQueue::Single,
+                },
+                sojourn: Some(h.sojourn),
+                decision: match h.decision {
+                    Decision::Pass => pq::Decision::Pass,
+                    Decision::Mark => pq::Decision::Mark,
+                    Decision::Drop => pq::Decision::Drop,
+                },
+            });
+        }
+        self.w.push(&pq::PacketRecord {
+            flow: r.flow,
+            seq: r.seq,
+            size: r.size,
+            sent: r.sent,
+            arrival: r.arrival,
+            ecn_sent: r.ecn_sent,
+            ecn_received: r.ecn_received,
+            hops,
+        })
+    }
+    fn finish(self: Box<Self>) -> io::Result<()> {
+        self.w.finish().map(|_| ())
+    }
+}
