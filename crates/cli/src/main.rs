@@ -27,37 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a scenario in the simulator, print a summary and write a results directory.
-    Run {
-        /// Scenario file (TOML), e.g. scenarios/dumbbell-dualpi2.toml
-        scenario: PathBuf,
-        /// Results directory (default: results/<scenario name>). An earlier l4s-lab
-        /// results directory there is replaced; any other existing path is refused.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Random seed (overrides the scenario's `seed`).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Simulated duration (overrides the scenario's `duration`), e.g. 10s.
-        #[arg(long, value_parser = parse_duration_arg)]
-        duration: Option<Dur>,
-        /// Print only the results path.
-        #[arg(long, short)]
-        quiet: bool,
-        /// Interval of the time-series snapshots written beside summary.json
-        /// (snapshots-flows.csv, snapshots-queues.csv); 0 turns them off.
-        #[arg(long, default_value = "100ms", value_parser = parse_interval_arg)]
-        snapshot_interval: Dur,
-        /// Write the bottleneck's egress as bottleneck.pcap (Wireshark/tshark).
-        #[arg(long)]
-        pcap: bool,
-        /// Use IPv6 addresses in the pcap (default IPv4).
-        #[arg(long, requires = "pcap")]
-        ipv6: bool,
-        /// Write one row per data packet to packets.parquet: send and arrival times, ECN
-        /// sent and received, and each queue crossed (sub-queue, sojourn, AQM decision).
-        #[arg(long)]
-        packets: bool,
-    },
+    Run(RunArgs),
     /// Rebuild DIR/report.html from a results directory alone.
     Report {
         /// Results directory (holds summary.json)
@@ -78,6 +48,39 @@ enum Cmd {
         /// Scenario file (TOML)
         scenario: PathBuf,
     },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Scenario file (TOML), e.g. scenarios/dumbbell-dualpi2.toml
+    scenario: PathBuf,
+    /// Results directory (default: results/<scenario name>). An earlier l4s-lab
+    /// results directory there is replaced; any other existing path is refused.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Random seed (overrides the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Simulated duration (overrides the scenario's `duration`), e.g. 10s.
+    #[arg(long, value_parser = parse_duration_arg)]
+    duration: Option<Dur>,
+    /// Print only the results path.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Interval of the time-series snapshots written beside summary.json
+    /// (snapshots-flows.csv, snapshots-queues.csv); 0 turns them off.
+    #[arg(long, default_value = "100ms", value_parser = parse_interval_arg)]
+    snapshot_interval: Dur,
+    /// Write the bottleneck's egress as bottleneck.pcap (Wireshark/tshark).
+    #[arg(long)]
+    pcap: bool,
+    /// Use IPv6 addresses in the pcap (default IPv4).
+    #[arg(long, requires = "pcap")]
+    ipv6: bool,
+    /// Write one row per data packet to packets.parquet: send and arrival times, ECN
+    /// sent and received, and each queue crossed (sub-queue, sojourn, AQM decision).
+    #[arg(long)]
+    packets: bool,
 }
 
 /// A snapshot interval: a duration, or `0` / `off` for none.
@@ -127,26 +130,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Cmd::Run {
-            scenario,
-            out,
-            seed,
-            duration,
-            quiet,
-            snapshot_interval,
-            pcap,
-            ipv6,
-            packets,
-        } => run(
-            &scenario,
-            out,
-            seed,
-            duration,
-            quiet,
-            snapshot_interval,
-            pcap.then_some(ipv6),
-            packets,
-        ),
+        Cmd::Run(args) => run(&args),
     }
 }
 
@@ -191,16 +175,10 @@ fn print_verdict(v: &l4s_report::Verdict) {
     println!();
 }
 
-fn run(
-    path: &Path,
-    out: Option<PathBuf>,
-    seed: Option<u64>,
-    duration: Option<Dur>,
-    quiet: bool,
-    snap: Dur,
-    pcap: Option<bool>,
-    packets: bool,
-) -> ExitCode {
+fn run(a: &RunArgs) -> ExitCode {
+    let path = a.scenario.as_path();
+    let (out, seed, duration, quiet, snap) = (a.out.clone(), a.seed, a.duration, a.quiet, a.snapshot_interval);
+    let (pcap, packets) = (a.pcap.then_some(a.ipv6), a.packets);
     let sc = match l4s_scenario::load_file(path) {
         Ok(s) => s,
         Err(e) => {
