@@ -556,3 +556,53 @@ fn packets_parquet() {
         "{marked} marked rows vs {marks} marks"
     );
 }
+
+/// `l4s report` / `compare` on a missing directory, another schema version or a truncated
+/// summary say what is wrong and exit 2.
+#[test]
+fn report_bad_input() {
+    let d = tmpdir("reportbad");
+    let f = d.join("tiny.toml");
+    std::fs::write(&f, GOOD).unwrap();
+    let good = d.join("good");
+    assert!(l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&good)
+        .arg("-q")
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let summary = std::fs::read_to_string(good.join("summary.json")).unwrap();
+    let mk = |name: &str, text: &str| {
+        let p = d.join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("summary.json"), text).unwrap();
+        p
+    };
+    let other = mk(
+        "v99",
+        &summary.replacen("\"schema_version\": 1", "\"schema_version\": 99", 1),
+    );
+    let cut = mk("cut", &summary[..summary.len() / 2]);
+    let cases = [
+        (d.join("nope"), "summary.json"),
+        (other.clone(), "schema_version 99"),
+        (cut.clone(), "summary.json"),
+    ];
+    for (dir, says) in &cases {
+        for args in [
+            vec!["report".to_string()],
+            vec!["compare".to_string(), good.display().to_string()],
+        ] {
+            let o = l4s().args(&args).arg(dir).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?} {}: {err}", dir.display());
+            assert!(err.contains(says) && err.contains(&*dir.display().to_string()), "{err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+        assert!(!dir.join("report.html").exists());
+    }
+}

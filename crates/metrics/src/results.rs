@@ -38,6 +38,7 @@ impl ResultsDir {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "results".into());
+        remove_stale(&parent, &name);
         let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
         if tmp.exists() {
             fs::remove_dir_all(&tmp)?;
@@ -78,6 +79,29 @@ impl ResultsDir {
     }
 }
 
+/// Remove `.NAME.tmp-PID` directories left by runs that were killed: their process no
+/// longer exists (checked through /proc; elsewhere nothing is removed).
+fn remove_stale(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.tmp-");
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl Drop for ResultsDir {
     fn drop(&mut self) {
         if !self.committed {
@@ -114,6 +138,12 @@ mod tests {
         r.write(MARKER, b"{\"a\":2}").unwrap();
         r.commit().unwrap();
         assert_eq!(fs::read_to_string(target.join(MARKER)).unwrap(), "{\"a\":2}");
+        // A temporary directory left by a killed run (its process is gone) is removed.
+        let stale = base.join(".run.tmp-4294967295");
+        fs::create_dir_all(&stale).unwrap();
+        fs::write(stale.join(MARKER), "half").unwrap();
+        drop(ResultsDir::create(&target).unwrap());
+        assert!(!stale.exists(), "stale temporary directory kept");
         // A foreign directory is refused.
         let foreign = base.join("foreign");
         fs::create_dir_all(&foreign).unwrap();

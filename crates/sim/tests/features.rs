@@ -157,6 +157,13 @@ fn late_packets_count_as_lost() {
     assert_eq!(tight.lost_packets, 0);
     assert!((tight.effective_loss_fraction - tight.received_packets as f64 / tight.sent_packets as f64).abs() < 1e-6);
     assert_eq!(tight.latency_budget_ms, Some(10.1));
+    // Throughput over the window, by hand: 50 packets/s × 200 B × 8 = 80 kbit/s (± one
+    // packet at the window's edges).
+    assert!(
+        (tight.throughput_bps - 80_000.0).abs() <= 200.0 * 8.0 / 10.0,
+        "{}",
+        tight.throughput_bps
+    );
     let loose = flow(&s, "loose");
     assert!(loose.owd_ms.max <= 10.2 + 1e-9, "{}", loose.owd_ms.max);
     assert_eq!(loose.late_packets, 0);
