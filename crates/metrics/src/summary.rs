@@ -138,6 +138,9 @@ pub struct ClassSummary {
     pub flows: u32,
     pub throughput_bps: f64,
     pub owd_ms: Percentiles,
+    /// RTT samples of the class's senders merged (empty for probe-only classes).
+    #[serde(default)]
+    pub rtt_ms: Percentiles,
 }
 
 impl Summary {

@@ -46,7 +46,7 @@ impl Sim {
             }
         };
         let mut flows = Vec::new();
-        let mut classes: BTreeMap<String, (u32, f64, LatencyHist)> = BTreeMap::new();
+        let mut classes: BTreeMap<String, (u32, f64, LatencyHist, LatencyHist)> = BTreeMap::new();
         for (i, (spec, fl)) in sc.flows.iter().zip(&self.flows).enumerate() {
             let m = &fl.meter;
             let snd = fl.ep[0].as_ref().map(|e| e.stats()).unwrap_or_default();
@@ -65,10 +65,11 @@ impl Sim {
             let owd = m.owd.percentiles_ms();
             let e = classes
                 .entry(class.to_string())
-                .or_insert_with(|| (0, 0.0, LatencyHist::new()));
+                .or_insert_with(|| (0, 0.0, LatencyHist::new(), LatencyHist::new()));
             e.0 += 1;
             e.1 += throughput;
             e.2.merge(&m.owd);
+            e.3.merge(&m.rtt);
             flows.push(FlowSummary {
                 name: spec.name.clone(),
                 kind: spec.kind.type_name().to_string(),
@@ -164,11 +165,12 @@ impl Sim {
         }
         let classes = classes
             .into_iter()
-            .map(|(class, (n, thr, h))| ClassSummary {
+            .map(|(class, (n, thr, h, rtt))| ClassSummary {
                 class,
                 flows: n,
                 throughput_bps: round6(thr),
                 owd_ms: h.percentiles_ms(),
+                rtt_ms: rtt.percentiles_ms(),
             })
             .collect();
         Summary {
