@@ -39,7 +39,7 @@
 //! cell is null.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -413,119 +413,20 @@ impl<W: Write + Send> PacketTimelineWriter<W> {
     }
 }
 
-/// One CSV record: its fields (`None` = empty and unquoted) and the line it starts on.
-struct CsvReader<R> {
-    input: R,
-    line: usize,
-    buf: String,
-}
-
-impl<R: BufRead> CsvReader<R> {
-    /// The next non-blank record, as (first line number, fields).
-    fn next(&mut self, fields: &mut Vec<Option<String>>) -> Result<Option<usize>, String> {
-        loop {
-            self.buf.clear();
-            let start = self.line + 1;
-            if !self.read_line()? {
-                return Ok(None);
-            }
-            // A quoted field may span lines: read on while a quote is open.
-            while self.buf.bytes().filter(|&b| b == b'"').count() % 2 == 1 {
-                self.buf.push('\n');
-                if !self.read_line()? {
-                    return Err(format!("{start}: quoted field not closed before the end of the file"));
-                }
-            }
-            if start == 1 {
-                if let Some(rest) = self.buf.strip_prefix('\u{feff}') {
-                    self.buf = rest.to_string();
-                }
-            }
-            if self.buf.trim().is_empty() {
-                continue;
-            }
-            split_record(&self.buf, fields).map_err(|e| format!("{start}: {e}"))?;
-            return Ok(Some(start));
-        }
-    }
-
-    /// Append one line without its terminator; `false` at end of file.
-    fn read_line(&mut self) -> Result<bool, String> {
-        let mut l = String::new();
-        match self.input.read_line(&mut l) {
-            Ok(0) => Ok(false),
-            Ok(_) => {
-                self.line += 1;
-                let l = l.strip_suffix('\n').unwrap_or(&l);
-                let l = l.strip_suffix('\r').unwrap_or(l);
-                self.buf.push_str(l);
-                Ok(true)
-            }
-            Err(e) => Err(format!("{}: {e}", self.line + 1)),
-        }
-    }
-}
-
-/// Split one RFC 4180 record (quotes balanced) into fields.
-fn split_record(rec: &str, fields: &mut Vec<Option<String>>) -> Result<(), String> {
-    fields.clear();
-    let mut cur = String::new();
-    let mut quoted = false; // the current field was quoted
-    let mut in_quotes = false;
-    let mut chars = rec.chars().peekable();
-    while let Some(c) = chars.next() {
-        if in_quotes {
-            if c == '"' {
-                if chars.peek() == Some(&'"') {
-                    chars.next();
-                    cur.push('"');
-                } else {
-                    in_quotes = false;
-                }
-            } else {
-                cur.push(c);
-            }
-        } else if c == ',' {
-            fields.push(if quoted || !cur.trim().is_empty() {
-                Some(std::mem::take(&mut cur))
-            } else {
-                cur.clear();
-                None
-            });
-            quoted = false;
-        } else if quoted {
-            return Err(format!("unexpected {c:?} after a closing quote"));
-        } else if c == '"' {
-            if !cur.trim().is_empty() {
-                return Err("quote inside an unquoted field".into());
-            }
-            cur.clear();
-            quoted = true;
-            in_quotes = true;
-        } else {
-            cur.push(c);
-        }
-    }
-    fields.push(if quoted || !cur.trim().is_empty() {
-        Some(cur)
-    } else {
-        None
-    });
-    Ok(())
-}
-
 enum CsvColumn {
     Num(Float64Builder),
     Str(StringBuilder),
 }
 
 /// Convert a snapshot CSV (`snapshots-flows.csv`, `snapshots-queues.csv`, or any CSV with
-/// a header row) to Parquet: columns named in [`CSV_STRING_COLUMNS`] become utf8, all
-/// others float64; empty cells are null. Streams in row groups of 65 536 rows.
+/// a header row) to Parquet: columns named in [`CSV_STRING_COLUMNS`] and columns with any
+/// non-numeric cell become utf8, all others float64; empty cells are null. Streams in row
+/// groups of 65 536 rows. Parsing is the `csv` crate's (RFC 4180 quoting, quoted fields
+/// across lines, CRLF, a UTF-8 byte-order mark).
 ///
-/// Errors name the file and, for bad content, the line: an empty file (no header), a row
-/// whose field count differs from the header's, a cell that is not a number, a broken
-/// quote. On error no output file is left behind.
+/// Errors name the file and, for bad content, the line: an empty file (no header), a
+/// column without a name or named twice, a row whose field count differs from the
+/// header's, text that is not UTF-8. On error no output file is left behind.
 pub fn csv_to_parquet(csv: &Path, parquet: &Path) -> Result<(), String> {
     let res = convert(csv, parquet);
     if res.is_err() {
@@ -534,27 +435,45 @@ pub fn csv_to_parquet(csv: &Path, parquet: &Path) -> Result<(), String> {
     res
 }
 
-/// Which columns hold a non-empty cell that does not parse as a number.
-fn text_columns(csv: &Path, header: &[String]) -> Result<Vec<bool>, String> {
-    let input = File::open(csv).map_err(|e| format!("{}: {e}", csv.display()))?;
-    let mut rd = CsvReader {
-        input: BufReader::new(input),
-        line: 0,
-        buf: String::new(),
-    };
-    let mut fields = Vec::new();
-    let mut text = vec![false; header.len()];
-    let _ = rd.next(&mut fields).map_err(|e| format!("{}:{e}", csv.display()))?;
-    while rd
-        .next(&mut fields)
-        .map_err(|e| format!("{}:{e}", csv.display()))?
-        .is_some()
-    {
-        for (t, cell) in text.iter_mut().zip(&fields) {
-            if let Some(c) = cell.as_deref().map(str::trim) {
-                if !c.is_empty() && c.parse::<f64>().is_err() {
-                    *t = true;
+fn csv_reader(csv: &Path) -> Result<csv::Reader<File>, String> {
+    let f = File::open(csv).map_err(|e| format!("{}: {e}", csv.display()))?;
+    // Flexible: ragged rows are reported below with their line number.
+    Ok(csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(f))
+}
+
+/// The next non-blank record and the line it starts on.
+fn next_record(csv: &Path, rd: &mut csv::Reader<File>, rec: &mut csv::StringRecord) -> Result<Option<u64>, String> {
+    loop {
+        match rd.read_record(rec) {
+            Ok(false) => return Ok(None),
+            Ok(true) => {
+                if rec.len() == 1 && rec[0].trim().is_empty() {
+                    continue; // blank line
                 }
+                return Ok(Some(rec.position().map(|p| p.line()).unwrap_or(0)));
+            }
+            Err(e) => {
+                let line = e.position().map(|p| p.line()).unwrap_or(0);
+                return Err(format!("{}:{line}: {e}", csv.display()));
+            }
+        }
+    }
+}
+
+/// Which columns hold a non-empty cell that does not parse as a number.
+fn text_columns(csv: &Path, width: usize) -> Result<Vec<bool>, String> {
+    let mut rd = csv_reader(csv)?;
+    let mut rec = csv::StringRecord::new();
+    let mut text = vec![false; width];
+    next_record(csv, &mut rd, &mut rec)?;
+    while next_record(csv, &mut rd, &mut rec)?.is_some() {
+        for (t, cell) in text.iter_mut().zip(rec.iter()) {
+            let c = cell.trim();
+            if !c.is_empty() && c.parse::<f64>().is_err() {
+                *t = true;
             }
         }
     }
@@ -562,20 +481,14 @@ fn text_columns(csv: &Path, header: &[String]) -> Result<Vec<bool>, String> {
 }
 
 fn convert(csv: &Path, out: &Path) -> Result<(), String> {
-    let input = File::open(csv).map_err(|e| format!("{}: {e}", csv.display()))?;
-    let at = |e: String| format!("{}:{e}", csv.display());
-    let mut rd = CsvReader {
-        input: BufReader::new(input),
-        line: 0,
-        buf: String::new(),
-    };
-    let mut fields = Vec::new();
-    if rd.next(&mut fields).map_err(at)?.is_none() {
+    let mut rd = csv_reader(csv)?;
+    let mut rec = csv::StringRecord::new();
+    if next_record(csv, &mut rd, &mut rec)?.is_none() {
         return Err(format!("{}: empty file (no header row)", csv.display()));
     }
-    let header: Vec<String> = fields
+    let header: Vec<String> = rec
         .iter()
-        .map(|f| f.as_deref().unwrap_or("").trim().to_string())
+        .map(|h| h.trim().trim_start_matches('\u{feff}').to_string())
         .collect();
     for (i, h) in header.iter().enumerate() {
         if h.is_empty() {
@@ -585,21 +498,23 @@ fn convert(csv: &Path, out: &Path) -> Result<(), String> {
             return Err(format!("{}:1: column `{h}` appears twice", csv.display()));
         }
     }
-    // A column is text if it is a known name column or if any of its cells is not a
-    // number (first pass over the file); otherwise float64.
-    let text = text_columns(csv, &header)?;
-    let is_str =
-        |h: &str| CSV_STRING_COLUMNS.contains(&h) || header.iter().position(|x| x == h).is_some_and(|i| text[i]);
+    let text = text_columns(csv, header.len())?;
+    let is_str: Vec<bool> = header
+        .iter()
+        .zip(&text)
+        .map(|(h, t)| *t || CSV_STRING_COLUMNS.contains(&h.as_str()))
+        .collect();
     let schema = Arc::new(Schema::new(
         header
             .iter()
-            .map(|h| Field::new(h, if is_str(h) { DataType::Utf8 } else { DataType::Float64 }, true))
+            .zip(&is_str)
+            .map(|(h, s)| Field::new(h, if *s { DataType::Utf8 } else { DataType::Float64 }, true))
             .collect::<Vec<_>>(),
     ));
-    let mut cols: Vec<CsvColumn> = header
+    let mut cols: Vec<CsvColumn> = is_str
         .iter()
-        .map(|h| {
-            if is_str(h) {
+        .map(|s| {
+            if *s {
                 CsvColumn::Str(StringBuilder::new())
             } else {
                 CsvColumn::Num(Float64Builder::new())
@@ -627,30 +542,21 @@ fn convert(csv: &Path, out: &Path) -> Result<(), String> {
         let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| format!("{}: {e}", out.display()))?;
         writer.write(&batch).map_err(wr)
     };
-    while let Some(line) = rd.next(&mut fields).map_err(at)? {
-        if fields.len() != header.len() {
+    while let Some(line) = next_record(csv, &mut rd, &mut rec)? {
+        if rec.len() != header.len() {
             return Err(format!(
                 "{}:{line}: {} fields, the header has {}",
                 csv.display(),
-                fields.len(),
+                rec.len(),
                 header.len()
             ));
         }
-        for ((cell, col), name) in fields.iter().zip(cols.iter_mut()).zip(&header) {
+        for (cell, col) in rec.iter().zip(cols.iter_mut()) {
+            let c = cell.trim();
             match col {
-                CsvColumn::Str(b) => b.append_option(cell.as_deref()),
-                CsvColumn::Num(b) => match cell.as_deref().map(str::trim) {
-                    None | Some("") => b.append_null(),
-                    Some(s) => match s.parse::<f64>() {
-                        Ok(v) => b.append_value(v),
-                        Err(_) => {
-                            return Err(format!(
-                                "{}:{line}: column `{name}`: {s:?} is not a number",
-                                csv.display()
-                            ))
-                        }
-                    },
-                },
+                CsvColumn::Str(b) => b.append_option((!c.is_empty()).then_some(cell)),
+                // The first pass made every column with a non-number a text column.
+                CsvColumn::Num(b) => b.append_option(c.parse::<f64>().ok()),
             }
         }
         buffered += 1;
@@ -673,21 +579,6 @@ fn convert(csv: &Path, out: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn split(s: &str) -> Result<Vec<Option<String>>, String> {
-        let mut v = Vec::new();
-        split_record(s, &mut v).map(|_| v)
-    }
-
-    #[test]
-    fn splits_rfc4180() {
-        let s = |x: &str| Some(x.to_string());
-        assert_eq!(split("a,,\"b,c\",\"\"").unwrap(), vec![s("a"), None, s("b,c"), s("")]);
-        assert_eq!(split("\"x\"\"y\"").unwrap(), vec![s("x\"y")]);
-        assert_eq!(split("").unwrap(), vec![None]);
-        assert!(split("\"a\"b").is_err());
-        assert!(split("a\"b\"").is_err());
-    }
 
     #[test]
     fn record_is_small_and_copy() {

@@ -18,23 +18,8 @@ use std::io;
 /// Queues recorded per packet.
 pub const MAX_HOPS: usize = 4;
 
-/// What a queue did with a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
-    Pass,
-    Mark,
-    Drop,
-}
-
-impl Decision {
-    pub fn name(self) -> &'static str {
-        match self {
-            Decision::Pass => "pass",
-            Decision::Mark => "mark",
-            Decision::Drop => "drop",
-        }
-    }
-}
+/// What a queue did with a packet (the same type the Parquet timeline writes).
+pub use l4s_metrics::parquet::Decision;
 
 /// One queue a packet crossed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,11 +206,7 @@ impl<W: io::Write + Send> TimelineSink for ParquetTimeline<W> {
                     QueueId::Single => pq::SubQueue::Single,
                 },
                 sojourn: Some(h.sojourn),
-                decision: match h.decision {
-                    Decision::Pass => pq::Decision::Pass,
-                    Decision::Mark => pq::Decision::Mark,
-                    Decision::Drop => pq::Decision::Drop,
-                },
+                decision: h.decision,
             });
         }
         self.w.push(&pq::PacketRecord {
