@@ -32,6 +32,9 @@ enum Cmd {
     Report {
         /// Results directory (holds summary.json)
         dir: PathBuf,
+        /// Also export every chart as a PNG into DIR/png (for papers).
+        #[arg(long)]
+        png: bool,
     },
     /// Put several runs side by side: a difference table here and an HTML page with
     /// overlaid distributions.
@@ -81,6 +84,9 @@ struct RunArgs {
     /// sent and received, and each queue crossed (sub-queue, sojourn, AQM decision).
     #[arg(long)]
     packets: bool,
+    /// Also export every chart of the report as a PNG into DIR/png (for papers).
+    #[arg(long)]
+    png: bool,
 }
 
 /// A snapshot interval: a duration, or `0` / `off` for none.
@@ -102,16 +108,23 @@ fn parse_duration_arg(s: &str) -> Result<Dur, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Report { dir } => match l4s_report::write_report(&dir) {
-            Ok(p) => {
+        Cmd::Report { dir, png } => {
+            let r = l4s_report::write_report(&dir).and_then(|p| {
                 println!("{}", p.display());
-                ExitCode::SUCCESS
+                if png {
+                    let files = l4s_report::write_pngs(&dir, &dir.join("png"), l4s_report::DEFAULT_PNG_SCALE)?;
+                    println!("{} charts as PNG in {}", files.len(), dir.join("png").display());
+                }
+                Ok(())
+            });
+            match r {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
-        },
+        }
         Cmd::Compare { dirs, out } => compare(&dirs, &out),
         Cmd::Check { scenario } => match l4s_scenario::load_file(&scenario) {
             Ok(s) => {
@@ -323,7 +336,12 @@ fn run(a: &RunArgs) -> ExitCode {
     // The report reads only the results directory, as `l4s report DIR` does later. A
     // report that cannot be built does not cost the results: they are kept and the
     // failure is reported.
-    let report = l4s_report::write_report(dir.dir());
+    let report = l4s_report::write_report(dir.dir()).and_then(|p| {
+        if a.png {
+            l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)?;
+        }
+        Ok(p)
+    });
     let written = match dir.commit() {
         Ok(p) => p,
         Err(e) => {

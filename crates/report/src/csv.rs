@@ -4,7 +4,6 @@
 //! as "not applicable". Errors carry the 1-based line number.
 
 use crate::ReportError;
-use std::borrow::Cow;
 use std::path::Path;
 
 /// A parsed CSV file: the header and the rows with their line numbers.
@@ -20,63 +19,15 @@ impl Table {
     }
 }
 
-/// Split one line into `out`. Lines without a quote are split without copying.
-/// `Err` on an unterminated quote.
-fn split_into<'a>(line: &'a str, out: &mut Vec<Cow<'a, str>>) -> Result<(), String> {
-    out.clear();
-    if !line.contains('"') {
-        out.extend(line.split(',').map(Cow::Borrowed));
-        return Ok(());
-    }
-    let mut cur = String::new();
-    let mut chars = line.chars().peekable();
-    let mut in_quotes = false;
-    let mut was_quoted = false;
-    while let Some(c) = chars.next() {
-        if in_quotes {
-            if c == '"' {
-                if chars.peek() == Some(&'"') {
-                    chars.next();
-                    cur.push('"');
-                } else {
-                    in_quotes = false;
-                }
-            } else {
-                cur.push(c);
-            }
-        } else if c == ',' {
-            out.push(Cow::Owned(std::mem::take(&mut cur)));
-            was_quoted = false;
-        } else if c == '"' && cur.is_empty() && !was_quoted {
-            in_quotes = true;
-            was_quoted = true;
-        } else {
-            cur.push(c);
-        }
-    }
-    if in_quotes {
-        return Err("unterminated quoted field".into());
-    }
-    out.push(Cow::Owned(cur));
-    Ok(())
-}
-
-#[cfg(test)]
-fn split_line(line: &str) -> Result<Vec<String>, String> {
-    let mut v = Vec::new();
-    split_into(line, &mut v)?;
-    Ok(v.into_iter().map(|c| c.into_owned()).collect())
-}
-
 /// Stream the rows of `text` (the content of `path`): `header` is called once with the
 /// trimmed header names and returns what `row` needs from it; `row` is then called with that,
-/// each row's 1-based line number and its fields. Every
-/// row must have as many fields as the header; blank lines are skipped.
-pub(crate) fn scan<'a, H>(
+/// each row's 1-based line number and its fields. Every row must have as many fields as the
+/// header; blank lines are skipped. Parsing is the `csv` crate's (RFC 4180 quoting, CRLF).
+pub(crate) fn scan<H>(
     path: &Path,
-    text: &'a str,
+    text: &str,
     header: impl FnOnce(&[String]) -> Result<H, ReportError>,
-    mut row: impl FnMut(&H, usize, &[Cow<'a, str>]) -> Result<(), ReportError>,
+    mut row: impl FnMut(&H, usize, &::csv::StringRecord) -> Result<(), ReportError>,
 ) -> Result<(), ReportError> {
     let err = |line: usize, reason: String| ReportError::Csv {
         path: path.to_path_buf(),
@@ -86,29 +37,49 @@ pub(crate) fn scan<'a, H>(
     if text.trim().is_empty() {
         return Err(err(1, "empty file: expected a header line".into()));
     }
-    let mut lines = text
-        .split('\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)));
-    let mut buf = Vec::new();
-    match lines.next() {
-        Some((n, l)) if !l.trim().is_empty() => split_into(l, &mut buf).map_err(|e| err(n, e))?,
-        _ => return Err(err(1, "empty first line: expected a header line".into())),
-    }
-    let names: Vec<String> = buf.iter().map(|h| h.trim().to_string()).collect();
-    let h = header(&names)?;
-    for (n, l) in lines {
-        if l.is_empty() {
-            continue; // trailing newline, or blank lines
+    let mut rd = ::csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let mut rec = ::csv::StringRecord::new();
+    // Line numbers from byte offsets (the csv crate's own line count skips blank lines),
+    // counted incrementally: records come in order.
+    let (mut seen, mut lines_before) = (0usize, 0usize);
+    let mut line_of = |r: &::csv::StringRecord| {
+        let mut at = r.position().map(|p| p.byte() as usize).unwrap_or(seen).min(text.len());
+        // A record's offset can point at blank lines skipped before it.
+        while at < text.len() && matches!(text.as_bytes()[at], b'\n' | b'\r') && !r.is_empty() && !r[0].is_empty() {
+            at += 1;
         }
-        split_into(l, &mut buf).map_err(|e| err(n, e))?;
-        if buf.len() != names.len() {
+        if at >= seen {
+            lines_before += text.as_bytes()[seen..at].iter().filter(|&&b| b == b'\n').count();
+            seen = at;
+        }
+        lines_before + 1
+    };
+    let read = |rd: &mut ::csv::Reader<&[u8]>, rec: &mut ::csv::StringRecord| -> Result<bool, ReportError> {
+        rd.read_record(rec).map_err(|e| {
+            let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
+            err(line, e.to_string())
+        })
+    };
+    if !read(&mut rd, &mut rec)? || line_of(&rec) != 1 {
+        return Err(err(1, "empty first line: expected a header line".into()));
+    }
+    let names: Vec<String> = rec.iter().map(|h| h.trim().to_string()).collect();
+    let h = header(&names)?;
+    while read(&mut rd, &mut rec)? {
+        let n = line_of(&rec);
+        if rec.len() == 1 && rec[0].trim().is_empty() {
+            continue; // blank line
+        }
+        if rec.len() != names.len() {
             return Err(err(
                 n,
-                format!("expected {} fields as in the header, found {}", names.len(), buf.len()),
+                format!("expected {} fields as in the header, found {}", names.len(), rec.len()),
             ));
         }
-        row(&h, n, &buf)?;
+        row(&h, n, &rec)?;
     }
     Ok(())
 }
@@ -168,10 +139,9 @@ mod tests {
     use super::*;
     #[test]
     fn quotes_and_errors() {
-        assert_eq!(split_line("a,\"b,c\",\"d\"\"e\"").unwrap(), vec!["a", "b,c", "d\"e"]);
-        assert_eq!(split_line("").unwrap(), vec![""]);
-        assert!(split_line("\"abc").is_err());
         let p = Path::new("x.csv");
+        let q = parse(p, "a,b,c\n1,\"b,c\",\"d\"\"e\"\n").unwrap();
+        assert_eq!(q.rows[0].1, vec!["1", "b,c", "d\"e"]);
         let t = parse(p, "a,b\r\n1,2\n\n3,4\n").unwrap();
         assert_eq!(t.rows.len(), 2);
         assert_eq!(t.rows[1].0, 4);

@@ -29,6 +29,12 @@ pub enum ReportError {
         #[source]
         source: io::Error,
     },
+    /// PNG export ([`crate::write_pngs`]): the system has no font, so chart text would vanish.
+    #[error("no font found on this system (fontconfig's directories, /usr/share/fonts, ~/.fonts): chart text would be missing from the PNGs; install one, e.g. the Debian/Ubuntu package fonts-dejavu-core (`apt-get install fonts-dejavu-core`)")]
+    NoFonts,
+    /// PNG export: the PNG at `path` could not be drawn (bad scale, chart not rasterisable).
+    #[error("{}: {reason}", path.display())]
+    Png { path: PathBuf, reason: String },
     /// `render_compare` / `compare_table` was given no directory.
     #[error("nothing to compare: give at least one results directory")]
     NoRuns,

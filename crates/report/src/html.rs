@@ -12,7 +12,20 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub(crate) const CSS: &str = r#"
+/// The chart rules (every selector starts with `svg `): the page's CSS and the `<style>` of a
+/// standalone chart (PNG export) share them.
+macro_rules! svg_css {
+    () => {
+        r#"svg text{font:11px system-ui,sans-serif;fill:#333}svg .title{font-size:13px;font-weight:600}svg .label{font-size:12px}
+svg .grid line{stroke:#eee}svg .axis line,svg .axis rect{stroke:#888}svg .shade{fill:#f2f2f2}svg .shadelabel{fill:#888;font-size:10px}
+svg .guide{stroke:#999;stroke-dasharray:3 3}svg .guidelabel{fill:#777;font-size:10px}
+"#
+    };
+}
+pub(crate) const SVG_CSS: &str = svg_css!();
+
+pub(crate) const CSS: &str = concat!(
+    r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1000px;padding:16px;color:#222;background:#fff}
 h1{font-size:22px;margin:8px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}h3{font-size:15px;margin:16px 0 6px}
 .meta{color:#555;margin:2px 0}
@@ -28,12 +41,12 @@ th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:
 td.l,th.l{text-align:left}tr.sub td{color:#555}.thin{color:#999}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 svg.chart{display:block;width:100%;height:auto;margin:6px 0 14px}
-svg text{font:11px system-ui,sans-serif;fill:#333}svg .title{font-size:13px;font-weight:600}svg .label{font-size:12px}
-svg .grid line{stroke:#eee}svg .axis line,svg .axis rect{stroke:#888}svg .shade{fill:#f2f2f2}svg .shadelabel{fill:#888;font-size:10px}
-svg .guide{stroke:#999;stroke-dasharray:3 3}svg .guidelabel{fill:#777;font-size:10px}
-.missing{color:#8a6d00;background:#fffbe6;padding:6px 10px;border-radius:4px}
+"#,
+    svg_css!(),
+    r#".missing{color:#8a6d00;background:#fffbe6;padding:6px 10px;border-radius:4px}
 footer{margin-top:30px;color:#777;font-size:12px;border-top:1px solid #ddd;padding-top:8px}
-"#;
+"#
+);
 
 /// Read a results directory and render the report as one HTML string.
 pub fn render_report(dir: &Path) -> Result<String, ReportError> {
@@ -216,14 +229,18 @@ struct Charts<'a> {
     out: &'a mut String,
     n: usize,
     prefix: &'a str,
+    /// Every chart embedded so far, in page order: (title, inline svg).
+    figures: Vec<(String, String)>,
 }
 
 impl Charts<'_> {
     fn push(&mut self, c: &Chart) {
         self.n += 1;
         let id = format!("{}{}", self.prefix, self.n);
-        self.out.push_str(&c.to_svg(&id));
+        let svg = c.to_svg(&id);
+        self.out.push_str(&svg);
         self.out.push('\n');
+        self.figures.push((c.title.clone(), svg));
     }
     fn missing(&mut self, text: &str) {
         let _ = write!(self.out, "<p class=\"missing\">{}</p>", esc(text));
@@ -232,6 +249,16 @@ impl Charts<'_> {
 
 /// Render a loaded results directory.
 pub fn render_results(res: &Results) -> String {
+    render_with_figures(res).0
+}
+
+/// The charts of the report of `res`, in page order: (title, inline svg exactly as embedded).
+pub(crate) fn report_figures(res: &Results) -> Vec<(String, String)> {
+    render_with_figures(res).1
+}
+
+/// The report and the charts it embeds, so that the PNG export draws the very same charts.
+fn render_with_figures(res: &Results) -> (String, Vec<(String, String)>) {
     let s = &res.summary;
     let sc = &s.scenario;
     let pal = palette_for([res]);
@@ -262,6 +289,7 @@ pub fn render_results(res: &Results) -> String {
         out: &mut out,
         n: 0,
         prefix: "c",
+        figures: Vec::new(),
     };
     let no_snaps = "No snapshot files (snapshots-flows.csv, snapshots-queues.csv) in this results directory: \
                     time series are omitted. Run with --snapshot-interval above 0 to get them.";
@@ -382,6 +410,7 @@ pub fn render_results(res: &Results) -> String {
             "The flow snapshots have no cwnd_bytes or srtt_ms values."
         });
     }
+    let figures = ch.figures;
 
     let mut files = vec!["summary.json"];
     if res.snapshots.is_some() {
@@ -403,7 +432,7 @@ pub fn render_results(res: &Results) -> String {
         esc(&s.tool.version),
         esc(&suffix),
     );
-    out
+    (out, figures)
 }
 
 pub(crate) fn fnum(x: f64) -> String {

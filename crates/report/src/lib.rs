@@ -8,7 +8,8 @@
 //!   generated here, inline CSS, no script, no font, no URL) with the verdict, summary tables
 //!   and time series, CDF and CCDF charts;
 //! * [`render_compare`] / [`compare_table`]: several runs overlaid on shared axes, and a
-//!   difference table relative to the first run, as HTML or plain text.
+//!   difference table relative to the first run, as HTML or plain text;
+//! * [`write_pngs`]: every chart of the report as a PNG (rasterised from the same SVG).
 //!
 //! The report reads only the results directory (DESIGN.md principle 5): `summary.json`
 //! is required; `snapshots-flows.csv`, `snapshots-queues.csv` and `distributions.csv` are
@@ -22,6 +23,7 @@ mod error;
 mod figures;
 pub mod fmt;
 pub mod html;
+mod png;
 #[doc(hidden)]
 pub mod synth;
 pub mod verdict;
@@ -30,4 +32,5 @@ pub use compare::{compare_table, render_compare};
 pub use data::{Distributions, Results, Snapshots};
 pub use error::ReportError;
 pub use html::{render_report, write_report};
+pub use png::{write_pngs, DEFAULT_PNG_SCALE};
 pub use verdict::{verdict, Level, Severity, Verdict, Warning};
