@@ -356,6 +356,25 @@ pub struct Results {
     pub summary: Summary,
     pub snapshots: Option<Snapshots>,
     pub distributions: Option<Distributions>,
+    /// Date the run started (UTC, `YYYY-MM-DD`), from `run-info.json` when present.
+    pub run_date: Option<String>,
+}
+
+/// The run's date from `run-info.json` (`started_utc`), if the file exists and holds one.
+/// The file is informational: a missing or malformed one only leaves the date out.
+fn run_date(dir: &Path) -> Option<String> {
+    let text = std::fs::read(dir.join("run-info.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let d = v.get("started_utc")?.as_str()?.get(..10)?;
+    let ok = d.len() == 10
+        && d.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
+    ok.then(|| d.to_string())
 }
 
 impl Results {
@@ -367,6 +386,7 @@ impl Results {
             summary,
             snapshots: Snapshots::load(dir)?,
             distributions: Distributions::load(dir)?,
+            run_date: run_date(dir),
         })
     }
 }
@@ -424,5 +444,27 @@ fn read_optional(path: &Path) -> Result<Option<(PathBuf, String)>, ReportError> 
             path: path.to_path_buf(),
             source: e,
         }),
+    }
+}
+
+#[cfg(test)]
+mod run_info_tests {
+    use super::run_date;
+
+    #[test]
+    fn run_date_from_run_info() {
+        let d = std::env::temp_dir().join(format!("l4s-runinfo-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        assert_eq!(run_date(&d), None, "no file, no date");
+        for (text, want) in [
+            (r#"{"started_utc": "2026-11-22T05:33:12Z"}"#, Some("2026-11-22")),
+            (r#"{"started_utc": "yesterday"}"#, None),
+            (r#"{"started_utc": 5}"#, None),
+            ("{", None),
+        ] {
+            std::fs::write(d.join("run-info.json"), text).unwrap();
+            assert_eq!(run_date(&d).as_deref(), want, "{text}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

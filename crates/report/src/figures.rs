@@ -20,7 +20,10 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn suffix(&self) -> String {
         let sc = &self.res.summary.scenario;
-        format!("{}, seed {}", sc.name, sc.seed)
+        match &self.res.run_date {
+            Some(d) => format!("{}, seed {}, run {d}", sc.name, sc.seed),
+            None => format!("{}, seed {}", sc.name, sc.seed),
+        }
     }
     fn time_axis(&self) -> Axis {
         let sc = &self.res.summary.scenario;
