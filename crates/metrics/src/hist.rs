@@ -59,12 +59,22 @@ impl LatencyHist {
         qs.extend((20..=120).map(|i| 1.0 - 10f64.powf(-(i as f64) / 20.0)));
         qs.sort_by(|a, b| a.total_cmp(b));
         let n = self.h.len() as f64;
-        let mut out: Vec<(u64, f64)> = vec![(self.min_ns(), 1.0 / n)];
-        for q in qs {
-            let v = self.quantile_ns(q);
-            // Fraction of samples at or below v (exact from the histogram's counts).
-            let f = self.h.count_between(0, v) as f64 / n;
-            out.push((v, f.min(1.0)));
+        // One pass over the recorded buckets: the cumulative count at each bucket's top
+        // value is exactly the number of samples at or below it.
+        let mut out: Vec<(u64, f64)> = Vec::with_capacity(qs.len() + 2);
+        let mut cum = 0u64;
+        let mut next = 0;
+        for (i, v) in self.h.iter_recorded().enumerate() {
+            cum += v.count_at_value();
+            let value = v.value_iterated_to().min(self.max_ns.max(1));
+            let f = (cum as f64 / n).min(1.0);
+            if i == 0 {
+                out.push((value, f));
+            }
+            while next < qs.len() && f >= qs[next] {
+                out.push((value, f));
+                next += 1;
+            }
         }
         out.push((self.max_ns, 1.0));
         out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
