@@ -277,6 +277,7 @@ impl Sim {
     fn start_tx(&mut self, l: usize) {
         let now = self.now;
         let in_window = self.in_window;
+        let snapshots = self.snapshots.is_some();
         let link = &mut self.links[l];
         let got = link.qdisc.dequeue(now, &mut self.drops);
         if let Some(d) = got {
@@ -285,7 +286,9 @@ impl Sim {
             if in_window {
                 link.meter.on_dequeue(d.queue, d.sojourn, tx_time);
             }
-            link.meter.on_dequeue_any(d.queue, d.sojourn, tx_time);
+            if snapshots {
+                link.meter.on_dequeue_any(d.queue, d.sojourn, tx_time);
+            }
             let capture = link.capture && self.capture.is_some();
             if capture {
                 self.capture_packet(&d.pkt);
@@ -364,8 +367,11 @@ impl Sim {
         let now = self.now;
         if pkt.forward && pkt.is_data {
             self.track_arrival(&pkt);
+            let snapshots = self.snapshots.is_some();
             let m = &mut self.flows[f].meter;
-            m.on_arrival_any(now, &pkt);
+            if snapshots {
+                m.on_arrival_any(now, &pkt);
+            }
             if self.in_window {
                 m.on_arrival(now, &pkt);
             }
