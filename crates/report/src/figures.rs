@@ -94,7 +94,20 @@ fn has(s: &Series, c: FlowCol) -> bool {
     s.flow(c).iter().any(|v| v.is_finite())
 }
 
-/// One-way delay over time, one chart per flow with a shared y axis: band min–max,
+/// Values of a series inside the statistics window (after the warm-up), so that a
+/// slow-start spike during the warm-up does not set the scale; all values if none are.
+fn after_warmup<'a>(cx: &Ctx, s: &'a Series, vals: &'a [f64]) -> impl Iterator<Item = f64> + 'a {
+    let w = cx.res.summary.scenario.warmup_s;
+    let any = s.time_s.iter().any(|t| *t > w);
+    s.time_s
+        .iter()
+        .zip(vals)
+        .filter(move |(t, _)| !any || **t > w)
+        .map(|(_, v)| *v)
+}
+
+/// One-way delay over time, one chart per flow with a shared y axis (scaled to the
+/// statistics window; the warm-up is shaded and clipped): band min–max,
 /// mean line, dashed p99 line (or the max line when that is all the snapshots have).
 pub fn latency_over_time(cx: &Ctx) -> Vec<Chart> {
     let Some(sn) = &cx.res.snapshots else { return Vec::new() };
@@ -107,7 +120,7 @@ pub fn latency_over_time(cx: &Ctx) -> Vec<Chart> {
     let ymax = fmax(
         sn.flows
             .iter()
-            .flat_map(|s| cols.iter().flat_map(move |c| s.flow(*c).iter().copied())),
+            .flat_map(|s| cols.iter().flat_map(move |c| after_warmup(cx, s, s.flow(*c)))),
     );
     if !ymax.is_finite() {
         return Vec::new();
@@ -461,7 +474,7 @@ pub fn sojourn_over_time(cx: &Ctx) -> Vec<Chart> {
         .collect();
     let ymax = fmax(
         busy.iter()
-            .flat_map(|s| cols.iter().flat_map(move |c| s.queue(c.0).iter().copied())),
+            .flat_map(|s| cols.iter().flat_map(move |c| after_warmup(cx, s, s.queue(c.0)))),
     );
     let mut out = Vec::new();
     for s in busy {
