@@ -51,6 +51,8 @@ pub struct TopologyTable {
     pub reverse_rate: Option<Rate>,
     /// Reverse-direction queue discipline; default a 1000-packet FIFO.
     pub reverse_aqm: Option<toml::Table>,
+    /// A middlebox on the bottleneck's forward direction that rewrites ECN.
+    pub fault: Option<FaultTable>,
     // --- custom ---
     #[serde(default)]
     pub nodes: Vec<NodeTable>,
@@ -81,6 +83,17 @@ pub struct LinkTable {
     pub reverse_rate: Option<Rate>,
     pub reverse_delay: Option<Dur>,
     pub reverse_aqm: Option<toml::Table>,
+    /// A middlebox in the forward direction that rewrites ECN.
+    pub fault: Option<FaultTable>,
+}
+
+/// `fault = { kind = "bleach" | "remark" | "mark-all", start = "10s" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultTable {
+    pub kind: String,
+    #[serde(default)]
+    pub start: Dur,
 }
 
 fn yes() -> bool {

@@ -50,6 +50,27 @@ pub struct Link {
     pub aqm: AqmConfig,
     /// True for the link(s) the scenario calls its bottleneck (reported first).
     pub bottleneck: bool,
+    /// A middlebox that rewrites the ECN field of packets entering this link.
+    pub fault: Option<Fault>,
+}
+
+/// What a faulty middlebox does to the ECN field (RFC 9331 §5 forbids all three; they
+/// exist on real paths and an L4S sender must detect them, RFC 9000 §13.4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Clear the ECN field: ECT(0), ECT(1) and CE become Not-ECT.
+    Bleach,
+    /// Rewrite ECT(1) to ECT(0).
+    Remark,
+    /// Set CE on every ECN-capable packet.
+    MarkAll,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// From this time on (before it the middlebox is harmless).
+    pub start: Dur,
 }
 
 /// ECN feedback a TCP flow asks for.

@@ -134,6 +134,34 @@ fn kinds() -> String {
         .join(", ")
 }
 
+/// A `fault` table: which ECN rewrite, from when.
+fn parse_fault(
+    cx: &ErrCtx,
+    at: &[Seg],
+    f: Option<&crate::file::FaultTable>,
+    duration: Dur,
+) -> Result<Option<crate::Fault>, ScenarioError> {
+    let Some(f) = f else { return Ok(None) };
+    let kind = match f.kind.as_str() {
+        "bleach" => crate::FaultKind::Bleach,
+        "remark" => crate::FaultKind::Remark,
+        "mark-all" => crate::FaultKind::MarkAll,
+        other => {
+            return Err(cx.at(
+                &join(at, &[key("kind")]),
+                format!("unknown fault {other:?}: expected \"bleach\", \"remark\" or \"mark-all\""),
+            ))
+        }
+    };
+    if f.start >= duration {
+        return Err(cx.at(
+            &join(at, &[key("start")]),
+            format!("the fault starts at {} but the run ends at {duration}", f.start),
+        ));
+    }
+    Ok(Some(crate::Fault { kind, start: f.start }))
+}
+
 fn default_reverse_aqm() -> AqmConfig {
     AqmConfig::Fifo(FifoConfig::default())
 }
@@ -234,6 +262,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 delay: bdelay,
                 aqm,
                 bottleneck: true,
+                fault: parse_fault(cx, &join(&tp, &[key("fault")]), topo.fault.as_ref(), sc.duration)?,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -243,6 +272,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 delay: bdelay,
                 aqm: raqm,
                 bottleneck: false,
+                fault: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -291,6 +321,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     delay: access,
                     aqm: fifo(),
                     bottleneck: false,
+                    fault: None,
                 });
                 links.push(Link {
                     name: format!("left->{}.src", f.name),
@@ -300,6 +331,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     delay: access,
                     aqm: fifo(),
                     bottleneck: false,
+                    fault: None,
                 });
                 links.push(Link {
                     name: format!("right->{}.dst", f.name),
@@ -309,6 +341,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     delay: Dur::ZERO,
                     aqm: fifo(),
                     bottleneck: false,
+                    fault: None,
                 });
                 links.push(Link {
                     name: format!("{}.dst->right", f.name),
@@ -318,6 +351,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     delay: Dur::ZERO,
                     aqm: fifo(),
                     bottleneck: false,
+                    fault: None,
                 });
                 flow_ends.push((s, d));
             }
@@ -331,6 +365,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 ("access_rate", topo.access_rate.is_some()),
                 ("reverse_rate", topo.reverse_rate.is_some()),
                 ("reverse_aqm", topo.reverse_aqm.is_some()),
+                ("fault", topo.fault.is_some()),
             ] {
                 if present {
                     return Err(cx.at(&join(&tp, &[key(k)]), "this key belongs to a dumbbell; a custom topology sets rates, delays and queues on each [[topology.links]]"));
@@ -367,7 +402,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             };
             for (i, l) in topo.links.into_iter().enumerate() {
                 let lp = [key("topology"), key("links"), Seg::Index(i)];
-                add_custom_link(cx, &lp, l, &lookup, &mut links)?;
+                add_custom_link(cx, &lp, l, &lookup, &mut links, sc.duration)?;
             }
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -442,6 +477,7 @@ fn add_custom_link(
     l: LinkTable,
     lookup: &NodeLookup,
     links: &mut Vec<Link>,
+    duration: Dur,
 ) -> Result<(), ScenarioError> {
     let a = lookup(&join(lp, &[key("from")]), &l.from)?;
     let b = lookup(&join(lp, &[key("to")]), &l.to)?;
@@ -475,6 +511,7 @@ fn add_custom_link(
         delay: l.delay,
         aqm,
         bottleneck: has_aqm,
+        fault: parse_fault(cx, &join(lp, &[key("fault")]), l.fault.as_ref(), duration)?,
     });
     if l.bidirectional {
         let raqm = parse_aqm(
@@ -491,6 +528,7 @@ fn add_custom_link(
             delay: l.reverse_delay.unwrap_or(l.delay),
             aqm: raqm,
             bottleneck: false,
+            fault: None,
         });
     } else {
         for (k, p) in [

@@ -32,6 +32,8 @@ pub(crate) struct LinkRt {
     pub meter: LinkMeter,
     /// Recorded by `--pcap` (the scenario's bottleneck links).
     pub capture: bool,
+    /// A middlebox rewriting the ECN field of packets entering the link.
+    pub fault: Option<l4s_scenario::Fault>,
 }
 
 pub(crate) struct FlowRt {
@@ -101,6 +103,7 @@ impl Sim {
                 timer_at: None,
                 meter: LinkMeter::default(),
                 capture: l.bottleneck,
+                fault: l.fault,
             });
         }
         let routes = compute_routes(n, &links);
@@ -230,9 +233,14 @@ impl Sim {
     }
 
     /// A packet enters link `l` at its sending node.
-    fn link_send(&mut self, l: usize, pkt: Packet) {
+    fn link_send(&mut self, l: usize, mut pkt: Packet) {
         let now = self.now;
         let link = &mut self.links[l];
+        if let Some(f) = link.fault {
+            if now.as_nanos() >= f.start.as_nanos() {
+                apply_fault(f.kind, &mut pkt);
+            }
+        }
         if link.rate.is_none() {
             if link.delay.is_zero() {
                 let to = link.to;
@@ -525,6 +533,18 @@ impl Sim {
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.scenario.links.iter().position(|l| l.name == name)
     }
+}
+
+/// A faulty middlebox rewrites the ECN field (RFC 9331 §5 forbids each of these).
+fn apply_fault(kind: l4s_scenario::FaultKind, pkt: &mut Packet) {
+    use l4s_core::Ecn;
+    use l4s_scenario::FaultKind;
+    pkt.ecn = match (kind, pkt.ecn) {
+        (FaultKind::Bleach, _) => Ecn::NotEct,
+        (FaultKind::Remark, Ecn::Ect1) => Ecn::Ect0,
+        (FaultKind::MarkAll, e) if e.is_ect() => Ecn::Ce,
+        (_, e) => e,
+    };
 }
 
 /// Shortest-hop routes, ties broken by link order (deterministic).

@@ -1,0 +1,98 @@
+//! Path faults (issue 4 part 7): a middlebox that bleaches, remarks or CE-marks, and what
+//! the senders do about it.
+
+mod common;
+use common::*;
+use std::sync::{Arc, Mutex};
+
+struct Rows(Arc<Mutex<Vec<l4s_sim::timeline::PacketRow>>>);
+impl l4s_sim::timeline::TimelineSink for Rows {
+    fn row(&mut self, r: &l4s_sim::timeline::PacketRow) -> std::io::Result<()> {
+        self.0.lock().unwrap().push(*r);
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn run_rows(text: &str) -> (l4s_metrics::summary::Summary, Vec<l4s_sim::timeline::PacketRow>) {
+    let sc = l4s_scenario::load_str(text, std::path::Path::new("t.toml")).unwrap();
+    let rows = Arc::new(Mutex::new(Vec::new()));
+    let opts = l4s_sim::RunOptions {
+        timeline: Some(Box::new(Rows(rows.clone()))),
+        ..Default::default()
+    };
+    let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
+    let rows = rows.lock().unwrap().clone();
+    (s, rows)
+}
+
+fn scenario(fault: &str) -> String {
+    dumbbell(
+        "20Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "12s",
+        "1s",
+        "[[flows]]\nname = \"udp\"\ntype = \"udp-prague\"\n",
+    )
+    .replace("aqm = {", &format!("fault = {fault}\naqm = {{"))
+}
+
+/// Bleaching from 6 s: every packet arrives Not-ECT; the udp_prague receiver latches
+/// error_L4S and the sender stops sending ECT(1) within a round trip or so
+/// (specs/endpoints.md §2.3 and §2.4 rule 13).
+#[test]
+fn bleaching_makes_udp_prague_stop_ect1() {
+    let (_, rows) = run_rows(&scenario("{ kind = \"bleach\", start = \"6s\" }"));
+    let ms = |r: &l4s_sim::timeline::PacketRow| r.sent.as_nanos() / 1_000_000;
+    assert!(rows
+        .iter()
+        .filter(|r| ms(r) < 6000)
+        .all(|r| r.ecn_sent == l4s_core::Ecn::Ect1));
+    // Everything that crossed the middlebox after 6 s arrived Not-ECT.
+    assert!(rows
+        .iter()
+        .filter(|r| ms(r) >= 6010 && r.arrival.is_some())
+        .all(|r| r.ecn_received == Some(l4s_core::Ecn::NotEct)));
+    // The sender falls back: no ECT(1) sent 100 ms after bleaching began.
+    let late_ect1 = rows
+        .iter()
+        .filter(|r| ms(r) >= 6100 && r.ecn_sent == l4s_core::Ecn::Ect1)
+        .count();
+    assert_eq!(late_ect1, 0);
+    assert!(rows.iter().filter(|r| ms(r) >= 6100).count() > 1000);
+}
+
+/// Remarking ECT(1) to ECT(0) sends the packets to the classic queue; mark-all makes every
+/// ECN-capable packet arrive CE.
+#[test]
+fn remark_and_mark_all_rewrite_the_field() {
+    let (s, rows) = run_rows(&scenario("{ kind = \"remark\", start = \"0s\" }"));
+    assert!(rows
+        .iter()
+        .filter(|r| r.arrival.is_some())
+        .all(|r| r.ecn_received != Some(l4s_core::Ecn::Ect1)));
+    let q = queue(&s, "bottleneck");
+    assert_eq!(q.subqueues["L"].enqueued_packets, 0, "{}", brief(&s));
+    let (_, rows) = run_rows(&scenario("{ kind = \"mark-all\", start = \"0s\" }"));
+    let arrived: Vec<_> = rows
+        .iter()
+        .filter(|r| r.arrival.is_some() && r.ecn_sent.is_ect())
+        .collect();
+    assert!(!arrived.is_empty());
+    assert!(arrived.iter().all(|r| r.ecn_received == Some(l4s_core::Ecn::Ce)));
+}
+
+#[test]
+fn bad_fault_is_refused() {
+    let e = l4s_scenario::load_str(&scenario("{ kind = \"scramble\" }"), std::path::Path::new("f.toml")).unwrap_err();
+    assert_eq!(e.key, "topology.fault.kind", "{e}");
+    let e = l4s_scenario::load_str(
+        &scenario("{ kind = \"bleach\", start = \"20s\" }"),
+        std::path::Path::new("f.toml"),
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "topology.fault.start", "{e}");
+}
