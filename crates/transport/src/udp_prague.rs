@@ -488,6 +488,7 @@ impl Endpoint for UdpPragueSender {
             ecn_mode: "udp-prague",
             congestion_events: self.cc.loss_events + self.cc.ce_events + self.timeouts,
             finished: self.finished(),
+            ..Default::default()
         }
     }
 
