@@ -92,6 +92,17 @@ pub struct FlowSummary {
     pub ce_fraction: f64,
     /// Congestion reductions the sender made during the window.
     pub congestion_events: u64,
+    /// The sender's ECN validation at the end of the run: "not-applicable", "testing",
+    /// "capable" or "failed" (RFC 9000 §13.4.2-style checks; AccECN for TCP, error_L4S
+    /// for udp_prague).
+    #[serde(default)]
+    pub ecn_validation: String,
+    /// When validation failed (s from the start of the run), and why ("bleached",
+    /// "remarked", "all-ce", "impossible-feedback", "not-ect1").
+    #[serde(default)]
+    pub ecn_failed_at_s: Option<f64>,
+    #[serde(default)]
+    pub ecn_failure: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -284,6 +284,35 @@ pub fn verdict(s: &Summary, snaps: Option<&Snapshots>) -> Verdict {
         }
     }
 
+    // 3b. A sender's own ECN validation failed: it says when and why.
+    let failed: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.ecn_validation == "failed").collect();
+    if !failed.is_empty() {
+        let detail: Vec<String> = failed
+            .iter()
+            .map(|f| {
+                format!(
+                    "'{}' at {} s ({})",
+                    f.name,
+                    f.ecn_failed_at_s
+                        .map(|t| format!("{t:.3}"))
+                        .unwrap_or_else(|| "?".into()),
+                    f.ecn_failure.as_deref().unwrap_or("unknown")
+                )
+            })
+            .collect();
+        w.push(Warning {
+            code: "ecn-validation-failed",
+            severity: Severity::Bad,
+            text: format!(
+                "ECN validation failed, so these senders stopped sending ECT(1) and now behave as classic, loss-based \
+                 flows: {}. Their feedback showed the path rewriting the ECN field (bleached: ECT arrived as Not-ECT; \
+                 remarked: ECT(1) arrived as ECT(0); all-ce: every packet arrived CE; not-ect1: the receiver saw a \
+                 packet that was neither ECT(1) nor CE), as RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.",
+                list(&detail)
+            ),
+        });
+    }
+
     // 4. Nearly every L4S packet CE.
     let saturated: Vec<&FlowSummary> = l4s
         .iter()
@@ -864,5 +893,19 @@ mod tests {
         s.queues[0].rate_bps = 0;
         s.queues[0].utilization = f64::NAN;
         let _ = verdict(&s, None);
+    }
+
+    #[test]
+    fn validation_failure_is_reported() {
+        let mut s = crate::synth::healthy_dualpi2();
+        assert!(!verdict(&s, None).has("ecn-validation-failed"));
+        s.flows[0].ecn_validation = "failed".into();
+        s.flows[0].ecn_failed_at_s = Some(10.016);
+        s.flows[0].ecn_failure = Some("bleached".into());
+        let v = verdict(&s, None);
+        assert!(v.has("ecn-validation-failed"));
+        let w = v.warnings.iter().find(|w| w.code == "ecn-validation-failed").unwrap();
+        assert!(w.text.contains("at 10.016 s (bleached)"), "{}", w.text);
+        assert_eq!(v.level, Level::Bad);
     }
 }

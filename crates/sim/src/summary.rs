@@ -99,6 +99,15 @@ impl Sim {
                 ce_packets: m.ce,
                 ce_fraction: ratio(m.ce, m.received),
                 congestion_events: snd.congestion_events.saturating_sub(bs.congestion_events),
+                ecn_validation: snd.ecn_validation.name().to_string(),
+                ecn_failed_at_s: match snd.ecn_validation {
+                    l4s_transport::EcnValidation::Failed { at, .. } => Some(round6(at.as_secs_f64())),
+                    _ => None,
+                },
+                ecn_failure: match snd.ecn_validation {
+                    l4s_transport::EcnValidation::Failed { reason, .. } => Some(reason.name().to_string()),
+                    _ => None,
+                },
             });
         }
         let mut queues = Vec::new();

@@ -45,7 +45,12 @@ fn scenario(fault: &str) -> String {
 /// (specs/endpoints.md §2.3 and §2.4 rule 13).
 #[test]
 fn bleaching_makes_udp_prague_stop_ect1() {
-    let (_, rows) = run_rows(&scenario("{ kind = \"bleach\", start = \"6s\" }"));
+    let (s, rows) = run_rows(&scenario("{ kind = \"bleach\", start = \"6s\" }"));
+    let f = flow(&s, "udp");
+    assert_eq!(f.ecn_validation, "failed");
+    assert_eq!(f.ecn_failure.as_deref(), Some("not-ect1"));
+    let at = f.ecn_failed_at_s.unwrap();
+    assert!((6.0..6.1).contains(&at), "failed at {at}");
     let ms = |r: &l4s_sim::timeline::PacketRow| r.sent.as_nanos() / 1_000_000;
     assert!(rows
         .iter()
@@ -95,4 +100,30 @@ fn bad_fault_is_refused() {
     )
     .unwrap_err();
     assert_eq!(e.key, "topology.fault.start", "{e}");
+}
+
+/// TCP Prague validates its path with the AccECN byte counters (issue 4 part 6): through
+/// a bleaching middlebox it fails within about an RTT, says why, stops sending ECT(1) and
+/// falls back to Reno behaviour; on a clean path it ends `capable`.
+#[test]
+fn tcp_prague_detects_bleaching() {
+    let text = dumbbell(
+        "20Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "12s",
+        "1s",
+        &tcp("p", "prague", ""),
+    );
+    let (clean, _) = run_rows(&text);
+    assert_eq!(flow(&clean, "p").ecn_validation, "capable");
+    let (s, rows) = run_rows(&text.replace("aqm = {", "fault = { kind = \"bleach\", start = \"6s\" }\naqm = {"));
+    let f = flow(&s, "p");
+    assert_eq!(f.ecn_validation, "failed", "{}", brief(&s));
+    assert_eq!(f.ecn_failure.as_deref(), Some("bleached"));
+    let at = f.ecn_failed_at_s.unwrap();
+    assert!((6.0..6.1).contains(&at), "failed at {at}");
+    let after = rows.iter().filter(|r| r.sent.as_secs_f64() > at + 0.001);
+    assert!(after.clone().count() > 1000);
+    assert!(after.clone().all(|r| r.ecn_sent == l4s_core::Ecn::NotEct));
 }

@@ -44,6 +44,69 @@ pub struct EndpointStats {
     pub congestion_events: u64,
     /// The sender has finished (all data acknowledged, or stopped) and wants no more calls.
     pub finished: bool,
+    /// ECN validation of the path (senders that validate; others report `NotApplicable`).
+    pub ecn_validation: EcnValidation,
+}
+
+/// Outcome of a sender's ECN validation (brief §5.1 AccECN sender checks, §5.3 RFC 9000
+/// §13.4.2-style validation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EcnValidation {
+    /// No validation: ECN not used, classic RFC 3168 feedback, or an endpoint without it.
+    #[default]
+    NotApplicable,
+    /// ECT is being sent and the feedback has not yet shown it arriving intact.
+    Testing,
+    /// The feedback showed ECT arriving unchanged (and is consistent so far).
+    Capable,
+    /// Validation failed at `at`: the sender stopped sending ECT and ignores CE.
+    Failed { at: Time, reason: EcnFailure },
+}
+
+impl EcnValidation {
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnValidation::NotApplicable => "not-applicable",
+            EcnValidation::Testing => "testing",
+            EcnValidation::Capable => "capable",
+            EcnValidation::Failed { .. } => "failed",
+        }
+    }
+    /// True once validation has failed.
+    pub fn is_failed(self) -> bool {
+        matches!(self, EcnValidation::Failed { .. })
+    }
+}
+
+/// Why ECN validation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnFailure {
+    /// ECT packets arrived Not-ECT (the ECT(1)/ECT(0) and CE counters did not cover the
+    /// acknowledged ECT bytes).
+    Bleached,
+    /// A codepoint never sent was reported (ECT(1) → ECT(0) remarking, or an invalid
+    /// transition of the handshake's ECN field).
+    Remarked,
+    /// Every acknowledged ECT packet was CE-marked for the first 3 rounds.
+    AllCe,
+    /// Feedback that cannot be true: more CE than was sent, a counter going backwards, or a
+    /// zeroed ACE on the first ACK.
+    ImpossibleFeedback,
+    /// udp_prague's receiver saw a packet that was neither ECT(1) nor CE and latched
+    /// `error_L4S` (bleaching or remarking; its one-bit feedback does not say which).
+    NotEct1,
+}
+
+impl EcnFailure {
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnFailure::Bleached => "bleached",
+            EcnFailure::Remarked => "remarked",
+            EcnFailure::AllCe => "all-ce",
+            EcnFailure::ImpossibleFeedback => "impossible-feedback",
+            EcnFailure::NotEct1 => "not-ect1",
+        }
+    }
 }
 
 /// A sans-IO endpoint (sender or receiver of one flow).

@@ -7,4 +7,4 @@ pub mod probe;
 pub mod tcp;
 pub mod udp_prague;
 
-pub use endpoint::{Endpoint, EndpointStats, Transmit};
+pub use endpoint::{EcnFailure, EcnValidation, Endpoint, EndpointStats, Transmit};

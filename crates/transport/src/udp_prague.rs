@@ -171,6 +171,8 @@ pub struct UdpPragueSender {
     sent_packets: u64,
     sent_bytes: u64,
     acks_received: u64,
+    /// When an ACK first echoed error_L4S (the sender then sends Not-ECT, §2.4 rule 13).
+    ecn_failed_at: Option<Time>,
     delivered_bytes: u64,
     last_payload: u64,
     timeouts: u64,
@@ -206,6 +208,7 @@ impl UdpPragueSender {
             sent_packets: 0,
             sent_bytes: 0,
             acks_received: 0,
+            ecn_failed_at: None,
             delivered_bytes: 0,
             last_payload: 0,
             timeouts: 0,
@@ -317,6 +320,9 @@ impl Endpoint for UdpPragueSender {
             return;
         };
         self.acks_received += 1;
+        if error_l4s && self.ecn_failed_at.is_none() {
+            self.ecn_failed_at = Some(now);
+        }
         if !self.cc.packet_received(now, timestamp, echoed_ts) {
             return;
         }
@@ -486,9 +492,17 @@ impl Endpoint for UdpPragueSender {
             pacing_rate: Some(Rate::from_bytes_per_sec(self.cc.pacing_rate() as f64)),
             alpha: Some(self.cc.alpha()),
             ecn_mode: "udp-prague",
+            ecn_validation: match self.ecn_failed_at {
+                Some(at) => crate::EcnValidation::Failed {
+                    at,
+                    reason: crate::EcnFailure::NotEct1,
+                },
+                // An ACK without error_L4S: every packet so far arrived ECT(1) or CE.
+                None if self.acks_received > 0 => crate::EcnValidation::Capable,
+                None => crate::EcnValidation::Testing,
+            },
             congestion_events: self.cc.loss_events + self.cc.ce_events + self.timeouts,
             finished: self.finished(),
-            ..Default::default()
         }
     }
 
