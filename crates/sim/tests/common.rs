@@ -76,3 +76,15 @@ pub fn probe(name: &str, pps: f64, size: &str, ecn: &str, extra: &str) -> String
         "[[flows]]\nname = \"{name}\"\ntype = \"probe\"\npps = {pps}\nsize = \"{size}\"\necn = \"{ecn}\"\n{extra}\n\n"
     )
 }
+
+/// A timeline sink that keeps every packet record in memory, for tests.
+pub struct Rows(pub std::sync::Arc<std::sync::Mutex<Vec<l4s_sim::timeline::PacketRow>>>);
+impl l4s_sim::timeline::TimelineSink for Rows {
+    fn row(&mut self, r: &l4s_sim::timeline::PacketRow) -> std::io::Result<()> {
+        self.0.lock().unwrap().push(*r);
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        Ok(())
+    }
+}

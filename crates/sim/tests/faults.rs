@@ -5,17 +5,6 @@ mod common;
 use common::*;
 use std::sync::{Arc, Mutex};
 
-struct Rows(Arc<Mutex<Vec<l4s_sim::timeline::PacketRow>>>);
-impl l4s_sim::timeline::TimelineSink for Rows {
-    fn row(&mut self, r: &l4s_sim::timeline::PacketRow) -> std::io::Result<()> {
-        self.0.lock().unwrap().push(*r);
-        Ok(())
-    }
-    fn finish(self: Box<Self>) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn run_rows(text: &str) -> (l4s_metrics::summary::Summary, Vec<l4s_sim::timeline::PacketRow>) {
     let sc = l4s_scenario::load_str(text, std::path::Path::new("t.toml")).unwrap();
     let rows = Arc::new(Mutex::new(Vec::new()));

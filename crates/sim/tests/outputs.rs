@@ -105,17 +105,6 @@ fn snapshots_and_distributions_match_the_summary() {
     }
 }
 
-struct Rows(Arc<Mutex<Vec<l4s_sim::timeline::PacketRow>>>);
-impl l4s_sim::timeline::TimelineSink for Rows {
-    fn row(&mut self, r: &l4s_sim::timeline::PacketRow) -> std::io::Result<()> {
-        self.0.lock().unwrap().push(*r);
-        Ok(())
-    }
-    fn finish(self: Box<Self>) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The per-packet timeline joins the hosts' view with the queues': on a dumbbell each
 /// delivered packet's one-way delay is exactly the access delay + its recorded bottleneck
 /// sojourn + its serialisation time; lost packets end in a drop; marks match the queue.
