@@ -1,0 +1,1 @@
+//! # l4s-apps (skeleton; being built)

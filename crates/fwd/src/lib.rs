@@ -1,0 +1,1 @@
+//! # l4s-fwd (skeleton; being built)

@@ -1,0 +1,1 @@
+//! # l4s-live (skeleton; being built)

@@ -1,0 +1,1 @@
+//! # l4s-media (skeleton; being built)
