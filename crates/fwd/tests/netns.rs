@@ -1,0 +1,151 @@
+//! Namespace plumbing against the real kernel (needs root; skipped with a message without).
+
+use l4s_fwd::netns::{cleanup_all, list_netns, registered_count, Netns, RunId, Testbed, VethEnd};
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let ok = unsafe { libc::geteuid() } == 0;
+    if !ok {
+        eprintln!("skipped: needs root (network namespaces)");
+    }
+    ok
+}
+
+/// A datagram from `a` to `to` in `b`, and back.
+fn udp_echo(a: &Netns, b: &Netns, to: &'static str) {
+    use std::net::UdpSocket;
+    use std::time::Duration;
+    let server = b.run(move || UdpSocket::bind(to)).unwrap().unwrap();
+    server.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let h = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let (n, from) = server.recv_from(&mut buf).unwrap();
+        server.send_to(&buf[..n], from).unwrap();
+    });
+    let client = a
+        .run(move || UdpSocket::bind(if to.starts_with('[') { "[::]:0" } else { "0.0.0.0:0" }))
+        .unwrap()
+        .unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    client.send_to(b"hello", to).unwrap();
+    let mut buf = [0u8; 64];
+    let (n, _) = client.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"hello");
+    h.join().unwrap();
+}
+
+#[test]
+fn two_namespaces_ping_and_cleanup() {
+    if !root() {
+        return;
+    }
+    let id = RunId::generate();
+    let names;
+    {
+        let mut tb = Testbed::new(id.clone());
+        let a = tb.add_netns("a").unwrap();
+        let b = tb.add_netns("b").unwrap();
+        tb.add_veth(VethEnd { ns: &a, name: "va" }, VethEnd { ns: &b, name: "vb" })
+            .unwrap();
+        a.set_mtu("va", 1400).unwrap();
+        a.add_addr("va", "198.18.0.1/24").unwrap();
+        b.add_addr("vb", "198.18.0.2/24").unwrap();
+        a.add_addr("va", "fd00:18::1/64").unwrap();
+        b.add_addr("vb", "fd00:18::2/64").unwrap();
+        a.link_up("va").unwrap();
+        b.link_up("vb").unwrap();
+        a.disable_offloads("va").unwrap();
+        let off = a.offloads("va").unwrap();
+        assert!(off.iter().all(|f| !f.on || f.fixed), "{off:?}");
+        assert!(a.links().unwrap().contains(&"va".to_string()));
+        assert_eq!(a.read_sysctl("net/ipv4/ip_forward").unwrap(), "0");
+        a.enable_forwarding().unwrap();
+        assert_eq!(a.read_sysctl("net/ipv4/ip_forward").unwrap(), "1");
+        // The rest of the process is not in `a`.
+        assert_eq!(
+            Netns::current().read_sysctl("net/ipv4/ip_forward").unwrap(),
+            Netns::current().read_sysctl("net/ipv4/ip_forward").unwrap()
+        );
+        // Datagrams cross the veth both ways, IPv4 and IPv6.
+        udp_echo(&a, &b, "198.18.0.2:7001");
+        udp_echo(&a, &b, "[fd00:18::2]:7002");
+        // A socket opened on a thread in `b` lives in `b`: it can bind b's address.
+        let bound = b
+            .run(|| std::net::UdpSocket::bind("198.18.0.2:0").map(|s| s.local_addr().unwrap().port()))
+            .unwrap();
+        assert!(bound.unwrap() > 0);
+        assert!(
+            std::net::UdpSocket::bind("198.18.0.2:0").is_err(),
+            "the test thread must not be in b"
+        );
+        names = tb.namespaces().to_vec();
+        assert!(names.iter().all(|n| list_netns().unwrap().contains(n)));
+        assert!(registered_count() >= 2);
+    }
+    let left = list_netns().unwrap();
+    assert!(names.iter().all(|n| !left.contains(n)), "left behind: {left:?}");
+}
+
+#[test]
+fn guard_cleans_up_on_panic() {
+    if !root() {
+        return;
+    }
+    let id = RunId::generate();
+    let prefix = id.prefix();
+    let r = std::panic::catch_unwind(move || {
+        let mut tb = Testbed::new(id);
+        tb.add_netns("p").unwrap();
+        panic!("deliberate");
+    });
+    assert!(r.is_err());
+    assert!(list_netns().unwrap().iter().all(|n| !n.starts_with(&prefix)));
+}
+
+#[test]
+fn cleanup_all_removes_leftovers_of_a_killed_run() {
+    if !root() {
+        return;
+    }
+    let id = RunId::generate();
+    let prefix = id.prefix();
+    // A "killed run": the namespaces exist, with a veth and a local veth end, but no guard.
+    let mut tb = Testbed::new(id.clone());
+    let a = tb.add_netns("x").unwrap();
+    let local = id.local_ifname("h").unwrap();
+    tb.add_veth(
+        VethEnd { ns: &a, name: "v" },
+        VethEnd {
+            ns: &Netns::current(),
+            name: &local,
+        },
+    )
+    .unwrap();
+    // A process left running inside it.
+    let mut child = a.command("sleep").arg("30").spawn().unwrap();
+    std::mem::forget(tb);
+    l4s_fwd::netns::cleanup_registered().unwrap_or(());
+    // cleanup_registered removed them already; recreate as true leftovers (no registry entry).
+    assert!(list_netns().unwrap().iter().all(|n| !n.starts_with(&prefix)));
+    let _ = child.wait();
+
+    let name = id.ns_name("y").unwrap();
+    std::process::Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap();
+    std::process::Command::new("ip")
+        .args([
+            "link", "add", "name", &local, "type", "veth", "peer", "name", "p", "netns", &name,
+        ])
+        .status()
+        .unwrap();
+    let mut child = Netns::named(&name).command("sleep").arg("30").spawn().unwrap();
+    let report = cleanup_all(&format!("{prefix}*")).unwrap();
+    assert_eq!(report.namespaces, vec![name.clone()]);
+    // The local end died with its peer's namespace or was removed by name.
+    assert!(!Netns::current().links().unwrap().contains(&local));
+    assert!(!list_netns().unwrap().contains(&name));
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the process inside was killed");
+}
