@@ -9,5 +9,6 @@
 
 pub mod error;
 pub mod netns;
+pub mod packet;
 
 pub use error::FwdError;
