@@ -53,6 +53,8 @@ pub struct TopologyTable {
     pub reverse_aqm: Option<toml::Table>,
     /// A middlebox on the bottleneck's forward direction that rewrites ECN.
     pub fault: Option<FaultTable>,
+    /// Changes of the bottleneck's forward rate over time.
+    pub rate_schedule: Option<RateScheduleTable>,
     // --- custom ---
     #[serde(default)]
     pub nodes: Vec<NodeTable>,
@@ -85,6 +87,25 @@ pub struct LinkTable {
     pub reverse_aqm: Option<toml::Table>,
     /// A middlebox in the forward direction that rewrites ECN.
     pub fault: Option<FaultTable>,
+    /// Changes of the forward rate over time.
+    pub rate_schedule: Option<RateScheduleTable>,
+}
+
+/// `rate_schedule = { steps = [{ at = "5s", rate = "5Mbit" }, ...], repeat = "10s" }`:
+/// the link's rate becomes `rate` at each `at`; with `repeat`, the whole pattern (the
+/// configured rate from 0, then the steps) starts again every `repeat`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateScheduleTable {
+    pub steps: Vec<RateStepTable>,
+    pub repeat: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStepTable {
+    pub at: Dur,
+    pub rate: Rate,
 }
 
 /// `fault = { kind = "bleach" | "remark" | "mark-all", start = "10s" }`.

@@ -52,6 +52,9 @@ pub struct Link {
     pub bottleneck: bool,
     /// A middlebox that rewrites the ECN field of packets entering this link.
     pub fault: Option<Fault>,
+    /// Rate changes over the run, in time order, expanded from the scenario's
+    /// `rate_schedule` (empty: the rate is constant).
+    pub rate_changes: Vec<(Dur, Rate)>,
 }
 
 /// What a faulty middlebox does to the ECN field (RFC 9331 §5 forbids all three; they

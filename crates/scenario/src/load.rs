@@ -162,6 +162,67 @@ fn parse_fault(
     Ok(Some(crate::Fault { kind, start: f.start }))
 }
 
+/// A `rate_schedule` table, expanded into `(time, rate)` changes over the run.
+fn parse_rate_schedule(
+    cx: &ErrCtx,
+    at: &[Seg],
+    t: Option<&crate::file::RateScheduleTable>,
+    base_rate: Option<Rate>,
+    duration: Dur,
+) -> Result<Vec<(Dur, Rate)>, ScenarioError> {
+    let Some(t) = t else { return Ok(Vec::new()) };
+    let Some(base_rate) = base_rate else {
+        return Err(cx.at(at, "a rate schedule needs a link `rate` to start from"));
+    };
+    if t.steps.is_empty() {
+        return Err(cx.at(
+            &join(at, &[key("steps")]),
+            "expected at least one step, such as { at = \"5s\", rate = \"10Mbit\" }",
+        ));
+    }
+    let mut last = None;
+    for (i, s) in t.steps.iter().enumerate() {
+        let sp = join(at, &[key("steps"), Seg::Index(i)]);
+        check_rate(cx, &join(&sp, &[key("rate")]), Some(s.rate))?;
+        if last.is_some_and(|l| s.at <= l) {
+            return Err(cx.at(&join(&sp, &[key("at")]), "steps must be in increasing time order"));
+        }
+        if s.at >= duration {
+            return Err(cx.at(
+                &join(&sp, &[key("at")]),
+                format!("the step is at {} but the run ends at {duration}", s.at),
+            ));
+        }
+        last = Some(s.at);
+    }
+    let mut out: Vec<(Dur, Rate)> = t.steps.iter().map(|s| (s.at, s.rate)).collect();
+    if let Some(period) = t.repeat {
+        let lastat = t.steps[t.steps.len() - 1].at;
+        if period <= lastat {
+            return Err(cx.at(
+                &join(at, &[key("repeat")]),
+                format!("the repeat period ({period}) must be longer than the last step ({lastat})"),
+            ));
+        }
+        // Each period starts again from the link's configured rate.
+        let mut k = 1u64;
+        while let Some(base) = period.as_nanos().checked_mul(k) {
+            if base >= duration.as_nanos() {
+                break;
+            }
+            out.push((Dur(base), base_rate));
+            for s in &t.steps {
+                let when = base + s.at.as_nanos();
+                if when < duration.as_nanos() {
+                    out.push((Dur(when), s.rate));
+                }
+            }
+            k += 1;
+        }
+    }
+    Ok(out)
+}
+
 fn default_reverse_aqm() -> AqmConfig {
     AqmConfig::Fifo(FifoConfig::default())
 }
@@ -263,6 +324,13 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 aqm,
                 bottleneck: true,
                 fault: parse_fault(cx, &join(&tp, &[key("fault")]), topo.fault.as_ref(), sc.duration)?,
+                rate_changes: parse_rate_schedule(
+                    cx,
+                    &join(&tp, &[key("rate_schedule")]),
+                    topo.rate_schedule.as_ref(),
+                    Some(rate),
+                    sc.duration,
+                )?,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -273,6 +341,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 aqm: raqm,
                 bottleneck: false,
                 fault: None,
+                rate_changes: Vec::new(),
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -322,6 +391,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
+                    rate_changes: Vec::new(),
                 });
                 links.push(Link {
                     name: format!("left->{}.src", f.name),
@@ -332,6 +402,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
+                    rate_changes: Vec::new(),
                 });
                 links.push(Link {
                     name: format!("right->{}.dst", f.name),
@@ -342,6 +413,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
+                    rate_changes: Vec::new(),
                 });
                 links.push(Link {
                     name: format!("{}.dst->right", f.name),
@@ -352,6 +424,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
+                    rate_changes: Vec::new(),
                 });
                 flow_ends.push((s, d));
             }
@@ -366,6 +439,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 ("reverse_rate", topo.reverse_rate.is_some()),
                 ("reverse_aqm", topo.reverse_aqm.is_some()),
                 ("fault", topo.fault.is_some()),
+                ("rate_schedule", topo.rate_schedule.is_some()),
             ] {
                 if present {
                     return Err(cx.at(&join(&tp, &[key(k)]), "this key belongs to a dumbbell; a custom topology sets rates, delays and queues on each [[topology.links]]"));
@@ -512,6 +586,13 @@ fn add_custom_link(
         aqm,
         bottleneck: has_aqm,
         fault: parse_fault(cx, &join(lp, &[key("fault")]), l.fault.as_ref(), duration)?,
+        rate_changes: parse_rate_schedule(
+            cx,
+            &join(lp, &[key("rate_schedule")]),
+            l.rate_schedule.as_ref(),
+            l.rate,
+            duration,
+        )?,
     });
     if l.bidirectional {
         let raqm = parse_aqm(
@@ -529,6 +610,7 @@ fn add_custom_link(
             aqm: raqm,
             bottleneck: false,
             fault: None,
+            rate_changes: Vec::new(),
         });
     } else {
         for (k, p) in [

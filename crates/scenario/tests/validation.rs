@@ -86,3 +86,44 @@ fn good_knobs_are_accepted() {
     assert_eq!(s.flows[0].nominal_ecn, l4s_core::Ecn::Ect1);
     assert_eq!(s.flows.len(), 2);
 }
+
+#[test]
+fn rate_schedule_settings() {
+    for (sched, key, words) in [
+        ("{ steps = [] }", "topology.rate_schedule.steps", "at least one step"),
+        (
+            "{ steps = [{ at = \"2s\", rate = \"1Mbit\" }, { at = \"1s\", rate = \"2Mbit\" }] }",
+            "topology.rate_schedule.steps[1].at",
+            "increasing time order",
+        ),
+        (
+            "{ steps = [{ at = \"5s\", rate = \"1Mbit\" }] }",
+            "topology.rate_schedule.steps[0].at",
+            "the run ends at 3s",
+        ),
+        (
+            "{ steps = [{ at = \"1s\", rate = \"0bit\" }] }",
+            "topology.rate_schedule.steps[0].rate",
+            "above zero",
+        ),
+        (
+            "{ steps = [{ at = \"1s\", rate = \"1Mbit\" }], repeat = \"1s\" }",
+            "topology.rate_schedule.repeat",
+            "longer than the last step",
+        ),
+        (
+            "{ steps = [{ at = \"1s\", rate = \"1Mbit\" }], every = \"1s\" }",
+            "topology.rate_schedule",
+            "unknown field",
+        ),
+    ] {
+        let text = format!(
+            "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\nrate_schedule = {sched}\n[[flows]]\nname = \"f\"\ntype = \"probe\"\n"
+        );
+        let e = l4s_scenario::load_str(&text, Path::new("v.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!(": {key}")), "{sched}: {e}");
+        assert!(e.contains(words), "{sched}: {e}");
+    }
+}

@@ -23,6 +23,8 @@ pub enum Ev {
     Sample,
     /// Periodic time-series snapshot.
     Snapshot,
+    /// A link's rate changes to its next scheduled rate.
+    RateChange(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -9,7 +9,8 @@
 //! from a 2-significant-digit histogram, ≤ 1 % error).
 //! `snapshots-queues.csv`: `time_s, queue, backlog_packets, backlog_bytes,
 //! sojourn_mean_ms, sojourn_max_ms (all sub-queues), sojourn_max_l_ms, sojourn_max_c_ms,
-//! utilization, probability, marks, drops` (marks and drops set during the interval).
+//! utilization, probability, marks, drops, rate_bps` (marks and drops set during the
+//! interval; the link rate at the snapshot, which a `rate_schedule` changes).
 
 use crate::events::Ev;
 use crate::world::Sim;
@@ -46,7 +47,7 @@ impl Sim {
             flows,
             "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed"
         )?;
-        writeln!(queues, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops")?;
+        writeln!(queues, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops,rate_bps")?;
         for link in &mut self.links {
             link.meter.snap_last = link.qdisc.stats();
         }
@@ -134,7 +135,7 @@ impl Sim {
             res = res.and_then(|_| {
                 writeln!(
                     snap.queues,
-                    "{t:.3},{},{},{},{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{marks},{drops}",
+                    "{t:.3},{},{},{},{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{marks},{drops},{}",
                     spec.name,
                     link.qdisc.len_packets(),
                     link.qdisc.len_bytes(),
@@ -143,6 +144,7 @@ impl Sim {
                     m.snap_sojourn_max[2].as_millis_f64(),
                     (m.snap_busy.as_secs_f64() / secs).min(1.0),
                     opt(link.qdisc.probability()),
+                    link.rate.map(|r| r.bits_per_sec()).unwrap_or(0),
                 )
             });
             m.snap_last = now_stats;

@@ -34,6 +34,8 @@ pub(crate) struct LinkRt {
     pub capture: bool,
     /// A middlebox rewriting the ECN field of packets entering the link.
     pub fault: Option<l4s_scenario::Fault>,
+    /// Index of the next entry of the scenario link's `rate_changes`.
+    pub next_rate_change: usize,
 }
 
 pub(crate) struct FlowRt {
@@ -104,6 +106,7 @@ impl Sim {
                 meter: LinkMeter::default(),
                 capture: l.bottleneck,
                 fault: l.fault,
+                next_rate_change: 0,
             });
         }
         let routes = compute_routes(n, &links);
@@ -152,6 +155,11 @@ impl Sim {
             }
         }
         sim.q.push(window_start, Ev::Sample);
+        for (l, link) in sim.scenario.links.iter().enumerate() {
+            if let Some((at, _)) = link.rate_changes.first() {
+                sim.q.push(Time(at.as_nanos()), Ev::RateChange(l as u32));
+            }
+        }
         for l in 0..sim.links.len() {
             sim.arm_qdisc_timer(l);
         }
@@ -199,6 +207,7 @@ impl Sim {
                 Ev::WindowStart => self.window_start_now(),
                 Ev::Sample => self.sample(),
                 Ev::Snapshot => self.snapshot(),
+                Ev::RateChange(l) => self.rate_change(l as usize),
             }
         }
         self.now = self.end;
@@ -210,6 +219,20 @@ impl Sim {
     }
 
     // ---- links ----
+
+    /// The next scheduled rate of link `l` takes effect. The packet being serialised
+    /// finishes at the old rate; the next one goes at the new rate.
+    fn rate_change(&mut self, l: usize) {
+        let changes = &self.scenario.links[l].rate_changes;
+        let link = &mut self.links[l];
+        if let Some(&(_, rate)) = changes.get(link.next_rate_change) {
+            link.rate = Some(rate);
+            link.next_rate_change += 1;
+            if let Some(&(at, _)) = changes.get(link.next_rate_change) {
+                self.q.push(Time(at.as_nanos()), Ev::RateChange(l as u32));
+            }
+        }
+    }
 
     fn arm_qdisc_timer(&mut self, l: usize) {
         let link = &mut self.links[l];

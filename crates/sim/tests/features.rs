@@ -172,3 +172,63 @@ fn late_packets_count_as_lost() {
     assert_eq!(none.latency_budget_ms, None);
     assert_eq!(none.late_packets, 0);
 }
+
+/// A bottleneck whose rate follows a schedule (issue 4 part 8, varying bandwidth): the
+/// delivered rate follows each step, and with `repeat` the pattern starts again from the
+/// configured rate. An unresponsive 36 Mbit/s load keeps the link saturated throughout.
+#[test]
+fn rate_schedule_steps_the_bottleneck() {
+    let text = dumbbell(
+        "20Mbit",
+        "20ms",
+        "{ kind = \"fifo\", limit = 100 }",
+        "12s",
+        "0s",
+        &probe("load", 3000.0, "1514B", "not-ect", ""),
+    )
+    .replace(
+        "aqm = {",
+        "rate_schedule = { steps = [{ at = \"2s\", rate = \"5Mbit\" }, { at = \"4s\", rate = \"10Mbit\" }], repeat = \"6s\" }\naqm = {",
+    );
+    let sc = l4s_scenario::load_str(&text, std::path::Path::new("t.toml")).unwrap();
+    assert_eq!(
+        sc.links[0]
+            .rate_changes
+            .iter()
+            .map(|(t, r)| (t.as_millis_f64() as u64, r.bits_per_sec() / 1_000_000))
+            .collect::<Vec<_>>(),
+        vec![(2000, 5), (4000, 10), (6000, 20), (8000, 5), (10000, 10)]
+    );
+    let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let opts = l4s_sim::RunOptions {
+        timeline: Some(Box::new(Rows(rows.clone()))),
+        ..Default::default()
+    };
+    let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
+    let rows = rows.lock().unwrap();
+    // Delivered Mbit/s in [a, b) seconds, from the arrival times.
+    let rate = |a: f64, b: f64| {
+        let bytes: u64 = rows
+            .iter()
+            .filter(|r| r.arrival.is_some_and(|t| (a..b).contains(&t.as_secs_f64())))
+            .map(|r| r.size as u64)
+            .sum();
+        bytes as f64 * 8.0 / (b - a) / 1e6
+    };
+    // The link is saturated; allow 0.5 s after each step for the queue to settle.
+    for (a, b, want) in [
+        (1.0, 2.0, 20.0),
+        (2.5, 4.0, 5.0),
+        (4.5, 6.0, 10.0),
+        (6.5, 8.0, 20.0),
+        (8.5, 10.0, 5.0),
+        (10.5, 12.0, 10.0),
+    ] {
+        let got = rate(a, b);
+        assert!(
+            (got - want).abs() <= 0.01 * want,
+            "[{a}, {b}) s: {got:.2} Mbit/s, schedule says {want}; {}",
+            brief(&s)
+        );
+    }
+}
