@@ -545,7 +545,7 @@ mod tests {
             0x39,
             0x13,
             0x88,
-            (8 + payload >> 8) as u8,
+            ((8 + payload) >> 8) as u8,
             (8 + payload) as u8,
             0,
             0,
