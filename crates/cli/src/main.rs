@@ -51,6 +51,140 @@ enum Cmd {
         /// Scenario file (TOML)
         scenario: PathBuf,
     },
+    /// Answer `l4s ecn-check` probes: a UDP reflector that reports the ECN codepoint each
+    /// probe arrived with and replies with the codepoint the probe was sent with. Never an
+    /// amplifier (a reply is no larger than its request; per-source rate limit). Stops on
+    /// Ctrl-C or SIGTERM.
+    Reflect {
+        /// Address and UDP port to listen on ([::]:PORT listens on IPv4 and IPv6).
+        #[arg(long, default_value = "[::]:4739")]
+        listen: std::net::SocketAddr,
+        /// Replies per second per source address.
+        #[arg(long, default_value_t = 100.0, value_parser = parse_positive_f64)]
+        rate: f64,
+        /// Burst of replies a source may get at once.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+        burst: u32,
+        /// Print a line per answered source (at most one a second each).
+        #[arg(long, short)]
+        verbose: bool,
+    },
+    /// Check whether ECT(1) (L4S) and CE survive the path to an `l4s reflect` and back:
+    /// probes marked Not-ECT, ECT(0), ECT(1) and CE; per direction the verdict says
+    /// whether ECT(1) survives, is bleached or remarked, and whether CE is seen.
+    /// Exit status 0 if ECT(1) survives both ways, 1 if not (or no reply), 2 on bad input.
+    EcnCheck {
+        /// HOST[:PORT] of the reflector (default port 4739); IPv6 as [ADDR]:PORT.
+        target: String,
+        /// Probes per codepoint.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        probes: u32,
+        /// Probe size in bytes (UDP payload).
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(20..=1472))]
+        size: u16,
+        /// How long to wait for replies after the last probe, e.g. 2s.
+        #[arg(long, default_value = "1s", value_parser = parse_duration_arg)]
+        wait: Dur,
+    },
+}
+
+fn parse_positive_f64(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("expected a number above zero, found `{s}`")),
+    }
+}
+
+/// A flag that SIGINT and SIGTERM set (the command then stops cleanly).
+fn stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registration fails only for forbidden signals; these two are allowed.
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    flag
+}
+
+fn reflect(listen: std::net::SocketAddr, rate: f64, burst: u32, verbose: bool) -> ExitCode {
+    let sock = match l4s_live::udp::EcnUdpSocket::bind(listen) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot listen on {listen}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stop = stop_flag();
+    let cfg = l4s_live::ecncheck::ReflectorConfig {
+        rate_per_source: rate,
+        burst,
+        ..Default::default()
+    };
+    println!(
+        "reflecting ECN probes on {} (at most {rate} replies/s per source); Ctrl-C stops",
+        sock.local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| listen.to_string())
+    );
+    let mut last: std::collections::HashMap<std::net::IpAddr, Instant> = std::collections::HashMap::new();
+    let mut log = |src: std::net::SocketAddr, st: &l4s_live::ecncheck::ReflectorStats| {
+        if !verbose {
+            return;
+        }
+        let now = Instant::now();
+        if last
+            .get(&src.ip())
+            .is_none_or(|t| now.duration_since(*t).as_secs() >= 1)
+        {
+            if last.len() > 10_000 {
+                last.clear();
+            }
+            last.insert(src.ip(), now);
+            println!("probe from {src} ({} replies so far)", st.replies);
+        }
+    };
+    match l4s_live::ecncheck::serve(&sock, cfg, &stop, &mut log) {
+        Ok(st) => {
+            println!(
+                "stopped: {} replies, {} malformed datagrams ignored, {} rate-limited, {} send errors",
+                st.replies, st.malformed, st.rate_limited, st.send_errors
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: reflector on {listen}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn ecn_check(target: &str, probes: u32, size: u16, wait: Dur) -> ExitCode {
+    let addr = match l4s_live::ecncheck::resolve(target) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = l4s_live::ecncheck::CheckConfig {
+        probes,
+        size: size as usize,
+        wait: std::time::Duration::from_nanos(wait.as_nanos()),
+        ..Default::default()
+    };
+    match l4s_live::ecncheck::check(addr, cfg) {
+        Ok(r) => {
+            print!("{r}");
+            if r.l4s_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -144,6 +278,18 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Run(args) => run(&args),
+        Cmd::Reflect {
+            listen,
+            rate,
+            burst,
+            verbose,
+        } => reflect(listen, rate, burst, verbose),
+        Cmd::EcnCheck {
+            target,
+            probes,
+            size,
+            wait,
+        } => ecn_check(&target, probes, size, wait),
     }
 }
 
