@@ -103,6 +103,76 @@ pub struct FlowSummary {
     pub ecn_failed_at_s: Option<f64>,
     #[serde(default)]
     pub ecn_failure: Option<String>,
+    /// Per-frame metrics of a real-time media flow (`type = "media"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<MediaSummary>,
+    /// Completion times of an application flow (`bulk`, `sync`, `request-response`,
+    /// `web`, `query`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<AppSummary>,
+}
+
+/// What a real-time media flow's users judge it by, over the statistics window.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MediaSummary {
+    /// Encoder profile ("cloud-gaming", "xr-h264", "xr-h265", "video-call").
+    pub profile: String,
+    /// Rate controller ("scream", "rt-prague"), with L4S on or off.
+    pub controller: String,
+    pub l4s: bool,
+    /// Configured frame rate.
+    pub fps: f64,
+    /// Frames the encoder produced in the window.
+    pub frames_sent: u64,
+    /// Frames whose every packet arrived.
+    pub frames_complete: u64,
+    /// Complete frames that arrived after their deadline.
+    pub frames_late: u64,
+    /// Frames with at least one packet missing.
+    pub frames_incomplete: u64,
+    /// `(frames_late + frames_incomplete) / frames_sent`.
+    pub bad_frame_fraction: f64,
+    /// First packet sent to last packet received, complete frames, ms.
+    pub frame_delay_ms: Percentiles,
+    /// A frame is late when it completes more than `deadline_ms` after its first packet
+    /// was sent plus the path's one-way propagation delay.
+    pub deadline_ms: f64,
+    /// Time with no new complete frame for longer than `stall_gap_ms`.
+    pub stall_time_s: f64,
+    pub stall_fraction: f64,
+    pub stall_gap_ms: f64,
+    /// Complete frames per second received.
+    pub received_fps: f64,
+    /// Encoder target bitrate over the window (time-weighted mean, min, max), bit/s.
+    pub target_bitrate_mean_bps: f64,
+    pub target_bitrate_min_bps: f64,
+    pub target_bitrate_max_bps: f64,
+    /// Sender-side queue discards (SCReAM RTP queue over 100 ms) and skipped frames.
+    pub frames_discarded: u64,
+    /// Feedback reports the sender received, and of those the malformed ones it ignored.
+    pub feedback_reports: u64,
+    pub feedback_malformed: u64,
+}
+
+/// Completion times of an application flow, per kind of completion.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AppSummary {
+    /// Application kind ("bulk", "sync", "request-response", "web", "query").
+    pub app: String,
+    /// By completion kind ("transfer", "chunk", "object", "page", "query"), those that
+    /// started and completed in the window.
+    pub completions: BTreeMap<String, CompletionSummary>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompletionSummary {
+    pub count: u64,
+    /// Start (request sent, transfer begun) to last byte delivered, ms.
+    pub time_ms: Percentiles,
+    /// Bytes of the completed units.
+    pub bytes: u64,
+    /// Mean over completions of bytes·8/time, bit/s.
+    pub goodput_bps: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

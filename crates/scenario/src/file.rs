@@ -143,8 +143,15 @@ pub struct FlowTable {
     pub stop: Option<Dur>,
     /// Application data to send (tcp); absent = unlimited.
     pub bytes: Option<String>,
-    /// Probe: packets per second.
+    /// Probe or cbr: packets per second.
     pub pps: Option<f64>,
+    /// Named preset: a cbr flow's ("voip", "game"), a media flow's encoder profile
+    /// ("cloud-gaming", "xr-h264", "xr-h265", "video-call").
+    pub profile: Option<String>,
+    /// Media settings overriding the profile (`type = "media"`).
+    pub media: Option<toml::Table>,
+    /// Application settings (`bulk`, `sync`, `request-response`, `web`, `query`).
+    pub app: Option<toml::Table>,
     /// Probe: frame size ("200B").
     pub size: Option<String>,
     /// Latency budget: data packets delayed more than this count as late (and, for a

@@ -290,6 +290,7 @@ pub(crate) fn probe(
     pps: f64,
     size: u32,
     ecn: Ecn,
+    profile: Option<String>,
     sender: Option<toml::Table>,
 ) -> Result<(FlowKind, Ecn), ScenarioError> {
     let mut cfg: l4s_transport::probe::ProbeConfig = match sender {
@@ -299,5 +300,5 @@ pub(crate) fn probe(
     cfg.pps = pps.round().max(1.0) as u32;
     cfg.size = size;
     cfg.ecn = ecn;
-    Ok((FlowKind::Probe { sender: cfg }, ecn))
+    Ok((FlowKind::Probe { sender: cfg, profile }, ecn))
 }

@@ -100,8 +100,11 @@ pub enum FlowKind {
         sender: l4s_transport::udp_prague::UdpPragueConfig,
         receiver: l4s_transport::udp_prague::UdpPragueReceiverConfig,
     },
+    /// A constant-rate stream measured packet by packet: a probe, or a `cbr` flow
+    /// (`profile` names its preset).
     Probe {
         sender: l4s_transport::probe::ProbeConfig,
+        profile: Option<String>,
     },
 }
 
@@ -110,7 +113,8 @@ impl FlowKind {
         match self {
             FlowKind::Tcp { .. } => "tcp",
             FlowKind::UdpPrague { .. } => "udp-prague",
-            FlowKind::Probe { .. } => "probe",
+            FlowKind::Probe { profile: None, .. } => "probe",
+            FlowKind::Probe { profile: Some(_), .. } => "cbr",
         }
     }
 }

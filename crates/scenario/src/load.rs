@@ -678,8 +678,15 @@ fn build_flow(
     let kind_name = f.kind.clone();
     let (kind, nominal_ecn) = match kind_name.as_str() {
         "tcp" => {
-            reject("pps", f.pps.is_some(), "tcp")?;
-            reject("size", f.size.is_some(), "tcp")?;
+            for (k, p) in [
+                ("pps", f.pps.is_some()),
+                ("size", f.size.is_some()),
+                ("profile", f.profile.is_some()),
+                ("media", f.media.is_some()),
+                ("app", f.app.is_some()),
+            ] {
+                reject(k, p, "tcp")?;
+            }
             let cc =
                 f.cc.clone()
                     .ok_or_else(|| cx.at(&fp, format!("required key `cc` is missing: one of {}", cc_names())))?;
@@ -718,21 +725,52 @@ fn build_flow(
                 ("pps", f.pps.is_some()),
                 ("size", f.size.is_some()),
                 ("bytes", f.bytes.is_some()),
+                ("profile", f.profile.is_some()),
+                ("media", f.media.is_some()),
+                ("app", f.app.is_some()),
             ] {
                 reject(k, p, "udp-prague")?;
             }
             crate::flows::udp_prague(cx, &fp, f.sender, f.receiver)?
         }
-        "probe" => {
+        "probe" | "cbr" => {
             for (k, p) in [
                 ("cc", f.cc.is_some()),
                 ("cc_params", f.cc_params.is_some()),
                 ("bytes", f.bytes.is_some()),
                 ("receiver", f.receiver.is_some()),
+                ("media", f.media.is_some()),
+                ("app", f.app.is_some()),
             ] {
-                reject(k, p, "probe")?;
+                reject(k, p, &kind_name)?;
             }
-            let pps = f.pps.unwrap_or(64.0);
+            // A cbr flow is a constant-rate real-time stream (game state updates, VoIP):
+            // measured like a probe, with presets for its rate and size.
+            let (def_pps, def_size) = match (kind_name.as_str(), f.profile.as_deref()) {
+                ("probe", None) => (64.0, 200),
+                ("probe", Some(_)) => {
+                    return Err(cx.at(
+                        &at("profile"),
+                        "`profile` does not apply to a probe flow (use type = \"cbr\")",
+                    ))
+                }
+                (_, None) => {
+                    return Err(cx.at(
+                        &fp,
+                        format!("required key `profile` is missing: one of {}", cbr_profiles()),
+                    ))
+                }
+                (_, Some(p)) => match CBR_PROFILES.iter().find(|(n, _, _)| *n == p) {
+                    Some(&(_, pps, size)) => (pps, size),
+                    None => {
+                        return Err(cx.at(
+                            &at("profile"),
+                            format!("unknown cbr profile {p:?}: expected one of {}", cbr_profiles()),
+                        ))
+                    }
+                },
+            };
+            let pps = f.pps.unwrap_or(def_pps);
             if !(pps.is_finite() && (1.0..=1e7).contains(&pps)) {
                 return Err(cx.at(
                     &at("pps"),
@@ -740,7 +778,7 @@ fn build_flow(
                 ));
             }
             let size = match &f.size {
-                None => 200,
+                None => def_size,
                 Some(s) => units::parse_bytes(s).map_err(|e| cx.at(&at("size"), e))?,
             };
             if !(64..=9014).contains(&size) {
@@ -758,12 +796,19 @@ fn build_flow(
                     )
                 })?,
             };
-            crate::flows::probe(cx, &fp, pps, size as u32, ecn, f.sender)?
+            crate::flows::probe(cx, &fp, pps, size as u32, ecn, f.profile.clone(), f.sender)?
         }
         other => {
             return Err(cx.at(
                 &at("type"),
-                format!("unknown flow type {other:?}: expected \"tcp\", \"udp-prague\" or \"probe\""),
+                format!(
+                    "unknown flow type {other:?}: expected one of {}",
+                    FLOW_TYPES
+                        .iter()
+                        .map(|t| format!("{t:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
         }
     };
@@ -791,6 +836,23 @@ fn build_flow(
         kind,
         nominal_ecn,
     })
+}
+
+/// Every flow `type` a scenario may use.
+pub const FLOW_TYPES: &[&str] = &["tcp", "udp-prague", "probe", "cbr"];
+
+/// `cbr` presets: (name, packets per second, frame bytes). `voip`: one 20 ms G.711 frame
+/// per packet (160 B of audio + 12 RTP + 8 UDP + 20 IPv4 + 14 Ethernet = 214 B, RFC 3551
+/// §4.5.14). `game`: 60 state updates per second of about 250 B of payload, typical of
+/// fast-paced online games' server updates.
+pub const CBR_PROFILES: &[(&str, f64, u64)] = &[("voip", 50.0, 214), ("game", 60.0, 300)];
+
+fn cbr_profiles() -> String {
+    CBR_PROFILES
+        .iter()
+        .map(|(n, _, _)| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn cc_names() -> String {

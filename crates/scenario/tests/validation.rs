@@ -127,3 +127,38 @@ fn rate_schedule_settings() {
         assert!(e.contains(words), "{sched}: {e}");
     }
 }
+
+#[test]
+fn cbr_settings() {
+    for (knob, key, words) in [
+        (
+            "",
+            "flows[0]",
+            "required key `profile` is missing: one of \"voip\", \"game\"",
+        ),
+        (
+            "profile = \"radio\"",
+            "flows[0].profile",
+            "unknown cbr profile \"radio\"",
+        ),
+        (
+            "profile = \"voip\"\ncc = \"prague\"",
+            "flows[0].cc",
+            "does not apply to a cbr flow",
+        ),
+    ] {
+        let e = err(knob, "cbr");
+        assert!(e.contains(&format!(": {key}: ")), "{knob}: {e}");
+        assert!(e.contains(words), "{knob}: {e}");
+    }
+    let e = err("profile = \"voip\"", "probe");
+    assert!(
+        e.contains("flows[0].profile: `profile` does not apply to a probe flow"),
+        "{e}"
+    );
+    let e = err("", "carrier-pigeon");
+    assert!(
+        e.contains("expected one of \"tcp\", \"udp-prague\", \"probe\", \"cbr\""),
+        "{e}"
+    );
+}

@@ -67,7 +67,7 @@ impl Ep {
                 Ep::UdpS(Box::new(UdpPragueSender::new(sender.clone(), now))),
                 Ep::UdpR(Box::new(UdpPragueReceiver::new(receiver.clone()))),
             ),
-            FlowKind::Probe { sender } => (
+            FlowKind::Probe { sender, .. } => (
                 Ep::ProbeS(Box::new(ProbeSender::new(sender.clone(), now))),
                 Ep::ProbeR(Box::new(ProbeReceiver::new())),
             ),

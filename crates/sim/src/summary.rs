@@ -108,6 +108,8 @@ impl Sim {
                     l4s_transport::EcnValidation::Failed { reason, .. } => Some(reason.name().to_string()),
                     _ => None,
                 },
+                media: None,
+                app: None,
             });
         }
         let mut queues = Vec::new();

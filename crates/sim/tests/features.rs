@@ -232,3 +232,20 @@ fn rate_schedule_steps_the_bottleneck() {
         );
     }
 }
+
+/// `cbr` flows: the VoIP and game presets send at their nominal rates and are measured
+/// like probes (one-way delay per packet).
+#[test]
+fn cbr_presets_send_at_their_rates() {
+    let flows = "[[flows]]\nname = \"voice\"\ntype = \"cbr\"\nprofile = \"voip\"\necn = \"ect1\"\n\n[[flows]]\nname = \"game\"\ntype = \"cbr\"\nprofile = \"game\"\npps = 120\n";
+    let s = run_toml(&dumbbell("10Mbit", "20ms", "{ kind = \"dualpi2\" }", "5s", "1s", flows));
+    let v = flow(&s, "voice");
+    assert_eq!(v.kind, "cbr");
+    assert_eq!(v.class, "L4S");
+    // 50 packets/s of 214 B = 85.6 kbit/s.
+    assert!((v.throughput_bps - 85_600.0).abs() < 1_000.0, "{}", v.throughput_bps);
+    let g = flow(&s, "game");
+    // pps overrides the preset: 120 packets/s of 300 B = 288 kbit/s.
+    assert!((g.throughput_bps - 288_000.0).abs() < 3_000.0, "{}", g.throughput_bps);
+    assert!(v.owd_ms.p99 < 11.0 && v.owd_ms.p50 >= 10.0, "{:?}", v.owd_ms);
+}
