@@ -668,6 +668,10 @@ pub struct TcpSender {
     snd_nxt: u64,
     snd_wnd: u64,
     app_limit: u64,
+    /// [`TcpSender::set_persistent`]: idle with everything acknowledged is not `finished`.
+    persistent: bool,
+    /// [`Endpoint::close`] was called.
+    closed: bool,
 
     segs: VecDeque<Seg>,
     base: u64,
@@ -760,6 +764,8 @@ impl TcpSender {
             snd_nxt: 1,
             snd_wnd: 64 * 1024 * 1024,
             app_limit,
+            persistent: false,
+            closed: false,
             segs: VecDeque::new(),
             base: 0,
             bif: 0,
@@ -811,6 +817,34 @@ impl TcpSender {
             rto_count: 0,
             tlp_count: 0,
         }
+    }
+
+    /// Offer `bytes` more application bytes (a response, a chunk, an object) for sending
+    /// after those offered so far: raises the application limit of a connection created
+    /// with a byte count (`TcpConfig::bytes = Some(n)`, `n` may be 0). Data flows as soon as
+    /// the window and pacing allow; after an idle period the flight restarts with the
+    /// current cwnd (no RFC 5681 §4.1 restart window: the controllers have no idle hook).
+    /// Ignored after [`Endpoint::close`] and on a bulk connection (`bytes = None`), which
+    /// has no limit to raise.
+    pub fn offer(&mut self, bytes: u64) {
+        if self.closed || self.app_limit == u64::MAX {
+            return;
+        }
+        self.app_limit = self.app_limit.saturating_add(bytes).min(u64::MAX - 1);
+    }
+    /// A persistent connection (HTTP keep-alive, a sync session) is not `finished` while
+    /// idle with everything acknowledged, since more data may be offered; it finishes once
+    /// [`Endpoint::close`] was called and every byte is acknowledged.
+    pub fn set_persistent(&mut self, on: bool) {
+        self.persistent = on;
+    }
+    /// Application bytes offered so far (`None` for a bulk connection without a limit).
+    pub fn offered_bytes(&self) -> Option<u64> {
+        (self.app_limit != u64::MAX).then(|| self.app_limit.saturating_sub(1))
+    }
+    /// Application bytes acknowledged cumulatively.
+    pub fn acked_bytes(&self) -> u64 {
+        self.snd_una.saturating_sub(1)
     }
 
     /// The negotiated ECN feedback (`EcnMode::Off` until the handshake completes).
@@ -1656,7 +1690,10 @@ impl TcpSender {
     }
 
     fn finished(&self) -> bool {
-        self.state == SndState::Established && self.app_limit != u64::MAX && self.snd_una >= self.app_limit
+        self.state == SndState::Established
+            && self.app_limit != u64::MAX
+            && self.snd_una >= self.app_limit
+            && (!self.persistent || self.closed)
     }
 }
 
@@ -1829,6 +1866,7 @@ impl Endpoint for TcpSender {
     }
 
     fn close(&mut self, _now: Time) {
+        self.closed = true;
         self.app_limit = self.app_limit.min(self.snd_nxt);
     }
 
