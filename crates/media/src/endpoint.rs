@@ -1,0 +1,1281 @@
+//! The media sender and receiver ([`l4s_transport::Endpoint`] implementations).
+//!
+//! **Sender** ([`MediaSender`]): the encoder ([`crate::source::Encoder`]) captures a frame
+//! every `1/fps`; the frame is packetised into RTP packets of at most `packet_size` bytes
+//! and put on the RTP queue; packets leave the queue
+//! * with SCReAM: while the congestion window allows (`bytes in flight + size ≤ cwnd`,
+//!   self-clocking) at the pacing rate `1.5 × target` (§6.3 rule 7); the queue is discarded
+//!   and a key frame requested when its oldest packet waited longer than
+//!   `max_rtp_queue_delay` (rule 8);
+//! * with RT-Prague: at the controller's pacing rate in bursts of `packet_burst` packets
+//!   (§2.5, §2.7); a frame is only started when the previous one is fully sent and fewer
+//!   than `frame_window` frames are in flight, otherwise the encoder skips that frame.
+//!   (udp_prague also gates single packets by its packet window; with per-frame feedback
+//!   that would stall a frame until the fallback report, so frames are gated instead.)
+//!
+//! Audio packets (video-call) are sent at their tick without waiting for the window or the
+//! pacer (they are small and not rate-controlled) and are counted in flight like video.
+//!
+//! Each RFC 8888 report is decoded (malformed ones are counted in
+//! [`MediaSenderStats::feedback_malformed`] and ignored); every reported packet is matched
+//! to the packet log by extending its 16-bit sequence number; newly received packets,
+//! their CE marks, the RTT (`now − send time − ATO` of the newest packet) and the one-way
+//! delay (`report timestamp − ATO − send time`) drive the controller. A packet still
+//! unreported when a packet sent more than 30 ms after it has been reported is declared
+//! lost (SCReAM's reorder time, §6.3 rule 1).
+//!
+//! **ECN validation** (RFC 9000 §13.4.2 style, brief §5.3): while L4S, every reported
+//! packet that was sent ECT(1) must come back ECT(1) or CE. Not-ECT means bleaching
+//! ([`EcnFailure::Bleached`]), ECT(0) remarking ([`EcnFailure::Remarked`]); a report of a
+//! sequence number never sent, or of an ECN-capable codepoint for a packet sent Not-ECT, is
+//! [`EcnFailure::ImpossibleFeedback`]. The first ECT(1) arrival makes the path
+//! `Capable`. On failure the sender sends Not-ECT, ignores CE from then on and runs the
+//! classic reaction (SCReAM with L4S off; RT-Prague's `error_L4S` path).
+//!
+//! **Receiver** ([`MediaReceiver`]): records each packet's arrival time and ECN, assembles
+//! frames ([`MediaReceiver::drain_frames`]) and sends a report after each frame's last
+//! packet (marker) — with a fallback of one frame interval when that packet is lost — or
+//! every `N` ms while packets arrive. A report covers the sequence numbers since the last
+//! report plus an overlap of the 32 before (as SCReAM covers the last 32), at most 1024.
+
+use crate::config::{Controller, CountConvention, FeedbackInterval, MediaParams, RTP_HEADER, UDP_OVERHEAD};
+use crate::frames::FrameDone;
+use crate::rfc8888::{self, CcfbReport, Metric, SsrcBlock};
+use crate::rt_prague::{RtFeedback, RtPrague};
+use crate::scream::{FeedbackEvent, Scream, ScreamParams};
+use crate::source::{max_payload, packetise, Encoder};
+use l4s_core::{Dur, Ecn, Rate, Rng, Time};
+use l4s_transport::{EcnFailure, EcnValidation, Endpoint, EndpointStats, Transmit};
+use std::collections::{BTreeMap, VecDeque};
+
+/// SSRC of the video stream.
+pub const VIDEO_SSRC: u32 = 0x4C34_5601;
+/// SSRC of the audio stream.
+pub const AUDIO_SSRC: u32 = 0x4C34_5602;
+/// SSRC of the receiver (RTCP sender).
+pub const RECEIVER_SSRC: u32 = 0x4C34_52FF;
+/// §6.1 reorder time: a packet is lost when one sent this much later has been reported.
+pub const REORDER_TIME: Dur = Dur::from_millis(30);
+/// No valid feedback for this long with packets in flight: everything in flight is
+/// declared lost and the controller resets (udp_prague's 1 s send timeout, §2.1).
+pub const FEEDBACK_TIMEOUT: Dur = Dur::from_secs(1);
+/// Sequence numbers re-reported from before the last report (SCReAM's 32).
+pub const REPORT_OVERLAP: u64 = 32;
+/// Most sequence numbers per report and stream.
+pub const MAX_REPORT_COVER: u64 = 1024;
+const RX_RING: usize = 2048;
+/// Packet-log entries kept per stream before the oldest unresolved are forced lost.
+const MAX_LOG: usize = 32_768;
+
+/// A media (RTP) packet's header. No heap allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MediaData {
+    /// [`VIDEO_SSRC`] or [`AUDIO_SSRC`].
+    pub ssrc: u32,
+    /// RTP sequence number (per SSRC, wraps at 65 535).
+    pub seq: u16,
+    /// Video frame number (audio: audio packet number).
+    pub frame: u64,
+    /// Index of this packet in its frame, and the frame's packet count.
+    pub index: u32,
+    pub count: u32,
+    /// Encoded bytes of the frame (RTP payloads).
+    pub frame_bytes: u32,
+    /// When the frame's first packet was sent.
+    pub frame_first_sent: Time,
+    /// When this packet was sent.
+    pub sent_at: Time,
+    pub is_audio: bool,
+    /// RTP marker bit: the last packet of the frame.
+    pub marker: bool,
+    pub key: bool,
+}
+
+/// An RFC 8888 CCFB report as bytes (a faulty path may truncate or corrupt it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Feedback {
+    pub bytes: Vec<u8>,
+}
+
+/// What media endpoints exchange.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MediaHeader {
+    Data(MediaData),
+    Feedback(Feedback),
+}
+
+/// Media-specific sender counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MediaSenderStats {
+    /// The controller's current target bitrate.
+    pub target_bitrate: Rate,
+    /// The bitrate the encoder currently produces (target after the reaction delay).
+    pub encoder_bitrate: Rate,
+    pub frames_encoded: u64,
+    /// Frames the encoder did not produce because the sender had no room (RT-Prague).
+    pub frames_skipped: u64,
+    pub key_frames: u64,
+    /// RTP queue discards (SCReAM rule 8), and the packets they dropped.
+    pub rtp_queue_discards: u64,
+    pub rtp_queue_discarded_packets: u64,
+    /// Delay of the oldest packet in the RTP queue now.
+    pub rtp_queue_delay: Dur,
+    pub rtp_queue_packets: u64,
+    /// Feedback reports received and processed.
+    pub feedback_reports: u64,
+    /// Reports that did not decode (counted and ignored).
+    pub feedback_malformed: u64,
+    /// Feedback timeouts (no valid report for 1 s with packets in flight).
+    pub feedback_timeouts: u64,
+    pub audio_packets: u64,
+    /// Sending ECT(1) and reacting as L4S now.
+    pub l4s_active: bool,
+    /// SCReAM's network queue-delay estimate (zero for RT-Prague).
+    pub queue_delay: Dur,
+    pub bytes_in_flight: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PktState {
+    InFlight,
+    Acked,
+    Lost,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SentPkt {
+    size: u32,
+    sent_at: Time,
+    ecn: Ecn,
+    state: PktState,
+}
+
+#[derive(Clone, Debug)]
+struct TxStream {
+    ssrc: u32,
+    /// Extended sequence number of the next packet (the first is 0).
+    next_ext: u64,
+    log: VecDeque<SentPkt>,
+    /// Extended sequence number of `log[0]`.
+    log_base: u64,
+}
+
+impl TxStream {
+    fn new(ssrc: u32) -> TxStream {
+        TxStream {
+            ssrc,
+            next_ext: 0,
+            log: VecDeque::new(),
+            log_base: 0,
+        }
+    }
+    /// Extend a reported 16-bit sequence number around the highest sent. `Err(())` if it
+    /// lies ahead of the highest sent (never sent).
+    fn extend(&self, seq: u16) -> Result<Option<u64>, ()> {
+        if self.next_ext == 0 {
+            return Err(());
+        }
+        let highest = self.next_ext - 1;
+        let d = (highest as u16).wrapping_sub(seq) as i16;
+        if d < 0 {
+            return Err(());
+        }
+        Ok(highest.checked_sub(d as u64))
+    }
+    fn get_mut(&mut self, ext: u64) -> Option<&mut SentPkt> {
+        let i = ext.checked_sub(self.log_base)?;
+        self.log.get_mut(usize::try_from(i).ok()?)
+    }
+    fn prune(&mut self) {
+        while self.log.front().is_some_and(|p| p.state != PktState::InFlight) {
+            self.log.pop_front();
+            self.log_base += 1;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    frame: u64,
+    index: u32,
+    count: u32,
+    /// RTP packet size (payload + RTP header).
+    size: u32,
+    frame_bytes: u32,
+    enqueued: Time,
+    key: bool,
+}
+
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Ctrl {
+    Scream(Scream),
+    RtPrague(RtPrague),
+}
+
+/// Per-report totals.
+#[derive(Clone, Copy, Debug, Default)]
+struct ReportTally {
+    acked_pkts: u64,
+    acked_bytes: u64,
+    ce_pkts: u64,
+    ce_bytes: u64,
+    unlost: u64,
+    lost_pkts: u64,
+    newest: Option<(u64, u32, Time, u16)>, // (ext, ssrc, sent_at, ato)
+}
+
+/// The media sender.
+#[derive(Clone, Debug)]
+pub struct MediaSender {
+    p: MediaParams,
+    enc: Encoder,
+    ctrl: Ctrl,
+    video: TxStream,
+    audio: TxStream,
+    queue: VecDeque<Queued>,
+    /// First-send time of the frame currently being sent.
+    frame_first_sent: Option<(u64, Time)>,
+    next_send: Time,
+    burst_start: Time,
+    inburst: i64,
+    burst_bytes: u64,
+    /// RT-Prague: frames in flight (frame number, extended seq of its last packet).
+    frames_in_flight: VecDeque<(u64, u64)>,
+    next_audio: Option<Time>,
+    audio_no: u64,
+    bytes_in_flight: u64,
+    ecn: Ecn,
+    validation: EcnValidation,
+    ce_trusted: bool,
+    last_progress: Time,
+    /// Latest time seen (for stats).
+    last_now: Time,
+    closed: bool,
+    rtt_sample: Option<Dur>,
+    mean_frame_bytes: f64,
+    last_frame_bytes: f64,
+    rtp_rate: f64,
+    /// Packets sent on both streams (RT-Prague's `packets_sent`).
+    packets_sent: u64,
+    // counters
+    sent_packets: u64,
+    sent_bytes: u64,
+    acked_pkts: u64,
+    acked_bytes: u64,
+    lost_pkts: u64,
+    ce_pkts: u64,
+    reports: u64,
+    malformed: u64,
+    discards: u64,
+    discarded_pkts: u64,
+    frames_skipped: u64,
+    audio_packets: u64,
+    feedback_timeouts: u64,
+}
+
+impl MediaSender {
+    pub fn new(p: &MediaParams, rng: Rng, now: Time) -> MediaSender {
+        let ctrl = match p.controller {
+            Controller::Scream => Ctrl::Scream(Scream::new(
+                ScreamParams {
+                    l4s: p.l4s,
+                    mss: p.packet_size,
+                    min_bitrate: p.min_bitrate,
+                    max_bitrate: p.max_bitrate,
+                    start_bitrate: p.start_bitrate,
+                    frame_interval: p.frame_interval,
+                },
+                now,
+            )),
+            Controller::RtPrague => Ctrl::RtPrague(RtPrague::new(p, now)),
+        };
+        let mut enc = Encoder::new(p, rng, now);
+        let target = match &ctrl {
+            Ctrl::Scream(s) => s.target_bitrate(),
+            Ctrl::RtPrague(r) => r.target_bitrate(),
+        };
+        enc.set_target(now, target);
+        let start_frame = p.start_bitrate.bytes_per_sec() / f64::from(p.fps);
+        MediaSender {
+            enc,
+            ctrl,
+            video: TxStream::new(VIDEO_SSRC),
+            audio: TxStream::new(AUDIO_SSRC),
+            queue: VecDeque::new(),
+            frame_first_sent: None,
+            next_send: now,
+            burst_start: now,
+            inburst: 0,
+            burst_bytes: 0,
+            frames_in_flight: VecDeque::new(),
+            next_audio: p.audio.map(|_| now),
+            audio_no: 0,
+            bytes_in_flight: 0,
+            ecn: p.ecn,
+            validation: if p.l4s {
+                EcnValidation::Testing
+            } else {
+                EcnValidation::NotApplicable
+            },
+            ce_trusted: p.ecn.is_ect(),
+            last_progress: now,
+            last_now: now,
+            closed: false,
+            rtt_sample: None,
+            mean_frame_bytes: start_frame,
+            last_frame_bytes: start_frame,
+            rtp_rate: p.start_bitrate.0 as f64,
+            packets_sent: 0,
+            sent_packets: 0,
+            sent_bytes: 0,
+            acked_pkts: 0,
+            acked_bytes: 0,
+            lost_pkts: 0,
+            ce_pkts: 0,
+            reports: 0,
+            malformed: 0,
+            discards: 0,
+            discarded_pkts: 0,
+            frames_skipped: 0,
+            audio_packets: 0,
+            feedback_timeouts: 0,
+            p: p.clone(),
+        }
+    }
+
+    pub fn params(&self) -> &MediaParams {
+        &self.p
+    }
+
+    /// The SCReAM controller, if that is the one in use.
+    pub fn scream(&self) -> Option<&Scream> {
+        match &self.ctrl {
+            Ctrl::Scream(s) => Some(s),
+            Ctrl::RtPrague(_) => None,
+        }
+    }
+
+    /// The RT-Prague controller, if that is the one in use.
+    pub fn rt_prague(&self) -> Option<&RtPrague> {
+        match &self.ctrl {
+            Ctrl::RtPrague(r) => Some(r),
+            Ctrl::Scream(_) => None,
+        }
+    }
+
+    /// The controller's current target bitrate.
+    pub fn target_bitrate(&self) -> Rate {
+        match &self.ctrl {
+            Ctrl::Scream(s) => s.target_bitrate(),
+            Ctrl::RtPrague(r) => r.target_bitrate(),
+        }
+    }
+
+    fn rtp_queue_delay(&self, now: Time) -> Dur {
+        self.queue.front().map_or(Dur::ZERO, |q| now - q.enqueued)
+    }
+
+    pub fn media_stats(&self) -> MediaSenderStats {
+        MediaSenderStats {
+            target_bitrate: self.target_bitrate(),
+            encoder_bitrate: self.enc.bitrate(),
+            frames_encoded: self.enc.frames_encoded,
+            frames_skipped: self.frames_skipped,
+            key_frames: self.enc.key_frames,
+            rtp_queue_discards: self.discards,
+            rtp_queue_discarded_packets: self.discarded_pkts,
+            rtp_queue_delay: self.rtp_queue_delay(self.last_now),
+            rtp_queue_packets: self.queue.len() as u64,
+            feedback_reports: self.reports,
+            feedback_malformed: self.malformed,
+            feedback_timeouts: self.feedback_timeouts,
+            audio_packets: self.audio_packets,
+            l4s_active: self.ecn == Ecn::Ect1,
+            queue_delay: self.scream().map_or(Dur::ZERO, |s| s.queue_delay()),
+            bytes_in_flight: self.bytes_in_flight,
+        }
+    }
+
+    /// ECN validation failed at `now` for `reason`: send Not-ECT, ignore CE, go classic.
+    fn fail_validation(&mut self, now: Time, reason: EcnFailure) {
+        if self.validation.is_failed() || self.validation == EcnValidation::NotApplicable {
+            return;
+        }
+        self.validation = EcnValidation::Failed { at: now, reason };
+        self.ecn = Ecn::NotEct;
+        self.ce_trusted = false;
+        match &mut self.ctrl {
+            Ctrl::Scream(s) => s.disable_l4s(),
+            Ctrl::RtPrague(r) => r.set_error_l4s(),
+        }
+    }
+
+    /// Check one reported codepoint against the one sent (brief §5.3).
+    pub fn check_ecn(sent: Ecn, reported: Ecn) -> Result<bool, EcnFailure> {
+        match (sent, reported) {
+            (Ecn::Ect1, Ecn::Ect1) => Ok(true),
+            (Ecn::Ect1, Ecn::Ce) => Ok(false),
+            (Ecn::Ect1, Ecn::NotEct) => Err(EcnFailure::Bleached),
+            (Ecn::Ect1, Ecn::Ect0) => Err(EcnFailure::Remarked),
+            (Ecn::NotEct, Ecn::NotEct) => Ok(false),
+            (Ecn::NotEct, _) => Err(EcnFailure::ImpossibleFeedback),
+            // ECT(0) is not sent by an L4S sender; judge it like RFC 9000 would.
+            (Ecn::Ect0, Ecn::Ect0 | Ecn::Ce) => Ok(false),
+            (Ecn::Ect0, Ecn::NotEct) => Err(EcnFailure::Bleached),
+            (Ecn::Ect0, Ecn::Ect1) => Err(EcnFailure::Remarked),
+            (Ecn::Ce, _) => Ok(false),
+        }
+    }
+
+    fn controller_ecn(&self) -> Ecn {
+        self.ecn
+    }
+
+    /// Encoder frames, audio ticks, RTP queue discard and feedback timeout up to `now`.
+    fn advance(&mut self, now: Time) {
+        self.last_now = self.last_now.max(now);
+        if self.closed {
+            self.check_feedback_timeout(now);
+            return;
+        }
+        while self.enc.next_frame_time() <= now {
+            self.on_frame_tick(now);
+        }
+        if self.p.controller == Controller::Scream {
+            if let Some(front) = self.queue.front() {
+                if now - front.enqueued > self.p.max_rtp_queue_delay {
+                    // §6.3 rule 8: discard the RTP queue and ask for a key frame.
+                    self.discards += 1;
+                    self.discarded_pkts += self.queue.len() as u64;
+                    self.queue.clear();
+                    self.enc.request_key_frame();
+                }
+            }
+        }
+        self.check_feedback_timeout(now);
+    }
+
+    fn check_feedback_timeout(&mut self, now: Time) {
+        if self.bytes_in_flight == 0 || now - self.last_progress < FEEDBACK_TIMEOUT {
+            return;
+        }
+        self.feedback_timeouts += 1;
+        for s in [&mut self.video, &mut self.audio] {
+            for pkt in s.log.iter_mut().filter(|p| p.state == PktState::InFlight) {
+                pkt.state = PktState::Lost;
+                self.lost_pkts += 1;
+            }
+            s.prune();
+        }
+        self.bytes_in_flight = 0;
+        self.frames_in_flight.clear();
+        self.last_progress = now;
+        match &mut self.ctrl {
+            Ctrl::Scream(s) => s.on_feedback_timeout(now),
+            Ctrl::RtPrague(r) => r.reset(now),
+        }
+        let t = self.target_bitrate();
+        self.enc.set_target(now, t);
+    }
+
+    fn on_frame_tick(&mut self, now: Time) {
+        let rt_packet = match &self.ctrl {
+            Ctrl::RtPrague(r) => {
+                // §2.7: skip the frame if the previous one is still being sent or the frame
+                // window is full.
+                let window = r.video().frame_window.max(1) as usize;
+                let video = &self.video;
+                while let Some(&(_, last)) = self.frames_in_flight.front() {
+                    let done = last < video.log_base
+                        || video
+                            .log
+                            .get((last - video.log_base) as usize)
+                            .is_none_or(|p| p.state != PktState::InFlight);
+                    if done {
+                        self.frames_in_flight.pop_front();
+                    } else {
+                        break;
+                    }
+                }
+                if !self.queue.is_empty() || self.frames_in_flight.len() >= window {
+                    self.enc.skip_frame(now);
+                    self.frames_skipped += 1;
+                    return;
+                }
+                Some(r.video().packet_size.clamp(150, i64::from(self.p.packet_size)) as u32)
+            }
+            Ctrl::Scream(_) => None,
+        };
+        let Some(f) = self.enc.poll_frame(now) else {
+            return;
+        };
+        let pkt_size = rt_packet.unwrap_or(self.p.packet_size).max(RTP_HEADER + 1);
+        let (n, size_of) = packetise(f.bytes, max_payload(pkt_size));
+        for i in 0..n {
+            self.queue.push_back(Queued {
+                frame: f.number,
+                index: i,
+                count: n,
+                size: size_of(i) + RTP_HEADER,
+                frame_bytes: f.bytes,
+                enqueued: f.captured,
+                key: f.key,
+            });
+        }
+        let b = f64::from(f.bytes);
+        self.last_frame_bytes = b;
+        self.mean_frame_bytes += (b - self.mean_frame_bytes) / 16.0;
+        self.rtp_rate += (b * 8.0 * f64::from(self.p.fps) - self.rtp_rate) / 8.0;
+        if self.p.controller == Controller::RtPrague {
+            // A frame starts a fresh pacing schedule at its tick.
+            self.inburst = 0;
+            self.burst_bytes = 0;
+            self.next_send = self.next_send.max(f.captured);
+        }
+        self.update_target(now);
+    }
+
+    fn update_target(&mut self, now: Time) {
+        let qd = self.rtp_queue_delay(now);
+        let ratio = self.last_frame_bytes / self.mean_frame_bytes.max(1.0);
+        let t = match &mut self.ctrl {
+            Ctrl::Scream(s) => s.update_rate(now, qd, ratio),
+            Ctrl::RtPrague(r) => r.target_bitrate(),
+        };
+        self.enc.set_target(now, t);
+    }
+
+    fn pacing_rate(&self) -> Rate {
+        match &self.ctrl {
+            Ctrl::Scream(s) => s.pacing_rate(Rate(self.rtp_rate.max(0.0) as u64)),
+            Ctrl::RtPrague(r) => r.pacing_rate(),
+        }
+    }
+
+    fn window_open(&self, size: u32) -> bool {
+        match &self.ctrl {
+            Ctrl::Scream(s) => s.can_send(self.bytes_in_flight, size),
+            Ctrl::RtPrague(_) => true,
+        }
+    }
+
+    fn record_sent(&mut self, audio: bool, size: u32, now: Time) -> u64 {
+        let ecn = self.controller_ecn();
+        let s = if audio { &mut self.audio } else { &mut self.video };
+        let ext = s.next_ext;
+        s.next_ext += 1;
+        s.log.push_back(SentPkt {
+            size,
+            sent_at: now,
+            ecn,
+            state: PktState::InFlight,
+        });
+        if s.log.len() > MAX_LOG {
+            if let Some(old) = s.log.front_mut() {
+                if old.state == PktState::InFlight {
+                    old.state = PktState::Lost;
+                    self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(old.size));
+                    self.lost_pkts += 1;
+                }
+            }
+            s.prune();
+        }
+        if self.bytes_in_flight == 0 {
+            self.last_progress = now;
+        }
+        self.bytes_in_flight += u64::from(size);
+        self.packets_sent += 1;
+        self.sent_packets += 1;
+        self.sent_bytes += u64::from(size + UDP_OVERHEAD);
+        if let Ctrl::Scream(sc) = &mut self.ctrl {
+            sc.on_sent(now, self.bytes_in_flight);
+        }
+        ext
+    }
+
+    fn send_audio(&mut self, now: Time) -> Option<Transmit<MediaHeader>> {
+        let a = self.p.audio?;
+        let t = self.next_audio?;
+        if t > now {
+            return None;
+        }
+        self.next_audio = Some(t + a.interval);
+        let ext = self.record_sent(true, a.size, now);
+        let no = self.audio_no;
+        self.audio_no += 1;
+        self.audio_packets += 1;
+        Some(Transmit {
+            header: MediaHeader::Data(MediaData {
+                ssrc: AUDIO_SSRC,
+                seq: ext as u16,
+                frame: no,
+                index: 0,
+                count: 1,
+                frame_bytes: a.size - RTP_HEADER,
+                frame_first_sent: now,
+                sent_at: now,
+                is_audio: true,
+                marker: true,
+                key: false,
+            }),
+            size: a.size + UDP_OVERHEAD,
+            ecn: self.ecn,
+        })
+    }
+
+    fn send_video(&mut self, now: Time) -> Option<Transmit<MediaHeader>> {
+        let q = *self.queue.front()?;
+        if now < self.next_send || !self.window_open(q.size) {
+            return None;
+        }
+        self.queue.pop_front();
+        let first_sent = match self.frame_first_sent {
+            Some((f, t)) if f == q.frame => t,
+            _ => {
+                self.frame_first_sent = Some((q.frame, now));
+                now
+            }
+        };
+        let ext = self.record_sent(false, q.size, now);
+        let rate = self.pacing_rate();
+        let wire = u64::from(q.size + UDP_OVERHEAD);
+        let last = q.index + 1 == q.count;
+        match &self.ctrl {
+            Ctrl::Scream(_) => {
+                // Per-packet pacing; a late wake-up does not earn a burst.
+                let base = if now > self.next_send + Dur::from_millis(1) {
+                    now
+                } else {
+                    self.next_send.max(now.min(self.next_send))
+                };
+                self.next_send = base + rate.tx_time(wire);
+            }
+            Ctrl::RtPrague(r) => {
+                let burst = r.video().packet_burst.max(1);
+                if self.inburst == 0 {
+                    let late = now - self.next_send;
+                    self.burst_start = if late <= rate.tx_time(wire * burst as u64) {
+                        self.next_send
+                    } else {
+                        now
+                    };
+                }
+                self.inburst += 1;
+                self.burst_bytes += wire;
+                if self.inburst >= burst || last {
+                    self.next_send = self.burst_start + rate.tx_time(self.burst_bytes);
+                    self.burst_start = self.next_send;
+                    self.inburst = 0;
+                    self.burst_bytes = 0;
+                }
+                if last {
+                    self.frames_in_flight.push_back((q.frame, ext));
+                }
+            }
+        }
+        Some(Transmit {
+            header: MediaHeader::Data(MediaData {
+                ssrc: VIDEO_SSRC,
+                seq: ext as u16,
+                frame: q.frame,
+                index: q.index,
+                count: q.count,
+                frame_bytes: q.frame_bytes,
+                frame_first_sent: first_sent,
+                sent_at: now,
+                is_audio: false,
+                marker: last,
+                key: q.key,
+            }),
+            size: q.size + UDP_OVERHEAD,
+            ecn: self.ecn,
+        })
+    }
+
+    /// Process one decoded report at `now`.
+    fn on_report(&mut self, now: Time, r: &CcfbReport) {
+        let mut tally = ReportTally::default();
+        let validating = matches!(self.validation, EcnValidation::Testing | EcnValidation::Capable);
+        let mut failure: Option<EcnFailure> = None;
+        let mut capable = false;
+        let ce_trusted = self.ce_trusted;
+        for b in &r.blocks {
+            let stream = if b.ssrc == VIDEO_SSRC {
+                &mut self.video
+            } else if b.ssrc == AUDIO_SSRC {
+                &mut self.audio
+            } else {
+                continue;
+            };
+            let ssrc = stream.ssrc;
+            for (i, m) in b.metrics.iter().enumerate() {
+                if !m.received {
+                    continue;
+                }
+                let seq = b.begin_seq.wrapping_add(i as u16);
+                let ext = match stream.extend(seq) {
+                    Err(()) => {
+                        failure.get_or_insert(EcnFailure::ImpossibleFeedback);
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    Ok(Some(e)) => e,
+                };
+                let Some(pkt) = stream.get_mut(ext) else {
+                    continue; // resolved and forgotten
+                };
+                if validating && pkt.state == PktState::InFlight {
+                    match Self::check_ecn(pkt.ecn, m.ecn) {
+                        Ok(c) => capable |= c,
+                        Err(f) => {
+                            failure.get_or_insert(f);
+                        }
+                    }
+                }
+                let ce = m.ecn == Ecn::Ce && ce_trusted && pkt.ecn.is_ect();
+                match pkt.state {
+                    PktState::InFlight => {
+                        pkt.state = PktState::Acked;
+                        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
+                        tally.acked_pkts += 1;
+                        tally.acked_bytes += u64::from(pkt.size);
+                        if ce {
+                            tally.ce_pkts += 1;
+                            tally.ce_bytes += u64::from(pkt.size);
+                        }
+                    }
+                    PktState::Lost => {
+                        // Reported after we declared it lost (reordering): un-count.
+                        pkt.state = PktState::Acked;
+                        tally.unlost += 1;
+                    }
+                    PktState::Acked => {}
+                }
+                if m.ato < rfc8888::ATO_OVER_RANGE && tally.newest.is_none_or(|(_, _, t, _)| pkt.sent_at > t) {
+                    tally.newest = Some((ext, ssrc, pkt.sent_at, m.ato));
+                }
+            }
+        }
+        if let Some(f) = failure {
+            self.fail_validation(now, f);
+        } else if capable && self.validation == EcnValidation::Testing {
+            self.validation = EcnValidation::Capable;
+        }
+        // Loss: unreported packets sent more than the reorder time before the newest
+        // reported one.
+        if let Some((_, _, newest_sent, _)) = tally.newest {
+            let cutoff = newest_sent - REORDER_TIME;
+            for s in [&mut self.video, &mut self.audio] {
+                for pkt in s.log.iter_mut() {
+                    if pkt.sent_at >= cutoff {
+                        break;
+                    }
+                    if pkt.state == PktState::InFlight {
+                        pkt.state = PktState::Lost;
+                        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
+                        tally.lost_pkts += 1;
+                    }
+                }
+                s.prune();
+            }
+        }
+        self.acked_pkts += tally.acked_pkts;
+        self.acked_bytes += tally.acked_bytes;
+        self.ce_pkts += tally.ce_pkts;
+        self.lost_pkts = (self.lost_pkts + tally.lost_pkts).saturating_sub(tally.unlost);
+        let rtt = tally.newest.and_then(|(_, _, sent, ato)| {
+            let ato = rfc8888::ato_to_dur(ato);
+            let rtt = (now - sent).checked_sub_dur(ato)?;
+            Some(rtt.max(Dur::from_micros(1)))
+        });
+        let owd_ns = tally.newest.map(|(_, _, sent, ato)| {
+            let q16 = r
+                .report_timestamp
+                .wrapping_sub(u32::from(ato) * 64)
+                .wrapping_sub(rfc8888::ntp_mid32(sent.as_nanos())) as i32;
+            i64::from(q16) * 1_000_000_000 / 65_536
+        });
+        if let Some(rtt) = rtt {
+            self.rtt_sample = Some(rtt);
+        }
+        if tally.acked_pkts > 0 || tally.lost_pkts > 0 {
+            self.last_progress = now;
+        }
+        match &mut self.ctrl {
+            Ctrl::Scream(s) => {
+                s.on_feedback(&FeedbackEvent {
+                    now,
+                    bytes_acked: tally.acked_bytes,
+                    pkts_acked: tally.acked_pkts,
+                    bytes_ce: tally.ce_bytes,
+                    pkts_ce: tally.ce_pkts,
+                    pkts_lost: tally.lost_pkts,
+                    rtt,
+                    owd_ns,
+                    bytes_in_flight: self.bytes_in_flight,
+                });
+            }
+            Ctrl::RtPrague(rt) => {
+                let ts_us = ((u64::from(r.report_timestamp) * 1_000_000) >> 16) as u32 as i32;
+                rt.on_feedback(
+                    now,
+                    &RtFeedback {
+                        report_ts_us: ts_us,
+                        rtt,
+                        d_received: (tally.acked_pkts + tally.unlost) as i64,
+                        d_ce: tally.ce_pkts as i64,
+                        d_lost: tally.lost_pkts as i64 - tally.unlost as i64,
+                        packets_sent: self.packets_sent as u32 as i32,
+                    },
+                );
+            }
+        }
+        self.update_target(now);
+    }
+}
+
+/// `Dur` helpers local to this module.
+trait DurExt {
+    fn checked_sub_dur(self, o: Dur) -> Option<Dur>;
+}
+impl DurExt for Dur {
+    fn checked_sub_dur(self, o: Dur) -> Option<Dur> {
+        self.as_nanos().checked_sub(o.as_nanos()).map(Dur::from_nanos)
+    }
+}
+
+impl Endpoint for MediaSender {
+    type Header = MediaHeader;
+
+    fn handle_packet(&mut self, now: Time, header: &MediaHeader, _size: u32, _ecn: Ecn) {
+        let MediaHeader::Feedback(fb) = header else {
+            return;
+        };
+        match rfc8888::decode(&fb.bytes, self.p.count_convention) {
+            Ok(r) => {
+                self.reports += 1;
+                self.on_report(now, &r);
+            }
+            Err(_) => self.malformed += 1,
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit<MediaHeader>> {
+        self.advance(now);
+        if self.closed {
+            return None;
+        }
+        if let Some(t) = self.send_audio(now) {
+            return Some(t);
+        }
+        self.send_video(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        if self.closed {
+            return (self.bytes_in_flight > 0).then_some(self.last_progress + FEEDBACK_TIMEOUT);
+        }
+        let mut t = self.enc.next_frame_time();
+        if let Some(a) = self.next_audio {
+            t = t.min(a);
+        }
+        if let Some(q) = self.queue.front() {
+            if self.window_open(q.size) {
+                t = t.min(self.next_send);
+            }
+            if self.p.controller == Controller::Scream {
+                t = t.min(q.enqueued + self.p.max_rtp_queue_delay + Dur::from_nanos(1));
+            }
+        }
+        if self.bytes_in_flight > 0 {
+            t = t.min(self.last_progress + FEEDBACK_TIMEOUT);
+        }
+        Some(t)
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.advance(now);
+    }
+
+    fn close(&mut self, _now: Time) {
+        self.closed = true;
+        self.queue.clear();
+        self.next_audio = None;
+    }
+
+    fn stats(&self) -> EndpointStats {
+        let (cwnd, srtt, alpha, events) = match &self.ctrl {
+            Ctrl::Scream(s) => (
+                s.cwnd(),
+                s.srtt(),
+                Some(s.l4s_alpha()),
+                s.loss_events + s.ce_events + s.virtual_ce_events,
+            ),
+            Ctrl::RtPrague(r) => (
+                (r.cc().fractional_window().max(0) / 1_000_000) as u64,
+                Dur::from_micros(r.cc().srtt_us().max(0) as u64),
+                Some(r.cc().alpha()),
+                r.cc().loss_events + r.cc().ce_events,
+            ),
+        };
+        EndpointStats {
+            sent_packets: self.sent_packets,
+            sent_bytes: self.sent_bytes,
+            retransmits: 0,
+            lost_packets: self.lost_pkts,
+            delivered_bytes: self.acked_bytes,
+            received_packets: self.reports,
+            ce_packets: self.ce_pkts,
+            cwnd,
+            srtt,
+            pacing_rate: Some(self.pacing_rate()),
+            alpha,
+            ecn_mode: "rfc8888",
+            congestion_events: events + self.feedback_timeouts,
+            finished: self.closed && self.bytes_in_flight == 0,
+            ecn_validation: self.validation,
+        }
+    }
+
+    fn take_rtt_sample(&mut self) -> Option<Dur> {
+        self.rtt_sample.take()
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Receiver
+
+#[derive(Clone, Copy, Debug)]
+struct RxSlot {
+    ext: i64,
+    arrival: Time,
+    ecn: Ecn,
+}
+
+#[derive(Clone, Debug)]
+struct RxStream {
+    ssrc: u32,
+    first: i64,
+    highest: Option<i64>,
+    /// Highest extended seq covered by the last report.
+    reported: Option<i64>,
+    ring: Vec<RxSlot>,
+    received: u64,
+}
+
+impl RxStream {
+    fn new(ssrc: u32) -> RxStream {
+        RxStream {
+            ssrc,
+            first: 0,
+            highest: None,
+            reported: None,
+            ring: Vec::new(),
+            received: 0,
+        }
+    }
+    fn extend(&self, seq: u16) -> i64 {
+        match self.highest {
+            None => i64::from(seq) + (1 << 20),
+            Some(h) => h + i64::from(seq.wrapping_sub(h as u16) as i16),
+        }
+    }
+    /// Record an arrival; false for a duplicate.
+    fn record(&mut self, seq: u16, now: Time, ecn: Ecn) -> bool {
+        if self.ring.is_empty() {
+            self.ring = vec![
+                RxSlot {
+                    ext: -1,
+                    arrival: Time::ZERO,
+                    ecn: Ecn::NotEct
+                };
+                RX_RING
+            ];
+        }
+        let ext = self.extend(seq);
+        let slot = &mut self.ring[ext.rem_euclid(RX_RING as i64) as usize];
+        if slot.ext == ext {
+            return false;
+        }
+        if self.highest.is_some_and(|h| ext <= h - RX_RING as i64) {
+            return false; // too old to report
+        }
+        *slot = RxSlot { ext, arrival: now, ecn };
+        match self.highest {
+            None => {
+                self.first = ext;
+                self.highest = Some(ext);
+            }
+            Some(h) => {
+                self.highest = Some(h.max(ext));
+                self.first = self.first.min(ext);
+            }
+        }
+        self.received += 1;
+        true
+    }
+    fn unreported(&self) -> bool {
+        match (self.highest, self.reported) {
+            (Some(h), Some(r)) => h > r,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+    fn block(&mut self, now: Time) -> Option<SsrcBlock> {
+        let h = self.highest?;
+        let lo = (h - MAX_REPORT_COVER as i64 + 1).max(self.first);
+        let begin = match self.reported {
+            Some(r) => (r + 1).min(h - REPORT_OVERLAP as i64 + 1).max(lo),
+            None => lo,
+        };
+        let metrics = (begin..=h)
+            .map(|ext| {
+                let s = &self.ring[ext.rem_euclid(RX_RING as i64) as usize];
+                if s.ext == ext {
+                    Metric {
+                        received: true,
+                        ecn: s.ecn,
+                        ato: if s.arrival <= now {
+                            rfc8888::dur_to_ato(now - s.arrival)
+                        } else {
+                            rfc8888::ATO_UNAVAILABLE
+                        },
+                    }
+                } else {
+                    Metric::LOST
+                }
+            })
+            .collect();
+        self.reported = Some(h);
+        Some(SsrcBlock {
+            ssrc: self.ssrc,
+            begin_seq: begin as u16,
+            metrics,
+        })
+    }
+    /// Packets missing between the first and the highest.
+    fn lost(&self) -> u64 {
+        self.highest
+            .map_or(0, |h| ((h - self.first + 1) as u64).saturating_sub(self.received))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct FrameAsm {
+    first_sent: Time,
+    count: u32,
+    got: u32,
+    bytes: u32,
+}
+
+/// The media receiver.
+#[derive(Clone, Debug)]
+pub struct MediaReceiver {
+    feedback: FeedbackInterval,
+    frame_interval: Dur,
+    conv: CountConvention,
+    fb_ecn: Ecn,
+    video: RxStream,
+    audio: RxStream,
+    frames: BTreeMap<u64, FrameAsm>,
+    done: Vec<FrameDone>,
+    highest_complete: Option<u64>,
+    highest_seen: Option<u64>,
+    report_due: bool,
+    fb_deadline: Option<Time>,
+    // stats
+    sent_packets: u64,
+    sent_bytes: u64,
+    received_packets: u64,
+    received_bytes: u64,
+    ce_packets: u64,
+    duplicates: u64,
+    frames_complete: u64,
+}
+
+impl MediaReceiver {
+    pub fn new(p: &MediaParams, _now: Time) -> MediaReceiver {
+        MediaReceiver {
+            feedback: p.feedback,
+            frame_interval: p.frame_interval,
+            conv: p.count_convention,
+            fb_ecn: if p.l4s { Ecn::Ect1 } else { Ecn::NotEct },
+            video: RxStream::new(VIDEO_SSRC),
+            audio: RxStream::new(AUDIO_SSRC),
+            frames: BTreeMap::new(),
+            done: Vec::new(),
+            highest_complete: None,
+            highest_seen: None,
+            report_due: false,
+            fb_deadline: None,
+            sent_packets: 0,
+            sent_bytes: 0,
+            received_packets: 0,
+            received_bytes: 0,
+            ce_packets: 0,
+            duplicates: 0,
+            frames_complete: 0,
+        }
+    }
+
+    /// Frames completed since the last call, in completion order.
+    pub fn drain_frames(&mut self, out: &mut Vec<FrameDone>) {
+        out.append(&mut self.done);
+    }
+
+    /// Highest video frame of which at least one packet arrived.
+    pub fn highest_frame_seen(&self) -> Option<u64> {
+        self.highest_seen
+    }
+
+    /// Frames completed so far.
+    pub fn frames_complete(&self) -> u64 {
+        self.frames_complete
+    }
+
+    /// Video and audio packets missing (sequence gaps).
+    pub fn lost_packets(&self) -> u64 {
+        self.video.lost() + self.audio.lost()
+    }
+
+    fn on_video(&mut self, now: Time, d: &MediaData) {
+        self.highest_seen = Some(self.highest_seen.map_or(d.frame, |h| h.max(d.frame)));
+        if self.highest_complete.is_some_and(|h| d.frame + 64 < h) {
+            return; // far too late to matter
+        }
+        let e = self.frames.entry(d.frame).or_insert(FrameAsm {
+            first_sent: d.frame_first_sent,
+            count: d.count.max(1),
+            got: 0,
+            bytes: d.frame_bytes,
+        });
+        e.got += 1;
+        e.first_sent = e.first_sent.min(d.frame_first_sent);
+        if e.got >= e.count {
+            let f = FrameDone {
+                frame: d.frame,
+                first_sent: e.first_sent,
+                completed: now,
+                bytes: e.bytes,
+                packets: e.count,
+            };
+            self.frames.remove(&d.frame);
+            self.done.push(f);
+            self.frames_complete += 1;
+            self.highest_complete = Some(self.highest_complete.map_or(d.frame, |h| h.max(d.frame)));
+            if let Some(h) = self.highest_complete {
+                // Partial frames far behind the newest complete one will not complete.
+                while let Some((&k, _)) = self.frames.first_key_value() {
+                    if k + 64 < h {
+                        self.frames.remove(&k);
+                    } else {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Endpoint for MediaReceiver {
+    type Header = MediaHeader;
+
+    fn handle_packet(&mut self, now: Time, header: &MediaHeader, size: u32, ecn: Ecn) {
+        let MediaHeader::Data(d) = header else {
+            return;
+        };
+        let stream = if d.ssrc == AUDIO_SSRC {
+            &mut self.audio
+        } else if d.ssrc == VIDEO_SSRC {
+            &mut self.video
+        } else {
+            return;
+        };
+        if !stream.record(d.seq, now, ecn) {
+            self.duplicates += 1;
+            return;
+        }
+        self.received_packets += 1;
+        self.received_bytes += u64::from(size.saturating_sub(UDP_OVERHEAD));
+        if ecn == Ecn::Ce {
+            self.ce_packets += 1;
+        }
+        if !d.is_audio {
+            self.on_video(now, d);
+        }
+        match self.feedback {
+            FeedbackInterval::PerFrame => {
+                if d.marker && !d.is_audio {
+                    self.report_due = true;
+                } else if self.fb_deadline.is_none() {
+                    self.fb_deadline = Some(now + self.frame_interval);
+                }
+            }
+            FeedbackInterval::Every(iv) => {
+                if self.fb_deadline.is_none() {
+                    self.fb_deadline = Some(now + iv);
+                }
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit<MediaHeader>> {
+        if self.fb_deadline.is_some_and(|t| t <= now) {
+            self.report_due = true;
+        }
+        if !self.report_due {
+            return None;
+        }
+        self.report_due = false;
+        self.fb_deadline = None;
+        if !self.video.unreported() && !self.audio.unreported() {
+            return None;
+        }
+        let mut blocks = Vec::with_capacity(2);
+        for s in [&mut self.video, &mut self.audio] {
+            if s.unreported() {
+                if let Some(b) = s.block(now) {
+                    blocks.push(b);
+                }
+            }
+        }
+        let report = CcfbReport {
+            sender_ssrc: RECEIVER_SSRC,
+            blocks,
+            report_timestamp: rfc8888::ntp_mid32(now.as_nanos()),
+        };
+        let bytes = rfc8888::encode_vec(&report, self.conv);
+        let size = UDP_OVERHEAD + bytes.len() as u32;
+        self.sent_packets += 1;
+        self.sent_bytes += u64::from(size);
+        Some(Transmit {
+            header: MediaHeader::Feedback(Feedback { bytes }),
+            size,
+            ecn: self.fb_ecn,
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.fb_deadline
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        if self.fb_deadline.is_some_and(|t| t <= now) {
+            self.report_due = true;
+        }
+    }
+
+    fn stats(&self) -> EndpointStats {
+        EndpointStats {
+            sent_packets: self.sent_packets,
+            sent_bytes: self.sent_bytes,
+            lost_packets: self.lost_packets(),
+            delivered_bytes: self.received_bytes,
+            received_packets: self.received_packets,
+            ce_packets: self.ce_packets,
+            ecn_mode: "rfc8888",
+            ..Default::default()
+        }
+    }
+}

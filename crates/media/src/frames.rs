@@ -1,0 +1,302 @@
+//! Per-frame metrics: frame delay, late frames, stalls and received frame rate.
+//!
+//! Definitions (the ones `summary.json` and the report use):
+//!
+//! * **Frame delay** = time from the first packet of the frame being sent to the last
+//!   packet of the frame being received (`completed − first_sent`).
+//! * **Late frame**: a complete frame with `completed > first_sent + base_owd + deadline`.
+//!   The expected display time is capture (= first packet sent) plus the path's base
+//!   one-way delay; the frame may arrive up to `deadline` (default one frame interval)
+//!   after it.
+//! * **Stall**: a gap between consecutive complete frames (also from the meter's start to
+//!   the first frame, and from the last frame to the end) longer than `stall_gap` counts
+//!   wholly as stall time. `stall_fraction = stall time / (end − start)`.
+//! * **Frame rate** = complete frames per second.
+//! * **Incomplete frames**: frames not all of whose packets were received. A frame is
+//!   declared incomplete once a later frame completes, or at [`FrameMeter::finish`] if the
+//!   receiver saw part of it ([`FrameMeter::finish_with_seen`]). A frame completing after
+//!   a later one (reordering) is counted complete and no longer incomplete.
+//!
+//! Percentiles are exact (nearest rank: the ⌈q·n⌉-th smallest delay) over a vector of
+//! the delays, 8 bytes per complete frame (≈ 1.7 MB per hour at 60 fps).
+
+use l4s_core::{Dur, Time};
+
+/// A frame all of whose packets arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameDone {
+    /// Frame number (0, 1, 2, ... in capture order).
+    pub frame: u64,
+    /// When the first packet of the frame was sent (≈ capture + encode).
+    pub first_sent: Time,
+    /// When the last missing packet of the frame arrived.
+    pub completed: Time,
+    /// RTP bytes of the frame.
+    pub bytes: u32,
+    /// Packets of the frame.
+    pub packets: u32,
+}
+
+impl FrameDone {
+    /// Frame delay: first packet sent → last packet received.
+    pub fn delay(&self) -> Dur {
+        self.completed - self.first_sent
+    }
+}
+
+/// Parameters of a [`FrameMeter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameMeterConfig {
+    pub frame_interval: Dur,
+    /// Lateness allowance after the expected display time (default: one frame interval).
+    pub deadline: Dur,
+    /// Gaps longer than this between complete frames are stalls.
+    pub stall_gap: Dur,
+    /// Base (propagation) one-way delay of the path.
+    pub base_owd: Dur,
+}
+
+/// Measurements over one snapshot interval ([`FrameMeter::interval`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameInterval {
+    pub start: Time,
+    pub end: Time,
+    /// Complete frames in the interval.
+    pub frames: u64,
+    /// Late frames among them.
+    pub late: u64,
+    /// Frames declared incomplete in the interval.
+    pub incomplete: u64,
+    /// Stall time that fell in the interval.
+    pub stall_time: Dur,
+    /// Complete frames per second over the interval.
+    pub fps: f64,
+    /// Largest frame delay in the interval (zero without frames).
+    pub max_delay: Dur,
+    /// Mean frame delay in the interval (zero without frames).
+    pub mean_delay: Dur,
+}
+
+/// Whole-run frame statistics ([`FrameMeter::finish`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameSummary {
+    pub frames_complete: u64,
+    pub frames_late: u64,
+    pub frames_incomplete: u64,
+    pub delay_p50: Dur,
+    pub delay_p90: Dur,
+    pub delay_p99: Dur,
+    pub delay_p999: Dur,
+    pub delay_max: Dur,
+    pub delay_mean: Dur,
+    pub stall_time: Dur,
+    /// Stall time / (end − start), in [0, 1].
+    pub stall_fraction: f64,
+    /// Complete frames per second over the run.
+    pub mean_fps: f64,
+    /// Late frames / complete frames (0 without frames).
+    pub late_fraction: f64,
+}
+
+/// Streaming per-frame meter for one media flow.
+#[derive(Clone, Debug)]
+pub struct FrameMeter {
+    cfg: FrameMeterConfig,
+    start: Time,
+    /// Completion time of the last complete frame (or the start).
+    last_complete: Time,
+    /// Stall time has been accounted up to here.
+    stall_until: Time,
+    stall_total: Dur,
+    /// Highest complete frame number + 1 (frames below it that did not complete are
+    /// incomplete).
+    next_expected: u64,
+    any_frame: bool,
+    complete: u64,
+    late: u64,
+    incomplete: u64,
+    delays: Vec<u64>,
+    delay_sum: u128,
+    // current interval
+    iv_start: Time,
+    iv_frames: u64,
+    iv_late: u64,
+    iv_incomplete: u64,
+    iv_stall: Dur,
+    iv_max: Dur,
+    iv_sum: u128,
+}
+
+impl FrameMeter {
+    pub fn new(cfg: FrameMeterConfig, start: Time) -> FrameMeter {
+        FrameMeter {
+            cfg,
+            start,
+            last_complete: start,
+            stall_until: start,
+            stall_total: Dur::ZERO,
+            next_expected: 0,
+            any_frame: false,
+            complete: 0,
+            late: 0,
+            incomplete: 0,
+            delays: Vec::new(),
+            delay_sum: 0,
+            iv_start: start,
+            iv_frames: 0,
+            iv_late: 0,
+            iv_incomplete: 0,
+            iv_stall: Dur::ZERO,
+            iv_max: Dur::ZERO,
+            iv_sum: 0,
+        }
+    }
+
+    pub fn config(&self) -> &FrameMeterConfig {
+        &self.cfg
+    }
+
+    /// True if `f` completed after its deadline.
+    pub fn is_late(&self, f: &FrameDone) -> bool {
+        f.completed > f.first_sent + self.cfg.base_owd + self.cfg.deadline
+    }
+
+    /// Account the stall of the open gap up to `t` if the gap is a stall.
+    fn account_stall(&mut self, t: Time) {
+        if t - self.last_complete > self.cfg.stall_gap {
+            let from = self.stall_until.max(self.last_complete);
+            let d = t - from;
+            self.stall_total += d;
+            self.iv_stall += d;
+            self.stall_until = t;
+        }
+    }
+
+    /// A frame completed (call in completion order).
+    pub fn on_frame(&mut self, f: &FrameDone) {
+        let t = f.completed.max(self.last_complete);
+        self.account_stall(t);
+        self.last_complete = t;
+        if !self.any_frame || f.frame >= self.next_expected {
+            let first_unseen = if self.any_frame { self.next_expected } else { 0 };
+            // Frames between the last complete one and this one never completed.
+            let gap = f.frame.saturating_sub(first_unseen);
+            self.incomplete += gap;
+            self.iv_incomplete += gap;
+            self.next_expected = f.frame.saturating_add(1);
+        } else {
+            // A frame declared incomplete completed after all (reordering).
+            self.incomplete = self.incomplete.saturating_sub(1);
+        }
+        self.any_frame = true;
+        self.complete += 1;
+        self.iv_frames += 1;
+        if self.is_late(f) {
+            self.late += 1;
+            self.iv_late += 1;
+        }
+        let d = f.delay();
+        self.delays.push(d.as_nanos());
+        self.delay_sum += u128::from(d.as_nanos());
+        self.iv_sum += u128::from(d.as_nanos());
+        self.iv_max = self.iv_max.max(d);
+    }
+
+    /// Close the current snapshot interval at `now` and start the next.
+    pub fn interval(&mut self, now: Time) -> FrameInterval {
+        self.account_stall(now);
+        let span = now - self.iv_start;
+        let out = FrameInterval {
+            start: self.iv_start,
+            end: now,
+            frames: self.iv_frames,
+            late: self.iv_late,
+            incomplete: self.iv_incomplete,
+            stall_time: self.iv_stall,
+            fps: if span.is_zero() {
+                0.0
+            } else {
+                self.iv_frames as f64 / span.as_secs_f64()
+            },
+            max_delay: self.iv_max,
+            mean_delay: if self.iv_frames == 0 {
+                Dur::ZERO
+            } else {
+                Dur::from_nanos((self.iv_sum / u128::from(self.iv_frames)) as u64)
+            },
+        };
+        self.iv_start = now;
+        self.iv_frames = 0;
+        self.iv_late = 0;
+        self.iv_incomplete = 0;
+        self.iv_stall = Dur::ZERO;
+        self.iv_max = Dur::ZERO;
+        self.iv_sum = 0;
+        out
+    }
+
+    /// Statistics of the run ending at `end`.
+    pub fn finish(&self, end: Time) -> FrameSummary {
+        self.finish_with_seen(end, None)
+    }
+
+    /// As [`FrameMeter::finish`], also counting as incomplete the frames after the last
+    /// complete one up to `highest_seen`, the highest frame of which the receiver got at
+    /// least one packet ([`crate::MediaReceiver::highest_frame_seen`]).
+    pub fn finish_with_seen(&self, end: Time, highest_seen: Option<u64>) -> FrameSummary {
+        let mut stall = self.stall_total;
+        let end = end.max(self.start);
+        if end - self.last_complete > self.cfg.stall_gap {
+            stall += end - self.stall_until.max(self.last_complete);
+        }
+        let mut incomplete = self.incomplete;
+        if let Some(h) = highest_seen {
+            let from = if self.any_frame { self.next_expected } else { 0 };
+            if h >= from {
+                incomplete += h - from + 1;
+            }
+        }
+        let mut sorted = self.delays.clone();
+        sorted.sort_unstable();
+        let q = |p: f64| -> Dur {
+            if sorted.is_empty() {
+                return Dur::ZERO;
+            }
+            let n = sorted.len();
+            let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
+            Dur::from_nanos(sorted[rank - 1])
+        };
+        let run = end - self.start;
+        FrameSummary {
+            frames_complete: self.complete,
+            frames_late: self.late,
+            frames_incomplete: incomplete,
+            delay_p50: q(0.50),
+            delay_p90: q(0.90),
+            delay_p99: q(0.99),
+            delay_p999: q(0.999),
+            delay_max: sorted.last().map_or(Dur::ZERO, |&d| Dur::from_nanos(d)),
+            delay_mean: if self.complete == 0 {
+                Dur::ZERO
+            } else {
+                Dur::from_nanos((self.delay_sum / u128::from(self.complete)) as u64)
+            },
+            stall_time: stall,
+            stall_fraction: if run.is_zero() {
+                0.0
+            } else {
+                (stall.as_secs_f64() / run.as_secs_f64()).min(1.0)
+            },
+            mean_fps: if run.is_zero() {
+                0.0
+            } else {
+                self.complete as f64 / run.as_secs_f64()
+            },
+            late_fraction: if self.complete == 0 {
+                0.0
+            } else {
+                self.late as f64 / self.complete as f64
+            },
+        }
+    }
+}

@@ -1,0 +1,660 @@
+//! SCReAM v2 (EricssonResearch/scream `ScreamV2Tx`, draft-johansson-ccwg-rfc8298bis-screamv2;
+//! `specs/endpoints.md` §6): a self-clocked congestion window over RTP packets, from which
+//! a media target bitrate is derived, with an L4S mode (ECT(1), DCTCP/Prague-like
+//! `l4sAlpha` back-off) and a classic mode (loss, classic CE and a delay-based "virtual CE"
+//! that keeps the network queue below half the 100 ms delay target).
+//!
+//! The controller is sans-IO: [`Scream::on_feedback`] takes one processed RFC 8888 report
+//! ([`FeedbackEvent`]), [`Scream::update_rate`] recomputes the stream target every 20 ms,
+//! and the sender asks [`Scream::can_send`] and [`Scream::pacing_rate`].
+//!
+//! Rules (§6.3), numbered as in the brief:
+//! 1. a CE event needs CE in the report and min(30 ms, sRtt) since the last congestion
+//!    reaction; loss takes precedence over CE;
+//! 2. `l4sAlpha` at most every min(10 ms, sRtt): `F = marked/delivered`;
+//!    F ≥ α: `α ← min(1, α + (F − α)/8)`, otherwise `α ← α·(1 − 1/128)`;
+//! 3. virtual CE when `queueDelayAvg > T/2`: `vα = clamp((qdAvg − T/2)/(T/2), 0, 1) /
+//!    max(1, sRtt/30 ms)`, reacted to as an L4S CE with α = vα;
+//! 4. decrease: loss ×0.7; classic CE ×0.9; L4S CE `b = α/2`, ×0.25 if target < 0.8 ×
+//!    acked rate, ÷ max(1, sRtt/30 ms), and if queueDelay < T/4 also × max(0.25, sclI);
+//!    `cwnd ← max(cwndMin, (1 − b)·cwnd)`; `cwndI` records the pre-cut window;
+//! 5. increase: `inc = (bytesAcked − bytesCE)·MSS/cwnd · max(0.25, sclI) ·
+//!    min(1, sRtt/25 ms) · (1 + 0.05·(cwnd/MSS)·postCongestionScale·sclI)`, applied only
+//!    while `cwnd + inc ≤ MSS + 2·maxBytesInFlight` and the target is below its maximum;
+//! 6. rate: `R = 8·cwnd/min(sRtt + 1 ms, 0.2 s) · (1 − clamp(MSS/cwnd − 0.1, 0, 0.2)) / 1.1
+//!    · MSS/(MSS + 20)`; target = `clamp(R/(1 + rateAdjustFactor), min, max)` with
+//!    hysteresis (+h up, −h/4 down, h = [`HYSTERESIS`]);
+//! 7. pacing rate = `max(50 kbit/s, 1.5 · adaptiveScale · max(target, rtpRate))`;
+//!    `rateAdjustFactor` (0..0.5) rises while the RTP queue delay exceeds half a frame
+//!    period;
+//! 8. (in the sender) the RTP queue is discarded when its delay exceeds 0.1 s.
+//!
+//! Not modelled (documented deviations): `latencyDiffCwndScale` (taken as 1), the rate
+//! policer detection (loss factor 0.95), SCReAM's CE-density scaling of F when pacing is
+//! off (pacing is always on here), and the adaptive `maxWindowHeadroom`. Where the brief
+//! gives no constant, the choice is named beside it ([`HYSTERESIS`], [`QDELAY_AVG_GAIN`],
+//! [`RAF_STEP`]).
+
+use l4s_core::{Dur, Rate, Time};
+
+/// §6.1 `lossBeta`.
+pub const LOSS_BETA: f64 = 0.7;
+/// §6.1 classic `ecnCeBeta`.
+pub const ECN_CE_BETA: f64 = 0.9;
+/// §6.1 `queueDelayTargetMin` (seconds, despite the header's "ms").
+pub const QUEUE_DELAY_TARGET: Dur = Dur::from_millis(100);
+/// §6.1 L4S alpha gains.
+pub const L4S_ALPHA_GAIN_UP: f64 = 1.0 / 8.0;
+pub const L4S_ALPHA_GAIN_DOWN: f64 = 1.0 / 128.0;
+pub const L4S_ALPHA_INIT: f64 = 0.1;
+/// §6.1 virtual sRTT for RTT independence.
+pub const VIRTUAL_RTT: Dur = Dur::from_millis(25);
+/// §6.1 minimum interval between congestion reactions (also bounded by sRtt).
+pub const MIN_CONGESTION_INTERVAL: Dur = Dur::from_millis(30);
+/// §6.3 rule 2: l4sAlpha update interval bound.
+pub const ALPHA_INTERVAL: Dur = Dur::from_millis(10);
+/// §6.1 rate-adjust interval.
+pub const RATE_ADJUST_INTERVAL: Dur = Dur::from_millis(20);
+/// §6.1 initial sRTT.
+pub const SRTT_INIT: Dur = Dur::from_millis(50);
+/// §6.1 packet pacing headroom.
+pub const PACING_HEADROOM: f64 = 1.5;
+pub const MAX_ADAPTIVE_PACING_SCALE: f64 = 1.5;
+/// §6.1 `bytesInFlightHeadRoom`.
+pub const BYTES_IN_FLIGHT_HEADROOM: f64 = 2.0;
+/// §6.1 `multiplicativeIncreaseScalefactor`.
+pub const MULTIPLICATIVE_INCREASE: f64 = 0.05;
+/// §6.1 post-congestion ramp length in RTTs.
+pub const POST_CONGESTION_RTTS: f64 = 200.0;
+/// §6.1 RTP + UDP overhead per packet in the rate equation.
+pub const PACKET_OVERHEAD: f64 = 20.0;
+/// Smallest pacing rate (§6.3 rule 7).
+pub const MIN_PACING_RATE: Rate = Rate::kbps(50);
+/// Target hysteresis h (rule 6): our choice, 5 %, so that the encoder is not re-targeted
+/// for every small cwnd wiggle.
+pub const HYSTERESIS: f64 = 0.05;
+/// EWMA gain of `queueDelayAvg` per feedback (our choice; the brief gives none).
+pub const QDELAY_AVG_GAIN: f64 = 1.0 / 16.0;
+/// Per rate update: `rateAdjustFactor` step up while the RTP queue is above half a frame
+/// period, and decay factor otherwise (our choice).
+pub const RAF_STEP: f64 = 0.05;
+pub const RAF_DECAY: f64 = 0.9;
+pub const RAF_MAX: f64 = 0.5;
+/// Base OWD: minimum over 10 s buckets, 50 of them (§6.2).
+pub const BASE_OWD_BUCKET: Dur = Dur::from_secs(10);
+pub const BASE_OWD_BUCKETS: usize = 50;
+/// History of bytes in flight for `maxBytesInFlight`: 10 buckets of 100 ms (our choice).
+const BIF_BUCKET: Dur = Dur::from_millis(100);
+const BIF_BUCKETS: usize = 10;
+
+/// Parameters of one SCReAM instance (one video stream).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScreamParams {
+    /// L4S mode (ECT(1), rule 4's α/2 back-off on CE).
+    pub l4s: bool,
+    /// Largest RTP packet, bytes (MSS).
+    pub mss: u32,
+    pub min_bitrate: Rate,
+    pub max_bitrate: Rate,
+    pub start_bitrate: Rate,
+    pub frame_interval: Dur,
+}
+
+/// One processed feedback report, as the controller sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FeedbackEvent {
+    pub now: Time,
+    /// RTP bytes (and packets) newly reported received.
+    pub bytes_acked: u64,
+    pub pkts_acked: u64,
+    /// Of them, CE-marked (zero when CE is not trusted).
+    pub bytes_ce: u64,
+    pub pkts_ce: u64,
+    /// Packets newly declared lost.
+    pub pkts_lost: u64,
+    /// RTT sample from the newest acknowledged packet.
+    pub rtt: Option<Dur>,
+    /// One-way delay sample (may include a constant clock offset), ns.
+    pub owd_ns: Option<i64>,
+    /// Bytes in flight after the report.
+    pub bytes_in_flight: u64,
+}
+
+/// What a report made the controller do (for tests and stats).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reaction {
+    None,
+    Loss,
+    ClassicCe,
+    L4sCe,
+    VirtualCe,
+}
+
+/// SCReAM v2 sender state.
+#[derive(Clone, Debug)]
+pub struct Scream {
+    p: ScreamParams,
+    l4s: bool,
+    mss: f64,
+    cwnd: f64,
+    cwnd_i: f64,
+    cwnd_min: f64,
+    srtt: Option<Dur>,
+    // delay
+    base_owd: [i64; BASE_OWD_BUCKETS],
+    base_idx: usize,
+    base_bucket_start: Time,
+    queue_delay: Dur,
+    queue_delay_avg: f64,
+    // L4S
+    l4s_alpha: f64,
+    alpha_last: Time,
+    alpha_delivered: u64,
+    alpha_marked: u64,
+    // events
+    last_congestion: Option<Time>,
+    // bytes in flight history
+    bif: [u64; BIF_BUCKETS],
+    bif_idx: usize,
+    bif_bucket_start: Time,
+    // rate
+    target: f64,
+    rate_adjust_factor: f64,
+    adaptive_pacing_scale: f64,
+    acked_rate: f64,
+    acked_bytes_window: u64,
+    acked_window_start: Time,
+    last_rate_update: Option<Time>,
+    /// Reactions by kind.
+    pub loss_events: u64,
+    pub ce_events: u64,
+    pub virtual_ce_events: u64,
+    pub last_reaction: Reaction,
+}
+
+impl Scream {
+    pub fn new(p: ScreamParams, now: Time) -> Scream {
+        let mss = f64::from(p.mss.max(100));
+        let target = p.start_bitrate.0.clamp(p.min_bitrate.0, p.max_bitrate.0) as f64;
+        let mut s = Scream {
+            p,
+            l4s: p.l4s,
+            mss,
+            cwnd: 0.0,
+            cwnd_i: 1.0,
+            cwnd_min: 2.0 * mss,
+            srtt: None,
+            base_owd: [i64::MAX; BASE_OWD_BUCKETS],
+            base_idx: 0,
+            base_bucket_start: now,
+            queue_delay: Dur::ZERO,
+            queue_delay_avg: 0.0,
+            l4s_alpha: L4S_ALPHA_INIT,
+            alpha_last: now,
+            alpha_delivered: 0,
+            alpha_marked: 0,
+            last_congestion: None,
+            bif: [0; BIF_BUCKETS],
+            bif_idx: 0,
+            bif_bucket_start: now,
+            target,
+            rate_adjust_factor: 0.0,
+            adaptive_pacing_scale: 1.0,
+            acked_rate: 0.0,
+            acked_bytes_window: 0,
+            acked_window_start: now,
+            last_rate_update: None,
+            loss_events: 0,
+            ce_events: 0,
+            virtual_ce_events: 0,
+            last_reaction: Reaction::None,
+        };
+        // Start with the window that gives the start bitrate at the initial sRTT (rule 6
+        // inverted), at least 3·MSS (§6.1 minimum cwnd at init).
+        s.cwnd = s.cwnd_for_rate(target, SRTT_INIT).max(3.0 * mss);
+        s.cwnd_i = s.cwnd;
+        s
+    }
+
+    /// The window giving rate `r` (bit/s) at `srtt` by rule 6, ignoring the small-window term.
+    fn cwnd_for_rate(&self, r: f64, srtt: Dur) -> f64 {
+        let rtt = (srtt + Dur::from_millis(1)).min(Dur::from_millis(200)).as_secs_f64();
+        r * rtt * 1.1 * (self.mss + PACKET_OVERHEAD) / self.mss / 8.0
+    }
+
+    pub fn params(&self) -> &ScreamParams {
+        &self.p
+    }
+    pub fn is_l4s(&self) -> bool {
+        self.l4s
+    }
+    /// Leave L4S mode (ECN validation failed): from now on the classic rules apply and
+    /// the caller passes no CE.
+    pub fn disable_l4s(&mut self) {
+        self.l4s = false;
+    }
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd as u64
+    }
+    pub fn cwnd_min(&self) -> u64 {
+        self.cwnd_min as u64
+    }
+    pub fn srtt(&self) -> Dur {
+        self.srtt.unwrap_or(SRTT_INIT)
+    }
+    pub fn l4s_alpha(&self) -> f64 {
+        self.l4s_alpha
+    }
+    pub fn queue_delay(&self) -> Dur {
+        self.queue_delay
+    }
+    pub fn queue_delay_avg(&self) -> Dur {
+        Dur::from_secs_f64(self.queue_delay_avg)
+    }
+    /// Current stream target bitrate.
+    pub fn target_bitrate(&self) -> Rate {
+        Rate(self.target.round() as u64)
+    }
+    pub fn rate_adjust_factor(&self) -> f64 {
+        self.rate_adjust_factor
+    }
+    /// Largest bytes in flight over the last second.
+    pub fn max_bytes_in_flight(&self) -> u64 {
+        self.bif.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Whether a packet of `size` bytes may be sent with `bytes_in_flight` outstanding
+    /// (self-clocking: the window is the limit; at least one packet may always be in
+    /// flight).
+    pub fn can_send(&self, bytes_in_flight: u64, size: u32) -> bool {
+        bytes_in_flight == 0 || (bytes_in_flight + u64::from(size)) as f64 <= self.cwnd
+    }
+
+    /// Rule 7: the pacing rate for a media rate `rtp_rate` (encoder output).
+    pub fn pacing_rate(&self, rtp_rate: Rate) -> Rate {
+        let r = PACING_HEADROOM * self.adaptive_pacing_scale * self.target.max(rtp_rate.0 as f64);
+        Rate((r as u64).max(MIN_PACING_RATE.0))
+    }
+
+    /// Record bytes in flight after a send (for `maxBytesInFlight`).
+    pub fn on_sent(&mut self, now: Time, bytes_in_flight: u64) {
+        self.note_bif(now, bytes_in_flight);
+    }
+
+    fn note_bif(&mut self, now: Time, bif: u64) {
+        while now - self.bif_bucket_start >= BIF_BUCKET {
+            self.bif_bucket_start += BIF_BUCKET;
+            self.bif_idx = (self.bif_idx + 1) % BIF_BUCKETS;
+            self.bif[self.bif_idx] = 0;
+            if now - self.bif_bucket_start > BIF_BUCKET * BIF_BUCKETS as u64 {
+                // Long idle: reset the whole history at once.
+                self.bif = [0; BIF_BUCKETS];
+                self.bif_bucket_start = now;
+            }
+        }
+        self.bif[self.bif_idx] = self.bif[self.bif_idx].max(bif);
+    }
+
+    fn note_owd(&mut self, now: Time, owd: i64) {
+        while now - self.base_bucket_start >= BASE_OWD_BUCKET {
+            self.base_bucket_start += BASE_OWD_BUCKET;
+            self.base_idx = (self.base_idx + 1) % BASE_OWD_BUCKETS;
+            self.base_owd[self.base_idx] = i64::MAX;
+            if now - self.base_bucket_start > BASE_OWD_BUCKET * BASE_OWD_BUCKETS as u64 {
+                self.base_bucket_start = now;
+            }
+        }
+        self.base_owd[self.base_idx] = self.base_owd[self.base_idx].min(owd);
+        let base = self.base_owd.iter().copied().min().unwrap_or(owd);
+        self.queue_delay = Dur::from_nanos(owd.saturating_sub(base).max(0) as u64);
+        let qd = self.queue_delay.as_secs_f64();
+        self.queue_delay_avg += QDELAY_AVG_GAIN * (qd - self.queue_delay_avg);
+    }
+
+    /// min(30 ms, sRtt): the shortest interval between congestion reactions.
+    pub fn congestion_interval(&self) -> Dur {
+        MIN_CONGESTION_INTERVAL.min(self.srtt())
+    }
+
+    /// `sclI = clamp((8·(cwnd − cwndI)/cwndI)², 0.1, 1)`.
+    pub fn scl_i(&self) -> f64 {
+        let x = 8.0 * (self.cwnd - self.cwnd_i) / self.cwnd_i.max(1.0);
+        (x * x).clamp(0.1, 1.0)
+    }
+
+    fn post_congestion_scale(&self, now: Time) -> f64 {
+        match self.last_congestion {
+            None => 1.0,
+            Some(t) => {
+                let ramp = self.srtt().as_secs_f64() * POST_CONGESTION_RTTS;
+                ((now - t).as_secs_f64() / ramp.max(1e-3)).clamp(0.0, 1.0)
+            }
+        }
+    }
+
+    /// Process one feedback report (rules 1–5). Returns the reaction taken.
+    pub fn on_feedback(&mut self, ev: &FeedbackEvent) -> Reaction {
+        let now = ev.now;
+        if let Some(rtt) = ev.rtt {
+            self.srtt = Some(match self.srtt {
+                None => rtt,
+                Some(s) => Dur::from_nanos((s.as_nanos() * 7 + rtt.as_nanos()) / 8),
+            });
+        }
+        if let Some(owd) = ev.owd_ns {
+            self.note_owd(now, owd);
+        }
+        self.note_bif(now, ev.bytes_in_flight);
+        // Acked rate over ≥ 100 ms windows.
+        self.acked_bytes_window += ev.bytes_acked;
+        let w = now - self.acked_window_start;
+        if w >= Dur::from_millis(100) {
+            let r = self.acked_bytes_window as f64 * 8.0 / w.as_secs_f64();
+            self.acked_rate = if self.acked_rate == 0.0 {
+                r
+            } else {
+                0.5 * self.acked_rate + 0.5 * r
+            };
+            self.acked_bytes_window = 0;
+            self.acked_window_start = now;
+        }
+        let srtt = self.srtt();
+
+        // Rule 2: l4sAlpha.
+        self.alpha_delivered += ev.pkts_acked;
+        self.alpha_marked += ev.pkts_ce;
+        if self.l4s && now - self.alpha_last >= ALPHA_INTERVAL.min(srtt) && self.alpha_delivered > 0 {
+            let f = self.alpha_marked as f64 / self.alpha_delivered as f64;
+            self.l4s_alpha = Self::alpha_step(self.l4s_alpha, f);
+            self.alpha_delivered = 0;
+            self.alpha_marked = 0;
+            self.alpha_last = now;
+        }
+
+        // Rules 1 and 3: events, at most one reaction per min(30 ms, sRtt).
+        let may_react = self
+            .last_congestion
+            .is_none_or(|t| now - t >= self.congestion_interval());
+        let t_half = QUEUE_DELAY_TARGET.as_secs_f64() / 2.0;
+        let rtt_scale = (srtt.as_secs_f64() / MIN_CONGESTION_INTERVAL.as_secs_f64()).max(1.0);
+        let mut reaction = Reaction::None;
+        if may_react {
+            if ev.pkts_lost > 0 {
+                reaction = Reaction::Loss;
+            } else if ev.pkts_ce > 0 {
+                reaction = if self.l4s { Reaction::L4sCe } else { Reaction::ClassicCe };
+            } else if self.queue_delay_avg > t_half {
+                reaction = Reaction::VirtualCe;
+            }
+        }
+        // Rule 4: decrease.
+        match reaction {
+            Reaction::None => {}
+            Reaction::Loss => {
+                self.cwnd_i = self.cwnd;
+                self.cwnd = (self.cwnd * LOSS_BETA).max(self.cwnd_min);
+                self.loss_events += 1;
+            }
+            Reaction::ClassicCe => {
+                self.cwnd_i = self.cwnd;
+                self.cwnd = (self.cwnd * ECN_CE_BETA).max(self.cwnd_min);
+                self.ce_events += 1;
+            }
+            Reaction::L4sCe | Reaction::VirtualCe => {
+                let alpha = if reaction == Reaction::L4sCe {
+                    self.l4s_alpha
+                } else {
+                    ((self.queue_delay_avg - t_half) / t_half).clamp(0.0, 1.0) / rtt_scale
+                };
+                let b = self.l4s_backoff(alpha, rtt_scale);
+                self.cwnd_i = self.cwnd;
+                self.cwnd = ((1.0 - b) * self.cwnd).max(self.cwnd_min);
+                if reaction == Reaction::L4sCe {
+                    self.ce_events += 1;
+                } else {
+                    self.virtual_ce_events += 1;
+                }
+            }
+        }
+        if reaction != Reaction::None {
+            self.last_congestion = Some(now);
+            self.last_reaction = reaction;
+        } else if ev.pkts_lost == 0 {
+            // Rule 5: increase (not on a report that carried congestion we did not react to
+            // because of the interval gate, for CE: only unmarked bytes grow the window).
+            let acked = ev.bytes_acked.saturating_sub(ev.bytes_ce) as f64;
+            if acked > 0.0 {
+                let scl = self.scl_i();
+                let mut inc = acked * self.mss / self.cwnd.max(1.0);
+                inc *= scl.max(0.25);
+                inc *= (srtt.as_secs_f64() / VIRTUAL_RTT.as_secs_f64()).min(1.0);
+                let pcs = self.post_congestion_scale(now);
+                inc *= 1.0 + MULTIPLICATIVE_INCREASE * (self.cwnd / self.mss) * pcs * scl;
+                let limit = self.mss + BYTES_IN_FLIGHT_HEADROOM * self.max_bytes_in_flight() as f64;
+                let below_max = self.target < self.p.max_bitrate.0 as f64;
+                if self.cwnd + inc <= limit && below_max {
+                    self.cwnd += inc;
+                }
+            }
+        }
+        reaction
+    }
+
+    /// Rule 2's step: fast attack (1/8) when F ≥ α, slow decay (×(1 − 1/128)) otherwise.
+    pub fn alpha_step(alpha: f64, f: f64) -> f64 {
+        if f >= alpha {
+            (alpha + (f - alpha) * L4S_ALPHA_GAIN_UP).min(1.0)
+        } else {
+            alpha * (1.0 - L4S_ALPHA_GAIN_DOWN)
+        }
+    }
+
+    /// Rule 4's L4S back-off fraction for `alpha`: ≤ α/2.
+    fn l4s_backoff(&self, alpha: f64, rtt_scale: f64) -> f64 {
+        let mut b = alpha / 2.0;
+        if self.target < 0.8 * self.acked_rate {
+            b *= 0.25;
+        }
+        b /= rtt_scale;
+        if self.queue_delay < QUEUE_DELAY_TARGET / 4 {
+            b *= self.scl_i().max(0.25);
+        }
+        b.clamp(0.0, 0.5)
+    }
+
+    /// Rules 6–7, at most every 20 ms: the new stream target from the window, given the RTP
+    /// queue delay and the ratio of the last frame size to the mean frame size.
+    /// Returns the target.
+    pub fn update_rate(&mut self, now: Time, rtp_queue_delay: Dur, frame_size_ratio: f64) -> Rate {
+        if self.last_rate_update.is_some_and(|t| now - t < RATE_ADJUST_INTERVAL) {
+            return self.target_bitrate();
+        }
+        self.last_rate_update = Some(now);
+        if rtp_queue_delay > self.p.frame_interval / 2 {
+            self.rate_adjust_factor = (self.rate_adjust_factor + RAF_STEP).min(RAF_MAX);
+        } else {
+            self.rate_adjust_factor *= RAF_DECAY;
+        }
+        self.adaptive_pacing_scale = if frame_size_ratio.is_finite() {
+            frame_size_ratio.clamp(1.0, MAX_ADAPTIVE_PACING_SCALE)
+        } else {
+            1.0
+        };
+        let r = self.rate_from_cwnd();
+        let share = r / (1.0 + self.rate_adjust_factor);
+        let (min, max) = (self.p.min_bitrate.0 as f64, self.p.max_bitrate.0 as f64);
+        let candidate = share.clamp(min, max);
+        if candidate > self.target * (1.0 + HYSTERESIS) || candidate < self.target * (1.0 - HYSTERESIS / 4.0) {
+            self.target = candidate;
+        }
+        self.target = self.target.clamp(min, max);
+        self.target_bitrate()
+    }
+
+    /// Rule 6's rate equation, bit/s.
+    pub fn rate_from_cwnd(&self) -> f64 {
+        let rtt = (self.srtt() + Dur::from_millis(1))
+            .min(Dur::from_millis(200))
+            .as_secs_f64();
+        let small = (self.mss / self.cwnd.max(1.0) - 0.1).clamp(0.0, 0.2);
+        8.0 * self.cwnd / rtt * (1.0 - small) / 1.1 * self.mss / (self.mss + PACKET_OVERHEAD)
+    }
+
+    /// Feedback stopped: collapse the window to the minimum (our guard against a dead
+    /// reverse path; SCReAM's sender otherwise stays window-blocked).
+    pub fn on_feedback_timeout(&mut self, now: Time) {
+        self.cwnd_i = self.cwnd;
+        self.cwnd = self.cwnd_min;
+        self.last_congestion = Some(now);
+        self.loss_events += 1;
+        self.last_reaction = Reaction::Loss;
+    }
+
+    /// Force the state (unit tests).
+    #[doc(hidden)]
+    pub fn set_for_test(&mut self, cwnd: f64, alpha: f64, srtt: Dur) {
+        self.cwnd = cwnd;
+        self.cwnd_i = cwnd;
+        self.l4s_alpha = alpha;
+        self.srtt = Some(srtt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(l4s: bool) -> ScreamParams {
+        ScreamParams {
+            l4s,
+            mss: 1200,
+            min_bitrate: Rate::mbps(1),
+            max_bitrate: Rate::mbps(40),
+            start_bitrate: Rate::mbps(5),
+            frame_interval: Dur::from_nanos(16_666_666),
+        }
+    }
+
+    fn ev(t_ms: u64, acked_pkts: u64, ce_pkts: u64) -> FeedbackEvent {
+        FeedbackEvent {
+            now: Time::from_millis(t_ms),
+            bytes_acked: acked_pkts * 1200,
+            pkts_acked: acked_pkts,
+            bytes_ce: ce_pkts * 1200,
+            pkts_ce: ce_pkts,
+            pkts_lost: 0,
+            rtt: Some(Dur::from_millis(25)),
+            owd_ns: Some(12_500_000),
+            bytes_in_flight: 100_000,
+        }
+    }
+
+    #[test]
+    fn alpha_steps_exact() {
+        // Fast attack: α + (F − α)/8.
+        assert_eq!(Scream::alpha_step(0.1, 0.5), 0.1 + 0.4 / 8.0);
+        assert_eq!(Scream::alpha_step(0.1, 0.1), 0.1);
+        assert_eq!(Scream::alpha_step(0.9, 1.0), 0.9 + 0.1 / 8.0);
+        // Slow decay: α·(1 − 1/128).
+        assert_eq!(Scream::alpha_step(0.1, 0.0), 0.1 * 127.0 / 128.0);
+        assert_eq!(Scream::alpha_step(0.5, 0.25), 0.5 * 127.0 / 128.0);
+        // Through the controller: one update per min(10 ms, sRtt).
+        let mut s = Scream::new(params(true), Time::ZERO);
+        s.on_feedback(&ev(20, 10, 5)); // F = 0.5 over 20 ms ≥ 10 ms
+        assert!((s.l4s_alpha() - (0.1 + 0.4 / 8.0)).abs() < 1e-12, "{}", s.l4s_alpha());
+        let a1 = s.l4s_alpha();
+        s.on_feedback(&ev(25, 10, 5)); // 5 ms later: accumulates, no update
+        assert_eq!(s.l4s_alpha(), a1);
+        s.on_feedback(&ev(30, 10, 0)); // F = 5/20 = 0.25 ≥ 0.15: attack
+        assert!((s.l4s_alpha() - (a1 + (0.25 - a1) / 8.0)).abs() < 1e-12);
+        let a2 = s.l4s_alpha();
+        s.on_feedback(&ev(45, 10, 0)); // F = 0: decay
+        assert!((s.l4s_alpha() - a2 * 127.0 / 128.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_reaction_per_min_30ms_srtt_and_backoff_at_most_half_alpha() {
+        for srtt_ms in [10u64, 25, 60] {
+            let mut s = Scream::new(params(true), Time::ZERO);
+            s.set_for_test(200_000.0, 0.6, Dur::from_millis(srtt_ms));
+            let gate = Dur::from_millis(30).min(Dur::from_millis(srtt_ms));
+            let mut reactions = Vec::new();
+            let mut prev = s.cwnd() as f64;
+            for t in 0..300u64 {
+                let mut e = ev(100 + t, 4, 4);
+                e.rtt = Some(Dur::from_millis(srtt_ms));
+                let r = s.on_feedback(&e);
+                if r != Reaction::None {
+                    let now = s.cwnd() as f64;
+                    // Single step: cwnd·(1 − b) with b ≤ α/2 (α before this report's update
+                    // is ≤ the α used, both ≤ 1).
+                    assert!(now >= prev * (1.0 - s.l4s_alpha() / 2.0) - 1.0, "{prev} → {now}");
+                    reactions.push(Time::from_millis(100 + t));
+                }
+                prev = s.cwnd() as f64;
+            }
+            assert!(reactions.len() > 3);
+            for w in reactions.windows(2) {
+                assert!(w[1] - w[0] >= gate, "srtt {srtt_ms}: reactions {} apart", w[1] - w[0]);
+            }
+            // Every CE report in a row (1 ms apart): exactly one reaction per gate.
+            let expect = 300 / gate.as_nanos().div_ceil(1_000_000) as usize;
+            assert!(reactions.len().abs_diff(expect) <= 1, "{} vs {expect}", reactions.len());
+        }
+    }
+
+    #[test]
+    fn loss_and_classic_ce_factors() {
+        let mut s = Scream::new(params(false), Time::ZERO);
+        s.set_for_test(100_000.0, 0.1, Dur::from_millis(25));
+        let mut e = ev(100, 10, 0);
+        e.pkts_lost = 1;
+        e.pkts_ce = 3; // loss takes precedence
+        assert_eq!(s.on_feedback(&e), Reaction::Loss);
+        assert_eq!(s.cwnd(), 70_000);
+        let r = s.on_feedback(&ev(200, 10, 2));
+        assert_eq!(r, Reaction::ClassicCe);
+        assert_eq!(s.cwnd(), 63_000);
+        assert_eq!((s.loss_events, s.ce_events), (1, 1));
+    }
+
+    #[test]
+    fn target_stays_in_bounds() {
+        let mut s = Scream::new(params(true), Time::ZERO);
+        let mut t = 0;
+        let mut rng = l4s_core::Rng::new(3);
+        for i in 0..20_000u64 {
+            t += 1 + rng.below(5);
+            let ce = if i % 1000 < 500 { rng.below(5) } else { 0 };
+            let mut e = ev(t, 5, ce);
+            e.pkts_lost = u64::from(rng.chance(0.01));
+            e.bytes_in_flight = s.cwnd();
+            s.on_feedback(&e);
+            let r = s.update_rate(Time::from_millis(t), Dur::from_millis(rng.below(30)), 1.2);
+            assert!(r >= Rate::mbps(1) && r <= Rate::mbps(40), "{r}");
+            assert!(s.cwnd() >= s.cwnd_min());
+        }
+    }
+
+    #[test]
+    fn virtual_ce_above_half_target() {
+        let mut s = Scream::new(params(false), Time::ZERO);
+        s.set_for_test(300_000.0, 0.0, Dur::from_millis(25));
+        // Base OWD 10 ms, then 80 ms of queue delay: qdAvg climbs above 50 ms.
+        let mut e = ev(0, 10, 0);
+        e.owd_ns = Some(10_000_000);
+        s.on_feedback(&e);
+        let mut first = None;
+        for t in 1..200u64 {
+            let mut e = ev(t * 5, 10, 0);
+            e.owd_ns = Some(90_000_000);
+            if s.on_feedback(&e) == Reaction::VirtualCe && first.is_none() {
+                first = Some(t * 5);
+            }
+        }
+        assert_eq!(s.queue_delay(), Dur::from_millis(80));
+        assert!(first.is_some(), "virtual CE must fire");
+        assert!(s.virtual_ce_events >= 5);
+        assert!(s.cwnd() < 300_000);
+    }
+}
