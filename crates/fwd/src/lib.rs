@@ -7,8 +7,12 @@
 //!   registry with SIGINT/SIGTERM cleanup, and removal of leftovers of killed runs.
 //! * [`error`]: [`FwdError`], the crate's one error type.
 
+pub mod afpacket;
 pub mod error;
 pub mod netns;
 pub mod packet;
+pub mod router;
+
+pub use router::{run, run_recording, PacketRecord, RouterConfig, RouterStats, RouterStatus};
 
 pub use error::FwdError;

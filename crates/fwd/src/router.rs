@@ -1,0 +1,972 @@
+//! The forwarder: two interfaces, two directions, each with its own AQM object and pacer.
+//!
+//! ```text
+//!   interface a ──recv──▶ [AQM a→b] ──pacer(rate_ab)──▶ send ──▶ interface b
+//!   interface a ◀──send── pacer(rate_ba) ◀──[AQM b→a] ◀──recv── interface b
+//! ```
+//!
+//! The forwarder is a transparent layer-2 bump in the wire: it needs no addresses, ARP and
+//! NDP cross it (unclassified, Not-ECT), and hosts on both sides share one subnet. The AQM
+//! is any [`l4s_aqm::AqmConfig`] (DualPI2 and every baseline), built with
+//! [`l4s_aqm::build`] and driven with the real clock ([`crate::afpacket::monotonic_now`],
+//! CLOCK_MONOTONIC in ns) exactly as the simulator drives it with the virtual one.
+//!
+//! # The pacer
+//!
+//! Each direction is a link of the configured rate, modelled like the simulator's: when the
+//! link is free the AQM is asked for a packet, the packet is then "on the wire" for
+//! `size·8/rate` and handed to the output interface when its serialisation ends; the link is
+//! free again at that moment. A packet's serialisation starts at
+//! `max(link free, its arrival, now − max_lag)`: when the forwarder wakes late (the scheduler,
+//! a busy core) the next packets start back-to-back from where the link should have been,
+//! so the long-run rate is exact; after a stall longer than `max_lag` (default 2 ms) the
+//! missed time is forfeited rather than sent as a burst.
+//!
+//! Waits shorter than `spin` are busy-polled (non-blocking reads), longer ones sleep in
+//! `ppoll(2)` with a nanosecond timeout and 1 ns timer slack.
+//!
+//! # Memory
+//!
+//! Frames live in fixed-size buffers from a per-direction [`BufferPool`] capped at the AQM's
+//! packet limit plus one receive batch plus the frame on the wire; the buffers are reused, so
+//! the hot path does not allocate. When all are out (possible only if the AQM holds its
+//! limit), incoming frames are read into a scratch buffer and dropped (`no_buffer_drops`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use hdrhistogram::Histogram;
+use l4s_aqm::{AqmConfig, Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId};
+use l4s_core::{Dur, Ecn, QueuePacket, Rate, Rng, Time};
+use serde::Serialize;
+
+use crate::afpacket::{monotonic_now, precise_timers, wait_readable, IoMode, PacketSocket, Received, RecvScratch};
+use crate::error::FwdError;
+use crate::packet::{BufferPool, Frame, IpInfo, Malformed};
+
+/// What the forwarder runs. Build it with [`RouterConfig::new`] and adjust fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouterConfig {
+    /// Interface on side A (in the namespace of the calling thread).
+    pub a: String,
+    /// Interface on side B.
+    pub b: String,
+    /// Rate of the A→B link.
+    pub rate_ab: Rate,
+    /// Rate of the B→A link.
+    pub rate_ba: Rate,
+    pub aqm_ab: AqmConfig,
+    pub aqm_ba: AqmConfig,
+    /// Seed of the AQMs' random sources (A→B gets stream 0, B→A stream 1).
+    pub seed: u64,
+    /// How frames are read.
+    pub io: IoMode,
+    /// Frames read per system call and direction (1 to 1024).
+    pub batch: usize,
+    /// Waits shorter than this are busy-polled. Default zero: under SCHED_FIFO a spinning
+    /// thread hits the kernel's real-time throttling (`kernel.sched_rt_runtime_us`) and is
+    /// then stopped for tens of milliseconds, which costs far more than `ppoll` wake-ups.
+    pub spin: Dur,
+    /// Longest lateness the pacer makes up for by sending back-to-back.
+    pub max_lag: Dur,
+    /// How often `on_status` is called and the probability is sampled.
+    pub status_interval: Dur,
+    /// Run the forwarding thread under SCHED_FIFO at this priority (1 to 99) so that other
+    /// work on the host (compilers, traffic generators) does not delay the pacer; `None`
+    /// keeps the normal scheduler. Without the privilege (CAP_SYS_NICE) the forwarder runs
+    /// on and says so in [`RouterStats::realtime`].
+    pub realtime_priority: Option<u8>,
+}
+
+impl RouterConfig {
+    /// Both directions at `rate` with the same AQM; defaults for the rest.
+    pub fn new(a: &str, b: &str, rate: Rate, aqm: AqmConfig) -> RouterConfig {
+        RouterConfig {
+            a: a.to_string(),
+            b: b.to_string(),
+            rate_ab: rate,
+            rate_ba: rate,
+            aqm_ab: aqm.clone(),
+            aqm_ba: aqm,
+            seed: 1,
+            io: IoMode::Batched,
+            batch: 64,
+            spin: Dur::ZERO,
+            max_lag: Dur::from_millis(2),
+            status_interval: Dur::from_secs(1),
+            realtime_priority: Some(10),
+        }
+    }
+
+    /// Check every field; the error names the field and what was expected.
+    pub fn validate(&self) -> Result<(), FwdError> {
+        crate::netns::check_ifname(&self.a)
+            .map_err(|_| FwdError::config("in", format!("expected an interface name, found {:?}", self.a)))?;
+        crate::netns::check_ifname(&self.b)
+            .map_err(|_| FwdError::config("out", format!("expected an interface name, found {:?}", self.b)))?;
+        if self.a == self.b {
+            return Err(FwdError::config(
+                "out",
+                format!("expected an interface other than the input {:?}", self.a),
+            ));
+        }
+        for (key, r) in [("rate", self.rate_ab), ("rate-back", self.rate_ba)] {
+            if r.bits_per_sec() < 8_000 || r.bits_per_sec() > 100_000_000_000 {
+                return Err(FwdError::config(
+                    key,
+                    format!("expected a rate from 8kbit to 100Gbit, found {r}"),
+                ));
+            }
+        }
+        for (key, c) in [("aqm (a->b)", &self.aqm_ab), ("aqm (b->a)", &self.aqm_ba)] {
+            c.validate()
+                .map_err(|e| FwdError::config(&format!("{key} {}", e.key), e.message))?;
+        }
+        if !(1..=1024).contains(&self.batch) {
+            return Err(FwdError::config(
+                "batch",
+                format!("expected 1 to 1024 frames, found {}", self.batch),
+            ));
+        }
+        if self.realtime_priority.is_some_and(|p| !(1..=99).contains(&p)) {
+            return Err(FwdError::config(
+                "realtime_priority",
+                "expected a SCHED_FIFO priority from 1 to 99",
+            ));
+        }
+        if self.status_interval < Dur::from_millis(10) {
+            return Err(FwdError::config("status_interval", "expected at least 10ms"));
+        }
+        Ok(())
+    }
+}
+
+/// The packet limit of a discipline (what bounds the buffer pool).
+pub fn aqm_packet_limit(cfg: &AqmConfig) -> usize {
+    match cfg {
+        AqmConfig::Fifo(c) => c.limit as usize,
+        AqmConfig::DualPi2(c) => c.limit as usize,
+        AqmConfig::Pie(c) => c.limit as usize,
+        AqmConfig::Codel(c) => c.limit as usize,
+        AqmConfig::FqCodel(c) => c.limit as usize,
+        AqmConfig::ClassicEcn(c) => c.limit as usize,
+    }
+}
+
+/// What a queue did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// Forwarded unchanged.
+    Pass,
+    /// Forwarded with CE set by this queue.
+    Mark,
+    /// Dropped (AQM or buffer limit).
+    Drop,
+}
+
+/// One packet's passage through the bottleneck, for the per-packet timeline. Plain data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PacketRecord {
+    /// When the decision took effect: the end of serialisation (hand-over to the output
+    /// interface) for forwarded packets, the drop time for dropped ones. CLOCK_MONOTONIC ns.
+    pub time: Time,
+    /// When the frame was read from the input interface.
+    pub arrival: Time,
+    /// 0 = A→B, 1 = B→A.
+    pub direction: u8,
+    pub queue: QueueId,
+    /// Enqueue to dequeue (to the drop for AQM drops; zero for drops at enqueue).
+    pub sojourn: Dur,
+    /// Frame length in bytes.
+    pub size: u32,
+    pub ecn_in: Ecn,
+    pub ecn_out: Ecn,
+    pub decision: Decision,
+    pub drop_reason: Option<DropReason>,
+    /// Addresses, protocol and ports (`None` for non-IP frames).
+    pub ip: Option<IpInfo>,
+    /// The first bytes of the transport payload (where endpoints carry sequence numbers).
+    pub payload: [u8; 16],
+    /// How many of `payload` are valid.
+    pub payload_len: u8,
+}
+
+/// Sojourn percentiles of one queue, in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SojournSummary {
+    pub samples: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl SojournSummary {
+    pub fn from_hist(h: &Histogram<u64>) -> SojournSummary {
+        if h.is_empty() {
+            return SojournSummary::default();
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        SojournSummary {
+            samples: h.len(),
+            mean_us: h.mean() / 1e3,
+            p50_us: us(h.value_at_quantile(0.5)),
+            p90_us: us(h.value_at_quantile(0.9)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+/// Counters and sojourn distribution of one sub-queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueReport {
+    /// `L`, `C` or `single`.
+    pub queue: &'static str,
+    #[serde(skip)]
+    pub id: QueueId,
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    pub dequeued_packets: u64,
+    pub dequeued_bytes: u64,
+    pub marks: u64,
+    pub drops: u64,
+    pub overlimit_drops: u64,
+    pub backlog_packets: u64,
+    pub sojourn: SojournSummary,
+    /// Sojourn in ns of every dequeued packet.
+    #[serde(skip)]
+    pub sojourn_hist: Histogram<u64>,
+}
+
+/// Everything counted for one direction.
+#[derive(Clone, Debug, Serialize)]
+pub struct DirectionStats {
+    /// `a->b` style: `<in>-><out>`.
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    pub rate_bps: u64,
+    pub aqm: &'static str,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Non-IP frames forwarded unclassified.
+    pub non_ip_packets: u64,
+    /// Malformed IP frames dropped, per reason.
+    pub malformed: BTreeMap<&'static str, u64>,
+    /// Frames longer than the buffer (GRO/LRO super-packets, MTU mismatch), dropped.
+    pub oversize_drops: u64,
+    /// Frames dropped because every buffer was in use.
+    pub no_buffer_drops: u64,
+    /// Frames the kernel dropped before we could read them (socket buffer full).
+    pub kernel_drops: u64,
+    /// Sends that found the output busy and were retried.
+    pub tx_retries: u64,
+    /// Frames that could not be sent.
+    pub tx_errors: u64,
+    /// Times the pacer woke more than `max_lag` late with packets waiting, and the link time
+    /// it gave up (ns) rather than bursting.
+    pub pacer_forfeits: u64,
+    pub pacer_forfeit_ns: u64,
+    /// Most frame buffers in existence at once, and the cap.
+    pub peak_buffers: usize,
+    pub buffer_limit: usize,
+    pub queues: Vec<QueueReport>,
+    /// (seconds since start, probability) at every status interval.
+    pub probability: Vec<(f64, f64)>,
+}
+
+/// The statistics of a whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RouterStats {
+    /// CLOCK_MONOTONIC at the start, ns.
+    pub started_ns: u64,
+    pub duration_s: f64,
+    /// Whether the thread ran under SCHED_FIFO, or why not.
+    pub realtime: String,
+    pub directions: Vec<DirectionStats>,
+}
+
+/// One queue in the live status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueStatus {
+    pub queue: QueueId,
+    pub backlog_packets: u64,
+    /// Sojourn percentiles over the last interval (zero if nothing left the queue).
+    pub delay_p50: Dur,
+    pub delay_p99: Dur,
+    /// Over the last interval.
+    pub marks: u64,
+    pub drops: u64,
+}
+
+/// One direction in the live status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectionStatus {
+    pub name: String,
+    /// Over the last interval.
+    pub rx_rate: Rate,
+    pub tx_rate: Rate,
+    pub probability: Option<f64>,
+    pub queues: Vec<QueueStatus>,
+}
+
+/// What `on_status` receives once per status interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouterStatus {
+    pub elapsed: Dur,
+    pub directions: Vec<DirectionStatus>,
+}
+
+impl std::fmt::Display for RouterStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:>7.1}s", self.elapsed.as_secs_f64())?;
+        for d in &self.directions {
+            write!(f, " | {} in {} out {}", d.name, d.rx_rate, d.tx_rate)?;
+            if let Some(p) = d.probability {
+                write!(f, " p'={p:.3}")?;
+            }
+            for q in &d.queues {
+                write!(
+                    f,
+                    " [{} q={} p50={:.2}ms p99={:.2}ms mark={} drop={}]",
+                    q.queue.name(),
+                    q.backlog_packets,
+                    q.delay_p50.as_millis_f64(),
+                    q.delay_p99.as_millis_f64(),
+                    q.marks,
+                    q.drops
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct QueueTrack {
+    id: QueueId,
+    hist: Histogram<u64>,
+    interval: Histogram<u64>,
+    last_marks: u64,
+    last_drops: u64,
+}
+
+fn new_hist() -> Histogram<u64> {
+    // 1 ns to 100 s, 3 significant digits.
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant bounds are valid")
+}
+
+/// One direction: input socket index, AQM, pacer, buffers, counters.
+struct Direction {
+    index: u8,
+    name: String,
+    from: String,
+    to: String,
+    rx: usize,
+    tx: usize,
+    qdisc: Box<dyn Qdisc<Frame>>,
+    aqm_kind: &'static str,
+    rate: Rate,
+    next_free: Time,
+    on_wire: Option<Frame>,
+    retry_at: Option<Time>,
+    pool: BufferPool,
+    batch: usize,
+    staging: Vec<Box<[u8]>>,
+    results: Vec<Received>,
+    scratch: RecvScratch,
+    spare: Box<[u8]>,
+    drops: Vec<Dropped<Frame>>,
+    queues: Vec<QueueTrack>,
+    rx_packets: u64,
+    rx_bytes: u64,
+    tx_packets: u64,
+    tx_bytes: u64,
+    non_ip: u64,
+    malformed: [u64; 6],
+    oversize: u64,
+    no_buffer: u64,
+    kernel_drops: u64,
+    tx_retries: u64,
+    tx_errors: u64,
+    pacer_forfeits: u64,
+    pacer_forfeit_ns: u64,
+    last_rx_bytes: u64,
+    last_tx_bytes: u64,
+    probability: Vec<(f64, f64)>,
+}
+
+type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
+
+fn record_of(
+    dir: u8,
+    f: &Frame,
+    time: Time,
+    queue: QueueId,
+    sojourn: Dur,
+    decision: Decision,
+    reason: Option<DropReason>,
+) -> PacketRecord {
+    let ip = f.ip().copied();
+    let mut payload = [0u8; 16];
+    let mut payload_len = 0;
+    if let Some(off) = ip.and_then(|i| i.payload_offset.map(|o| (o as usize, i.l3_end as usize))) {
+        let (start, end) = off;
+        if let Some(p) = f.bytes().get(start..end.min(start + 16)) {
+            payload[..p.len()].copy_from_slice(p);
+            payload_len = p.len() as u8;
+        }
+    }
+    PacketRecord {
+        time,
+        arrival: f.arrival,
+        direction: dir,
+        queue,
+        sojourn,
+        size: f.len() as u32,
+        ecn_in: f.ecn_in,
+        ecn_out: f.ecn(),
+        decision,
+        drop_reason: reason,
+        ip,
+        payload,
+        payload_len,
+    }
+}
+
+impl Direction {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        index: u8,
+        from: &str,
+        to: &str,
+        rx: usize,
+        tx: usize,
+        rate: Rate,
+        aqm: &AqmConfig,
+        rng: Rng,
+        buf_size: usize,
+        batch: usize,
+    ) -> Direction {
+        let qdisc: Box<dyn Qdisc<Frame>> = l4s_aqm::build(aqm, rng);
+        let limit = aqm_packet_limit(aqm) + batch + 2;
+        let queues = qdisc
+            .queue_ids()
+            .iter()
+            .map(|&id| QueueTrack {
+                id,
+                hist: new_hist(),
+                interval: new_hist(),
+                last_marks: 0,
+                last_drops: 0,
+            })
+            .collect();
+        Direction {
+            index,
+            name: format!("{from}->{to}"),
+            from: from.to_string(),
+            to: to.to_string(),
+            rx,
+            tx,
+            aqm_kind: qdisc.kind(),
+            qdisc,
+            rate,
+            next_free: Time::ZERO,
+            on_wire: None,
+            retry_at: None,
+            pool: BufferPool::new(buf_size, limit, (batch * 2).min(limit)),
+            batch,
+            staging: Vec::with_capacity(batch),
+            results: Vec::with_capacity(batch),
+            scratch: RecvScratch::new(batch),
+            spare: vec![0u8; buf_size].into_boxed_slice(),
+            drops: Vec::with_capacity(64),
+            queues,
+            rx_packets: 0,
+            rx_bytes: 0,
+            tx_packets: 0,
+            tx_bytes: 0,
+            non_ip: 0,
+            malformed: [0; 6],
+            oversize: 0,
+            no_buffer: 0,
+            kernel_drops: 0,
+            tx_retries: 0,
+            tx_errors: 0,
+            pacer_forfeits: 0,
+            pacer_forfeit_ns: 0,
+            last_rx_bytes: 0,
+            last_tx_bytes: 0,
+            probability: Vec::new(),
+        }
+    }
+
+    fn track(&mut self, q: QueueId) -> Option<&mut QueueTrack> {
+        self.queues.iter_mut().find(|t| t.id == q)
+    }
+
+    fn dropped(&mut self, d: Dropped<Frame>, now: Time, sink: &mut Sink<'_>) {
+        if let Some(s) = sink.as_mut() {
+            s(&record_of(
+                self.index,
+                &d.pkt,
+                now,
+                d.queue,
+                d.sojourn,
+                Decision::Drop,
+                Some(d.reason),
+            ));
+        }
+        self.pool.put(d.pkt.into_buffer());
+    }
+
+    /// One frame read into `buf` (already counted as received).
+    fn accept(&mut self, buf: Box<[u8]>, len: usize, now: Time, sink: &mut Sink<'_>) {
+        match Frame::new(buf, len, now) {
+            Err((buf, m)) => {
+                self.malformed[m.index()] += 1;
+                self.pool.put(buf);
+            }
+            Ok(frame) => {
+                if frame.ip().is_none() {
+                    self.non_ip += 1;
+                }
+                if let Enqueued::Dropped(d) = self.qdisc.enqueue(frame, now) {
+                    self.dropped(d, now, sink);
+                }
+                let mut extra = std::mem::take(&mut self.drops);
+                self.qdisc.drain_enqueue_drops(&mut extra);
+                for d in extra.drain(..) {
+                    self.dropped(d, now, sink);
+                }
+                self.drops = extra;
+            }
+        }
+    }
+
+    /// Read what is waiting on the input, up to a few batches.
+    fn receive(
+        &mut self,
+        sock: &PacketSocket,
+        mode: IoMode,
+        now: Time,
+        sink: &mut Sink<'_>,
+    ) -> Result<usize, FwdError> {
+        let mut total = 0;
+        for _ in 0..4 {
+            let got = match mode {
+                IoMode::Batched => self.receive_batch(sock, now, sink)?,
+                IoMode::Single => self.receive_single(sock, now, sink)?,
+            };
+            total += got;
+            if got < self.scratch_cap() {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    fn scratch_cap(&self) -> usize {
+        self.batch
+    }
+
+    fn receive_batch(&mut self, sock: &PacketSocket, now: Time, sink: &mut Sink<'_>) -> Result<usize, FwdError> {
+        let want = self.batch;
+        while self.staging.len() < want {
+            match self.pool.get() {
+                Some(b) => self.staging.push(b),
+                None => break,
+            }
+        }
+        if self.staging.is_empty() {
+            // Every buffer is queued: read into the spare one and drop.
+            let mut n = 0;
+            while let Some(r) = sock.recv_one(&mut self.spare)? {
+                if let Received::Frame(len) | Received::Oversize(len) = r {
+                    self.rx_packets += 1;
+                    self.rx_bytes += len as u64;
+                    self.no_buffer += 1;
+                }
+                n += 1;
+                if n >= want {
+                    break;
+                }
+            }
+            return Ok(n);
+        }
+        let mut results = std::mem::take(&mut self.results);
+        let res = sock.recv_batch(&mut self.staging, &mut self.scratch, &mut results);
+        let got = results.len();
+        // Take the filled buffers off the front of the staging area, in order (an empty
+        // boxed slice does not allocate).
+        for (i, r) in results.iter().enumerate() {
+            let buf = std::mem::take(&mut self.staging[i]);
+            self.handle_rx(buf, *r, now, sink);
+        }
+        self.staging.drain(..got);
+        self.results = results;
+        res?;
+        Ok(got)
+    }
+
+    fn handle_rx(&mut self, buf: Box<[u8]>, r: Received, now: Time, sink: &mut Sink<'_>) {
+        match r {
+            Received::Skip => self.pool.put(buf),
+            Received::Oversize(len) => {
+                self.rx_packets += 1;
+                self.rx_bytes += len as u64;
+                self.oversize += 1;
+                self.pool.put(buf);
+            }
+            Received::Frame(len) => {
+                self.rx_packets += 1;
+                self.rx_bytes += len as u64;
+                self.accept(buf, len, now, sink);
+            }
+        }
+    }
+
+    fn receive_single(&mut self, sock: &PacketSocket, now: Time, sink: &mut Sink<'_>) -> Result<usize, FwdError> {
+        let want = self.batch;
+        let mut n = 0;
+        while n < want {
+            let Some(mut buf) = self.pool.get() else {
+                return self.receive_batch(sock, now, sink).map(|m| n + m);
+            };
+            match sock.recv_one(&mut buf) {
+                Ok(Some(r)) => {
+                    n += 1;
+                    self.handle_rx(buf, r, now, sink);
+                }
+                Ok(None) => {
+                    self.pool.put(buf);
+                    break;
+                }
+                Err(e) => {
+                    self.pool.put(buf);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn timers(&mut self, now: Time) {
+        if self.qdisc.next_timeout().is_some_and(|t| t <= now) {
+            self.qdisc.on_timeout(now);
+        }
+    }
+
+    /// Hand finished packets to the output and start the next ones.
+    fn transmit(&mut self, sock: &PacketSocket, now: Time, max_lag: Dur, sink: &mut Sink<'_>) {
+        loop {
+            if let Some(f) = self.on_wire.take() {
+                if now < self.next_free || self.retry_at.is_some_and(|t| now < t) {
+                    self.on_wire = Some(f);
+                    return;
+                }
+                match sock.send(f.bytes()) {
+                    Ok(true) => {
+                        self.tx_packets += 1;
+                        self.tx_bytes += f.len() as u64;
+                        self.retry_at = None;
+                        self.pool.put(f.into_buffer());
+                    }
+                    Ok(false) if now.since(self.next_free) < Dur::from_millis(100) => {
+                        // The output is busy: keep the link occupied and try again shortly.
+                        self.tx_retries += 1;
+                        self.retry_at = Some(now + Dur::from_micros(20));
+                        self.on_wire = Some(f);
+                        return;
+                    }
+                    Ok(false) | Err(_) => {
+                        self.tx_errors += 1;
+                        self.retry_at = None;
+                        self.pool.put(f.into_buffer());
+                    }
+                }
+            }
+            if self.qdisc.len_packets() == 0 {
+                return;
+            }
+            let mut drops = std::mem::take(&mut self.drops);
+            let d = self.qdisc.dequeue(now, &mut drops);
+            for x in drops.drain(..) {
+                self.dropped(x, now, sink);
+            }
+            self.drops = drops;
+            let Some(Dequeued {
+                pkt,
+                queue,
+                sojourn,
+                marked,
+            }) = d
+            else {
+                return;
+            };
+            let catch_up_from = Time(now.0.saturating_sub(max_lag.0));
+            if self.next_free >= pkt.arrival && catch_up_from > self.next_free {
+                // Woken too late to make it all up: forfeit link time rather than burst.
+                self.pacer_forfeits += 1;
+                self.pacer_forfeit_ns += catch_up_from.since(self.next_free).as_nanos();
+            }
+            let start = self.next_free.max(pkt.arrival).max(catch_up_from);
+            self.next_free = start + self.rate.tx_time(pkt.len() as u64);
+            if let Some(t) = self.track(queue) {
+                let ns = sojourn.as_nanos().max(1);
+                let _ = t.hist.record(ns);
+                let _ = t.interval.record(ns);
+            }
+            if let Some(s) = sink.as_mut() {
+                let decision = if marked { Decision::Mark } else { Decision::Pass };
+                s(&record_of(
+                    self.index,
+                    &pkt,
+                    self.next_free,
+                    queue,
+                    sojourn,
+                    decision,
+                    None,
+                ));
+            }
+            self.on_wire = Some(pkt);
+        }
+    }
+
+    /// The next time this direction has work, if any.
+    fn next_event(&self, now: Time) -> Option<Time> {
+        let mut t = self.qdisc.next_timeout();
+        let mut take = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
+        if self.on_wire.is_some() {
+            take(self.next_free.max(self.retry_at.unwrap_or(Time::ZERO)));
+        } else if self.qdisc.len_packets() > 0 {
+            take(self.next_free.max(now));
+        }
+        t
+    }
+
+    fn status(&mut self, interval: Dur, elapsed: Dur) -> DirectionStatus {
+        let secs = interval.as_secs_f64().max(1e-9);
+        let rx_rate = Rate(((self.rx_bytes - self.last_rx_bytes) as f64 * 8.0 / secs) as u64);
+        let tx_rate = Rate(((self.tx_bytes - self.last_tx_bytes) as f64 * 8.0 / secs) as u64);
+        self.last_rx_bytes = self.rx_bytes;
+        self.last_tx_bytes = self.tx_bytes;
+        let probability = self.qdisc.probability();
+        if let Some(p) = probability {
+            self.probability.push((elapsed.as_secs_f64(), p));
+        }
+        let stats = self.qdisc.stats();
+        let mut queues = Vec::new();
+        for t in &mut self.queues {
+            let s = stats
+                .iter()
+                .find(|(id, _)| *id == t.id)
+                .map(|x| x.1)
+                .unwrap_or_default();
+            let (p50, p99) = if t.interval.is_empty() {
+                (Dur::ZERO, Dur::ZERO)
+            } else {
+                (
+                    Dur(t.interval.value_at_quantile(0.5)),
+                    Dur(t.interval.value_at_quantile(0.99)),
+                )
+            };
+            queues.push(QueueStatus {
+                queue: t.id,
+                backlog_packets: s.backlog_packets,
+                delay_p50: p50,
+                delay_p99: p99,
+                marks: s.marks - t.last_marks.min(s.marks),
+                drops: s.drops - t.last_drops.min(s.drops),
+            });
+            t.last_marks = s.marks;
+            t.last_drops = s.drops;
+            t.interval.reset();
+        }
+        DirectionStatus {
+            name: self.name.clone(),
+            rx_rate,
+            tx_rate,
+            probability,
+            queues,
+        }
+    }
+
+    fn stats(&self) -> DirectionStats {
+        let qs = self.qdisc.stats();
+        let queues = self
+            .queues
+            .iter()
+            .map(|t| {
+                let s = qs.iter().find(|(id, _)| *id == t.id).map(|x| x.1).unwrap_or_default();
+                QueueReport {
+                    queue: t.id.name(),
+                    id: t.id,
+                    enqueued_packets: s.enqueued_packets,
+                    enqueued_bytes: s.enqueued_bytes,
+                    dequeued_packets: s.dequeued_packets,
+                    dequeued_bytes: s.dequeued_bytes,
+                    marks: s.marks,
+                    drops: s.drops,
+                    overlimit_drops: s.overlimit_drops,
+                    backlog_packets: s.backlog_packets,
+                    sojourn: SojournSummary::from_hist(&t.hist),
+                    sojourn_hist: t.hist.clone(),
+                }
+            })
+            .collect();
+        DirectionStats {
+            name: self.name.clone(),
+            from: self.from.clone(),
+            to: self.to.clone(),
+            rate_bps: self.rate.bits_per_sec(),
+            aqm: self.aqm_kind,
+            rx_packets: self.rx_packets,
+            rx_bytes: self.rx_bytes,
+            tx_packets: self.tx_packets,
+            tx_bytes: self.tx_bytes,
+            non_ip_packets: self.non_ip,
+            malformed: Malformed::ALL
+                .iter()
+                .map(|m| (m.name(), self.malformed[m.index()]))
+                .collect(),
+            oversize_drops: self.oversize,
+            no_buffer_drops: self.no_buffer,
+            kernel_drops: self.kernel_drops,
+            tx_retries: self.tx_retries,
+            tx_errors: self.tx_errors,
+            pacer_forfeits: self.pacer_forfeits,
+            pacer_forfeit_ns: self.pacer_forfeit_ns,
+            peak_buffers: self.pool.peak(),
+            buffer_limit: self.pool.max(),
+            queues,
+            probability: self.probability.clone(),
+        }
+    }
+}
+
+/// Forward between `cfg.a` and `cfg.b` (in the calling thread's network namespace) until
+/// `stop` is set; `on_status` is called every `cfg.status_interval`. Returns the statistics.
+pub fn run(
+    cfg: &RouterConfig,
+    stop: &AtomicBool,
+    on_status: &mut dyn FnMut(&RouterStatus),
+) -> Result<RouterStats, FwdError> {
+    run_inner(cfg, stop, on_status, None)
+}
+
+/// [`run`], and every packet's passage through a queue goes to `sink` (called on the
+/// forwarding thread: keep it short, e.g. push into a channel or a buffered writer).
+pub fn run_recording(
+    cfg: &RouterConfig,
+    stop: &AtomicBool,
+    on_status: &mut dyn FnMut(&RouterStatus),
+    sink: &mut dyn FnMut(&PacketRecord),
+) -> Result<RouterStats, FwdError> {
+    run_inner(cfg, stop, on_status, Some(sink))
+}
+
+fn run_inner(
+    cfg: &RouterConfig,
+    stop: &AtomicBool,
+    on_status: &mut dyn FnMut(&RouterStatus),
+    mut sink: Sink<'_>,
+) -> Result<RouterStats, FwdError> {
+    cfg.validate()?;
+    let socks = [PacketSocket::open(&cfg.a)?, PacketSocket::open(&cfg.b)?];
+    // Frames up to the larger MTU plus Ethernet and two VLAN tags, rounded up.
+    let buf_size = (socks[0].mtu().max(socks[1].mtu()) as usize + 14 + 8).div_ceil(64) * 64;
+    let mut dirs = [
+        Direction::new(
+            0,
+            &cfg.a,
+            &cfg.b,
+            0,
+            1,
+            cfg.rate_ab,
+            &cfg.aqm_ab,
+            Rng::derive(cfg.seed, 0),
+            buf_size,
+            cfg.batch,
+        ),
+        Direction::new(
+            1,
+            &cfg.b,
+            &cfg.a,
+            1,
+            0,
+            cfg.rate_ba,
+            &cfg.aqm_ba,
+            Rng::derive(cfg.seed, 1),
+            buf_size,
+            cfg.batch,
+        ),
+    ];
+    precise_timers();
+    let realtime = match cfg.realtime_priority {
+        None => "off".to_string(),
+        Some(p) => match crate::afpacket::set_realtime(p) {
+            Ok(()) => format!("SCHED_FIFO priority {p}"),
+            Err(e) => format!("normal scheduler ({e})"),
+        },
+    };
+    let fds = [socks[0].raw_fd(), socks[1].raw_fd()];
+    let start = monotonic_now();
+    let mut next_status = start + cfg.status_interval;
+    let mut last_status = start;
+    while !stop.load(Ordering::Relaxed) {
+        let now = monotonic_now();
+        for d in dirs.iter_mut() {
+            d.receive(&socks[d.rx], cfg.io, now, &mut sink)?;
+        }
+        let now = monotonic_now();
+        for d in dirs.iter_mut() {
+            d.timers(now);
+            d.transmit(&socks[d.tx], now, cfg.max_lag, &mut sink);
+        }
+        if now >= next_status {
+            for d in dirs.iter_mut() {
+                d.kernel_drops += socks[d.rx].kernel_drops();
+            }
+            let elapsed = now.since(start);
+            let interval = now.since(last_status);
+            let status = RouterStatus {
+                elapsed,
+                directions: dirs.iter_mut().map(|d| d.status(interval, elapsed)).collect(),
+            };
+            on_status(&status);
+            last_status = now;
+            next_status = now + cfg.status_interval;
+        }
+        let mut wake = next_status;
+        for d in &dirs {
+            if let Some(t) = d.next_event(now) {
+                wake = wake.min(t);
+            }
+        }
+        let now = monotonic_now();
+        if wake > now {
+            let wait = wake.since(now);
+            if wait > cfg.spin {
+                // Sleep until the event or a readable socket; cap so that `stop` is seen.
+                wait_readable(&fds, wait.min(Dur::from_millis(50)).as_nanos());
+            }
+        }
+    }
+    let end = monotonic_now();
+    for d in dirs.iter_mut() {
+        d.kernel_drops += socks[d.rx].kernel_drops();
+    }
+    Ok(RouterStats {
+        started_ns: start.as_nanos(),
+        duration_s: end.since(start).as_secs_f64(),
+        realtime,
+        directions: dirs.iter().map(|d| d.stats()).collect(),
+    })
+}
