@@ -495,8 +495,9 @@ impl AppConfig {
     }
 
     /// Congestion controller parameters and the receiver configuration after the `ecn` key
-    /// is applied (as for a `tcp` flow: prague/dctcp with `ecn = "off"` use a receiver
-    /// without AccECN; reno/cubic use RFC 3168 only with `ecn = "classic"`).
+    /// is applied: prague/dctcp with `ecn = "off"` meet a receiver without any ECN (a `tcp`
+    /// flow's receiver keeps its RFC 3168 fallback there); reno/cubic use RFC 3168 only
+    /// with `ecn = "classic"`.
     pub fn tcp_setup(&self) -> (CcParams, TcpReceiverConfig) {
         let mut p = CcParams {
             mss: self.tcp.mss,
@@ -507,7 +508,10 @@ impl AppConfig {
         match self.cc.as_str() {
             "prague" | "dctcp" => {
                 if self.ecn == AppEcn::Off {
+                    // A receiver without ECN: no AccECN and no RFC 3168 fallback, so the
+                    // connection runs without ECN (Prague behaves as Reno, Not-ECT).
                     r.accecn = false;
+                    r.ecn = false;
                 }
             }
             _ => p.classic_ecn = self.ecn == AppEcn::Classic,

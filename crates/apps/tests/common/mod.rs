@@ -29,6 +29,8 @@ pub struct Link {
     /// Packets on the wire, in arrival order (FIFO + constant delay keeps it sorted).
     wire: VecDeque<(Time, Pkt, u32, Ecn)>,
     pub dropped: u64,
+    /// A middlebox on the link rewriting the ECN field (bleaching, remarking).
+    pub rewrite: Option<fn(Ecn) -> Ecn>,
 }
 
 impl Link {
@@ -41,6 +43,7 @@ impl Link {
             busy_until: Time::ZERO,
             wire: VecDeque::new(),
             dropped: 0,
+            rewrite: None,
         }
     }
     /// Packets queued or in service at `now`.
@@ -55,6 +58,7 @@ impl Link {
         self.busy_until - now
     }
     fn send(&mut self, now: Time, p: Pkt, size: u32, ecn: Ecn) {
+        let ecn = self.rewrite.map_or(ecn, |f| f(ecn));
         let depart = match self.rate {
             None => now,
             Some(r) => {
