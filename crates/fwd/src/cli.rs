@@ -1,0 +1,332 @@
+//! `l4s router`: the userspace L4S bottleneck between two existing interfaces.
+//!
+//! crates/cli wires [`RouterArgs`] in as a subcommand and calls [`router_main`].
+//!
+//! ```text
+//! sudo l4s router --in eth0 --out eth1 --rate 50Mbit --rate-back 10Mbit \
+//!      --aqm dualpi2 --set target=10ms --set step_thresh=1ms --stats stats.json
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use l4s_aqm::AqmConfig;
+use l4s_core::units::{parse_dur, parse_rate};
+use l4s_core::{Dur, Rate};
+
+use crate::afpacket::IoMode;
+use crate::error::FwdError;
+use crate::netns::{ethtool_available, Netns};
+use crate::router::{run, RouterConfig, RouterStats};
+
+/// Arguments of `l4s router`.
+#[derive(Clone, Debug, clap::Args)]
+#[command(about = "Run the userspace L4S bottleneck between two interfaces (both directions)")]
+pub struct RouterArgs {
+    /// Interface on side A (e.g. the LAN side).
+    #[arg(long = "in", value_name = "IF_A")]
+    pub input: String,
+    /// Interface on side B (e.g. the uplink).
+    #[arg(long = "out", value_name = "IF_B")]
+    pub output: String,
+    /// Rate of the A→B direction, e.g. 50Mbit.
+    #[arg(long, value_parser = parse_rate_arg)]
+    pub rate: Rate,
+    /// Rate of the B→A direction (default: the same as --rate).
+    #[arg(long = "rate-back", value_parser = parse_rate_arg)]
+    pub rate_back: Option<Rate>,
+    /// Queue discipline: dualpi2, fifo, pie, codel, fq-codel or classic-ecn.
+    #[arg(long, default_value = "dualpi2")]
+    pub aqm: String,
+    /// A parameter of the discipline as KEY=VALUE, as in scenario files (repeatable), e.g.
+    /// --set target=10ms --set limit=5000.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// A parameter for the B→A direction only (repeatable); --set applies to both.
+    #[arg(long = "set-back", value_name = "KEY=VALUE")]
+    pub set_back: Vec<String>,
+    /// Write the statistics as JSON to this file on exit (default: print them to stdout).
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+    /// Status line interval.
+    #[arg(long = "status-interval", default_value = "1s", value_parser = parse_dur_arg)]
+    pub status_interval: Dur,
+    /// No status lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Seed of the AQMs' random sources.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Read frames one per system call instead of in batches.
+    #[arg(long = "no-batch")]
+    pub no_batch: bool,
+    /// Do not ask for real-time (SCHED_FIFO) scheduling.
+    #[arg(long = "no-realtime")]
+    pub no_realtime: bool,
+}
+
+fn parse_rate_arg(s: &str) -> Result<Rate, String> {
+    parse_rate(s)
+}
+
+fn parse_dur_arg(s: &str) -> Result<Dur, String> {
+    parse_dur(s)
+}
+
+/// A `KEY=VALUE` as a JSON value: numbers and booleans as such, lists in brackets
+/// (`l4s_dscp=[45,46]`), everything else (durations such as `15ms`) as text.
+fn json_value(v: &str) -> serde_json::Value {
+    if let Ok(x) = serde_json::from_str::<serde_json::Value>(v) {
+        if x.is_number() || x.is_boolean() || x.is_array() {
+            return x;
+        }
+    }
+    serde_json::Value::String(v.to_string())
+}
+
+/// The discipline `kind` with `KEY=VALUE` overrides, validated.
+pub fn aqm_from_args(kind: &str, sets: &[String]) -> Result<AqmConfig, FwdError> {
+    if AqmConfig::default_for_kind(kind).is_none() {
+        return Err(FwdError::config(
+            "aqm",
+            format!("expected one of {}, found {kind:?}", l4s_aqm::KINDS.join(", ")),
+        ));
+    }
+    let mut obj = serde_json::Map::new();
+    obj.insert("kind".into(), serde_json::Value::String(kind.to_string()));
+    for s in sets {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| FwdError::config("set", format!("expected KEY=VALUE such as target=10ms, found {s:?}")))?;
+        obj.insert(k.trim().to_string(), json_value(v.trim()));
+    }
+    let cfg: AqmConfig = serde_json::from_value(serde_json::Value::Object(obj))
+        .map_err(|e| FwdError::config("set", format!("{kind}: {e}")))?;
+    cfg.validate()
+        .map_err(|e| FwdError::config(&format!("set {}", e.key), e.message))?;
+    Ok(cfg)
+}
+
+/// Build the forwarder configuration from the arguments.
+pub fn router_config(args: &RouterArgs) -> Result<RouterConfig, FwdError> {
+    let aqm_ab = aqm_from_args(&args.aqm, &args.set)?;
+    let mut back = args.set.clone();
+    back.extend(args.set_back.iter().cloned());
+    let aqm_ba = aqm_from_args(&args.aqm, &back)?;
+    let mut cfg = RouterConfig::new(&args.input, &args.output, args.rate, aqm_ab);
+    cfg.aqm_ba = aqm_ba;
+    cfg.rate_ba = args.rate_back.unwrap_or(args.rate);
+    cfg.seed = args.seed;
+    cfg.status_interval = args.status_interval;
+    if args.no_batch {
+        cfg.io = IoMode::Single;
+    }
+    if args.no_realtime {
+        cfg.realtime_priority = None;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Offload warnings for an interface (empty when all is well).
+pub fn offload_warnings(ifname: &str) -> Vec<String> {
+    if !ethtool_available() {
+        return vec![format!(
+            "cannot check segmentation/receive offloads on {ifname}: `ethtool` is not installed \
+             (apt-get install ethtool); if TSO/GSO/GRO are on, the bottleneck sees merged super-packets"
+        )];
+    }
+    match Netns::current().offloads(ifname) {
+        Ok(o) => {
+            let on: Vec<&str> = o
+                .iter()
+                .filter(|f| {
+                    f.on && !f.fixed
+                        && matches!(
+                            f.name.as_str(),
+                            "tcp-segmentation-offload"
+                                | "generic-segmentation-offload"
+                                | "generic-receive-offload"
+                                | "large-receive-offload"
+                        )
+                })
+                .map(|f| f.name.as_str())
+                .collect();
+            if on.is_empty() {
+                Vec::new()
+            } else {
+                vec![format!(
+                    "{} on {ifname}: the bottleneck would see merged super-packets (dropped as oversize) \
+                     and pace them wrongly; switch them off with `ethtool -K {ifname} tso off gso off gro off lro off`",
+                    on.join(", ")
+                )]
+            }
+        }
+        Err(e) => vec![format!("cannot check offloads on {ifname}: {e}")],
+    }
+}
+
+/// A human summary of the statistics.
+pub fn summary(stats: &RouterStats) -> String {
+    let mut s = format!("l4s router: {:.1} s, {}\n", stats.duration_s, stats.realtime);
+    for d in &stats.directions {
+        s.push_str(&format!(
+            "  {} ({} at {}): in {} pkts / {} B, out {} pkts / {} B, malformed {}, oversize {}, no buffer {}, kernel drops {}\n",
+            d.name,
+            d.aqm,
+            Rate(d.rate_bps),
+            d.rx_packets,
+            d.rx_bytes,
+            d.tx_packets,
+            d.tx_bytes,
+            d.malformed.values().sum::<u64>(),
+            d.oversize_drops,
+            d.no_buffer_drops,
+            d.kernel_drops
+        ));
+        for q in &d.queues {
+            s.push_str(&format!(
+                "    {:<6} enq {} deq {} marks {} drops {} sojourn p50 {:.3} ms p99 {:.3} ms max {:.3} ms\n",
+                q.queue,
+                q.enqueued_packets,
+                q.dequeued_packets,
+                q.marks,
+                q.drops,
+                q.sojourn.p50_us / 1e3,
+                q.sojourn.p99_us / 1e3,
+                q.sojourn.max_us / 1e3
+            ));
+        }
+    }
+    s
+}
+
+/// Run `l4s router` until SIGINT or SIGTERM. Exit code 0 on a clean stop, 2 for bad
+/// arguments, 1 for anything else (missing privilege included, with the fix named).
+pub fn router_main(args: &RouterArgs) -> ExitCode {
+    let cfg = match router_config(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("l4s router: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for w in offload_warnings(&cfg.a).into_iter().chain(offload_warnings(&cfg.b)) {
+        eprintln!("l4s router: warning: {w}");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
+            eprintln!("l4s router: cannot install a handler for signal {sig}: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let quiet = args.quiet;
+    let res = run(&cfg, &stop, &mut |st| {
+        if !quiet {
+            eprintln!("{st}");
+        }
+    });
+    let stats = match res {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("l4s router: {e}");
+            return ExitCode::from(if matches!(e, FwdError::Config { .. }) { 2 } else { 1 });
+        }
+    };
+    eprint!("{}", summary(&stats));
+    let json = match serde_json::to_string_pretty(&stats) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("l4s router: cannot encode the statistics: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match &args.stats {
+        Some(p) => {
+            if let Err(e) = std::fs::write(p, json + "\n") {
+                eprintln!("l4s router: writing {}: {e}", p.display());
+                return ExitCode::from(1);
+            }
+            eprintln!("l4s router: statistics written to {}", p.display());
+        }
+        None => println!("{json}"),
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        r: RouterArgs,
+    }
+
+    fn args(v: &[&str]) -> Result<RouterArgs, clap::Error> {
+        let mut all = vec!["l4s"];
+        all.extend_from_slice(v);
+        Cli::try_parse_from(all).map(|c| c.r)
+    }
+
+    #[test]
+    fn arguments_build_a_config() {
+        let a = args(&[
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--rate",
+            "50Mbit",
+            "--rate-back",
+            "10Mbit",
+            "--set",
+            "target=10ms",
+            "--set",
+            "limit=5000",
+            "--set-back",
+            "step_thresh=2ms",
+        ])
+        .unwrap();
+        let c = router_config(&a).unwrap();
+        assert_eq!((c.rate_ab, c.rate_ba), (Rate::mbps(50), Rate::mbps(10)));
+        let (AqmConfig::DualPi2(ab), AqmConfig::DualPi2(ba)) = (&c.aqm_ab, &c.aqm_ba) else {
+            panic!()
+        };
+        assert_eq!((ab.target, ab.limit), (Dur::from_millis(10), 5000));
+        assert_eq!((ba.target, ba.step_thresh), (Dur::from_millis(10), Dur::from_millis(2)));
+        assert_ne!(ab.step_thresh, Dur::from_millis(2));
+        let a = args(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "1Gbit",
+            "--aqm",
+            "fq-codel",
+            "--no-batch",
+        ])
+        .unwrap();
+        let c = router_config(&a).unwrap();
+        assert_eq!(c.aqm_ab.kind(), "fq-codel");
+        assert_eq!(c.io, IoMode::Single);
+    }
+
+    #[test]
+    fn bad_arguments_name_the_key() {
+        let e = |v: &[&str]| router_config(&args(v).unwrap()).unwrap_err().to_string();
+        assert!(e(&["--in", "a", "--out", "b", "--rate", "1Mbit", "--aqm", "red"]).contains("aqm: expected one of"));
+        assert!(e(&["--in", "a", "--out", "b", "--rate", "1Mbit", "--set", "target"]).contains("KEY=VALUE"));
+        assert!(e(&["--in", "a", "--out", "b", "--rate", "1Mbit", "--set", "bogus=1"]).contains("bogus"));
+        assert!(e(&["--in", "a", "--out", "b", "--rate", "1Mbit", "--set", "target=0ms"]).contains("target"));
+        assert!(e(&["--in", "a", "--out", "a", "--rate", "1Mbit"]).contains("out"));
+        assert!(e(&["--in", "a", "--out", "b", "--rate", "1kbit"]).contains("rate"));
+        assert!(args(&["--in", "a", "--out", "b", "--rate", "fast"]).is_err());
+    }
+}
