@@ -614,26 +614,32 @@ impl Endpoint for AppReceiver {
             });
         }
         let cursor = self.cursor;
-        let order: Vec<u32> = self
-            .conns
-            .range(cursor..)
-            .map(|(k, _)| *k)
-            .chain(self.conns.range(..cursor).map(|(k, _)| *k))
-            .collect();
-        for k in order {
-            let Some(c) = self.conns.get_mut(&k) else { continue };
+        let mut found = None;
+        for (k, c) in self.conns.range_mut(cursor..) {
             if let Some(t) = c.tcp.poll_transmit(now) {
-                self.cursor = k.wrapping_add(1);
-                return Some(Transmit {
-                    header: AppHeader::Tcp {
-                        conn: k,
-                        seg: t.header,
-                        offered: None,
-                    },
-                    size: t.size,
-                    ecn: t.ecn,
-                });
+                found = Some((*k, t));
+                break;
             }
+        }
+        if found.is_none() {
+            for (k, c) in self.conns.range_mut(..cursor) {
+                if let Some(t) = c.tcp.poll_transmit(now) {
+                    found = Some((*k, t));
+                    break;
+                }
+            }
+        }
+        if let Some((k, t)) = found {
+            self.cursor = k.wrapping_add(1);
+            return Some(Transmit {
+                header: AppHeader::Tcp {
+                    conn: k,
+                    seg: t.header,
+                    offered: None,
+                },
+                size: t.size,
+                ecn: t.ecn,
+            });
         }
         // Nothing left to send anywhere: finished connections can go.
         self.gc();

@@ -349,7 +349,6 @@ impl Endpoint for AppSender {
             let size = (UDP_OVERHEAD + bytes).max(MIN_FRAME);
             self.own.sent_packets += 1;
             self.own.sent_bytes += size as u64;
-            self.own.delivered_bytes += bytes as u64;
             return Some(Transmit {
                 header: AppHeader::Reply { id, bytes },
                 size,
@@ -361,23 +360,27 @@ impl Endpoint for AppSender {
         }
         // Round robin: from the cursor to the end, then from the start.
         let cursor = self.cursor;
-        let order: Vec<u32> = self
-            .conns
-            .range(cursor..)
-            .map(|(k, _)| *k)
-            .chain(self.conns.range(..cursor).map(|(k, _)| *k))
-            .collect();
-        for k in order {
-            let Some(c) = self.conns.get_mut(&k) else { continue };
+        let mut found = None;
+        for (k, c) in self.conns.range_mut(cursor..) {
             if let Some(t) = c.tcp.poll_transmit(now) {
-                if self.first_mode == "none" {
-                    self.first_mode = c.tcp.stats().ecn_mode;
-                }
-                self.cursor = k.wrapping_add(1);
-                return Some(self.wrap(k, t));
+                found = Some((*k, t));
+                break;
             }
         }
-        None
+        if found.is_none() {
+            for (k, c) in self.conns.range_mut(..cursor) {
+                if let Some(t) = c.tcp.poll_transmit(now) {
+                    found = Some((*k, t));
+                    break;
+                }
+            }
+        }
+        let (k, t) = found?;
+        if self.first_mode == "none" {
+            self.first_mode = self.conns.get(&k).map_or("none", |c| c.tcp.ecn_mode().name());
+        }
+        self.cursor = k.wrapping_add(1);
+        Some(self.wrap(k, t))
     }
 
     fn poll_timeout(&self) -> Option<Time> {
