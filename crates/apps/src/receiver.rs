@@ -370,8 +370,10 @@ impl AppReceiver {
             }
             AppKind::Sync => {}
         }
+        // Open loop: the next start follows the schedule, not the (possibly late) call.
+        let scheduled = self.next_at.unwrap_or(now).min(now);
         self.next_at = match self.lp {
-            Loop::Open(d) if self.more_instances() => Some(now + d),
+            Loop::Open(d) if self.more_instances() => Some(scheduled + d),
             _ => None,
         };
     }
@@ -385,6 +387,10 @@ impl AppReceiver {
 
     fn instance_done(&mut self, now: Time) {
         self.completed += 1;
+        if self.cfg.kind == AppKind::Sync {
+            // The source paces the chunks; nothing to schedule here.
+            return;
+        }
         if let Loop::Closed(think) = self.lp {
             if self.more_instances() && self.next_at.is_none() {
                 self.next_at = Some(now + think);
