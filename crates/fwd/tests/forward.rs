@@ -95,3 +95,135 @@ fn delivered_rate_within_one_percent() {
         assert!(err.abs() < 0.01, "{mbps} Mbit/s: off by {:.3} %", err * 100.0);
     }
 }
+
+use l4s_aqm::ecn_rewrite::ones_sum;
+use l4s_core::Ecn;
+use l4s_fwd::packet::{parse, IpVersion, Parsed};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Blast UDP with a given TOS at `factor` × 20 Mbit/s through DualPI2 for 2 s; return the
+/// forwarder's stats, the frames captured at B's interface and the datagrams B's socket got.
+fn ecn_run(tos: u8, v6: bool, factor: f64) -> (l4s_fwd::RouterStats, Vec<Vec<u8>>, u64) {
+    let bed = testbed();
+    let fwd = Fwd::start(&bed.r, RouterConfig::new("ra", "rb", Rate::mbps(20), dualpi2()), false);
+    let stop = Arc::new(AtomicBool::new(false));
+    let cap = capture(&bed.b, "b0", stop.clone());
+    let (bind_b, bind_a, to) = if v6 {
+        (
+            format!("[{B_V6}]:9001"),
+            format!("[{A_V6}]:0"),
+            format!("[{B_V6}]:9001"),
+        )
+    } else {
+        (format!("{B_V4}:9001"), format!("{A_V4}:0"), format!("{B_V4}:9001"))
+    };
+    let rx = udp_in(&bed.b, &bind_b);
+    rx.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let tx = udp_in(&bed.a, &bind_a);
+    set_tos(&tx, tos, v6);
+    let sender = std::thread::spawn(move || blast(&tx, &to, 1200, 20e6 * factor, Duration::from_secs(2)));
+    let mut got = 0u64;
+    let mut buf = [0u8; 2048];
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(2300) {
+        if rx.recv(&mut buf).is_ok() {
+            got += 1;
+        }
+    }
+    sender.join().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let frames = cap.join().unwrap().unwrap();
+    (fwd.finish(), frames, got)
+}
+
+fn udp_frames(frames: &[Vec<u8>], version: IpVersion) -> Vec<(l4s_fwd::packet::IpInfo, &Vec<u8>)> {
+    frames
+        .iter()
+        .filter_map(|f| match parse(f) {
+            Parsed::Ip(i) if i.version == version && i.dst_port == Some(9001) => Some((i, f)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn ect1_is_marked_with_valid_ipv4_checksums() {
+    if !root() {
+        return;
+    }
+    let (stats, frames, got) = ecn_run(0x01, false, 1.5);
+    let d = &stats.directions[0];
+    let l = d.queues.iter().find(|q| q.queue == "L").unwrap();
+    let udp = udp_frames(&frames, IpVersion::V4);
+    let ce = udp.iter().filter(|(i, _)| i.ecn == Ecn::Ce).count();
+    eprintln!(
+        "L: enq {} marks {} drops {}; captured {} ({} CE), socket got {got}",
+        l.enqueued_packets,
+        l.marks,
+        l.drops,
+        udp.len(),
+        ce
+    );
+    assert!(l.enqueued_packets > 1000, "ECT(1) goes to the L queue");
+    assert!(l.marks > 100 && ce > 100, "marks {} CE frames {ce}", l.marks);
+    // Every frame has a valid IPv4 header checksum after the rewrite...
+    for (i, f) in &udp {
+        let h = &f[i.l3_offset as usize..i.l3_offset as usize + 20];
+        assert_eq!(ones_sum(h), 0xFFFF, "bad checksum in {h:02x?}");
+        assert!(matches!(i.ecn, Ecn::Ect1 | Ecn::Ce));
+    }
+    // ...and the kernel at B accepted them all (it drops bad checksums).
+    assert!(
+        got as f64 >= udp.len() as f64 * 0.99,
+        "socket {got} of {} frames",
+        udp.len()
+    );
+}
+
+#[test]
+fn ipv6_traffic_class_is_rewritten_to_ce() {
+    if !root() {
+        return;
+    }
+    let (stats, frames, got) = ecn_run(0x01, true, 1.5);
+    let l = stats.directions[0]
+        .queues
+        .iter()
+        .find(|q| q.queue == "L")
+        .unwrap()
+        .clone();
+    let udp = udp_frames(&frames, IpVersion::V6);
+    let ce = udp.iter().filter(|(i, _)| i.ecn == Ecn::Ce).count();
+    eprintln!(
+        "IPv6 L: marks {}; captured {} ({} CE), socket got {got}",
+        l.marks,
+        udp.len(),
+        ce
+    );
+    assert!(l.marks > 100 && ce > 100);
+    // The DSCP bits are untouched and the payload still arrives (UDP checksum excludes TC).
+    assert!(udp.iter().all(|(i, _)| i.dscp == 0));
+    assert!(got as f64 >= udp.len() as f64 * 0.99);
+}
+
+#[test]
+fn not_ect_is_dropped_never_marked() {
+    if !root() {
+        return;
+    }
+    let (stats, frames, _) = ecn_run(0x00, false, 1.5);
+    let c = stats.directions[0]
+        .queues
+        .iter()
+        .find(|q| q.queue == "C")
+        .unwrap()
+        .clone();
+    let udp = udp_frames(&frames, IpVersion::V4);
+    eprintln!("C: enq {} marks {} drops {}", c.enqueued_packets, c.marks, c.drops);
+    assert!(c.drops > 100, "the overload must be shed by dropping");
+    assert_eq!(c.marks, 0);
+    assert!(udp.iter().all(|(i, _)| i.ecn == Ecn::NotEct));
+    // Queue delay is held near DualPI2's 15 ms target, not at the buffer limit.
+    assert!(c.sojourn.p50_us < 40_000.0, "{:?}", c.sojourn);
+}

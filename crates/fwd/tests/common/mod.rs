@@ -189,3 +189,30 @@ pub fn blast(s: &UdpSocket, to: &str, payload: usize, rate_bps: f64, dur: Durati
     }
     sent
 }
+
+/// Frames seen on an interface by a raw socket in a namespace, collected on a thread until
+/// `stop`.
+pub fn capture(ns: &Netns, ifname: &'static str, stop: Arc<AtomicBool>) -> JoinHandle<Result<Vec<Vec<u8>>, FwdError>> {
+    ns.spawn("capture", move || {
+        let s = l4s_fwd::afpacket::PacketSocket::open(ifname).unwrap();
+        let mut frames = Vec::new();
+        let mut buf = vec![0u8; 2048];
+        while !stop.load(Ordering::SeqCst) {
+            match s.recv_one(&mut buf).unwrap() {
+                Some(l4s_fwd::afpacket::Received::Frame(n)) => frames.push(buf[..n].to_vec()),
+                Some(_) => {}
+                None => {
+                    l4s_fwd::afpacket::wait_readable(&[s.raw_fd(), s.raw_fd()], 10_000_000);
+                }
+            }
+        }
+        frames
+    })
+    .unwrap()
+}
+
+/// Raise the calling thread to SCHED_FIFO (test traffic generators, so that the host's
+/// other work does not distort timings).
+pub fn realtime() {
+    let _ = l4s_fwd::afpacket::set_realtime(5);
+}
