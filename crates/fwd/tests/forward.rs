@@ -227,3 +227,109 @@ fn not_ect_is_dropped_never_marked() {
     // Queue delay is held near DualPI2's 15 ms target, not at the buffer limit.
     assert!(c.sojourn.p50_us < 40_000.0, "{:?}", c.sojourn);
 }
+
+#[test]
+fn malformed_frames_are_counted_and_forwarding_goes_on() {
+    if !root() {
+        return;
+    }
+    let bed = testbed();
+    let fwd = Fwd::start(&bed.r, RouterConfig::new("ra", "rb", Rate::mbps(100), dualpi2()), false);
+    let mb = bed.b.mac("b0").unwrap();
+    let ma = bed.a.mac("a0").unwrap();
+    let sent = bed
+        .a
+        .run(move || {
+            let s = l4s_fwd::afpacket::PacketSocket::open("a0").unwrap();
+            let mut eth = mb.to_vec();
+            eth.extend_from_slice(&ma);
+            let v4 = |tail: &[u8]| {
+                let mut f = eth.clone();
+                f.extend_from_slice(&[8, 0]);
+                f.extend_from_slice(tail);
+                f.resize(f.len().max(60), 0);
+                f
+            };
+            let mut ip = vec![
+                0x45, 1, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2, 0, 1, 0, 2, 0, 8, 0, 0,
+            ];
+            let bad_ihl = {
+                ip[0] = 0x43;
+                v4(&ip)
+            };
+            let ihl_beyond = {
+                ip[0] = 0x4F;
+                v4(&ip[..28])
+            };
+            let bad_len = {
+                ip[0] = 0x45;
+                ip[2] = 0x05;
+                v4(&ip)
+            };
+            let mut v6 = eth.clone();
+            v6.extend_from_slice(&[0x86, 0xDD, 0x60, 0x10, 0, 0, 0, 16, 0, 64]);
+            v6.extend_from_slice(&[0xfd; 32]);
+            v6.extend_from_slice(&[17, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            let bad_ext = v6;
+            let mut n = [0u64; 4];
+            for _ in 0..250 {
+                for (k, f) in [&bad_ihl, &ihl_beyond, &bad_len, &bad_ext].iter().enumerate() {
+                    while !s.send(f).unwrap() {
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                    n[k] += 1;
+                }
+            }
+            n
+        })
+        .unwrap();
+    // Forwarding still works afterwards.
+    let rx = udp_in(&bed.b, &format!("{B_V4}:9002"));
+    rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let tx = udp_in(&bed.a, &format!("{A_V4}:0"));
+    tx.send_to(b"still alive", format!("{B_V4}:9002")).unwrap();
+    let mut buf = [0u8; 64];
+    let n = rx.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"still alive");
+    let stats = fwd.finish();
+    let m = &stats.directions[0].malformed;
+    eprintln!("{m:?}");
+    assert_eq!(m["bad-ihl"], sent[0] + sent[1]);
+    assert_eq!(m["bad-length"], sent[2]);
+    assert_eq!(m["bad-extension-header"], sent[3]);
+}
+
+#[test]
+fn memory_stays_within_the_aqm_limit_under_10x_overload() {
+    if !root() {
+        return;
+    }
+    let bed = testbed();
+    let limit = 500;
+    let aqm = AqmConfig::DualPi2(DualPi2Config {
+        limit,
+        ..Default::default()
+    });
+    let mut cfg = RouterConfig::new("ra", "rb", Rate::mbps(10), aqm);
+    cfg.batch = 32;
+    let fwd = Fwd::start(&bed.r, cfg, false);
+    let tx = udp_in(&bed.a, &format!("{A_V4}:0"));
+    // ECT(1) traffic does not back off: marking cannot shed it, only the limit can.
+    set_tos(&tx, 1, false);
+    realtime();
+    let sent = blast(&tx, &format!("{B_V4}:9"), 1472, 100e6, Duration::from_secs(3));
+    let stats = fwd.finish();
+    let d = &stats.directions[0];
+    eprintln!(
+        "sent {sent}, rx {}, tx {}, peak buffers {} of {}, no-buffer drops {}",
+        d.rx_packets, d.tx_packets, d.peak_buffers, d.buffer_limit, d.no_buffer_drops
+    );
+    assert!(
+        d.rx_packets as f64 > 8.0 * d.tx_packets as f64,
+        "a 10x overload reached the forwarder"
+    );
+    assert_eq!(d.buffer_limit, limit as usize + 32 + 2);
+    assert!(d.peak_buffers <= d.buffer_limit);
+    // The queue did fill: memory was bounded by the limit, not by a light load.
+    assert!(d.peak_buffers >= limit as usize / 2, "peak {}", d.peak_buffers);
+}
