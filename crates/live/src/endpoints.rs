@@ -1,0 +1,789 @@
+//! Flow endpoints on real sockets, driven by the real clock.
+//!
+//! * **UDP Prague and probes**: the very same sans-IO objects the simulator drives
+//!   (`l4s_transport::udp_prague::{UdpPragueSender, UdpPragueReceiver}`,
+//!   `l4s_transport::probe::{ProbeSender, ProbeReceiver}`), fed with [`Clock::now`] and
+//!   real datagrams ([`crate::wire`]) on [`EcnUdpSocket`]s that set the ECN field per
+//!   packet. Waiting uses `ppoll(2)` with nanosecond timeouts and a 1 ns timer slack, so
+//!   the pacing of UDP Prague keeps its schedule to within tens of microseconds.
+//! * **Kernel TCP**: a socket with `TCP_CONGESTION` set before `connect` and a receiver
+//!   that reads as fast as it can. `TCP_INFO` is sampled every 10 ms for the RTT
+//!   (`tcpi_rtt`, the kernel's smoothed RTT), the window, retransmissions and the CE marks
+//!   the sender was told of (`tcpi_delivered_ce`).
+//!
+//! Every endpoint runs on its own thread that joined the flow's namespace before opening
+//! its socket. Threads stop at the flow's stop time, at the end of the run, or when the
+//! run's stop flag is set (SIGINT/SIGTERM), whichever comes first.
+
+use crate::meter::SharedMeter;
+use crate::udp::EcnUdpSocket;
+use crate::wire::{self, Body, Datagram};
+use l4s_core::{Dur, Ecn, Time};
+use l4s_transport::probe::{ProbeReceiver, ProbeSender};
+use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
+use l4s_transport::{Endpoint, EndpointStats};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The run's clock: monotonic nanoseconds since the run started (`CLOCK_MONOTONIC`,
+/// shared by every namespace of the host).
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    base: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock { base: Instant::now() }
+    }
+    pub fn now(&self) -> Time {
+        Time(self.base.elapsed().as_nanos().min(u64::MAX as u128) as u64)
+    }
+    /// Sleep until `t` (or until `stop` is set; checked every 50 ms).
+    pub fn sleep_until(&self, t: Time, stop: &AtomicBool) {
+        loop {
+            let now = self.now();
+            if now >= t || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_nanos(t.since(now).as_nanos().min(50_000_000)));
+        }
+    }
+}
+
+/// What every endpoint thread of a flow knows.
+#[derive(Clone, Debug)]
+pub struct FlowCtx {
+    pub index: u32,
+    pub name: String,
+    pub clock: Clock,
+    /// When the sender starts and stops offering data.
+    pub start: Time,
+    pub stop: Time,
+    /// End of the run: every thread returns by then.
+    pub end: Time,
+    pub stop_flag: Arc<AtomicBool>,
+    pub meter: SharedMeter,
+    pub ipv6: bool,
+}
+
+impl FlowCtx {
+    fn done(&self, now: Time) -> bool {
+        now >= self.end || self.stop_flag.load(Ordering::Relaxed)
+    }
+}
+
+/// Ask for precise timer wake-ups on this thread (1 ns timer slack instead of 50 µs).
+pub fn precise_timers() {
+    // SAFETY: prctl with an integer argument; affects only the calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Wait until `fd` is readable (or writable with `write`) or `timeout` passes.
+pub fn wait_fd(fd: RawFd, write: bool, timeout: Dur) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: if write { libc::POLLOUT } else { libc::POLLIN },
+        revents: 0,
+    };
+    let ns = timeout.as_nanos();
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: one pollfd and a timespec that live across the call.
+    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(r > 0)
+}
+
+fn would_block(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+}
+
+/// Longest wait between checks of the stop flag and the flow's times.
+const TICK: Dur = Dur::from_millis(10);
+
+/// The sender side of a datagram flow.
+pub enum UdpSender {
+    Prague(Box<UdpPragueSender>),
+    Probe(Box<ProbeSender>),
+}
+
+/// The receiver side of a datagram flow.
+pub enum UdpReceiver {
+    Prague(Box<UdpPragueReceiver>),
+    Probe(Box<ProbeReceiver>),
+}
+
+/// Run a datagram sender from `ctx.start` to the end of the run: data to `dst`, feedback
+/// (UDP Prague ACKs) read from the same socket.
+pub fn run_udp_sender(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, mut ep: UdpSender) {
+    precise_timers();
+    if let Err(e) = sock.set_nonblocking(true) {
+        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+        return;
+    }
+    ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
+    let mut out = vec![0u8; 65_536];
+    let mut inb = vec![0u8; 2048];
+    let mut closed = false;
+    let mut last_stats = Time::ZERO;
+    let mut send_errors = 0u64;
+    loop {
+        let now = ctx.clock.now();
+        if ctx.done(now) {
+            break;
+        }
+        if !closed && now >= ctx.stop {
+            match &mut ep {
+                UdpSender::Prague(e) => e.close(now),
+                UdpSender::Probe(e) => e.close(now),
+            }
+            closed = true;
+        }
+        // Feedback first, so that the controller sends with the latest state.
+        loop {
+            let got = match sock.recv_from(&mut inb) {
+                Ok(g) => g,
+                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: receiving feedback: {e}", ctx.name));
+                    return;
+                }
+            };
+            let arrival = ctx
+                .clock
+                .now()
+                .since(Time::ZERO)
+                .saturating_sub(Dur(got.queued.as_nanos() as u64));
+            let at = Time(arrival.as_nanos());
+            let Some(d) = wire::decode(&inb[..got.len]) else {
+                continue;
+            };
+            if d.flow != ctx.index {
+                continue;
+            }
+            if let (UdpSender::Prague(e), Body::Prague(h)) = (&mut ep, d.body) {
+                e.handle_packet(
+                    at,
+                    &h,
+                    wire::frame_len(got.len, ctx.ipv6),
+                    got.ecn().unwrap_or(Ecn::NotEct),
+                );
+                if let Some(r) = e.take_rtt_sample() {
+                    ctx.meter.lock().on_rtt(at, r);
+                }
+            }
+        }
+        let now = ctx.clock.now();
+        let due = match &ep {
+            UdpSender::Prague(e) => e.poll_timeout(),
+            UdpSender::Probe(e) => e.poll_timeout(),
+        };
+        if due.is_some_and(|t| t <= now) {
+            match &mut ep {
+                UdpSender::Prague(e) => e.handle_timeout(now),
+                UdpSender::Probe(e) => e.handle_timeout(now),
+            }
+        }
+        loop {
+            let (body, size, ecn) = match &mut ep {
+                UdpSender::Prague(e) => match e.poll_transmit(now) {
+                    Some(t) => (Body::Prague(t.header), t.size, t.ecn),
+                    None => break,
+                },
+                UdpSender::Probe(e) => match e.poll_transmit(now) {
+                    Some(t) => (Body::Probe(t.header), t.size, t.ecn),
+                    None => break,
+                },
+            };
+            let len = wire::payload_len(size, ctx.ipv6);
+            let sent = ctx.clock.now();
+            let d = Datagram {
+                flow: ctx.index,
+                sent,
+                body,
+            };
+            if !wire::encode(&d, &mut out[..len]) {
+                continue;
+            }
+            ctx.meter.lock().on_send(sent, ecn);
+            // A full socket buffer or an ICMP error loses this datagram, as a drop would.
+            if sock.send_to(&out[..len], dst, ecn).is_err() {
+                send_errors += 1;
+            }
+        }
+        if now.since(last_stats) >= TICK {
+            last_stats = now;
+            let st = match &ep {
+                UdpSender::Prague(e) => e.stats(),
+                UdpSender::Probe(e) => e.stats(),
+            };
+            ctx.meter.lock().on_sender_stats(now, st);
+        }
+        let now = ctx.clock.now();
+        let next = match &ep {
+            UdpSender::Prague(e) => e.poll_timeout(),
+            UdpSender::Probe(e) => e.poll_timeout(),
+        };
+        let mut wake = now + TICK;
+        if let Some(t) = next {
+            wake = wake.min(t.max(now));
+        }
+        if !closed {
+            wake = wake.min(ctx.stop.max(now));
+        }
+        wake = wake.min(ctx.end);
+        if wake > now {
+            if let Err(e) = wait_fd(sock.as_raw_fd(), false, wake.since(now)) {
+                ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+                return;
+            }
+        }
+    }
+    let st = match &ep {
+        UdpSender::Prague(e) => e.stats(),
+        UdpSender::Probe(e) => e.stats(),
+    };
+    ctx.meter.lock().on_sender_stats(ctx.clock.now(), st);
+    if send_errors > 0 && std::env::var_os("L4S_DEBUG").is_some() {
+        eprintln!("flow {}: {send_errors} datagrams could not be sent", ctx.name);
+    }
+}
+
+/// Run a datagram receiver until the end of the run: measure every data packet and send
+/// the feedback the endpoint asks for back to where the data came from.
+pub fn run_udp_receiver(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: UdpReceiver) {
+    precise_timers();
+    if let Err(e) = sock.set_nonblocking(true) {
+        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+        return;
+    }
+    let mut inb = vec![0u8; 65_536];
+    let mut out = vec![0u8; 256];
+    let mut peer: Option<SocketAddr> = None;
+    loop {
+        let now = ctx.clock.now();
+        if ctx.done(now) {
+            break;
+        }
+        loop {
+            let got = match sock.recv_from(&mut inb) {
+                Ok(g) => g,
+                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: receiving: {e}", ctx.name));
+                    return;
+                }
+            };
+            // The arrival time in the kernel, not when this thread got round to it.
+            let at = Time(ctx.clock.now().as_nanos().saturating_sub(got.queued.as_nanos() as u64));
+            let Some(d) = wire::decode(&inb[..got.len]) else {
+                continue;
+            };
+            if d.flow != ctx.index || got.truncated {
+                continue;
+            }
+            let ecn = got.ecn().unwrap_or(Ecn::NotEct);
+            let frame = wire::frame_len(got.len, ctx.ipv6);
+            match (&mut ep, d.body) {
+                (UdpReceiver::Prague(e), Body::Prague(h)) => {
+                    e.handle_packet(at, &h, frame, ecn);
+                    ctx.meter.lock().on_arrival(at, d.sent, frame, ecn);
+                }
+                (UdpReceiver::Probe(e), Body::Probe(h)) => {
+                    e.handle_packet(at, &h, frame, ecn);
+                    ctx.meter.lock().on_arrival(at, d.sent, frame, ecn);
+                }
+                _ => continue,
+            }
+            peer = Some(got.from);
+        }
+        let now = ctx.clock.now();
+        if let UdpReceiver::Prague(e) = &mut ep {
+            if e.poll_timeout().is_some_and(|t| t <= now) {
+                e.handle_timeout(now);
+            }
+            while let Some(t) = e.poll_transmit(now) {
+                let Some(to) = peer else { break };
+                let d = Datagram {
+                    flow: ctx.index,
+                    sent: ctx.clock.now(),
+                    body: Body::Prague(t.header),
+                };
+                let len = wire::payload_len(t.size, ctx.ipv6).min(out.len());
+                if wire::encode(&d, &mut out[..len]) {
+                    // A lost ACK is what the network would do too.
+                    let _ = sock.send_to(&out[..len], to, t.ecn);
+                }
+            }
+        }
+        let now = ctx.clock.now();
+        let mut wake = (now + TICK).min(ctx.end);
+        if let UdpReceiver::Prague(e) = &ep {
+            if let Some(t) = e.poll_timeout() {
+                wake = wake.min(t.max(now));
+            }
+        }
+        if wake > now {
+            if let Err(e) = wait_fd(sock.as_raw_fd(), false, wake.since(now)) {
+                ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+                return;
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Kernel TCP
+// ------------------------------------------------------------------------------------------
+
+/// The congestion controls this host's kernel offers
+/// (`net.ipv4.tcp_available_congestion_control`).
+pub fn available_congestion_controls() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Fields of the kernel's `struct tcp_info` the testbed uses, read by offset from what
+/// `getsockopt(TCP_INFO)` returned (older kernels return a shorter struct; missing fields
+/// are `None`/0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    pub ca_state: u8,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    /// Smoothed RTT, µs.
+    pub rtt_us: u32,
+    pub snd_ssthresh: u32,
+    /// Congestion window, segments.
+    pub snd_cwnd: u32,
+    pub total_retrans: u32,
+    /// Bytes/s.
+    pub pacing_rate: u64,
+    pub bytes_acked: u64,
+    pub data_segs_out: u32,
+    pub unacked: u32,
+    /// Packets delivered with CE marks (the sender's view from ECE/AccECN feedback).
+    pub delivered_ce: Option<u32>,
+    /// `TCPI_OPT_ECN` is set: ECN was negotiated on this connection.
+    pub ecn_negotiated: bool,
+}
+
+/// `TCPI_OPT_ECN` in `tcpi_options`.
+const TCPI_OPT_ECN: u8 = 8;
+
+/// Read `TCP_INFO`.
+pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
+    let mut b = [0u8; 256];
+    let mut len = b.len() as libc::socklen_t;
+    // SAFETY: the buffer is `len` bytes; the kernel writes at most that much.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            b.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = (len as usize).min(b.len());
+    let u32_at = |o: usize| (o + 4 <= n).then(|| u32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]));
+    let u64_at = |o: usize| {
+        (o + 8 <= n).then(|| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[o..o + 8]);
+            u64::from_ne_bytes(x)
+        })
+    };
+    // Offsets of include/uapi/linux/tcp.h `struct tcp_info`.
+    Ok(TcpInfo {
+        ca_state: if n > 1 { b[1] } else { 0 },
+        ecn_negotiated: n > 5 && b[5] & TCPI_OPT_ECN != 0,
+        snd_mss: u32_at(16).unwrap_or(0),
+        rcv_mss: u32_at(20).unwrap_or(0),
+        unacked: u32_at(24).unwrap_or(0),
+        rtt_us: u32_at(68).unwrap_or(0),
+        snd_ssthresh: u32_at(76).unwrap_or(0),
+        snd_cwnd: u32_at(80).unwrap_or(0),
+        total_retrans: u32_at(100).unwrap_or(0),
+        pacing_rate: u64_at(104).unwrap_or(0),
+        bytes_acked: u64_at(120).unwrap_or(0),
+        data_segs_out: u32_at(156).unwrap_or(0),
+        delivered_ce: u32_at(196),
+    })
+}
+
+/// Linux `TCP_CA_CWR`, `TCP_CA_Recovery` and `TCP_CA_Loss`: the window was reduced.
+fn reducing(ca_state: u8) -> bool {
+    (2..=4).contains(&ca_state)
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// A TCP connection to `dst` with congestion control `cc`, set before the handshake.
+pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStream> {
+    let fam = if dst.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: plain socket(2); the fd is owned by the TcpStream below or closed on error.
+    let fd = cvt(unsafe { libc::socket(fam, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: we own fd from here on.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    // SAFETY: the name is a valid byte slice of the stated length.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
+    })
+    .map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot use congestion control {cc:?} ({e}); this kernel offers: {}",
+                available_congestion_controls().join(", ")
+            ),
+        )
+    })?;
+    let (ss, len) = crate::udp::to_sockaddr(&dst);
+    stream.set_nonblocking(true)?;
+    // SAFETY: a sockaddr of the stated length.
+    let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+        if !wait_fd(fd, true, timeout)? {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("connecting to {dst} timed out"),
+            ));
+        }
+        if let Some(e) = stream.take_error()? {
+            return Err(e);
+        }
+    }
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// Frame bytes (Ethernet + IP + TCP with timestamps) that carry `payload` bytes in
+/// segments of `mss`.
+pub fn tcp_frame_bytes(payload: u64, mss: u32, ipv6: bool) -> u64 {
+    let per = 14 + if ipv6 { 40 } else { 20 } + 32;
+    let mss = mss.max(1) as u64;
+    payload + payload.div_ceil(mss) * per
+}
+
+/// What the TCP sender knows of its connection, as [`EndpointStats`].
+fn tcp_stats(i: &TcpInfo, written: u64, congestion_events: u64, ecn: bool, finished: bool) -> EndpointStats {
+    EndpointStats {
+        sent_packets: i.data_segs_out as u64,
+        retransmits: i.total_retrans as u64,
+        lost_packets: i.total_retrans as u64,
+        // tcpi_bytes_acked counts the SYN and FIN too.
+        delivered_bytes: i.bytes_acked.saturating_sub(1).min(written),
+        ce_packets: i.delivered_ce.unwrap_or(0) as u64,
+        cwnd: i.snd_cwnd as u64 * i.snd_mss as u64,
+        srtt: Dur::from_micros(i.rtt_us as u64),
+        pacing_rate: (i.pacing_rate > 0 && i.pacing_rate < u64::MAX / 8)
+            .then(|| l4s_core::Rate::bps(i.pacing_rate.saturating_mul(8))),
+        alpha: None,
+        ecn_mode: if ecn { "classic" } else { "none" },
+        congestion_events,
+        finished,
+        ..EndpointStats::default()
+    }
+}
+
+/// Run a kernel TCP sender: connect at the flow's start, write until `bytes` are sent or
+/// the flow stops, sampling `TCP_INFO` every 10 ms.
+pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, bytes: Option<u64>, nominal: Ecn) {
+    precise_timers();
+    ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
+    if ctx.done(ctx.clock.now()) {
+        return;
+    }
+    let mut s = match tcp_connect(dst, cc, Dur::from_secs(3)) {
+        Ok(s) => s,
+        Err(e) => {
+            ctx.meter.fail(format!("flow {}: connecting to {dst}: {e}", ctx.name));
+            return;
+        }
+    };
+    let fd = s.as_raw_fd();
+    if let Err(e) = s.set_nonblocking(true) {
+        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+        return;
+    }
+    let chunk = vec![0u8; 128 * 1024];
+    let mut written = 0u64;
+    let mut last_sample = Time::ZERO;
+    let mut events = 0u64;
+    let mut prev_reducing = false;
+    let mut shut = false;
+    ctx.meter.lock().first_ecn = Some(nominal);
+    loop {
+        let now = ctx.clock.now();
+        if ctx.done(now) {
+            break;
+        }
+        let want = match bytes {
+            Some(b) => b.saturating_sub(written),
+            None => u64::MAX,
+        };
+        if now >= ctx.stop || want == 0 {
+            if !shut {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                shut = true;
+            }
+        } else {
+            match s.write(&chunk[..(want.min(chunk.len() as u64)) as usize]) {
+                Ok(n) => written += n as u64,
+                Err(e) if would_block(&e) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: sending: {e}", ctx.name));
+                    return;
+                }
+            }
+        }
+        let now = ctx.clock.now();
+        if now.since(last_sample) >= TICK {
+            last_sample = now;
+            if let Ok(i) = tcp_info(fd) {
+                let red = reducing(i.ca_state);
+                if red && !prev_reducing {
+                    events += 1;
+                }
+                prev_reducing = red;
+                let finished = shut && i.unacked == 0;
+                let mut m = ctx.meter.lock();
+                if i.rtt_us > 0 && !shut {
+                    m.on_rtt(now, Dur::from_micros(i.rtt_us as u64));
+                }
+                m.on_sender_stats(now, tcp_stats(&i, written, events, i.ecn_negotiated, finished));
+                if finished {
+                    break;
+                }
+            }
+        }
+        let wait = TICK.min(ctx.end.since(now));
+        if !shut {
+            let _ = wait_fd(fd, true, wait);
+        } else {
+            std::thread::sleep(std::time::Duration::from_nanos(wait.as_nanos()));
+        }
+    }
+    if let Ok(i) = tcp_info(fd) {
+        let now = ctx.clock.now();
+        ctx.meter.lock().on_sender_stats(
+            now,
+            tcp_stats(&i, written, events, i.ecn_negotiated, shut && i.unacked == 0),
+        );
+    }
+}
+
+/// Run a kernel TCP receiver on `listener` until the end of the run: accept one
+/// connection and read everything.
+pub fn run_tcp_receiver(ctx: &FlowCtx, listener: TcpListener) {
+    if let Err(e) = listener.set_nonblocking(true) {
+        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+        return;
+    }
+    let mut conn = None;
+    while conn.is_none() {
+        let now = ctx.clock.now();
+        if ctx.done(now) {
+            return;
+        }
+        match listener.accept() {
+            Ok((c, _)) => conn = Some(c),
+            Err(e) if would_block(&e) => {
+                let _ = wait_fd(
+                    listener.as_raw_fd(),
+                    false,
+                    Dur::from_millis(50).min(ctx.end.since(now)),
+                );
+            }
+            Err(e) => {
+                ctx.meter.fail(format!("flow {}: accepting: {e}", ctx.name));
+                return;
+            }
+        }
+    }
+    let Some(mut c) = conn else { return };
+    let _ = c.set_nonblocking(true);
+    let fd = c.as_raw_fd();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut mss = 0u32;
+    loop {
+        let now = ctx.clock.now();
+        if ctx.done(now) {
+            break;
+        }
+        match c.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if mss == 0 {
+                    mss = tcp_info(fd).map(|i| i.rcv_mss).unwrap_or(0);
+                }
+                let m = if mss > 0 { mss } else { 1448 };
+                let now = ctx.clock.now();
+                ctx.meter
+                    .lock()
+                    .on_stream_bytes(now, n as u64, tcp_frame_bytes(n as u64, m, ctx.ipv6));
+            }
+            Err(e) if would_block(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                let _ = wait_fd(fd, false, Dur::from_millis(50).min(ctx.end.since(now)));
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
+            Err(e) => {
+                ctx.meter.fail(format!("flow {}: receiving: {e}", ctx.name));
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meter::{FlowMeter, Window};
+
+    fn ctx(index: u32, secs: u64) -> FlowCtx {
+        let clock = Clock::start();
+        let end = Time::from_secs(secs);
+        FlowCtx {
+            index,
+            name: format!("f{index}"),
+            clock,
+            start: Time::ZERO,
+            stop: end,
+            end,
+            stop_flag: Arc::new(AtomicBool::new(false)),
+            meter: SharedMeter::new(FlowMeter::new(Window { start: Time::ZERO, end }, None)),
+            ipv6: false,
+        }
+    }
+
+    #[test]
+    fn probe_flow_on_loopback() {
+        let c = ctx(3, 1);
+        let rx = EcnUdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let dst = rx.local_addr().unwrap();
+        let tx = EcnUdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let cfg = l4s_transport::probe::ProbeConfig {
+            pps: 200,
+            size: 200,
+            ecn: Ecn::Ect1,
+            ..Default::default()
+        };
+        let c2 = c.clone();
+        let h =
+            std::thread::spawn(move || run_udp_receiver(&c2, rx, UdpReceiver::Probe(Box::new(ProbeReceiver::new()))));
+        run_udp_sender(
+            &c,
+            tx,
+            dst,
+            UdpSender::Probe(Box::new(ProbeSender::new(cfg, c.clock.now()))),
+        );
+        h.join().unwrap();
+        let m = c.meter.lock();
+        assert!(m.error.is_none(), "{:?}", m.error);
+        // 200 packets/s for 1 s: 200 (±2 at the edges), all ECT(1), delays far below 5 ms.
+        assert!((198..=201).contains(&m.sent), "sent {}", m.sent);
+        assert!(m.received + 2 >= m.sent, "received {} of {}", m.received, m.sent);
+        assert_eq!(m.first_ecn, Some(Ecn::Ect1));
+        assert_eq!(m.ce, 0);
+        assert!(
+            m.owd.quantile_ns(0.5) < 5_000_000,
+            "median OWD {} ns",
+            m.owd.quantile_ns(0.5)
+        );
+        assert_eq!(m.received_bytes, m.received * 200);
+    }
+
+    #[test]
+    fn udp_prague_on_loopback_fills_its_max_rate() {
+        let c = ctx(1, 2);
+        let rx = EcnUdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let dst = rx.local_addr().unwrap();
+        let tx = EcnUdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let cfg = l4s_transport::udp_prague::UdpPragueConfig {
+            max_rate: l4s_core::Rate::mbps(20),
+            ..Default::default()
+        };
+        let c2 = c.clone();
+        let h = std::thread::spawn(move || {
+            run_udp_receiver(
+                &c2,
+                rx,
+                UdpReceiver::Prague(Box::new(UdpPragueReceiver::new(Default::default()))),
+            )
+        });
+        run_udp_sender(
+            &c,
+            tx,
+            dst,
+            UdpSender::Prague(Box::new(UdpPragueSender::new(cfg, c.clock.now()))),
+        );
+        h.join().unwrap();
+        let m = c.meter.lock();
+        assert!(m.error.is_none(), "{:?}", m.error);
+        let rate = m.received_bytes as f64 * 8.0 / 2.0;
+        // No bottleneck but its own max_rate: it ramps up to 20 Mbit/s within the 2 s.
+        assert!(rate > 5e6 && rate < 21e6, "rate {rate}");
+        assert!(m.rtt.count() > 100, "RTT samples {}", m.rtt.count());
+        assert!(m.sender.ecn_validation == l4s_transport::EcnValidation::Capable);
+        assert_eq!(m.first_ecn, Some(Ecn::Ect1));
+    }
+
+    #[test]
+    fn tcp_flow_on_loopback_and_missing_cc() {
+        let c = ctx(2, 1);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let dst = l.local_addr().unwrap();
+        let c2 = c.clone();
+        let h = std::thread::spawn(move || run_tcp_receiver(&c2, l));
+        run_tcp_sender(&c, dst, "cubic", Some(5_000_000), Ecn::NotEct);
+        h.join().unwrap();
+        let m = c.meter.lock();
+        assert!(m.error.is_none(), "{:?}", m.error);
+        assert_eq!(m.goodput_bytes, 5_000_000);
+        assert_eq!(m.sender.delivered_bytes, 5_000_000);
+        assert!(m.sender.finished);
+        drop(m);
+        let err = tcp_connect(dst, "no-such-cc", Dur::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no-such-cc") && err.contains("cubic"), "{err}");
+        assert_eq!(tcp_frame_bytes(2896, 1448, false), 2896 + 2 * 66);
+    }
+}

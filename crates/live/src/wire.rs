@@ -1,0 +1,253 @@
+//! The payload of live UDP Prague and probe datagrams.
+//!
+//! Every datagram starts with a small l4s-lab header that carries the sender's monotonic
+//! send time (one host clock: `CLOCK_MONOTONIC` is shared by every network namespace, so
+//! the receiver computes the one-way delay by subtraction), followed by the transport's own
+//! header and zero padding up to the frame size the endpoint asked for.
+//!
+//! ```text
+//! 0      2      3      4            8                16
+//! | "L4" | kind | 0    | flow u32   | sent_ns u64    | transport header ... | padding
+//! ```
+//! Kinds: 1 = probe (`seq u64`), 2 = udp_prague data, 3 = udp_prague ACK. The udp_prague
+//! fields follow the order of `specs/endpoints.md` §2.6 (big-endian `i32`s; data: seq,
+//! timestamp, echoed timestamp, then a frame flag byte and, in frame mode, frame number,
+//! bytes of the frame sent before this packet, frame size; ACK: ack seq, timestamp, echoed
+//! timestamp, packets received, CE, lost, then the error_L4S byte).
+//!
+//! Decoding checks every length and never panics on what arrives.
+
+use l4s_core::Time;
+use l4s_transport::probe::ProbeHeader;
+use l4s_transport::udp_prague::{FrameInfo, UdpPragueHeader};
+
+pub const MAGIC: [u8; 2] = *b"L4";
+pub const KIND_PROBE: u8 = 1;
+pub const KIND_PRAGUE_DATA: u8 = 2;
+pub const KIND_PRAGUE_ACK: u8 = 3;
+/// The common header.
+pub const COMMON_LEN: usize = 16;
+/// Largest transport header after the common one.
+pub const MAX_TRANSPORT_LEN: usize = 29;
+/// The smallest datagram that holds any header.
+pub const MIN_DATAGRAM: usize = COMMON_LEN + MAX_TRANSPORT_LEN;
+/// IPv4 + UDP + Ethernet header bytes between a UDP payload and the frame size.
+pub const FRAME_OVERHEAD_V4: u32 = 14 + 20 + 8;
+/// IPv6 + UDP + Ethernet.
+pub const FRAME_OVERHEAD_V6: u32 = 14 + 40 + 8;
+
+/// A decoded datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Datagram {
+    pub flow: u32,
+    pub sent: Time,
+    pub body: Body,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    Probe(ProbeHeader),
+    Prague(UdpPragueHeader),
+}
+
+/// UDP payload bytes for a frame of `frame_size` bytes, never below [`MIN_DATAGRAM`].
+pub fn payload_len(frame_size: u32, ipv6: bool) -> usize {
+    let oh = if ipv6 { FRAME_OVERHEAD_V6 } else { FRAME_OVERHEAD_V4 };
+    (frame_size.saturating_sub(oh) as usize).clamp(MIN_DATAGRAM, 65_000)
+}
+
+/// The frame size a UDP payload of `len` bytes makes.
+pub fn frame_len(len: usize, ipv6: bool) -> u32 {
+    let oh = if ipv6 { FRAME_OVERHEAD_V6 } else { FRAME_OVERHEAD_V4 };
+    (len as u32).saturating_add(oh)
+}
+
+fn put32(b: &mut [u8], at: usize, v: i32) {
+    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+fn get32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Write `d` into `buf` and zero the rest; `buf` must hold [`MIN_DATAGRAM`] bytes.
+/// Returns false (and writes nothing) if it is too short.
+pub fn encode(d: &Datagram, buf: &mut [u8]) -> bool {
+    if buf.len() < MIN_DATAGRAM {
+        return false;
+    }
+    buf.fill(0);
+    buf[..2].copy_from_slice(&MAGIC);
+    buf[4..8].copy_from_slice(&d.flow.to_be_bytes());
+    buf[8..16].copy_from_slice(&d.sent.as_nanos().to_be_bytes());
+    let t = &mut buf[COMMON_LEN..];
+    match d.body {
+        Body::Probe(h) => {
+            buf[2] = KIND_PROBE;
+            buf[COMMON_LEN..COMMON_LEN + 8].copy_from_slice(&h.seq.to_be_bytes());
+        }
+        Body::Prague(UdpPragueHeader::Data {
+            seq,
+            timestamp,
+            echoed_ts,
+            frame,
+        }) => {
+            put32(t, 0, seq);
+            put32(t, 4, timestamp);
+            put32(t, 8, echoed_ts);
+            if let Some(f) = frame {
+                t[12] = 1;
+                put32(t, 13, f.frame_nr);
+                put32(t, 17, f.frame_sent);
+                put32(t, 21, f.frame_size);
+            }
+            buf[2] = KIND_PRAGUE_DATA;
+        }
+        Body::Prague(UdpPragueHeader::Ack {
+            ack_seq,
+            timestamp,
+            echoed_ts,
+            packets_received,
+            packets_ce,
+            packets_lost,
+            error_l4s,
+        }) => {
+            put32(t, 0, ack_seq);
+            put32(t, 4, timestamp);
+            put32(t, 8, echoed_ts);
+            put32(t, 12, packets_received);
+            put32(t, 16, packets_ce);
+            put32(t, 20, packets_lost);
+            t[24] = error_l4s as u8;
+            buf[2] = KIND_PRAGUE_ACK;
+        }
+    }
+    true
+}
+
+/// Decode a datagram; `None` for anything that is not one of ours.
+pub fn decode(b: &[u8]) -> Option<Datagram> {
+    if b.len() < MIN_DATAGRAM || b[..2] != MAGIC || b[3] != 0 {
+        return None;
+    }
+    let flow = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+    let mut ns = [0u8; 8];
+    ns.copy_from_slice(&b[8..16]);
+    let sent = Time(u64::from_be_bytes(ns));
+    let t = &b[COMMON_LEN..];
+    let body = match b[2] {
+        KIND_PROBE => {
+            let mut s = [0u8; 8];
+            s.copy_from_slice(&t[..8]);
+            Body::Probe(ProbeHeader {
+                seq: u64::from_be_bytes(s),
+                sent_at: sent,
+            })
+        }
+        KIND_PRAGUE_DATA => Body::Prague(UdpPragueHeader::Data {
+            seq: get32(t, 0),
+            timestamp: get32(t, 4),
+            echoed_ts: get32(t, 8),
+            frame: match t[12] {
+                0 => None,
+                1 => Some(FrameInfo {
+                    frame_nr: get32(t, 13),
+                    frame_sent: get32(t, 17),
+                    frame_size: get32(t, 21),
+                }),
+                _ => return None,
+            },
+        }),
+        KIND_PRAGUE_ACK => Body::Prague(UdpPragueHeader::Ack {
+            ack_seq: get32(t, 0),
+            timestamp: get32(t, 4),
+            echoed_ts: get32(t, 8),
+            packets_received: get32(t, 12),
+            packets_ce: get32(t, 16),
+            packets_lost: get32(t, 20),
+            error_l4s: match t[24] {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
+        }),
+        _ => return None,
+    };
+    Some(Datagram { flow, sent, body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_garbage() {
+        let cases = [
+            Body::Probe(ProbeHeader {
+                seq: u64::MAX - 3,
+                sent_at: Time(123_456_789),
+            }),
+            Body::Prague(UdpPragueHeader::Data {
+                seq: -5,
+                timestamp: i32::MAX,
+                echoed_ts: 0,
+                frame: None,
+            }),
+            Body::Prague(UdpPragueHeader::Data {
+                seq: 7,
+                timestamp: 1,
+                echoed_ts: 2,
+                frame: Some(FrameInfo {
+                    frame_nr: 3,
+                    frame_sent: 4,
+                    frame_size: 5,
+                }),
+            }),
+            Body::Prague(UdpPragueHeader::Ack {
+                ack_seq: 1,
+                timestamp: 2,
+                echoed_ts: 3,
+                packets_received: 4,
+                packets_ce: i32::MIN,
+                packets_lost: 6,
+                error_l4s: true,
+            }),
+        ];
+        for body in cases {
+            let d = Datagram {
+                flow: 9,
+                sent: Time(123_456_789),
+                body,
+            };
+            let mut buf = vec![0xaa; payload_len(200, false)];
+            assert!(encode(&d, &mut buf));
+            assert_eq!(decode(&buf), Some(d));
+            assert_eq!(frame_len(buf.len(), false), 200);
+            // Truncated or corrupted: rejected, no panic.
+            assert_eq!(decode(&buf[..MIN_DATAGRAM - 1]), None);
+            let mut bad = buf.clone();
+            bad[0] = b'X';
+            assert_eq!(decode(&bad), None);
+        }
+        assert!(!encode(
+            &Datagram {
+                flow: 0,
+                sent: Time(0),
+                body: cases[0]
+            },
+            &mut [0u8; 10]
+        ));
+        // Tiny frames still carry the header; IPv6 frames have 20 B more overhead.
+        assert_eq!(payload_len(64, false), MIN_DATAGRAM);
+        assert_eq!(payload_len(1514, true), 1452);
+        for len in 0..80 {
+            for fill in [0u8, 1, 2, 3, 0xff] {
+                let mut v = vec![fill; len];
+                if len >= 4 {
+                    v[..2].copy_from_slice(&MAGIC);
+                    v[3] = 0;
+                }
+                let _ = decode(&v);
+            }
+        }
+    }
+}
