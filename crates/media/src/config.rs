@@ -137,6 +137,9 @@ pub struct MediaConfig {
     pub packet_size: Option<u32>,
     /// `"frame"` or a duration such as `"10ms"`.
     pub feedback: FeedbackInterval,
+    /// Also send a report once this many packets arrived unreported (SCReAM's receiver
+    /// reports every 16 packets, §6.1); 0 = only the `feedback` cadence.
+    pub feedback_packets: u32,
     /// RFC 8888 `num_reports` convention: `"count"` (default) or `"count-minus-one"`.
     pub rfc8888_count_convention: CountConvention,
     /// A frame is late if it completes more than this after its expected display time
@@ -172,6 +175,7 @@ impl Default for MediaConfig {
             audio_size: None,
             packet_size: None,
             feedback: FeedbackInterval::PerFrame,
+            feedback_packets: 16,
             rfc8888_count_convention: CountConvention::Count,
             frame_deadline: None,
             stall_gap: Dur::from_millis(100),
@@ -204,6 +208,8 @@ pub struct MediaParams {
     pub audio: Option<AudioParams>,
     pub packet_size: u32,
     pub feedback: FeedbackInterval,
+    /// Report after this many unreported packets (0 = off).
+    pub feedback_packets: u32,
     pub count_convention: CountConvention,
     pub frame_deadline: Dur,
     pub stall_gap: Dur,
@@ -486,6 +492,16 @@ impl MediaConfig {
             }
             _ => {}
         }
+        if self.feedback_packets as u64 > crate::endpoint::MAX_REPORT_COVER {
+            return Err(err(
+                "feedback_packets",
+                format!(
+                    "expected 0 (off) or at most {} packets, got {}",
+                    crate::endpoint::MAX_REPORT_COVER,
+                    self.feedback_packets
+                ),
+            ));
+        }
         let frame_deadline = self.frame_deadline.unwrap_or(frame_interval);
         if frame_deadline.is_zero() {
             return Err(err("frame_deadline", "expected a positive duration"));
@@ -533,6 +549,7 @@ impl MediaConfig {
             audio,
             packet_size,
             feedback: self.feedback,
+            feedback_packets: self.feedback_packets,
             count_convention: self.rfc8888_count_convention,
             frame_deadline,
             stall_gap: self.stall_gap,

@@ -20,9 +20,11 @@
 //! [`MediaSenderStats::feedback_malformed`] and ignored); every reported packet is matched
 //! to the packet log by extending its 16-bit sequence number; newly received packets,
 //! their CE marks, the RTT (`now − send time − ATO` of the newest packet) and the one-way
-//! delay (`report timestamp − ATO − send time`) drive the controller. A packet still
-//! unreported when a packet sent more than 30 ms after it has been reported is declared
-//! lost (SCReAM's reorder time, §6.3 rule 1).
+//! delay (`report timestamp − ATO − send time`) drive the controller. A packet a report
+//! covered as not received, still missing when a packet sent more than 30 ms after it has
+//! been reported, is declared lost (SCReAM's reorder time, §6.3 rule 1). Packets before a
+//! report's `begin_seq` that no received report covered (their reports were lost) leave
+//! the flight without a congestion signal.
 //!
 //! **ECN validation** (RFC 9000 §13.4.2 style, brief §5.3): while L4S, every reported
 //! packet that was sent ECT(1) must come back ECT(1) or CE. Not-ECT means bleaching
@@ -35,7 +37,8 @@
 //! **Receiver** ([`MediaReceiver`]): records each packet's arrival time and ECN, assembles
 //! frames ([`MediaReceiver::drain_frames`]) and sends a report after each frame's last
 //! packet (marker) — with a fallback of one frame interval when that packet is lost — or
-//! every `N` ms while packets arrive. A report covers the sequence numbers since the last
+//! every `N` ms while packets arrive; and, like SCReAM's receiver (§6.1), also after every
+//! `feedback_packets` (16) unreported packets. A report covers the sequence numbers since the last
 //! report plus an overlap of the 32 before (as SCReAM covers the last 32), at most 1024.
 
 use crate::config::{Controller, CountConvention, FeedbackInterval, MediaParams, RTP_HEADER, UDP_OVERHEAD};
@@ -123,10 +126,17 @@ pub struct MediaSenderStats {
     pub rtp_queue_packets: u64,
     /// Feedback reports received and processed.
     pub feedback_reports: u64,
-    /// Reports that did not decode (counted and ignored).
+    /// Reports that did not decode or were implausible (counted and ignored).
     pub feedback_malformed: u64,
+    /// Reports older than one already processed (reordered on the reverse path; ignored).
+    pub feedback_stale: u64,
     /// Feedback timeouts (no valid report for 1 s with packets in flight).
     pub feedback_timeouts: u64,
+    /// Probes sent while window-blocked without feedback.
+    pub probes: u64,
+    /// Packets no received report ever covered (their reports were lost); not counted as
+    /// lost.
+    pub unreported_packets: u64,
     pub audio_packets: u64,
     /// Sending ECT(1) and reacting as L4S now.
     pub l4s_active: bool,
@@ -140,6 +150,9 @@ enum PktState {
     InFlight,
     Acked,
     Lost,
+    /// Never covered by a received report (its reports were lost): out of flight, no
+    /// congestion signal.
+    Unreported,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -213,6 +226,12 @@ enum Ctrl {
     RtPrague(RtPrague),
 }
 
+enum Plausible {
+    Yes,
+    Stale,
+    No,
+}
+
 /// Per-report totals.
 #[derive(Clone, Copy, Debug, Default)]
 struct ReportTally {
@@ -255,6 +274,17 @@ pub struct MediaSender {
     rtt_sample: Option<Dur>,
     mean_frame_bytes: f64,
     last_frame_bytes: f64,
+    /// When the last valid report arrived (or the sender started).
+    last_report: Time,
+    /// Probes sent since the last valid report, and when the last one left.
+    probes_unanswered: u32,
+    last_probe: Time,
+    probes: u64,
+    /// Report timestamp of the last accepted report and when it arrived.
+    last_rts: Option<(u32, Time)>,
+    stale: u64,
+    /// Age of the oldest queued packet when the last frame was captured.
+    queue_age_at_capture: Dur,
     rtp_rate: f64,
     /// Packets sent on both streams (RT-Prague's `packets_sent`).
     packets_sent: u64,
@@ -272,6 +302,7 @@ pub struct MediaSender {
     frames_skipped: u64,
     audio_packets: u64,
     feedback_timeouts: u64,
+    unreported_pkts: u64,
 }
 
 impl MediaSender {
@@ -324,6 +355,13 @@ impl MediaSender {
             closed: false,
             rtt_sample: None,
             mean_frame_bytes: start_frame,
+            queue_age_at_capture: Dur::ZERO,
+            last_rts: None,
+            stale: 0,
+            last_report: now,
+            probes_unanswered: 0,
+            last_probe: now,
+            probes: 0,
             last_frame_bytes: start_frame,
             rtp_rate: p.start_bitrate.0 as f64,
             packets_sent: 0,
@@ -340,6 +378,7 @@ impl MediaSender {
             frames_skipped: 0,
             audio_packets: 0,
             feedback_timeouts: 0,
+            unreported_pkts: 0,
             p: p.clone(),
         }
     }
@@ -389,7 +428,10 @@ impl MediaSender {
             rtp_queue_packets: self.queue.len() as u64,
             feedback_reports: self.reports,
             feedback_malformed: self.malformed,
+            feedback_stale: self.stale,
             feedback_timeouts: self.feedback_timeouts,
+            probes: self.probes,
+            unreported_packets: self.unreported_pkts,
             audio_packets: self.audio_packets,
             l4s_active: self.ecn == Ecn::Ect1,
             queue_delay: self.scream().map_or(Dur::ZERO, |s| s.queue_delay()),
@@ -480,11 +522,15 @@ impl MediaSender {
     }
 
     fn on_frame_tick(&mut self, now: Time) {
-        let rt_packet = match &self.ctrl {
-            Ctrl::RtPrague(r) => {
+        let rt_video = match &self.ctrl {
+            Ctrl::RtPrague(r) => Some(r.video()),
+            Ctrl::Scream(_) => None,
+        };
+        let rt_packet = match rt_video {
+            Some(v) => {
                 // §2.7: skip the frame if the previous one is still being sent or the frame
                 // window is full.
-                let window = r.video().frame_window.max(1) as usize;
+                let window = v.frame_window.max(1) as usize;
                 let video = &self.video;
                 while let Some(&(_, last)) = self.frames_in_flight.front() {
                     let done = last < video.log_base
@@ -498,15 +544,26 @@ impl MediaSender {
                         break;
                     }
                 }
-                if !self.queue.is_empty() || self.frames_in_flight.len() >= window {
+                let full = self.frames_in_flight.len() >= window;
+                if full && self.queue.is_empty() && self.may_probe(now) {
+                    // Probe: send this frame although the frame window is full.
+                    self.note_probe(now);
+                } else if !self.queue.is_empty() || full {
                     self.enc.skip_frame(now);
                     self.frames_skipped += 1;
                     return;
                 }
-                Some(r.video().packet_size.clamp(150, i64::from(self.p.packet_size)) as u32)
+                Some(v.packet_size.clamp(150, i64::from(self.p.packet_size)) as u32)
             }
-            Ctrl::Scream(_) => None,
+            None => None,
         };
+        // The RTP queue delay SCReAM's rateAdjustFactor watches (§6.3 rule 7): the age of
+        // what is left of earlier frames when a new frame is captured. A paced frame
+        // normally drains within 2/3 of a frame interval (pacing at 1.5 × target), so a
+        // leftover means the encoder produces more than the window lets out. (Sampling the
+        // age at arbitrary instants would count the normal pacing of a frame as queueing.)
+        let capture = self.enc.next_frame_time();
+        self.queue_age_at_capture = self.queue.front().map_or(Dur::ZERO, |q| capture - q.enqueued);
         let Some(f) = self.enc.poll_frame(now) else {
             return;
         };
@@ -537,13 +594,42 @@ impl MediaSender {
     }
 
     fn update_target(&mut self, now: Time) {
-        let qd = self.rtp_queue_delay(now);
+        let qd = self.queue_age_at_capture;
         let ratio = self.last_frame_bytes / self.mean_frame_bytes.max(1.0);
         let t = match &mut self.ctrl {
             Ctrl::Scream(s) => s.update_rate(now, qd, ratio),
             Ctrl::RtPrague(r) => r.target_bitrate(),
         };
         self.enc.set_target(now, t);
+    }
+
+    /// When a window-blocked sender may send one probe: no valid report for
+    /// 2·sRTT + 10 ms (like a QUIC probe timeout, RFC 9002 §6.2). The probe makes the receiver send a new
+    /// report, whose 32-packet overlap re-covers a lost one; without it a lost last report
+    /// leaves the window full until the 1 s feedback timeout.
+    /// Unanswered probes back off exponentially (×2 each).
+    fn probe_time(&self) -> Option<Time> {
+        let srtt = match &self.ctrl {
+            Ctrl::Scream(s) => s.srtt(),
+            Ctrl::RtPrague(r) => Dur::from_micros(r.cc().srtt_us().max(0) as u64),
+        };
+        let pto = (srtt * 2 + Dur::from_millis(10)) * (1u64 << self.probes_unanswered.min(6));
+        let base = if self.probes_unanswered == 0 {
+            self.last_report
+        } else {
+            self.last_probe
+        };
+        Some(base + pto)
+    }
+
+    fn note_probe(&mut self, now: Time) {
+        self.probes_unanswered += 1;
+        self.last_probe = now;
+        self.probes += 1;
+    }
+
+    fn may_probe(&self, now: Time) -> bool {
+        self.probe_time().is_some_and(|t| now >= t)
     }
 
     fn pacing_rate(&self) -> Rate {
@@ -626,8 +712,14 @@ impl MediaSender {
 
     fn send_video(&mut self, now: Time) -> Option<Transmit<MediaHeader>> {
         let q = *self.queue.front()?;
-        if now < self.next_send || !self.window_open(q.size) {
+        if now < self.next_send {
             return None;
+        }
+        if !self.window_open(q.size) {
+            if !self.may_probe(now) {
+                return None;
+            }
+            self.note_probe(now);
         }
         self.queue.pop_front();
         let first_sent = match self.frame_first_sent {
@@ -693,6 +785,50 @@ impl MediaSender {
         })
     }
 
+    /// Checks of a report that decoded but may still be corrupt (bytes flipped by a faulty
+    /// path, which RTCP over UDP without a checksum would let through):
+    /// * its timestamp must not be older than the last accepted report's (else stale) and
+    ///   must have advanced like our clock, within 1 s;
+    /// * no packet may be reported as arriving before it was sent (ATO larger than the
+    ///   time since sending).
+    fn plausible(&self, now: Time, r: &CcfbReport) -> Plausible {
+        if let Some((rts, at)) = self.last_rts {
+            let d_rts = r.report_timestamp.wrapping_sub(rts) as i32;
+            if d_rts < 0 {
+                return Plausible::Stale;
+            }
+            let d_rts = Dur::from_nanos(i64::from(d_rts) as u64 * 1_000_000_000 / 65_536);
+            let d_local = now - at;
+            if d_rts > d_local + Dur::from_secs(1) || d_local > d_rts + Dur::from_secs(1) {
+                return Plausible::No;
+            }
+        }
+        for b in &r.blocks {
+            let stream = match b.ssrc {
+                VIDEO_SSRC => &self.video,
+                AUDIO_SSRC => &self.audio,
+                _ => continue,
+            };
+            for (i, m) in b.metrics.iter().enumerate() {
+                let Some(off) = m.offset() else { continue };
+                let Ok(Some(ext)) = stream.extend(b.begin_seq.wrapping_add(i as u16)) else {
+                    continue;
+                };
+                let Some(pkt) = ext
+                    .checked_sub(stream.log_base)
+                    .and_then(|k| stream.log.get(k as usize))
+                else {
+                    continue;
+                };
+                // ATO is rounded to 1/1024 s: allow one unit.
+                if off > (now - pkt.sent_at) + rfc8888::ato_to_dur(1) {
+                    return Plausible::No;
+                }
+            }
+        }
+        Plausible::Yes
+    }
+
     /// Process one decoded report at `now`.
     fn on_report(&mut self, now: Time, r: &CcfbReport) {
         let mut tally = ReportTally::default();
@@ -709,6 +845,17 @@ impl MediaSender {
                 continue;
             };
             let ssrc = stream.ssrc;
+            // Packets before the block that no received report covered never will be.
+            if let Ok(Some(begin)) = stream.extend(b.begin_seq) {
+                let n = begin.saturating_sub(stream.log_base).min(stream.log.len() as u64) as usize;
+                for pkt in stream.log.iter_mut().take(n) {
+                    if pkt.state == PktState::InFlight {
+                        pkt.state = PktState::Unreported;
+                        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
+                        self.unreported_pkts += 1;
+                    }
+                }
+            }
             for (i, m) in b.metrics.iter().enumerate() {
                 if !m.received {
                     continue;
@@ -751,6 +898,10 @@ impl MediaSender {
                         tally.unlost += 1;
                     }
                     PktState::Acked => {}
+                    PktState::Unreported => {
+                        pkt.state = PktState::Acked;
+                        self.unreported_pkts = self.unreported_pkts.saturating_sub(1);
+                    }
                 }
                 if m.ato < rfc8888::ATO_OVER_RANGE && tally.newest.is_none_or(|(_, _, t, _)| pkt.sent_at > t) {
                     tally.newest = Some((ext, ssrc, pkt.sent_at, m.ato));
@@ -853,10 +1004,17 @@ impl Endpoint for MediaSender {
             return;
         };
         match rfc8888::decode(&fb.bytes, self.p.count_convention) {
-            Ok(r) => {
-                self.reports += 1;
-                self.on_report(now, &r);
-            }
+            Ok(r) => match self.plausible(now, &r) {
+                Plausible::Yes => {
+                    self.reports += 1;
+                    self.last_report = now;
+                    self.probes_unanswered = 0;
+                    self.last_rts = Some((r.report_timestamp, now));
+                    self.on_report(now, &r);
+                }
+                Plausible::Stale => self.stale += 1,
+                Plausible::No => self.malformed += 1,
+            },
             Err(_) => self.malformed += 1,
         }
     }
@@ -883,6 +1041,8 @@ impl Endpoint for MediaSender {
         if let Some(q) = self.queue.front() {
             if self.window_open(q.size) {
                 t = t.min(self.next_send);
+            } else if let Some(pt) = self.probe_time() {
+                t = t.min(pt.max(self.next_send));
             }
             if self.p.controller == Controller::Scream {
                 t = t.min(q.enqueued + self.p.max_rtp_queue_delay + Dur::from_nanos(1));
@@ -1073,6 +1233,8 @@ struct FrameAsm {
 #[derive(Clone, Debug)]
 pub struct MediaReceiver {
     feedback: FeedbackInterval,
+    feedback_packets: u32,
+    unreported: u32,
     frame_interval: Dur,
     conv: CountConvention,
     fb_ecn: Ecn,
@@ -1098,6 +1260,8 @@ impl MediaReceiver {
     pub fn new(p: &MediaParams, _now: Time) -> MediaReceiver {
         MediaReceiver {
             feedback: p.feedback,
+            feedback_packets: p.feedback_packets,
+            unreported: 0,
             frame_interval: p.frame_interval,
             conv: p.count_convention,
             fb_ecn: if p.l4s { Ecn::Ect1 } else { Ecn::NotEct },
@@ -1204,6 +1368,10 @@ impl Endpoint for MediaReceiver {
         if !d.is_audio {
             self.on_video(now, d);
         }
+        self.unreported += 1;
+        if self.feedback_packets > 0 && self.unreported >= self.feedback_packets {
+            self.report_due = true;
+        }
         match self.feedback {
             FeedbackInterval::PerFrame => {
                 if d.marker && !d.is_audio {
@@ -1229,6 +1397,7 @@ impl Endpoint for MediaReceiver {
         }
         self.report_due = false;
         self.fb_deadline = None;
+        self.unreported = 0;
         if !self.video.unreported() && !self.audio.unreported() {
             return None;
         }

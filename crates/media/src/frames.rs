@@ -15,7 +15,10 @@
 //! * **Incomplete frames**: frames not all of whose packets were received. A frame is
 //!   declared incomplete once a later frame completes, or at [`FrameMeter::finish`] if the
 //!   receiver saw part of it ([`FrameMeter::finish_with_seen`]). A frame completing after
-//!   a later one (reordering) is counted complete and no longer incomplete.
+//!   a later one (reordering) is counted complete and no longer incomplete. The first
+//!   complete frame is the meter's baseline: frames before it are not counted (a meter
+//!   started mid-flow knows nothing of them; a loss of the very first frames shows as
+//!   stall time from the start).
 //!
 //! Percentiles are exact (nearest rank: the ⌈q·n⌉-th smallest delay) over a vector of
 //! the delays, 8 bytes per complete frame (≈ 1.7 MB per hour at 60 fps).
@@ -178,9 +181,13 @@ impl FrameMeter {
         self.account_stall(t);
         self.last_complete = t;
         if !self.any_frame || f.frame >= self.next_expected {
-            let first_unseen = if self.any_frame { self.next_expected } else { 0 };
-            // Frames between the last complete one and this one never completed.
-            let gap = f.frame.saturating_sub(first_unseen);
+            // Frames between the last complete one and this one never completed. The first
+            // frame the meter sees is its baseline (it may start mid-flow).
+            let gap = if self.any_frame {
+                f.frame - self.next_expected
+            } else {
+                0
+            };
             self.incomplete += gap;
             self.iv_incomplete += gap;
             self.next_expected = f.frame.saturating_add(1);
@@ -250,10 +257,9 @@ impl FrameMeter {
             stall += end - self.stall_until.max(self.last_complete);
         }
         let mut incomplete = self.incomplete;
-        if let Some(h) = highest_seen {
-            let from = if self.any_frame { self.next_expected } else { 0 };
-            if h >= from {
-                incomplete += h - from + 1;
+        if let (Some(h), true) = (highest_seen, self.any_frame) {
+            if h >= self.next_expected {
+                incomplete += h - self.next_expected + 1;
             }
         }
         let mut sorted = self.delays.clone();
