@@ -8,6 +8,7 @@
 //! * [`error`]: [`FwdError`], the crate's one error type.
 
 pub mod afpacket;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod error;
 pub mod netns;
