@@ -5,7 +5,18 @@
 //! * [`netns`]: network namespaces and veth pairs with a run-specific prefix, threads and
 //!   commands inside a namespace, offload switching, a cleanup guard, a process-wide
 //!   registry with SIGINT/SIGTERM cleanup, and removal of leftovers of killed runs.
+//! * [`packet`]: the frame parser (Ethernet, VLAN, IPv4, IPv6 extension headers), the
+//!   forwarder's owned [`packet::Frame`] (an [`l4s_core::QueuePacket`]) and its buffer pool.
+//! * [`afpacket`]: AF_PACKET sockets (recvmmsg), the monotonic clock, ppoll waits.
+//! * [`router`]: the forwarder, [`run`] / [`run_recording`] with [`RouterConfig`].
+//! * [`cli`]: `l4s router` ([`cli::RouterArgs`], [`cli::router_main`]), feature `cli`.
 //! * [`error`]: [`FwdError`], the crate's one error type.
+//!
+//! Measured on this 2-core host while other builds ran (`cargo test -p l4s-fwd --test
+//! forward`, `cargo bench -p l4s-fwd`): delivered rate 10, 100, 500 Mbit/s within 0.02 %;
+//! 287 000 frames/s of 1514 bytes (3.5 Gbit/s) forwarded through DualPI2, sender-limited;
+//! added one-way delay at low load (1 Gbit/s, 1000 frames/s, minus serialisation) p50 38 µs,
+//! p99 55 µs.
 
 pub mod afpacket;
 #[cfg(feature = "cli")]
