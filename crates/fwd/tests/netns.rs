@@ -121,14 +121,14 @@ fn cleanup_all_removes_leftovers_of_a_killed_run() {
         },
     )
     .unwrap();
-    // A process left running inside it.
+    // A process left running inside it dies with the testbed's cleanup.
     let mut child = a.command("sleep").arg("30").spawn().unwrap();
-    std::mem::forget(tb);
-    l4s_fwd::netns::cleanup_registered().unwrap_or(());
-    // cleanup_registered removed them already; recreate as true leftovers (no registry entry).
+    tb.cleanup().unwrap();
     assert!(list_netns().unwrap().iter().all(|n| !n.starts_with(&prefix)));
-    let _ = child.wait();
+    assert!(!Netns::current().links().unwrap().contains(&local));
+    assert!(!child.wait().unwrap().success());
 
+    // True leftovers of a killed run: created behind the registry's back.
     let name = id.ns_name("y").unwrap();
     std::process::Command::new("ip")
         .args(["netns", "add", &name])

@@ -26,14 +26,19 @@ pub fn root() -> bool {
     ok
 }
 
+/// Timing tests share two cores: one testbed at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 pub struct Bed {
     pub tb: Testbed,
+    _serial: std::sync::MutexGuard<'static, ()>,
     pub a: Netns,
     pub r: Netns,
     pub b: Netns,
 }
 
 pub fn testbed() -> Bed {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut tb = Testbed::new(RunId::generate());
     let a = tb.add_netns("a").unwrap();
     let r = tb.add_netns("r").unwrap();
@@ -76,7 +81,13 @@ pub fn testbed() -> Bed {
         ])
         .unwrap();
     }
-    Bed { tb, a, r, b }
+    Bed {
+        tb,
+        _serial: serial,
+        a,
+        r,
+        b,
+    }
 }
 
 /// The forwarder running on a thread in R.
