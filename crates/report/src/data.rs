@@ -269,6 +269,8 @@ pub enum DistKind {
     Owd,
     Rtt,
     Sojourn,
+    /// A media flow's frame delay (first packet sent to last packet received).
+    FrameDelay,
 }
 
 /// One sampled CDF: `(value_ms, cdf)` pairs sorted by value.
@@ -314,9 +316,10 @@ impl Distributions {
                 "owd" => DistKind::Owd,
                 "rtt" => DistKind::Rtt,
                 "sojourn" => DistKind::Sojourn,
+                "frame_delay" => DistKind::FrameDelay,
                 other => {
                     return Err(bad(format!(
-                        "column kind: expected owd, rtt or sojourn, found {:?}",
+                        "column kind: expected owd, rtt, sojourn or frame_delay, found {:?}",
                         csv::truncate(other, 40)
                     )))
                 }

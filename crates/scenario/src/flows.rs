@@ -302,3 +302,159 @@ pub(crate) fn probe(
     cfg.ecn = ecn;
     Ok((FlowKind::Probe { sender: cfg, profile }, ecn))
 }
+
+/// A `type = "media"` flow: the flow-level `profile`, `cc` (the rate controller) and `ecn`
+/// ("ect1": L4S; "not-ect" or "ect0": classic) plus the `[flows.media]` overrides, resolved
+/// by [`l4s_media::MediaConfig::resolve`].
+pub(crate) fn media(
+    cx: &ErrCtx,
+    fp: &[Seg],
+    profile: Option<String>,
+    cc: Option<String>,
+    ecn: Option<String>,
+    table: Option<toml::Table>,
+    duration: Dur,
+) -> Result<(FlowKind, Ecn), ScenarioError> {
+    let mut t = table.unwrap_or_default();
+    let mp = join(fp, "media");
+    // Flow-level keys fill the media table (the same setting in both places is ambiguous);
+    // errors about them point at the flow-level key the user wrote.
+    let mut lifted: Vec<(String, String)> = Vec::new();
+    let profile = profile.or_else(|| (!t.contains_key("profile")).then(String::new));
+    let mut lift = |flow_key: &str, media_key: &str, v: Option<toml::Value>| -> Result<(), ScenarioError> {
+        if let Some(v) = v {
+            lifted.push((media_key.to_string(), flow_key.to_string()));
+            if t.contains_key(media_key) {
+                return Err(cx.at(
+                    &join(&mp, media_key),
+                    format!("set either the flow's `{flow_key}` or `media.{media_key}`, not both"),
+                ));
+            }
+            t.insert(media_key.to_string(), v);
+        }
+        Ok(())
+    };
+    if profile.as_deref() == Some("") {
+        return Err(cx.at(
+            fp,
+            format!(
+                "required key `profile` is missing: one of {}",
+                l4s_media::PROFILES
+                    .iter()
+                    .map(|p| format!("{p:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    lift("profile", "profile", profile.map(toml::Value::String))?;
+    lift("cc", "controller", cc.map(toml::Value::String))?;
+    match ecn.as_deref() {
+        None => {}
+        Some("ect1") | Some("l4s") => lift("ecn", "l4s", Some(toml::Value::Boolean(true)))?,
+        Some(e @ ("not-ect" | "off" | "ect0")) => {
+            lift("ecn", "l4s", Some(toml::Value::Boolean(false)))?;
+            let code = if e == "ect0" { "ect0" } else { "not-ect" };
+            lift("ecn", "ecn", Some(toml::Value::String(code.into())))?;
+        }
+        Some(other) => {
+            return Err(cx.at(
+                &join(fp, "ecn"),
+                format!("unknown ECN setting {other:?} for a media flow: expected \"ect1\" (L4S), \"ect0\" or \"not-ect\" (classic)"),
+            ))
+        }
+    }
+    let cfg: l4s_media::MediaConfig = typed(cx, &mp, t)?;
+    let params = cfg.resolve(duration).map_err(|(k, msg)| {
+        let at = match lifted.iter().find(|(m, _)| *m == k) {
+            Some((_, flow_key)) => join(fp, flow_key),
+            None => join(&mp, &k),
+        };
+        cx.at(&at, msg)
+    })?;
+    let ecn = params.ecn;
+    Ok((
+        FlowKind::Media {
+            params: Box::new(params),
+        },
+        ecn,
+    ))
+}
+
+/// An application flow (`type = "bulk" | "sync" | "request-response" | "web" | "query"`):
+/// the flow-level `cc`, `ecn`, `bytes`, `sender` (TCP sender knobs) and `receiver` plus
+/// the `[flows.app]` table, validated by [`l4s_apps::AppConfig::validate`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn app(
+    cx: &ErrCtx,
+    fp: &[Seg],
+    kind: &str,
+    cc: Option<String>,
+    ecn: Option<String>,
+    bytes: Option<String>,
+    sender: Option<toml::Table>,
+    receiver: Option<toml::Table>,
+    table: Option<toml::Table>,
+    duration: Dur,
+) -> Result<(FlowKind, Ecn), ScenarioError> {
+    let mut t = table.unwrap_or_default();
+    let ap = join(fp, "app");
+    if t.contains_key("kind") {
+        return Err(cx.at(&join(&ap, "kind"), "the application kind is the flow's `type`"));
+    }
+    t.insert("kind".into(), toml::Value::String(kind.to_string()));
+    let mut lifted: Vec<(String, String)> = Vec::new();
+    for (flow_key, app_key, v) in [
+        ("cc", "cc", cc.map(toml::Value::String)),
+        ("ecn", "ecn", ecn.map(toml::Value::String)),
+        ("bytes", "bytes", bytes.map(toml::Value::String)),
+        ("sender", "tcp", sender.map(toml::Value::Table)),
+        ("receiver", "receiver", receiver.map(toml::Value::Table)),
+    ] {
+        if let Some(v) = v {
+            if t.contains_key(app_key) {
+                return Err(cx.at(
+                    &join(&ap, app_key),
+                    format!("set either the flow's `{flow_key}` or `app.{app_key}`, not both"),
+                ));
+            }
+            lifted.push((app_key.to_string(), flow_key.to_string()));
+            t.insert(app_key.to_string(), v);
+        }
+    }
+    if t.contains_key("seed") {
+        return Err(cx.at(
+            &join(&ap, "seed"),
+            "the application's random source is derived from the run's seed: set `seed` in [scenario]",
+        ));
+    }
+    // Errors inside a lifted key point at the flow-level key the user wrote.
+    let relocate = |k: &str| -> Vec<Seg> {
+        let first = k.split('.').next().unwrap_or(k);
+        match lifted.iter().find(|(a, _)| a == first) {
+            Some((_, flow_key)) => {
+                let mut p = join(fp, flow_key);
+                p.extend(k.split('.').skip(1).map(key));
+                p
+            }
+            None => {
+                let mut p = ap.clone();
+                p.extend(k.split('.').map(key));
+                p
+            }
+        }
+    };
+    let cfg: l4s_apps::AppConfig = typed(cx, &ap, t).map_err(|mut e| {
+        // serde names the path inside the app table; map lifted keys back.
+        for (a, flow_key) in &lifted {
+            let inside = format!("{}.{a}", crate::error::path_string(&ap));
+            if let Some(rest) = e.key.strip_prefix(&inside) {
+                e.key = format!("{}.{flow_key}{rest}", crate::error::path_string(fp));
+            }
+        }
+        e
+    })?;
+    cfg.validate(duration).map_err(|(k, msg)| cx.at(&relocate(&k), msg))?;
+    let ecn = cfg.nominal_ecn();
+    Ok((FlowKind::App { cfg: Box::new(cfg) }, ecn))
+}

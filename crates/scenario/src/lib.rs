@@ -100,6 +100,11 @@ pub enum FlowKind {
         sender: l4s_transport::udp_prague::UdpPragueConfig,
         receiver: l4s_transport::udp_prague::UdpPragueReceiverConfig,
     },
+    /// Real-time media: an encoder with a profile, a rate controller (SCReAM v2 or
+    /// RT-Prague) and RFC 8888 feedback.
+    Media { params: Box<l4s_media::MediaParams> },
+    /// Application traffic over TCP connections or UDP queries, with completion times.
+    App { cfg: Box<l4s_apps::AppConfig> },
     /// A constant-rate stream measured packet by packet: a probe, or a `cbr` flow
     /// (`profile` names its preset).
     Probe {
@@ -111,6 +116,8 @@ pub enum FlowKind {
 impl FlowKind {
     pub fn type_name(&self) -> &'static str {
         match self {
+            FlowKind::Media { .. } => "media",
+            FlowKind::App { cfg } => cfg.kind.name(),
             FlowKind::Tcp { .. } => "tcp",
             FlowKind::UdpPrague { .. } => "udp-prague",
             FlowKind::Probe { profile: None, .. } => "probe",

@@ -798,6 +798,51 @@ fn build_flow(
             };
             crate::flows::probe(cx, &fp, pps, size as u32, ecn, f.profile.clone(), f.sender)?
         }
+        "bulk" | "sync" | "request-response" | "web" | "query" => {
+            for (k, p) in [
+                ("cc_params", f.cc_params.is_some()),
+                ("pps", f.pps.is_some()),
+                ("size", f.size.is_some()),
+                ("profile", f.profile.is_some()),
+                ("media", f.media.is_some()),
+            ] {
+                reject(k, p, &kind_name)?;
+            }
+            crate::flows::app(
+                cx,
+                &fp,
+                &kind_name,
+                f.cc.clone(),
+                f.ecn.clone(),
+                f.bytes.clone(),
+                f.sender,
+                f.receiver,
+                f.app,
+                duration,
+            )?
+        }
+        "media" => {
+            for (k, p) in [
+                ("cc_params", f.cc_params.is_some()),
+                ("bytes", f.bytes.is_some()),
+                ("pps", f.pps.is_some()),
+                ("size", f.size.is_some()),
+                ("sender", f.sender.is_some()),
+                ("receiver", f.receiver.is_some()),
+                ("app", f.app.is_some()),
+            ] {
+                reject(k, p, "media")?;
+            }
+            crate::flows::media(
+                cx,
+                &fp,
+                f.profile.clone(),
+                f.cc.clone(),
+                f.ecn.clone(),
+                f.media,
+                duration,
+            )?
+        }
         other => {
             return Err(cx.at(
                 &at("type"),
@@ -839,7 +884,18 @@ fn build_flow(
 }
 
 /// Every flow `type` a scenario may use.
-pub const FLOW_TYPES: &[&str] = &["tcp", "udp-prague", "probe", "cbr"];
+pub const FLOW_TYPES: &[&str] = &[
+    "tcp",
+    "udp-prague",
+    "probe",
+    "cbr",
+    "media",
+    "bulk",
+    "sync",
+    "request-response",
+    "web",
+    "query",
+];
 
 /// `cbr` presets: (name, packets per second, frame bytes). `voip`: one 20 ms G.711 frame
 /// per packet (160 B of audio + 12 RTP + 8 UDP + 20 IPv4 + 14 Ethernet = 214 B, RFC 3551

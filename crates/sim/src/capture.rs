@@ -41,8 +41,20 @@ impl Sim {
         } else {
             (f.dst, f.src, port, eph)
         };
+        // Connections inside one application flow get their own client port.
+        let (sport, dport) = match &pkt.payload {
+            Payload::App(l4s_apps::AppHeader::Tcp { conn, .. }) => {
+                let c = (*conn as u16).wrapping_mul(512);
+                if pkt.forward {
+                    (sport, dport.wrapping_add(c))
+                } else {
+                    (sport.wrapping_add(c), dport)
+                }
+            }
+            _ => (sport, dport),
+        };
         let transport = match &pkt.payload {
-            Payload::Tcp(seg) => Transport::Tcp {
+            Payload::Tcp(seg) | Payload::App(l4s_apps::AppHeader::Tcp { seg, .. }) => Transport::Tcp {
                 src_port: sport,
                 dst_port: dport,
                 seq: seg.seq as u32,
@@ -51,7 +63,7 @@ impl Sim {
                 window: seg.wnd.min(u16::MAX as u32) as u16,
                 payload_len: seg.len,
             },
-            Payload::UdpPrague(_) | Payload::Probe(_) => Transport::Udp {
+            Payload::UdpPrague(_) | Payload::Probe(_) | Payload::Media(_) | Payload::App(_) => Transport::Udp {
                 src_port: sport,
                 dst_port: dport,
                 payload_len: pkt.size.saturating_sub(UDP_OVERHEAD),

@@ -2,7 +2,9 @@
 //! trait objects and each endpoint keeps its own header type.
 
 use crate::packet::Payload;
+use l4s_apps::{AppReceiver, AppSender};
 use l4s_core::{Dur, Ecn, Time};
+use l4s_media::{MediaHeader, MediaReceiver, MediaSender};
 use l4s_scenario::FlowKind;
 use l4s_transport::probe::{ProbeReceiver, ProbeSender};
 use l4s_transport::tcp::{TcpReceiver, TcpSender};
@@ -16,6 +18,10 @@ pub enum Ep {
     UdpR(Box<UdpPragueReceiver>),
     ProbeS(Box<ProbeSender>),
     ProbeR(Box<ProbeReceiver>),
+    MediaS(Box<MediaSender>),
+    MediaR(Box<MediaReceiver>),
+    AppS(Box<AppSender>),
+    AppR(Box<AppReceiver>),
 }
 
 /// A packet an endpoint emitted, before the simulator wraps it.
@@ -35,13 +41,18 @@ macro_rules! each {
             Ep::UdpR($e) => $body,
             Ep::ProbeS($e) => $body,
             Ep::ProbeR($e) => $body,
+            Ep::MediaS($e) => $body,
+            Ep::MediaR($e) => $body,
+            Ep::AppS($e) => $body,
+            Ep::AppR($e) => $body,
         }
     };
 }
 
 impl Ep {
-    /// Build the sender and receiver of a flow at its start time.
-    pub fn pair(kind: &FlowKind, now: Time) -> Result<(Ep, Ep), String> {
+    /// Build the sender and receiver of a flow at its start time. `seed` feeds the
+    /// endpoints that draw random numbers (media scene complexity, sync pauses).
+    pub fn pair(kind: &FlowKind, now: Time, seed: u64) -> Result<(Ep, Ep), String> {
         Ok(match kind {
             FlowKind::Tcp {
                 cc,
@@ -67,6 +78,18 @@ impl Ep {
                 Ep::UdpS(Box::new(UdpPragueSender::new(sender.clone(), now))),
                 Ep::UdpR(Box::new(UdpPragueReceiver::new(receiver.clone()))),
             ),
+            FlowKind::Media { params } => (
+                Ep::MediaS(Box::new(MediaSender::new(params, l4s_core::Rng::new(seed), now))),
+                Ep::MediaR(Box::new(MediaReceiver::new(params, now))),
+            ),
+            FlowKind::App { cfg } => {
+                let mut cfg = (**cfg).clone();
+                cfg.seed = seed;
+                (
+                    Ep::AppS(Box::new(AppSender::new(&cfg, now)?)),
+                    Ep::AppR(Box::new(AppReceiver::new(&cfg, now))),
+                )
+            }
             FlowKind::Probe { sender, .. } => (
                 Ep::ProbeS(Box::new(ProbeSender::new(sender.clone(), now))),
                 Ep::ProbeR(Box::new(ProbeReceiver::new())),
@@ -84,6 +107,10 @@ impl Ep {
             (Ep::UdpR(e), Payload::UdpPrague(h)) => e.handle_packet(now, h, size, ecn),
             (Ep::ProbeS(e), Payload::Probe(h)) => e.handle_packet(now, h, size, ecn),
             (Ep::ProbeR(e), Payload::Probe(h)) => e.handle_packet(now, h, size, ecn),
+            (Ep::MediaS(e), Payload::Media(h)) => e.handle_packet(now, h, size, ecn),
+            (Ep::MediaR(e), Payload::Media(h)) => e.handle_packet(now, h, size, ecn),
+            (Ep::AppS(e), Payload::App(h)) => e.handle_packet(now, h, size, ecn),
+            (Ep::AppR(e), Payload::App(h)) => e.handle_packet(now, h, size, ecn),
             _ => {}
         }
     }
@@ -124,6 +151,30 @@ impl Ep {
             Ep::ProbeR(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: false,
                 payload: Payload::Probe(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::MediaS(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: matches!(t.header, MediaHeader::Data(_)),
+                payload: Payload::Media(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::MediaR(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: false,
+                payload: Payload::Media(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::AppS(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: t.header.is_data(),
+                payload: Payload::App(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::AppR(e) => e.poll_transmit(now).map(|t| Out {
+                is_data: false,
+                payload: Payload::App(t.header),
                 size: t.size,
                 ecn: t.ecn,
             }),

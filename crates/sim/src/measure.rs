@@ -133,3 +133,84 @@ impl LinkMeter {
         self.snap_busy += tx_time;
     }
 }
+
+/// Per-frame measurement of a media flow: whole-run and per-snapshot frame meters fed
+/// with the frames the receiver completes, and the encoder target sampled over time.
+pub(crate) struct MediaMeter {
+    pub cfg: l4s_media::FrameMeterConfig,
+    /// Statistics window (created when the window opens).
+    pub window: Option<l4s_media::FrameMeter>,
+    /// Frame delays of the window's complete frames (HDR, like every other delay).
+    pub delay: LatencyHist,
+    /// From the start of the run, closed at every snapshot.
+    pub snap: l4s_media::FrameMeter,
+    pub buf: Vec<l4s_media::FrameDone>,
+    /// Encoder target bitrate sampled every [`crate::world::SAMPLE_INTERVAL`] in the window.
+    pub target_sum: f64,
+    pub target_min: f64,
+    pub target_max: f64,
+    pub target_samples: u64,
+    /// Sender counters when the window opened.
+    pub baseline: Option<l4s_media::MediaSenderStats>,
+}
+
+impl MediaMeter {
+    pub fn new(cfg: l4s_media::FrameMeterConfig) -> MediaMeter {
+        MediaMeter {
+            cfg,
+            window: None,
+            delay: LatencyHist::new(),
+            snap: l4s_media::FrameMeter::new(cfg, Time::ZERO),
+            buf: Vec::new(),
+            target_sum: 0.0,
+            target_min: f64::INFINITY,
+            target_max: 0.0,
+            target_samples: 0,
+            baseline: None,
+        }
+    }
+    pub fn on_frames(&mut self) {
+        for f in self.buf.drain(..) {
+            self.snap.on_frame(&f);
+            if let Some(w) = self.window.as_mut() {
+                w.on_frame(&f);
+                self.delay.record(f.delay());
+            }
+        }
+    }
+    pub fn sample_target(&mut self, bps: f64) {
+        self.target_sum += bps;
+        self.target_min = self.target_min.min(bps);
+        self.target_max = self.target_max.max(bps);
+        self.target_samples += 1;
+    }
+}
+
+/// Completion times of an application flow, per kind of completion.
+#[derive(Default)]
+pub(crate) struct AppMeter {
+    pub buf: Vec<l4s_apps::Completion>,
+    /// Completions that started in the window: count, time, bytes, sum of goodputs.
+    pub kinds: std::collections::BTreeMap<l4s_apps::CompletionKind, (LatencyHist, u64, f64)>,
+    /// Since the last snapshot: completions and the longest.
+    pub snap_count: u64,
+    pub snap_max: Dur,
+}
+
+impl AppMeter {
+    pub fn on_completions(&mut self, window_start: Time, in_window: bool) {
+        for c in self.buf.drain(..) {
+            let t = c.completed - c.started;
+            self.snap_count += 1;
+            self.snap_max = self.snap_max.max(t);
+            if in_window && c.started >= window_start {
+                let e = self.kinds.entry(c.what).or_insert_with(|| (LatencyHist::new(), 0, 0.0));
+                e.0.record(t);
+                e.1 += c.bytes;
+                if !t.is_zero() {
+                    e.2 += c.bytes as f64 * 8.0 / t.as_secs_f64();
+                }
+            }
+        }
+    }
+}

@@ -13,6 +13,8 @@ pub enum Payload {
     Tcp(TcpSegment),
     UdpPrague(UdpPragueHeader),
     Probe(ProbeHeader),
+    Media(l4s_media::MediaHeader),
+    App(l4s_apps::AppHeader),
 }
 
 #[derive(Clone, Debug)]

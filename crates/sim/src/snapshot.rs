@@ -4,9 +4,13 @@
 //!
 //! `snapshots-flows.csv`: `time_s, flow, throughput_bps, packets, ce_fraction,
 //! owd_min_ms, owd_mean_ms, owd_p99_ms, owd_max_ms, lost, cwnd_bytes, srtt_ms,
-//! pacing_bps, alpha, ecn_mode, ce_echoed` (ECN feedback negotiated and CE marks the
-//! sender has been told of so far; delays of the data packets that arrived in the interval; p99
-//! from a 2-significant-digit histogram, ≤ 1 % error).
+//! pacing_bps, alpha, ecn_mode, ce_echoed, frames, frames_late, stall_ms,
+//! frame_delay_max_ms, target_bps, completions, completion_max_ms` (ECN feedback
+//! negotiated and CE marks the sender has been told of so far; delays of the data packets
+//! that arrived in the interval; p99 from a 2-significant-digit histogram, ≤ 1 % error;
+//! media flows: complete and late frames, stall time and the largest frame delay in the
+//! interval, encoder target at the snapshot; application flows: completions in the
+//! interval and the longest of them. Columns that do not apply are empty).
 //! `snapshots-queues.csv`: `time_s, queue, backlog_packets, backlog_bytes,
 //! sojourn_mean_ms, sojourn_max_ms (all sub-queues), sojourn_max_l_ms, sojourn_max_c_ms,
 //! utilization, probability, marks, drops, rate_bps` (marks and drops set during the
@@ -15,6 +19,7 @@
 use crate::events::Ev;
 use crate::world::Sim;
 use l4s_core::Dur;
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 pub struct Snapshots {
@@ -45,7 +50,7 @@ impl Sim {
         }
         writeln!(
             flows,
-            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed"
+            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed,frames,frames_late,stall_ms,frame_delay_max_ms,target_bps,completions,completion_max_ms"
         )?;
         writeln!(queues, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops,rate_bps")?;
         for link in &mut self.links {
@@ -83,10 +88,51 @@ impl Sim {
                     format!("{:.3}", ns / 1e6)
                 }
             };
+            let mut extra = String::new();
+            match (fl.media.as_mut(), fl.ep[0].as_ref()) {
+                (Some(mm), sender) => {
+                    let iv = mm.snap.interval(self.now);
+                    let target = match sender {
+                        Some(crate::endpoints::Ep::MediaS(s)) => {
+                            s.media_stats().target_bitrate.bits_per_sec().to_string()
+                        }
+                        _ => String::new(),
+                    };
+                    let _ = write!(
+                        extra,
+                        ",{},{},{:.3},{},{target},,",
+                        iv.frames,
+                        iv.late,
+                        iv.stall_time.as_millis_f64(),
+                        if iv.frames > 0 {
+                            format!("{:.3}", iv.max_delay.as_millis_f64())
+                        } else {
+                            String::new()
+                        },
+                    );
+                }
+                (None, _) => match fl.app.as_mut() {
+                    Some(a) => {
+                        let _ = write!(
+                            extra,
+                            ",,,,,,{},{}",
+                            a.snap_count,
+                            if a.snap_count > 0 {
+                                format!("{:.3}", a.snap_max.as_millis_f64())
+                            } else {
+                                String::new()
+                            }
+                        );
+                        a.snap_count = 0;
+                        a.snap_max = Dur::ZERO;
+                    }
+                    None => extra.push_str(",,,,,,,"),
+                },
+            }
             res = res.and_then(|_| {
                 writeln!(
                     snap.flows,
-                    "{t:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}",
+                    "{t:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}{extra}",
                     spec.name,
                     m.snap_bytes as f64 * 8.0 / secs,
                     m.snap_pkts,
@@ -178,6 +224,9 @@ impl Sim {
         for (spec, fl) in self.scenario.flows.iter().zip(&self.flows) {
             put("owd", &spec.name, &fl.meter.owd)?;
             put("rtt", &spec.name, &fl.meter.rtt)?;
+            if let Some(m) = &fl.media {
+                put("frame_delay", &spec.name, &m.delay)?;
+            }
         }
         for (spec, link) in self.scenario.links.iter().zip(&self.links) {
             if link.rate.is_none() {

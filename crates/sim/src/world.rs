@@ -48,6 +48,10 @@ pub(crate) struct FlowRt {
     /// Time a timer last fired with no progress (guards a stuck endpoint).
     pub last_fire: [Time; 2],
     pub meter: FlowMeter,
+    /// Media flows: per-frame measurement.
+    pub media: Option<Box<crate::measure::MediaMeter>>,
+    /// Application flows: completion times.
+    pub app: Option<Box<crate::measure::AppMeter>>,
 }
 
 /// A running simulation of one scenario.
@@ -123,6 +127,11 @@ impl Sim {
                     budget: f.latency_budget,
                     ..FlowMeter::default()
                 },
+                media: None,
+                app: match f.kind {
+                    l4s_scenario::FlowKind::App { .. } => Some(Box::default()),
+                    _ => None,
+                },
             })
             .collect();
         let end = Time(scenario.duration.as_nanos());
@@ -144,6 +153,18 @@ impl Sim {
             capture: None,
             tracker: None,
         };
+        for i in 0..sim.flows.len() {
+            if let l4s_scenario::FlowKind::Media { params } = &sim.scenario.flows[i].kind {
+                let f = &sim.flows[i];
+                let cfg = l4s_media::FrameMeterConfig {
+                    frame_interval: params.frame_interval,
+                    deadline: params.frame_deadline,
+                    stall_gap: params.stall_gap,
+                    base_owd: sim.path_delay(f.src, f.dst),
+                };
+                sim.flows[i].media = Some(Box::new(crate::measure::MediaMeter::new(cfg)));
+            }
+        }
         // The window opens before anything else happening at the same instant, so that a
         // zero warm-up counts the very first packet.
         sim.q.push(window_start, Ev::WindowStart);
@@ -425,6 +446,9 @@ impl Sim {
     /// Collect everything an endpoint wants to send now and re-arm its timer.
     fn service(&mut self, f: usize, side: usize) {
         let now = self.now;
+        if side == 1 {
+            self.collect_app_events(f);
+        }
         loop {
             let Some(ep) = self.flows[f].ep[side].as_mut() else {
                 return;
@@ -450,6 +474,28 @@ impl Sim {
                 }
             }
             None => fl.timer_at[side] = None,
+        }
+    }
+
+    /// Frames a media receiver completed and transfers an application receiver finished.
+    #[inline]
+    fn collect_app_events(&mut self, f: usize) {
+        let (window_start, in_window) = (self.window_start, self.in_window);
+        let fl = &mut self.flows[f];
+        match (fl.ep[1].as_mut(), fl.media.as_mut(), fl.app.as_mut()) {
+            (Some(Ep::MediaR(r)), Some(m), _) => {
+                r.drain_frames(&mut m.buf);
+                if !m.buf.is_empty() {
+                    m.on_frames();
+                }
+            }
+            (Some(Ep::AppR(r)), _, Some(a)) => {
+                r.drain_completions(&mut a.buf);
+                if !a.buf.is_empty() {
+                    a.on_completions(window_start, in_window);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -503,7 +549,8 @@ impl Sim {
 
     fn flow_start(&mut self, f: usize) {
         let now = self.now;
-        match Ep::pair(&self.scenario.flows[f].kind, now) {
+        let seed = Rng::derive(self.scenario.seed, 0x3000 + f as u64).next_u64();
+        match Ep::pair(&self.scenario.flows[f].kind, now, seed) {
             Ok((s, r)) => {
                 self.flows[f].ep = [Some(s), Some(r)];
                 self.flows[f].meter.started = true;
@@ -533,6 +580,12 @@ impl Sim {
                 fl.ep[1].as_ref().map(|e| e.stats()),
             ];
             fl.meter.baseline = base;
+            if let Some(m) = fl.media.as_mut() {
+                m.window = Some(l4s_media::FrameMeter::new(m.cfg, self.window_start));
+                if let Some(Ep::MediaS(s)) = fl.ep[0].as_ref() {
+                    m.baseline = Some(s.media_stats());
+                }
+            }
         }
         for link in &mut self.links {
             link.meter.baseline = link.qdisc.stats();
@@ -540,6 +593,11 @@ impl Sim {
     }
 
     fn sample(&mut self) {
+        for fl in &mut self.flows {
+            if let (Some(m), Some(Ep::MediaS(s))) = (fl.media.as_mut(), fl.ep[0].as_ref()) {
+                m.sample_target(s.media_stats().target_bitrate.bits_per_sec() as f64);
+            }
+        }
         for link in &mut self.links {
             if let Some(p) = link.qdisc.probability() {
                 link.meter.prob_sum += p;
