@@ -26,8 +26,19 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run a scenario in the simulator, print a summary and write a results directory.
+    /// Run a scenario (in the simulator, or live with --backend live), print a summary and
+    /// write a results directory.
     Run(RunArgs),
+    /// The userspace L4S bottleneck between two existing interfaces, both directions
+    /// (needs root; see docs/live.md).
+    Router(l4s_fwd::cli::RouterArgs),
+    /// Remove the network namespaces and interfaces that killed live runs left behind
+    /// (names starting with l4s-); needs root.
+    Cleanup {
+        /// Only this run's (the 8-hex-digit id printed by the run), instead of every run's.
+        #[arg(long)]
+        run: Option<String>,
+    },
     /// Rebuild DIR/report.html from a results directory alone.
     Report {
         /// Results directory (holds summary.json)
@@ -211,9 +222,17 @@ struct RunArgs {
     /// Write the bottleneck's egress as bottleneck.pcap (Wireshark/tshark).
     #[arg(long)]
     pcap: bool,
-    /// Use IPv6 addresses in the pcap (default IPv4).
-    #[arg(long, requires = "pcap")]
+    /// IPv6: addresses in the pcap (sim, with --pcap), or flows over IPv6 (live).
+    #[arg(long)]
     ipv6: bool,
+    /// Where the scenario runs: `sim` (the deterministic simulator) or `live` (real
+    /// packets in network namespaces through the userspace bottleneck; needs root).
+    #[arg(long, value_enum, default_value = "sim")]
+    backend: Backend,
+    /// Live runs: the run id (8 lowercase hex digits) that names the testbed's namespaces
+    /// (l4s-ID-...), for `l4s cleanup --run ID`; default a fresh one, printed at the start.
+    #[arg(long, requires = "backend")]
+    run_id: Option<String>,
     /// Write one row per data packet to packets.parquet: send and arrival times, ECN
     /// sent and received, and each queue crossed (sub-queue, sojourn, AQM decision).
     #[arg(long)]
@@ -221,6 +240,12 @@ struct RunArgs {
     /// Also export every chart of the report as a PNG into DIR/png (for papers).
     #[arg(long)]
     png: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Backend {
+    Sim,
+    Live,
 }
 
 /// A snapshot interval: a duration, or `0` / `off` for none.
@@ -278,6 +303,8 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Run(args) => run(&args),
+        Cmd::Router(args) => l4s_fwd::cli::router_main(&args),
+        Cmd::Cleanup { run } => cleanup(run.as_deref()),
         Cmd::Reflect {
             listen,
             rate,
@@ -290,6 +317,46 @@ fn main() -> ExitCode {
             size,
             wait,
         } => ecn_check(&target, probes, size, wait),
+    }
+}
+
+/// `l4s cleanup`: remove what killed live runs left behind.
+fn cleanup(run: Option<&str>) -> ExitCode {
+    if !l4s_live::run::is_root() {
+        eprintln!(
+            "error: removing network namespaces needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run `sudo {}`",
+            std::env::args().collect::<Vec<_>>().join(" ")
+        );
+        return ExitCode::from(2);
+    }
+    let pattern = match run {
+        None => format!("{}*", l4s_fwd::netns::NS_PREFIX),
+        Some(id) => match l4s_fwd::netns::RunId::parse(id) {
+            Ok(id) => format!("{}*", id.prefix()),
+            Err(e) => {
+                eprintln!("error: --run: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match l4s_fwd::netns::cleanup_all(&pattern) {
+        Ok(r) => {
+            if r.namespaces.is_empty() && r.links.is_empty() {
+                println!("nothing to remove");
+            } else {
+                for n in &r.namespaces {
+                    println!("removed namespace {n}");
+                }
+                for l in &r.links {
+                    println!("removed interface {l}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -338,6 +405,18 @@ fn run(a: &RunArgs) -> ExitCode {
     let path = a.scenario.as_path();
     let (out, seed, duration, quiet, snap) = (a.out.clone(), a.seed, a.duration, a.quiet, a.snapshot_interval);
     let (pcap, packets) = (a.pcap.then_some(a.ipv6), a.packets);
+    let live = a.backend == Backend::Live;
+    if !live && a.ipv6 && !a.pcap {
+        eprintln!("error: --ipv6 applies to --pcap in the simulator (or to --backend live)");
+        return ExitCode::from(2);
+    }
+    if live && (a.pcap || a.packets) {
+        eprintln!(
+            "error: --{} is not available with --backend live (the forwarder's records carry no payload to write)",
+            if a.pcap { "pcap" } else { "packets" }
+        );
+        return ExitCode::from(2);
+    }
     let sc = match l4s_scenario::load_file(path) {
         Ok(s) => s,
         Err(e) => {
@@ -345,6 +424,17 @@ fn run(a: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if live {
+        // Refuse what cannot run before creating anything.
+        if !l4s_live::run::is_root() {
+            eprintln!("error: {}", l4s_live::run::privilege_error());
+            return ExitCode::from(2);
+        }
+        if let Err(e) = l4s_live::run::preflight(&sc) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let scenario_text = std::fs::read(path).unwrap_or_default();
     let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
     // Refuse a foreign output path before spending time simulating.
@@ -363,9 +453,11 @@ fn run(a: &RunArgs) -> ExitCode {
     let bar = if tty {
         let b = indicatif::ProgressBar::new(total.as_nanos() / 1_000_000);
         b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "  {bar:30.cyan/blue} simulated {msg} of {prefix}  wall {elapsed_precise}  eta {eta}",
-            )
+            indicatif::ProgressStyle::with_template(if live {
+                "  {bar:30.cyan/blue} live {msg} of {prefix}  eta {eta}"
+            } else {
+                "  {bar:30.cyan/blue} simulated {msg} of {prefix}  wall {elapsed_precise}  eta {eta}"
+            })
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b.set_prefix(format!("{:.1} s", total.as_secs_f64()));
@@ -425,20 +517,73 @@ fn run(a: &RunArgs) -> ExitCode {
             }
         },
     };
-    let opts = l4s_sim::RunOptions {
-        seed,
-        duration,
-        snapshots,
-        distributions,
-        pcap,
-        timeline,
-    };
-    let (summary, stats) = match l4s_sim::run(sc, opts, &mut progress) {
-        Ok(x) => x,
-        Err(e) => {
-            bar.finish_and_clear();
+    let (summary, stats, live_info) = if live {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // The first SIGINT/SIGTERM ends the run (the testbed is removed, no results are
+        // written); if it has not ended 10 s later, or on a second signal, everything is
+        // removed and the process exits.
+        if let Err(e) = l4s_fwd::netns::install_signal_cleanup(Some(stop.clone()), std::time::Duration::from_secs(10)) {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(1);
+        }
+        let id = match a.run_id.as_deref().map(l4s_fwd::netns::RunId::parse) {
+            None => l4s_fwd::netns::RunId::generate(),
+            Some(Ok(id)) => id,
+            Some(Err(e)) => {
+                eprintln!("error: --run-id: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        if !quiet {
+            eprintln!(
+                "live run {id}: namespaces {}* (removed at the end; after a kill: l4s cleanup --run {id})",
+                id.prefix()
+            );
+        }
+        let opts = l4s_live::LiveOptions {
+            seed,
+            duration,
+            ipv6: a.ipv6,
+            snapshots,
+            distributions,
+            stop,
+            run_id: Some(id),
+        };
+        match l4s_live::run(sc, opts, &mut progress) {
+            Ok((summary, info)) => {
+                let stats = l4s_sim::RunStats {
+                    events: 0,
+                    bottleneck_packets: info.bottleneck_packets,
+                    simulated: total,
+                };
+                (summary, stats, Some(info))
+            }
+            Err(e) => {
+                bar.finish_and_clear();
+                eprintln!("error: {e}");
+                return ExitCode::from(match e.kind {
+                    l4s_live::LiveErrorKind::Input | l4s_live::LiveErrorKind::Privilege => 2,
+                    l4s_live::LiveErrorKind::Interrupted => 130,
+                    _ => 1,
+                });
+            }
+        }
+    } else {
+        let opts = l4s_sim::RunOptions {
+            seed,
+            duration,
+            snapshots,
+            distributions,
+            pcap,
+            timeline,
+        };
+        match l4s_sim::run(sc, opts, &mut progress) {
+            Ok((s, st)) => (s, st, None),
+            Err(e) => {
+                bar.finish_and_clear();
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
         }
     };
     let elapsed = wall.elapsed();
@@ -452,14 +597,27 @@ fn run(a: &RunArgs) -> ExitCode {
     };
     // Facts about this execution that would break byte-identical summaries (the date,
     // the wall time) live in their own file.
-    let info = serde_json::json!({
+    let mut info = serde_json::json!({
         "started_utc": humantime::format_rfc3339_seconds(started).to_string(),
         "wall_seconds": (elapsed.as_secs_f64() * 1e3).round() / 1e3,
         "events": stats.events,
         "bottleneck_packets": stats.bottleneck_packets,
         "l4s_version": env!("CARGO_PKG_VERSION"),
         "command": std::env::args().collect::<Vec<_>>(),
+        "backend": if live { "live" } else { "sim" },
     });
+    if let (Some(li), Some(obj)) = (&live_info, info.as_object_mut()) {
+        obj.insert(
+            "live".into(),
+            serde_json::json!({
+                "run_id": li.run_id,
+                "namespaces": li.namespaces,
+                "kernel": li.kernel,
+                "flows": li.flows,
+                "elements": li.elements,
+            }),
+        );
+    }
     let info = serde_json::to_vec_pretty(&info).unwrap_or_default();
     let written = dir
         .write("summary.json", &json)
@@ -500,14 +658,26 @@ fn run(a: &RunArgs) -> ExitCode {
     } else {
         print_verdict(&l4s_report::verdict(&summary, None));
         print!("{}", summary_tables(&summary));
-        println!(
-            "\nsimulated {:.1} s in {:.2} s wall ({} events, {:.1} M events/s, {} bottleneck packets)",
-            stats.simulated.as_secs_f64(),
-            elapsed.as_secs_f64(),
-            stats.events,
-            stats.events as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6,
-            stats.bottleneck_packets
-        );
+        if let Some(li) = &live_info {
+            println!(
+                "\nlive run {} ({} namespaces, kernel {}): {:.1} s in {:.2} s wall, {} bottleneck packets",
+                li.run_id,
+                li.namespaces,
+                li.kernel,
+                stats.simulated.as_secs_f64(),
+                elapsed.as_secs_f64(),
+                stats.bottleneck_packets
+            );
+        } else {
+            println!(
+                "\nsimulated {:.1} s in {:.2} s wall ({} events, {:.1} M events/s, {} bottleneck packets)",
+                stats.simulated.as_secs_f64(),
+                elapsed.as_secs_f64(),
+                stats.events,
+                stats.events as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6,
+                stats.bottleneck_packets
+            );
+        }
         println!("results: {}", written.join("summary.json").display());
         if report.is_ok() {
             println!("report:  {}", written.join("report.html").display());

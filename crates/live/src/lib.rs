@@ -9,10 +9,82 @@
 //!   one-way delay, then the transport header).
 //! * [`endpoints`]: flows on real sockets: UDP Prague and probes (the sans-IO objects the
 //!   simulator drives, with the real clock), kernel TCP with `TCP_CONGESTION`.
+//! * [`delay`]: a userspace propagation-delay element (the kernel here has no netem).
 //! * [`meter`]: per-flow measurement with the simulator's meanings.
 
+pub mod delay;
 pub mod ecncheck;
 pub mod endpoints;
 pub mod meter;
+pub mod run;
+pub mod topology;
 pub mod udp;
 pub mod wire;
+
+pub use run::{run, LiveOptions, LiveRunInfo};
+
+/// What kind of failure a [`LiveError`] is (the CLI maps it to an exit status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LiveErrorKind {
+    /// The scenario or the command line asks for something this host cannot do (a
+    /// congestion control the kernel lacks, a rate schedule, ...). Nothing was run.
+    Input,
+    /// Not root / a capability or a tool is missing.
+    Privilege,
+    /// Building the testbed failed.
+    Setup,
+    /// The run failed.
+    Run,
+    /// SIGINT or SIGTERM stopped the run; everything was cleaned up, no results written.
+    Interrupted,
+}
+
+/// An error of the live backend, with a message a person can act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveError {
+    pub kind: LiveErrorKind,
+    pub message: String,
+}
+
+impl LiveError {
+    pub fn input(m: impl Into<String>) -> LiveError {
+        LiveError {
+            kind: LiveErrorKind::Input,
+            message: m.into(),
+        }
+    }
+    pub fn setup(m: impl Into<String>) -> LiveError {
+        LiveError {
+            kind: LiveErrorKind::Setup,
+            message: m.into(),
+        }
+    }
+    pub fn run(m: impl Into<String>) -> LiveError {
+        LiveError {
+            kind: LiveErrorKind::Run,
+            message: m.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for LiveError {}
+
+impl From<l4s_fwd::FwdError> for LiveError {
+    fn from(e: l4s_fwd::FwdError) -> LiveError {
+        let kind = match &e {
+            l4s_fwd::FwdError::Privilege { .. } | l4s_fwd::FwdError::MissingTool { .. } => LiveErrorKind::Privilege,
+            l4s_fwd::FwdError::Config { .. } => LiveErrorKind::Input,
+            _ => LiveErrorKind::Setup,
+        };
+        LiveError {
+            kind,
+            message: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,1104 @@
+//! `l4s run SCENARIO --backend live`: build the topology, run the flows on real sockets
+//! through the userspace bottleneck, and summarise the run in the simulator's format.
+//!
+//! Order of a run:
+//! 1. Checks that need nothing built: root, `ip` and `ethtool`, the kernel's congestion
+//!    controls for every TCP flow, per-namespace `tcp_ecn` consistency.
+//! 2. The testbed ([`crate::topology::build`]), its queue and delay elements started on
+//!    threads inside the wire namespaces.
+//! 3. Receivers bound in their namespaces, then the run clock starts (time 0 of the
+//!    scenario) and senders start at their flows' start times.
+//! 4. Every snapshot interval the main thread writes the time-series rows and reports
+//!    progress; SIGINT/SIGTERM (the `stop` flag) ends the run early with
+//!    [`LiveErrorKind::Interrupted`] and no summary.
+//! 5. At the end, senders stop; receivers keep reading for a grace period so that packets in
+//!    flight are not counted lost; then the elements stop and the testbed is deleted.
+//!
+//! Measurement: flows as in [`crate::meter`]; queues from the forwarder's per-packet
+//! records (the same fields the simulator measures: sojourn per sub-queue, enqueues,
+//! dequeues, marks, drops, busy time for the utilisation) within the statistics window.
+
+use crate::endpoints::{self, Clock, FlowCtx, UdpReceiver, UdpSender};
+use crate::meter::{FlowMeter, SharedMeter, Window};
+use crate::topology::{self, Built, Element};
+use crate::udp::EcnUdpSocket;
+use crate::{LiveError, LiveErrorKind};
+use l4s_aqm::{DropReason, QueueId};
+use l4s_core::{Dur, Ecn, Rate, Time};
+use l4s_fwd::netns::RunId;
+use l4s_fwd::router::Decision;
+use l4s_fwd::{PacketRecord, RouterStats, RouterStatus};
+use l4s_metrics::hist::round6;
+use l4s_metrics::summary::*;
+use l4s_metrics::LatencyHist;
+use l4s_scenario::{FlowKind, Scenario};
+use l4s_transport::probe::{ProbeReceiver, ProbeSender};
+use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Time the elements get to open their sockets before traffic starts.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
+/// How long receivers keep reading after the end, for packets still in flight.
+const GRACE: Dur = Dur::from_millis(500);
+
+/// Where snapshots go: interval, flow rows, queue rows (the simulator's CSV layout).
+pub type SnapshotSinks = (Dur, Box<dyn Write>, Box<dyn Write>);
+
+/// What an element thread returns: its result, or the error that stopped it.
+type ElementJoin = JoinHandle<Result<Result<ElementResult, String>, l4s_fwd::FwdError>>;
+
+/// Options of a live run.
+pub struct LiveOptions {
+    pub seed: Option<u64>,
+    pub duration: Option<Dur>,
+    /// Flows use IPv6 addresses.
+    pub ipv6: bool,
+    /// Time-series snapshots: interval, flow rows, queue rows (as the simulator's).
+    pub snapshots: Option<SnapshotSinks>,
+    /// Where to write `distributions.csv`.
+    pub distributions: Option<Box<dyn Write>>,
+    /// Set by SIGINT/SIGTERM: the run ends early with [`LiveErrorKind::Interrupted`].
+    pub stop: Arc<AtomicBool>,
+    /// Use this run id (default: a fresh one).
+    pub run_id: Option<RunId>,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            seed: None,
+            duration: None,
+            ipv6: false,
+            snapshots: None,
+            distributions: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            run_id: None,
+        }
+    }
+}
+
+/// Facts about a live run for `run-info.json` (they vary between runs).
+#[derive(Clone, Debug)]
+pub struct LiveRunInfo {
+    pub run_id: String,
+    pub namespaces: usize,
+    /// Packets the bottleneck queue(s) forwarded in the whole run.
+    pub bottleneck_packets: u64,
+    /// Per element: what it is and its counters, as JSON.
+    pub elements: serde_json::Value,
+    /// Per flow: addresses and ports used.
+    pub flows: serde_json::Value,
+    pub kernel: String,
+}
+
+/// Does this process run as root?
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The message for a missing privilege.
+pub fn privilege_error() -> LiveError {
+    LiveError {
+        kind: LiveErrorKind::Privilege,
+        message: format!(
+            "the live backend builds network namespaces and raw sockets: it needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_NET_RAW); run it as root, e.g. `sudo {}`",
+            std::env::args().collect::<Vec<_>>().join(" ")
+        ),
+    }
+}
+
+/// Check what can be checked before building anything.
+pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
+    let avail = endpoints::available_congestion_controls();
+    let mut sender_ecn: BTreeMap<usize, (bool, &str)> = BTreeMap::new();
+    for f in &sc.flows {
+        if !matches!(
+            f.kind,
+            FlowKind::Tcp { .. } | FlowKind::UdpPrague { .. } | FlowKind::Probe { .. }
+        ) {
+            return Err(LiveError::input(format!(
+                "flow {:?} is a {} flow, which the live backend does not run yet (tcp, udp-prague, probe and cbr flows do); use --backend sim",
+                f.name,
+                f.kind.type_name()
+            )));
+        }
+        if let FlowKind::Tcp { cc, ecn, .. } = &f.kind {
+            if !avail.iter().any(|a| a == cc) {
+                return Err(LiveError::input(format!(
+                    "flow {:?} asks for TCP congestion control {cc:?}, which this kernel does not offer (net.ipv4.tcp_available_congestion_control = {}); load its module (e.g. `modprobe tcp_{cc}`) or use --backend sim",
+                    f.name,
+                    avail.join(" ")
+                )));
+            }
+            if *ecn == l4s_scenario::TcpEcn::Accurate {
+                return Err(LiveError::input(format!(
+                    "flow {:?}: Accurate ECN (ecn = \"accecn\") is not supported by the live backend's kernel TCP; use ecn = \"classic\" or \"off\"",
+                    f.name
+                )));
+            }
+            let wants = f.nominal_ecn != Ecn::NotEct;
+            if let Some((other, name)) = sender_ecn.get(&f.src) {
+                if *other != wants {
+                    return Err(LiveError::input(format!(
+                        "flows {name:?} and {:?} send TCP from the same node {:?} but one uses ECN and the other not; net.ipv4.tcp_ecn is per namespace: put them on different nodes",
+                        f.name, sc.nodes[f.src].name
+                    )));
+                }
+            }
+            sender_ecn.insert(f.src, (wants, f.name.as_str()));
+        }
+    }
+    Ok(())
+}
+
+/// Per-queue measurement from the forwarder's records (one per direction of a router).
+#[derive(Debug)]
+struct QueueMeter {
+    window: Window,
+    /// CLOCK_MONOTONIC at run time 0.
+    mono0: u64,
+    rate: Rate,
+    sojourn: [LatencyHist; 3],
+    enq: [u64; 3],
+    deq: [u64; 3],
+    deq_bytes: [u64; 3],
+    marks: [u64; 3],
+    drops: [u64; 3],
+    overlimit: [u64; 3],
+    busy: Dur,
+    total_forwarded: u64,
+    // since the last snapshot
+    snap_max: [Dur; 3],
+    snap_sum: Dur,
+    snap_n: u64,
+    snap_busy: Dur,
+    snap_marks: u64,
+    snap_drops: u64,
+    backlog_packets: u64,
+    probability: Option<f64>,
+}
+
+fn qi(q: QueueId) -> usize {
+    match q {
+        QueueId::Single => 0,
+        QueueId::L => 1,
+        QueueId::C => 2,
+    }
+}
+
+impl QueueMeter {
+    fn new(window: Window, mono0: u64, rate: Rate) -> QueueMeter {
+        QueueMeter {
+            window,
+            mono0,
+            rate,
+            sojourn: Default::default(),
+            enq: [0; 3],
+            deq: [0; 3],
+            deq_bytes: [0; 3],
+            marks: [0; 3],
+            drops: [0; 3],
+            overlimit: [0; 3],
+            busy: Dur::ZERO,
+            total_forwarded: 0,
+            snap_max: [Dur::ZERO; 3],
+            snap_sum: Dur::ZERO,
+            snap_n: 0,
+            snap_busy: Dur::ZERO,
+            snap_marks: 0,
+            snap_drops: 0,
+            backlog_packets: 0,
+            probability: None,
+        }
+    }
+    fn run_time(&self, mono: Time) -> Option<Time> {
+        mono.as_nanos().checked_sub(self.mono0).map(Time)
+    }
+    fn record(&mut self, r: &PacketRecord) {
+        let i = qi(r.queue);
+        let tx = self.rate.tx_time(r.size as u64);
+        let decided = self.run_time(r.time);
+        let arrived = self.run_time(r.arrival);
+        let in_w = |t: Option<Time>| t.is_some_and(|t| self.window.contains(t));
+        let (dec_in, arr_in) = (in_w(decided), in_w(arrived));
+        let at_enqueue_drop = r.decision == Decision::Drop && r.drop_reason == Some(DropReason::Overlimit);
+        if arr_in && !at_enqueue_drop {
+            self.enq[i] += 1;
+        }
+        match r.decision {
+            Decision::Pass | Decision::Mark => {
+                self.total_forwarded += 1;
+                let mark = r.decision == Decision::Mark;
+                self.snap_max[i] = self.snap_max[i].max(r.sojourn);
+                self.snap_sum += r.sojourn;
+                self.snap_n += 1;
+                self.snap_busy += tx;
+                self.snap_marks += mark as u64;
+                if dec_in {
+                    self.sojourn[i].record(r.sojourn);
+                    self.deq[i] += 1;
+                    self.deq_bytes[i] += r.size as u64;
+                    self.marks[i] += mark as u64;
+                    self.busy += tx;
+                }
+            }
+            Decision::Drop => {
+                self.snap_drops += 1;
+                if dec_in {
+                    self.drops[i] += 1;
+                    if at_enqueue_drop {
+                        self.overlimit[i] += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+type SharedQueue = Arc<Mutex<QueueMeter>>;
+
+/// CE marks and drops the queues applied to one flow's packets in the window.
+#[derive(Debug, Default)]
+struct FlowQueueCounts {
+    marks: std::sync::atomic::AtomicU64,
+    drops: std::sync::atomic::AtomicU64,
+}
+
+fn lockq(q: &SharedQueue) -> std::sync::MutexGuard<'_, QueueMeter> {
+    q.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A queue of the run: which scenario link, its meter and sub-queue ids.
+struct LiveQueue {
+    link: usize,
+    meter: SharedQueue,
+    ids: Vec<QueueId>,
+}
+
+enum ElementResult {
+    Router(RouterStats),
+    Delay(crate::delay::DelayStats),
+}
+
+/// Run `sc` live. `progress` is called with the run time every snapshot interval (at
+/// least every 100 ms).
+pub fn run(
+    sc: Scenario,
+    mut opts: LiveOptions,
+    progress: &mut dyn FnMut(Time),
+) -> Result<(Summary, LiveRunInfo), LiveError> {
+    if !is_root() {
+        return Err(privilege_error());
+    }
+    preflight(&sc)?;
+    if !l4s_fwd::netns::ethtool_available() {
+        return Err(LiveError {
+            kind: LiveErrorKind::Privilege,
+            message: "`ethtool` was not found: install it (`apt-get install ethtool`); the testbed switches segmentation and receive offloads off with it".into(),
+        });
+    }
+    let seed = opts.seed.unwrap_or(sc.seed);
+    let duration = opts.duration.unwrap_or(sc.duration);
+    if sc.warmup >= duration {
+        return Err(LiveError::input(format!(
+            "warm-up {} is not shorter than the duration {duration}",
+            sc.warmup
+        )));
+    }
+    let end = Time(duration.as_nanos());
+    let window = Window {
+        start: Time(sc.warmup.as_nanos()),
+        end,
+    };
+    let id = opts.run_id.clone().unwrap_or_else(RunId::generate);
+    let built = topology::build(&sc, id, opts.ipv6, seed)?;
+    // From here on, `built.testbed` deletes everything when dropped (any return below).
+    let result = run_built(&sc, &built, &mut opts, seed, window, progress);
+    let ns_count = built.testbed.namespaces().len();
+    let run_id = built.testbed.id().to_string();
+    let cleanup = built.testbed.cleanup();
+    let (summary, mut info) = result?;
+    cleanup.map_err(|e| LiveError::run(format!("the run finished but cleaning up failed: {e}")))?;
+    info.namespaces = ns_count;
+    info.run_id = run_id;
+    Ok((summary, info))
+}
+
+fn run_built(
+    sc: &Scenario,
+    built: &Built,
+    opts: &mut LiveOptions,
+    seed: u64,
+    window: Window,
+    progress: &mut dyn FnMut(Time),
+) -> Result<(Summary, LiveRunInfo), LiveError> {
+    let end = window.end;
+    let stop = opts.stop.clone();
+    // Per-namespace ECN for kernel TCP (RFC 3168 negotiation on or off).
+    for f in &sc.flows {
+        if let FlowKind::Tcp { .. } = &f.kind {
+            let v = if f.nominal_ecn != Ecn::NotEct { "1" } else { "0" };
+            built.nodes[f.src].sysctl("net/ipv4/tcp_ecn", v)?;
+            if v == "1" {
+                built.nodes[f.dst].sysctl("net/ipv4/tcp_ecn", "1")?;
+            }
+        }
+    }
+    let mut used_ports: BTreeMap<(usize, bool, u16), usize> = BTreeMap::new();
+    let mut ports = Vec::new();
+    for (i, f) in sc.flows.iter().enumerate() {
+        let tcp = matches!(f.kind, FlowKind::Tcp { .. });
+        let mut p = if f.port == 0 { 5000 } else { f.port };
+        while used_ports.contains_key(&(f.dst, tcp, p)) {
+            p = p.wrapping_add(1).max(1024);
+        }
+        used_ports.insert((f.dst, tcp, p), i);
+        ports.push(p);
+    }
+    // Per-flow marks and drops at the queues, attributed by destination address, port and
+    // protocol (the forward direction's data; TCP's receivers see no CE count of their own).
+    let flow_keys: Arc<HashMap<(IpAddr, u16, u8), usize>> = Arc::new(
+        sc.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let proto = if matches!(f.kind, FlowKind::Tcp { .. }) { 6 } else { 17 };
+                ((built.node_addr[f.dst], ports[i], proto), i)
+            })
+            .collect(),
+    );
+    let flow_q: Arc<Vec<FlowQueueCounts>> = Arc::new((0..sc.flows.len()).map(|_| FlowQueueCounts::default()).collect());
+    // Queue meters need time 0; it is fixed once everything is ready, so they start with a
+    // placeholder that is set below before any traffic flows.
+    let mut queues: Vec<LiveQueue> = Vec::new();
+    let elem_stop = Arc::new(AtomicBool::new(false));
+    let mut elem_handles: Vec<(String, ElementJoin)> = Vec::new();
+    let mono0_cell = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+    for el in &built.elements {
+        match el {
+            Element::Router { ns, cfg, segment } => {
+                let seg = &built.segments[*segment];
+                let mut metas = Vec::new();
+                for (dir, link, rate) in [(0u8, seg.ab, cfg.rate_ab), (1u8, seg.ba, cfg.rate_ba)] {
+                    let m = Arc::new(Mutex::new(QueueMeter::new(window, u64::MAX, rate)));
+                    if sc.links[link].rate.is_some() {
+                        let ids = l4s_aqm::build::<l4s_fwd::packet::Frame>(&sc.links[link].aqm, l4s_core::Rng::new(0))
+                            .queue_ids()
+                            .to_vec();
+                        queues.push(LiveQueue {
+                            link,
+                            meter: m.clone(),
+                            ids,
+                        });
+                    }
+                    metas.push((dir, m));
+                }
+                let cfg = cfg.clone();
+                let st = elem_stop.clone();
+                let mono0 = mono0_cell.clone();
+                let keys = flow_keys.clone();
+                let fq = flow_q.clone();
+                let name = format!("forwarder on {}", sc.links[seg.ab].name);
+                let h = ns.spawn("l4s-fwd", move || {
+                    let mut on_status = |s: &RouterStatus| {
+                        for (d, m) in s.directions.iter().zip(&metas) {
+                            let mut q = lockq(&m.1);
+                            q.backlog_packets = d.queues.iter().map(|x| x.backlog_packets).sum();
+                            q.probability = d.probability;
+                        }
+                    };
+                    let mut set = false;
+                    let mut sink = |r: &PacketRecord| {
+                        if !set {
+                            let t0 = mono0.load(Ordering::Acquire);
+                            if t0 == u64::MAX {
+                                return;
+                            }
+                            for (_, m) in &metas {
+                                lockq(m).mono0 = t0;
+                            }
+                            set = true;
+                        }
+                        if let Some((_, m)) = metas.get(r.direction as usize) {
+                            let mut q = lockq(m);
+                            q.record(r);
+                            let in_window = q.run_time(r.time).is_some_and(|t| q.window.contains(t));
+                            drop(q);
+                            if in_window && r.decision != Decision::Pass {
+                                if let Some(ip) = &r.ip {
+                                    if let Some(&i) =
+                                        ip.dst_port.and_then(|p| keys.get(&(ip.dst_addr(), p, ip.protocol)))
+                                    {
+                                        let c = &fq[i];
+                                        match r.decision {
+                                            Decision::Mark => c.marks.fetch_add(1, Ordering::Relaxed),
+                                            _ => c.drops.fetch_add(1, Ordering::Relaxed),
+                                        };
+                                    }
+                                }
+                            }
+                        }
+                    };
+                    l4s_fwd::run_recording(&cfg, &st, &mut on_status, &mut sink)
+                        .map(ElementResult::Router)
+                        .map_err(|e| e.to_string())
+                })?;
+                elem_handles.push((name, h));
+            }
+            Element::Delay {
+                ns,
+                cfg,
+                segment,
+                fault,
+            } => {
+                let mut cfg = cfg.clone();
+                let st = elem_stop.clone();
+                let mono0 = mono0_cell.clone();
+                let fault = *fault;
+                let name = format!("delay on {}", sc.links[built.segments[*segment].ab].name);
+                let h = ns.spawn("l4s-delay", move || {
+                    if let Some((kind, after)) = fault {
+                        // Wait for time 0 so that the fault's start is on the run clock.
+                        while mono0.load(Ordering::Acquire) == u64::MAX && !st.load(Ordering::Relaxed) {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                        let t0 = mono0.load(Ordering::Acquire);
+                        cfg.fault = Some((kind, Time(t0.saturating_add(after.as_nanos()))));
+                    }
+                    crate::delay::run(&cfg, &st)
+                        .map(ElementResult::Delay)
+                        .map_err(|e| e.to_string())
+                })?;
+                elem_handles.push((name, h));
+            }
+        }
+    }
+    let stop_elements = |handles: Vec<(String, JoinHandle<_>)>| {
+        elem_stop.store(true, Ordering::Relaxed);
+        let mut out = Vec::new();
+        for (name, h) in handles {
+            let r: Result<Result<ElementResult, String>, l4s_fwd::FwdError> = match h.join() {
+                Ok(r) => r,
+                Err(_) => Ok(Err("panicked".to_string())),
+            };
+            out.push((
+                name,
+                match r {
+                    Ok(x) => x,
+                    Err(e) => Err(e.to_string()),
+                },
+            ));
+        }
+        out
+    };
+    std::thread::sleep(SETTLE);
+    // An element that failed to start (no permission, an interface missing) ends at once.
+    if let Some(i) = elem_handles.iter().position(|(_, h)| h.is_finished()) {
+        let results = stop_elements(elem_handles);
+        let (name, r) = &results[i];
+        return Err(LiveError::setup(format!(
+            "{name} stopped at start: {}",
+            r.as_ref().err().cloned().unwrap_or_default()
+        )));
+    }
+
+    // Receivers first (bound and listening), then the clock starts.
+    let clock = Clock::start();
+    let mono0 = l4s_fwd::afpacket::monotonic_now().as_nanos();
+    let meters: Vec<SharedMeter> = sc
+        .flows
+        .iter()
+        .map(|f| SharedMeter::new(FlowMeter::new(window, f.latency_budget)))
+        .collect();
+    let mut rx_handles = Vec::new();
+    let mut tx_handles = Vec::new();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<(), String>)>();
+    let ctx_of = |i: usize, recv: bool| -> FlowCtx {
+        let f = &sc.flows[i];
+        let stop_t = f.stop.map(|s| Time(s.as_nanos())).unwrap_or(end).min(end);
+        FlowCtx {
+            index: i as u32,
+            name: f.name.clone(),
+            clock,
+            start: Time(f.start.as_nanos()),
+            stop: stop_t,
+            end: if recv { end + GRACE } else { end },
+            stop_flag: stop.clone(),
+            meter: meters[i].clone(),
+            ipv6: built.ipv6,
+        }
+    };
+    for (i, f) in sc.flows.iter().enumerate() {
+        let ctx = ctx_of(i, true);
+        let bind = SocketAddr::new(built.node_addr[f.dst], ports[i]);
+        let ready = ready_tx.clone();
+        let kind = f.kind.clone();
+        let h = built.nodes[f.dst].spawn("l4s-rx", move || match kind {
+            FlowKind::Tcp { .. } => match TcpListener::bind(bind) {
+                Ok(l) => {
+                    let _ = ready.send((i, Ok(())));
+                    endpoints::run_tcp_receiver(&ctx, l);
+                }
+                Err(e) => {
+                    let _ = ready.send((i, Err(format!("listening on {bind}: {e}"))));
+                }
+            },
+            other => match EcnUdpSocket::bind(bind) {
+                Ok(s) => {
+                    let _ = ready.send((i, Ok(())));
+                    let ep = match other {
+                        FlowKind::UdpPrague { receiver, .. } => {
+                            UdpReceiver::Prague(Box::new(UdpPragueReceiver::new(receiver)))
+                        }
+                        _ => UdpReceiver::Probe(Box::new(ProbeReceiver::new())),
+                    };
+                    endpoints::run_udp_receiver(&ctx, s, ep);
+                }
+                Err(e) => {
+                    let _ = ready.send((i, Err(format!("binding {bind}: {e}"))));
+                }
+            },
+        })?;
+        rx_handles.push(h);
+    }
+    drop(ready_tx);
+    let mut setup_error = None;
+    for _ in 0..sc.flows.len() {
+        match ready_rx.recv_timeout(std::time::Duration::from_secs(5)) {
+            Ok((_, Ok(()))) => {}
+            Ok((i, Err(e))) => {
+                setup_error.get_or_insert(format!("flow {:?}: {e}", sc.flows[i].name));
+            }
+            Err(_) => {
+                setup_error.get_or_insert("a receiver did not start within 5 s".to_string());
+                break;
+            }
+        }
+    }
+    if let Some(e) = setup_error {
+        stop.store(true, Ordering::Relaxed);
+        for h in rx_handles {
+            let _ = h.join();
+        }
+        stop_elements(elem_handles);
+        return Err(LiveError::setup(e));
+    }
+    // Time 0: queue meters start counting.
+    mono0_cell.store(mono0, Ordering::Release);
+    for (i, f) in sc.flows.iter().enumerate() {
+        let ctx = ctx_of(i, false);
+        let dst = SocketAddr::new(built.node_addr[f.dst], ports[i]);
+        let bind = SocketAddr::new(built.node_addr[f.src], 0);
+        let kind = f.kind.clone();
+        let nominal = f.nominal_ecn;
+        let h = built.nodes[f.src].spawn("l4s-tx", move || match kind {
+            FlowKind::Tcp { cc, bytes, .. } => endpoints::run_tcp_sender(&ctx, dst, &cc, bytes, nominal),
+            FlowKind::UdpPrague { sender, .. } => match EcnUdpSocket::bind(bind) {
+                Ok(s) => {
+                    let ep = UdpSender::Prague(Box::new(UdpPragueSender::new(sender, ctx.start)));
+                    endpoints::run_udp_sender(&ctx, s, dst, ep)
+                }
+                Err(e) => ctx.meter.fail(format!("flow {}: binding {bind}: {e}", ctx.name)),
+            },
+            FlowKind::Probe { sender, .. } => match EcnUdpSocket::bind(bind) {
+                Ok(s) => {
+                    let ep = UdpSender::Probe(Box::new(ProbeSender::new(sender, ctx.start)));
+                    endpoints::run_udp_sender(&ctx, s, dst, ep)
+                }
+                Err(e) => ctx.meter.fail(format!("flow {}: binding {bind}: {e}", ctx.name)),
+            },
+            // Refused by `preflight`.
+            other => ctx.meter.fail(format!(
+                "flow {}: {} flows do not run live",
+                ctx.name,
+                other.type_name()
+            )),
+        })?;
+        tx_handles.push(h);
+    }
+
+    // Snapshots and progress on this thread.
+    let mut snap = opts.snapshots.take();
+    let interval = snap
+        .as_ref()
+        .map(|s| s.0)
+        .unwrap_or(Dur::from_millis(100))
+        .max(Dur::from_millis(10));
+    let mut snap_err: Option<std::io::Error> = None;
+    if let Some((_, fw, qw)) = snap.as_mut() {
+        let r = writeln!(
+            fw,
+            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed"
+        )
+        .and_then(|_| writeln!(qw, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops"));
+        if let Err(e) = r {
+            snap_err = Some(e);
+        }
+    }
+    let mut next = Time::ZERO + interval;
+    let mut interrupted = false;
+    loop {
+        clock.sleep_until(next.min(end), &stop);
+        let now = clock.now();
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        if now >= next {
+            if let Some((_, fw, qw)) = snap.as_mut() {
+                if let Err(e) = write_snapshot(sc, &meters, &queues, interval, next, fw, qw) {
+                    snap_err.get_or_insert(e);
+                }
+            }
+            progress(next);
+            next += interval;
+        }
+        if now >= end {
+            break;
+        }
+    }
+    for h in tx_handles {
+        let _ = h.join();
+    }
+    for h in rx_handles {
+        let _ = h.join();
+    }
+    let results = stop_elements(elem_handles);
+    if interrupted {
+        return Err(LiveError {
+            kind: LiveErrorKind::Interrupted,
+            message: "interrupted: the testbed was removed and no results were written".into(),
+        });
+    }
+    if let Some(e) = snap_err {
+        return Err(LiveError::run(format!("cannot write snapshots: {e}")));
+    }
+    if let Some((_, mut fw, mut qw)) = snap {
+        fw.flush()
+            .and_then(|_| qw.flush())
+            .map_err(|e| LiveError::run(format!("cannot write snapshots: {e}")))?;
+    }
+    for (i, m) in meters.iter().enumerate() {
+        if let Some(e) = &m.lock().error {
+            return Err(LiveError::run(format!("flow {:?} failed: {e}", sc.flows[i].name)));
+        }
+    }
+    let mut elements = Vec::new();
+    let mut router_stats = Vec::new();
+    for (name, r) in &results {
+        match r {
+            Err(e) => return Err(LiveError::run(format!("{name} failed: {e}"))),
+            Ok(ElementResult::Router(st)) => {
+                elements.push(serde_json::json!({"element": name, "stats": st}));
+                router_stats.push(st.clone());
+            }
+            Ok(ElementResult::Delay(st)) => elements.push(serde_json::json!({
+                "element": name,
+                "forwarded": st.forwarded,
+                "overflow_drops": st.overflow_drops,
+                "oversize_drops": st.oversize_drops,
+                "tx_errors": st.tx_errors,
+                "ecn_rewritten": st.rewritten,
+                "peak_frames": st.peak_frames,
+            })),
+        }
+    }
+    // Mean probability over the window, from the forwarders' samples.
+    let mut probs: BTreeMap<usize, (f64, u64)> = BTreeMap::new();
+    {
+        let mut ri = 0;
+        for el in &built.elements {
+            if let Element::Router { segment, .. } = el {
+                let seg = &built.segments[*segment];
+                if let Some(st) = router_stats.get(ri) {
+                    for (d, link) in st.directions.iter().zip([seg.ab, seg.ba]) {
+                        for (secs, p) in &d.probability {
+                            let t = st.started_ns as f64 + secs * 1e9 - mono0 as f64;
+                            if t >= window.start.as_nanos() as f64 && t <= window.end.as_nanos() as f64 {
+                                let e = probs.entry(link).or_insert((0.0, 0));
+                                e.0 += p;
+                                e.1 += 1;
+                            }
+                        }
+                    }
+                }
+                ri += 1;
+            }
+        }
+    }
+    if let Some(mut w) = opts.distributions.take() {
+        write_distributions(sc, &meters, &queues, &mut *w)
+            .and_then(|_| w.flush())
+            .map_err(|e| LiveError::run(format!("cannot write distributions: {e}")))?;
+    }
+    let summary = summary(sc, built, &meters, &queues, &flow_q, &probs, window, seed);
+    let bottleneck_packets = queues
+        .iter()
+        .filter(|q| sc.links[q.link].bottleneck)
+        .map(|q| lockq(&q.meter).total_forwarded)
+        .sum();
+    let flows = sc
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            serde_json::json!({
+                "flow": f.name,
+                "src": built.node_addr[f.src].to_string(),
+                "dst": SocketAddr::new(built.node_addr[f.dst], ports[i]).to_string(),
+            })
+        })
+        .collect();
+    Ok((
+        summary,
+        LiveRunInfo {
+            run_id: String::new(),
+            namespaces: 0,
+            bottleneck_packets,
+            elements: serde_json::Value::Array(elements),
+            flows: serde_json::Value::Array(flows),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+        },
+    ))
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.6}")).unwrap_or_default()
+}
+
+fn write_snapshot(
+    sc: &Scenario,
+    meters: &[SharedMeter],
+    queues: &[LiveQueue],
+    interval: Dur,
+    t: Time,
+    fw: &mut Box<dyn Write>,
+    qw: &mut Box<dyn Write>,
+) -> std::io::Result<()> {
+    let secs = interval.as_secs_f64();
+    let ts = t.as_secs_f64();
+    for (f, m) in sc.flows.iter().zip(meters) {
+        let mut m = m.lock();
+        let st = m.sender;
+        let ce = if m.snap_pkts > 0 {
+            m.snap_ce as f64 / m.snap_pkts as f64
+        } else {
+            0.0
+        };
+        let h = &m.snap_owd;
+        let d = |ns: f64| {
+            if h.is_empty() {
+                String::new()
+            } else {
+                format!("{:.3}", ns / 1e6)
+            }
+        };
+        let lost = m.snap_sent.saturating_sub(m.snap_arrived_of_sent);
+        writeln!(
+            fw,
+            "{ts:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}",
+            f.name,
+            m.snap_bytes as f64 * 8.0 / secs,
+            m.snap_pkts,
+            d(h.min_ns() as f64),
+            d(h.mean_ns()),
+            d(h.quantile_ns(0.99) as f64),
+            d(h.max_ns() as f64),
+            if matches!(f.kind, FlowKind::Tcp { .. }) {
+                0
+            } else {
+                lost
+            },
+            st.cwnd,
+            st.srtt.as_millis_f64(),
+            st.pacing_rate.map(|r| r.bits_per_sec().to_string()).unwrap_or_default(),
+            opt(st.alpha),
+            if st.ecn_mode.is_empty() { "none" } else { st.ecn_mode },
+            st.ce_packets,
+        )?;
+        m.snap_bytes = 0;
+        m.snap_pkts = 0;
+        m.snap_ce = 0;
+        m.snap_sent = 0;
+        m.snap_arrived_of_sent = 0;
+        m.snap_owd.clear();
+    }
+    for q in queues {
+        let mut m = lockq(&q.meter);
+        let all = m.snap_max.iter().copied().max().unwrap_or_default();
+        let mean = if m.snap_n > 0 {
+            m.snap_sum.as_millis_f64() / m.snap_n as f64
+        } else {
+            0.0
+        };
+        writeln!(
+            qw,
+            // backlog_bytes stays empty: the forwarder reports its backlog in packets.
+            "{ts:.3},{},{},,{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{}",
+            sc.links[q.link].name,
+            m.backlog_packets,
+            all.as_millis_f64(),
+            m.snap_max[1].as_millis_f64(),
+            m.snap_max[2].as_millis_f64(),
+            (m.snap_busy.as_secs_f64() / secs).min(1.0),
+            opt(m.probability),
+            m.snap_marks,
+            m.snap_drops,
+        )?;
+        m.snap_max = [Dur::ZERO; 3];
+        m.snap_sum = Dur::ZERO;
+        m.snap_n = 0;
+        m.snap_busy = Dur::ZERO;
+        m.snap_marks = 0;
+        m.snap_drops = 0;
+    }
+    Ok(())
+}
+
+fn write_distributions(
+    sc: &Scenario,
+    meters: &[SharedMeter],
+    queues: &[LiveQueue],
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(w, "kind,name,value_ms,cdf")?;
+    let mut put = |kind: &str, name: &str, h: &LatencyHist| -> std::io::Result<()> {
+        for (v, f) in h.cdf_points() {
+            writeln!(w, "{kind},{name},{:.6},{:.8}", v as f64 / 1e6, f)?;
+        }
+        Ok(())
+    };
+    for (f, m) in sc.flows.iter().zip(meters) {
+        let m = m.lock();
+        put("owd", &f.name, &m.owd)?;
+        put("rtt", &f.name, &m.rtt)?;
+    }
+    for q in queues {
+        let m = lockq(&q.meter);
+        let name = &sc.links[q.link].name;
+        let mut all = LatencyHist::new();
+        for id in &q.ids {
+            all.merge(&m.sojourn[qi(*id)]);
+        }
+        put("sojourn", name, &all)?;
+        if q.ids.len() > 1 {
+            for id in &q.ids {
+                put("sojourn", &format!("{name}/{}", id.name()), &m.sojourn[qi(*id)])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        round6(a as f64 / b as f64)
+    }
+}
+
+/// Propagation RTT of a flow's path (sum of link delays there and back).
+fn base_rtt(sc: &Scenario, built: &Built, src: usize, dst: usize) -> Dur {
+    let hops = topology::next_hops(sc.nodes.len(), &built.segments);
+    let one_way = |from: usize, to: usize| {
+        let mut d = Dur::ZERO;
+        let mut cur = from;
+        let mut n = 0;
+        while cur != to && n <= sc.nodes.len() {
+            let Some((nb, k)) = hops[cur][to] else { break };
+            let s = &built.segments[k];
+            let link = if s.a == cur { s.ab } else { s.ba };
+            d += sc.links[link].delay;
+            cur = nb;
+            n += 1;
+        }
+        d
+    };
+    one_way(src, dst) + one_way(dst, src)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summary(
+    sc: &Scenario,
+    built: &Built,
+    meters: &[SharedMeter],
+    queues: &[LiveQueue],
+    flow_q: &[FlowQueueCounts],
+    probs: &BTreeMap<usize, (f64, u64)>,
+    window: Window,
+    seed: u64,
+) -> Summary {
+    let secs = window.secs();
+    let per_sec = |x: f64| if secs > 0.0 { round6(x / secs) } else { 0.0 };
+    let mut flows = Vec::new();
+    let mut classes: BTreeMap<String, (u32, f64, LatencyHist, LatencyHist)> = BTreeMap::new();
+    for (fi, (f, m)) in sc.flows.iter().zip(meters).enumerate() {
+        let m = m.lock();
+        let snd = m.sender;
+        let base = m.sender_base.unwrap_or_default();
+        let ecn = m.first_ecn.unwrap_or(f.nominal_ecn);
+        let class = if ecn == Ecn::Ect1 { "L4S" } else { "classic" };
+        let tcp = matches!(f.kind, FlowKind::Tcp { .. });
+        let (cc, feedback) = match &f.kind {
+            FlowKind::Tcp { cc, .. } => (cc.clone(), snd.ecn_mode.to_string()),
+            FlowKind::UdpPrague { .. } => ("udp-prague".to_string(), "udp-prague".to_string()),
+            _ => ("none".to_string(), "none".to_string()),
+        };
+        let throughput = per_sec(m.received_bytes as f64 * 8.0);
+        let (sent, lost, received, ce) = if tcp {
+            // Data segments the kernel sent in the window (TCP_INFO), and what the queues did
+            // to them (the forwarder's records).
+            let sent = snd.sent_packets.saturating_sub(base.sent_packets);
+            let lost = flow_q[fi].drops.load(Ordering::Relaxed);
+            let ce = flow_q[fi].marks.load(Ordering::Relaxed);
+            (sent, lost, sent.saturating_sub(lost), ce)
+        } else {
+            (m.sent, m.lost(), m.received, m.ce)
+        };
+        let goodput = if tcp {
+            per_sec(m.goodput_bytes as f64 * 8.0)
+        } else {
+            // Datagram flows deliver what arrives (no in-order stream): payload bytes.
+            let oh = if built.ipv6 { 62.0 } else { 42.0 };
+            per_sec((m.received_bytes as f64 - m.received as f64 * oh).max(0.0) * 8.0)
+        };
+        let e = classes
+            .entry(class.to_string())
+            .or_insert_with(|| (0, 0.0, LatencyHist::new(), LatencyHist::new()));
+        e.0 += 1;
+        e.1 += throughput;
+        e.2.merge(&m.owd);
+        e.3.merge(&m.rtt);
+        flows.push(FlowSummary {
+            name: f.name.clone(),
+            kind: f.kind.type_name().to_string(),
+            cc,
+            ecn: ecn.name().to_string(),
+            ecn_feedback: if feedback.is_empty() { "none".into() } else { feedback },
+            class: class.to_string(),
+            src: sc.nodes[f.src].name.clone(),
+            dst: sc.nodes[f.dst].name.clone(),
+            base_rtt_ms: round6(base_rtt(sc, built, f.src, f.dst).as_millis_f64()),
+            throughput_bps: throughput,
+            goodput_bps: goodput,
+            owd_ms: m.owd.percentiles_ms(),
+            rtt_ms: if matches!(f.kind, FlowKind::Probe { .. }) {
+                None
+            } else {
+                Some(m.rtt.percentiles_ms())
+            },
+            sent_packets: sent,
+            lost_packets: lost,
+            loss_fraction: ratio(lost, sent),
+            latency_budget_ms: f.latency_budget.map(|b| round6(b.as_millis_f64())),
+            late_packets: m.late,
+            effective_loss_fraction: ratio(lost + m.late, sent),
+            retransmits: snd.retransmits.saturating_sub(base.retransmits),
+            received_packets: received,
+            ce_packets: ce,
+            ce_fraction: ratio(ce, received),
+            congestion_events: snd.congestion_events.saturating_sub(base.congestion_events),
+            ecn_validation: snd.ecn_validation.name().to_string(),
+            ecn_failed_at_s: match snd.ecn_validation {
+                l4s_transport::EcnValidation::Failed { at, .. } => Some(round6(at.as_secs_f64())),
+                _ => None,
+            },
+            ecn_failure: match snd.ecn_validation {
+                l4s_transport::EcnValidation::Failed { reason, .. } => Some(reason.name().to_string()),
+                _ => None,
+            },
+            media: None,
+            app: None,
+        });
+    }
+    let mut qs: Vec<&LiveQueue> = queues.iter().collect();
+    qs.sort_by_key(|q| (!sc.links[q.link].bottleneck, q.link));
+    let mut out_queues = Vec::new();
+    for q in qs {
+        let m = lockq(&q.meter);
+        let spec = &sc.links[q.link];
+        let mut all = LatencyHist::new();
+        let mut subqueues = BTreeMap::new();
+        let (mut enq, mut deq, mut marks, mut drops, mut over) = (0, 0, 0, 0, 0);
+        for id in &q.ids {
+            let i = qi(*id);
+            all.merge(&m.sojourn[i]);
+            enq += m.enq[i];
+            deq += m.deq[i];
+            marks += m.marks[i];
+            drops += m.drops[i];
+            over += m.overlimit[i];
+            subqueues.insert(
+                id.name().to_string(),
+                SubQueueSummary {
+                    sojourn_ms: m.sojourn[i].percentiles_ms(),
+                    enqueued_packets: m.enq[i],
+                    dequeued_packets: m.deq[i],
+                    dequeued_bytes: m.deq_bytes[i],
+                    marks: m.marks[i],
+                    drops: m.drops[i],
+                    overlimit_drops: m.overlimit[i],
+                },
+            );
+        }
+        out_queues.push(QueueSummary {
+            name: spec.name.clone(),
+            from: sc.nodes[spec.from].name.clone(),
+            to: sc.nodes[spec.to].name.clone(),
+            aqm: spec.aqm.kind().to_string(),
+            rate_bps: spec.rate.map(|r| r.bits_per_sec()).unwrap_or(0),
+            utilization: if secs > 0.0 {
+                round6((m.busy.as_secs_f64() / secs).min(1.0))
+            } else {
+                0.0
+            },
+            sojourn_ms: all.percentiles_ms(),
+            enqueued_packets: enq,
+            dequeued_packets: deq,
+            marks,
+            drops,
+            overlimit_drops: over,
+            mean_probability: probs.get(&q.link).filter(|p| p.1 > 0).map(|p| round6(p.0 / p.1 as f64)),
+            subqueues,
+        });
+    }
+    let classes = classes
+        .into_iter()
+        .map(|(class, (n, thr, h, rtt))| ClassSummary {
+            class,
+            flows: n,
+            throughput_bps: round6(thr),
+            owd_ms: h.percentiles_ms(),
+            rtt_ms: rtt.percentiles_ms(),
+        })
+        .collect();
+    Summary {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "l4s-lab".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        scenario: ScenarioInfo {
+            name: sc.name.clone(),
+            description: sc.description.clone(),
+            file: sc.file.clone(),
+            backend: "live".into(),
+            seed,
+            duration_s: round6(window.end.as_secs_f64()),
+            warmup_s: round6(window.start.as_secs_f64()),
+            stats_window_s: round6(secs),
+        },
+        flows,
+        queues: out_queues,
+        classes,
+    }
+}

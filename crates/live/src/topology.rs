@@ -1,0 +1,431 @@
+//! A scenario's topology as network namespaces joined by veth pairs.
+//!
+//! * Every scenario node is a namespace `l4s-<run>-n<i>` (sender hosts, routers, receiver
+//!   hosts). Nodes with more than one neighbour forward IPv4 and IPv6 in the kernel.
+//! * Every pair of links between two nodes (a→b and b→a) is one layer-2 segment with the
+//!   subnet `10.<k/256>.<k%256>.0/24` (and `fd00:4c:0:<k>::/64` with IPv6): `.1` on the a
+//!   side, `.2` on the b side, each on an interface called `e<k>`.
+//! * A segment whose links have no rate and no delay is a plain veth pair. Otherwise a
+//!   "wire" namespace `l4s-<run>-w<k>` sits in the middle with the elements in series, as
+//!   transparent layer-2 bumps (hosts on both sides share the subnet; ARP/NDP cross them):
+//!   the l4s-fwd forwarder (the queue: the scenario's AQM at the link rate, each direction
+//!   its own queue) for links with a rate, then a [`crate::delay`] element for the
+//!   propagation delay (and the scenario's ECN `fault`). With both, a veth pair inside the
+//!   wire namespace joins them: `a ─[forwarder]─ m1 ══ m2 ─[delay]─ b`.
+//! * Routes: shortest paths in hops (a default route on hosts with one neighbour).
+//! * Segmentation and receive offloads are switched off on every interface (`ethtool`), so
+//!   that queues see frames of wire size.
+//!
+//! Everything is owned by an [`l4s_fwd::netns::Testbed`] guard: dropped (normal end, error,
+//! panic) it deletes the namespaces, which destroys the veths in them.
+
+use crate::delay::{DelayConfig, EcnFault};
+use crate::LiveError;
+use l4s_core::{Dur, Rate};
+use l4s_fwd::netns::{Netns, RunId, Testbed, VethEnd};
+use l4s_fwd::RouterConfig;
+use l4s_scenario::{FaultKind, Scenario};
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::process::{Command, Stdio};
+
+/// The fastest a link "without a rate" is in the forwarder (its other direction has one).
+pub const UNLIMITED: Rate = Rate::gbps(100);
+
+/// One segment (a pair of scenario links).
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub a: usize,
+    pub b: usize,
+    /// Scenario link indices of a→b and b→a.
+    pub ab: usize,
+    pub ba: usize,
+}
+
+/// A queue or delay element to run in a wire namespace.
+#[derive(Clone, Debug)]
+pub enum Element {
+    Router {
+        ns: Netns,
+        cfg: Box<RouterConfig>,
+        segment: usize,
+    },
+    Delay {
+        ns: Netns,
+        cfg: DelayConfig,
+        segment: usize,
+        /// The fault starts this long after the run starts (converted to the clock then).
+        fault: Option<(EcnFault, Dur)>,
+    },
+}
+
+/// A built testbed.
+pub struct Built {
+    pub testbed: Testbed,
+    /// Namespace of each scenario node.
+    pub nodes: Vec<Netns>,
+    /// The address flows use to reach each node.
+    pub node_addr: Vec<IpAddr>,
+    pub segments: Vec<Segment>,
+    pub elements: Vec<Element>,
+    pub ipv6: bool,
+}
+
+/// Pair the scenario's links into segments.
+pub fn segments(sc: &Scenario) -> Result<Vec<Segment>, LiveError> {
+    let mut used = vec![false; sc.links.len()];
+    let mut out = Vec::new();
+    for (i, l) in sc.links.iter().enumerate() {
+        if used[i] {
+            continue;
+        }
+        let rev =
+            (0..sc.links.len()).find(|&j| !used[j] && j != i && sc.links[j].from == l.to && sc.links[j].to == l.from);
+        let Some(j) = rev else {
+            return Err(LiveError::input(format!(
+                "link {:?} ({} -> {}) has no link back; the live backend builds every link as a two-way segment",
+                l.name, sc.nodes[l.from].name, sc.nodes[l.to].name
+            )));
+        };
+        used[i] = true;
+        used[j] = true;
+        out.push(Segment {
+            a: l.from,
+            b: l.to,
+            ab: i,
+            ba: j,
+        });
+    }
+    if out.len() > 65_000 {
+        return Err(LiveError::input("more than 65000 links: too many for the live backend"));
+    }
+    Ok(out)
+}
+
+fn v4(seg: usize, host: u8) -> Ipv4Addr {
+    Ipv4Addr::new(10, (seg >> 8) as u8, (seg & 255) as u8, host)
+}
+fn v6(seg: usize, host: u16) -> Ipv6Addr {
+    Ipv6Addr::new(0xfd00, 0x4c, 0, seg as u16, 0, 0, 0, host)
+}
+
+/// Next hop (neighbour node, segment to it) from every node towards every node, by
+/// breadth-first search in hops. `hop[n][m]` is `None` for n == m or unreachable m.
+pub fn next_hops(n_nodes: usize, segs: &[Segment]) -> Vec<Vec<Option<(usize, usize)>>> {
+    let mut adj: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_nodes];
+    for (k, s) in segs.iter().enumerate() {
+        adj[s.a].push((s.b, k));
+        adj[s.b].push((s.a, k));
+    }
+    (0..n_nodes)
+        .map(|src| {
+            let mut first: Vec<Option<(usize, usize)>> = vec![None; n_nodes];
+            let mut seen = vec![false; n_nodes];
+            seen[src] = true;
+            let mut q = VecDeque::new();
+            for &(nb, k) in &adj[src] {
+                if !seen[nb] {
+                    seen[nb] = true;
+                    first[nb] = Some((nb, k));
+                    q.push_back(nb);
+                }
+            }
+            while let Some(u) = q.pop_front() {
+                for &(nb, _) in &adj[u] {
+                    if !seen[nb] {
+                        seen[nb] = true;
+                        first[nb] = first[u];
+                        q.push_back(nb);
+                    }
+                }
+            }
+            first
+        })
+        .collect()
+}
+
+/// Run `ip -n NS -batch -` with these lines.
+fn ip_batch(ns: &Netns, lines: &[String]) -> Result<(), LiveError> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let name = ns.name().unwrap_or_default().to_string();
+    let mut c = Command::new("ip")
+        .args(["-n", &name, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| LiveError::setup(format!("running `ip -batch` in {name}: {e}")))?;
+    if let Some(mut stdin) = c.stdin.take() {
+        let text = lines.join("\n") + "\n";
+        stdin
+            .write_all(text.as_bytes())
+            .map_err(|e| LiveError::setup(format!("writing to `ip -batch` in {name}: {e}")))?;
+    }
+    let out = c
+        .wait_with_output()
+        .map_err(|e| LiveError::setup(format!("`ip -batch` in {name}: {e}")))?;
+    if !out.status.success() {
+        return Err(LiveError::setup(format!(
+            "`ip -batch` in {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+fn fault_of(k: FaultKind) -> EcnFault {
+    match k {
+        FaultKind::Bleach => EcnFault::Bleach,
+        FaultKind::Remark => EcnFault::Remark,
+        FaultKind::MarkAll => EcnFault::MarkAll,
+    }
+}
+
+/// Build the testbed of `sc` under run id `id`. `seed` seeds the AQMs.
+pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, LiveError> {
+    let segs = segments(sc)?;
+    for l in &sc.links {
+        if !l.rate_changes.is_empty() {
+            return Err(LiveError::input(format!(
+                "link {:?} has a rate schedule; the live forwarder runs at one rate: remove `rate_schedule` or use --backend sim",
+                l.name
+            )));
+        }
+    }
+    let mut tb = Testbed::new(id);
+    let mut nodes = Vec::with_capacity(sc.nodes.len());
+    for i in 0..sc.nodes.len() {
+        nodes.push(tb.add_netns(&format!("n{i}"))?);
+    }
+    let mut elements = Vec::new();
+    for (k, s) in segs.iter().enumerate() {
+        let (lab, lba) = (&sc.links[s.ab], &sc.links[s.ba]);
+        let e = format!("e{k}");
+        let has_rate = lab.rate.is_some() || lba.rate.is_some();
+        let has_delay = !lab.delay.is_zero() || !lba.delay.is_zero() || lab.fault.is_some() || lba.fault.is_some();
+        if !has_rate && !has_delay {
+            tb.add_veth(
+                VethEnd {
+                    ns: &nodes[s.a],
+                    name: &e,
+                },
+                VethEnd {
+                    ns: &nodes[s.b],
+                    name: &e,
+                },
+            )?;
+        } else {
+            let w = tb.add_netns(&format!("w{k}"))?;
+            tb.add_veth(
+                VethEnd {
+                    ns: &nodes[s.a],
+                    name: &e,
+                },
+                VethEnd { ns: &w, name: "a" },
+            )?;
+            tb.add_veth(
+                VethEnd { ns: &w, name: "b" },
+                VethEnd {
+                    ns: &nodes[s.b],
+                    name: &e,
+                },
+            )?;
+            let (router_b, delay_a) = if has_rate && has_delay {
+                tb.add_veth(VethEnd { ns: &w, name: "m1" }, VethEnd { ns: &w, name: "m2" })?;
+                ("m1", "m2")
+            } else {
+                ("b", "a")
+            };
+            let mut ports = vec!["a", "b"];
+            if has_rate && has_delay {
+                ports.extend(["m1", "m2"]);
+            }
+            for p in ports {
+                w.disable_ipv6(p)?;
+                w.link_up(p)?;
+                w.disable_offloads(p)?;
+            }
+            if has_rate {
+                let mut cfg = RouterConfig::new("a", router_b, lab.rate.unwrap_or(UNLIMITED), lab.aqm.clone());
+                cfg.rate_ba = lba.rate.unwrap_or(UNLIMITED);
+                cfg.aqm_ba = lba.aqm.clone();
+                cfg.seed = seed.wrapping_add(k as u64);
+                cfg.status_interval = Dur::from_millis(100);
+                cfg.validate()?;
+                elements.push(Element::Router {
+                    ns: w.clone(),
+                    cfg: Box::new(cfg),
+                    segment: k,
+                });
+            }
+            if has_delay {
+                if lba.fault.is_some() {
+                    return Err(LiveError::input(format!(
+                        "link {:?}: a fault on the reverse link of a segment is not supported live; put it on {:?}",
+                        lba.name, lab.name
+                    )));
+                }
+                elements.push(Element::Delay {
+                    ns: w.clone(),
+                    cfg: DelayConfig::new(delay_a, "b", lab.delay, lba.delay),
+                    segment: k,
+                    fault: lab.fault.map(|f| (fault_of(f.kind), f.start)),
+                });
+            }
+        }
+        for (n, host) in [(s.a, 1u8), (s.b, 2u8)] {
+            let ns = &nodes[n];
+            ns.add_addr(&e, &format!("{}/24", v4(k, host)))?;
+            if ipv6 {
+                ns.add_addr(&e, &format!("{}/64", v6(k, host as u16)))?;
+            }
+            ns.link_up(&e)?;
+            ns.disable_offloads(&e)?;
+        }
+    }
+    // Routes and forwarding.
+    let hops = next_hops(sc.nodes.len(), &segs);
+    let mut degree = vec![0usize; sc.nodes.len()];
+    for s in &segs {
+        degree[s.a] += 1;
+        degree[s.b] += 1;
+    }
+    let peer = |k: usize, n: usize| -> (Ipv4Addr, Ipv6Addr) {
+        // The address of the other end of segment k, seen from node n.
+        let host = if segs[k].a == n { 2 } else { 1 };
+        (v4(k, host), v6(k, host as u16))
+    };
+    for (n, ns) in nodes.iter().enumerate() {
+        let mut lines = Vec::new();
+        if degree[n] == 1 {
+            let k = segs.iter().position(|s| s.a == n || s.b == n).unwrap_or(0);
+            let (g4, g6) = peer(k, n);
+            lines.push(format!("route add default via {g4} dev e{k}"));
+            if ipv6 {
+                lines.push(format!("-6 route add default via {g6} dev e{k}"));
+            }
+        } else if degree[n] > 1 {
+            ns.enable_forwarding()?;
+            for (k, s) in segs.iter().enumerate() {
+                if s.a == n || s.b == n {
+                    continue;
+                }
+                // Towards the nearer end of the segment.
+                let hop = match (hops[n][s.a], hops[n][s.b]) {
+                    (Some(x), None) | (None, Some(x)) => x,
+                    (Some(x), Some(y)) => {
+                        if dist(&hops, n, s.a) <= dist(&hops, n, s.b) {
+                            x
+                        } else {
+                            y
+                        }
+                    }
+                    (None, None) => continue,
+                };
+                let (g4, g6) = peer(hop.1, n);
+                lines.push(format!("route add {}/24 via {g4} dev e{}", v4(k, 0), hop.1));
+                if ipv6 {
+                    lines.push(format!("-6 route add {}/64 via {g6} dev e{}", v6(k, 0), hop.1));
+                }
+            }
+        }
+        ip_batch(ns, &lines)?;
+    }
+    // A node's address: the one on its first segment.
+    let mut node_addr = Vec::with_capacity(sc.nodes.len());
+    for n in 0..sc.nodes.len() {
+        let k = segs.iter().position(|s| s.a == n || s.b == n);
+        let addr = match k {
+            Some(k) => {
+                let host = if segs[k].a == n { 1 } else { 2 };
+                if ipv6 {
+                    IpAddr::V6(v6(k, host as u16))
+                } else {
+                    IpAddr::V4(v4(k, host))
+                }
+            }
+            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        node_addr.push(addr);
+    }
+    Ok(Built {
+        testbed: tb,
+        nodes,
+        node_addr,
+        segments: segs,
+        elements,
+        ipv6,
+    })
+}
+
+/// Hops from `n` to `m` (following the next-hop table).
+fn dist(hops: &[Vec<Option<(usize, usize)>>], n: usize, m: usize) -> usize {
+    let mut cur = n;
+    let mut d = 0;
+    while cur != m && d <= hops.len() {
+        match hops[cur][m] {
+            Some((nb, _)) => cur = nb,
+            None => return usize::MAX,
+        }
+        d += 1;
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_hops_of_a_line_and_a_star() {
+        // 0 - 1 - 2 - 3, and 4 hanging off 1.
+        let seg = |a, b| Segment { a, b, ab: 0, ba: 0 };
+        let segs = [seg(0, 1), seg(1, 2), seg(2, 3), seg(1, 4)];
+        let h = next_hops(5, &segs);
+        assert_eq!(h[0][3], Some((1, 0)));
+        assert_eq!(h[3][0], Some((2, 2)));
+        assert_eq!(h[1][3], Some((2, 1)));
+        assert_eq!(h[4][3], Some((1, 3)));
+        assert_eq!(h[0][0], None);
+        assert_eq!(dist(&h, 0, 3), 3);
+        assert_eq!(dist(&h, 4, 0), 2);
+        // An island is unreachable.
+        let h = next_hops(6, &segs);
+        assert_eq!(h[0][5], None);
+        assert_eq!(dist(&h, 0, 5), usize::MAX);
+    }
+
+    #[test]
+    fn dumbbell_segments_pair_both_directions() {
+        let sc = l4s_scenario::load_str(
+            r#"[scenario]
+name = "t"
+duration = "2s"
+[topology]
+type = "dumbbell"
+rate = "10Mbit"
+rtt = "20ms"
+[[flows]]
+name = "a"
+type = "probe"
+[[flows]]
+name = "b"
+type = "probe"
+"#,
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap();
+        let segs = segments(&sc).unwrap();
+        // bottleneck, and per flow src<->left, right<->dst.
+        assert_eq!(segs.len(), 5);
+        for s in &segs {
+            assert_eq!(sc.links[s.ab].from, s.a);
+            assert_eq!(sc.links[s.ba].from, s.b);
+        }
+        assert_eq!(v4(300, 2), Ipv4Addr::new(10, 1, 44, 2));
+        assert_eq!(v6(7, 1).to_string(), "fd00:4c:0:7::1");
+    }
+}
