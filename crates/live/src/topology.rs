@@ -145,14 +145,15 @@ pub fn next_hops(n_nodes: usize, segs: &[Segment]) -> Vec<Vec<Option<(usize, usi
         .collect()
 }
 
-/// Run `ip -n NS -batch -` with these lines.
-fn ip_batch(ns: &Netns, lines: &[String]) -> Result<(), LiveError> {
+/// Run `ip -n NS [-6] -batch -` with these lines.
+fn ip_batch(ns: &Netns, v6: bool, lines: &[String]) -> Result<(), LiveError> {
     if lines.is_empty() {
         return Ok(());
     }
     let name = ns.name().unwrap_or_default().to_string();
+    let fam = if v6 { "-6" } else { "-4" };
     let mut c = Command::new("ip")
-        .args(["-n", &name, "-batch", "-"])
+        .args(["-n", &name, fam, "-batch", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -298,14 +299,37 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
         let host = if segs[k].a == n { 2 } else { 1 };
         (v4(k, host), v6(k, host as u16))
     };
+    // Static neighbour entries on both ends of every segment: no ARP or neighbour discovery
+    // (whose first lost solicitation would stall a flow for a second) during the run.
+    let mut neigh: Vec<(Vec<String>, Vec<String>)> = vec![(Vec::new(), Vec::new()); nodes.len()];
+    for (k, s) in segs.iter().enumerate() {
+        let e = format!("e{k}");
+        let mac_a = nodes[s.a].mac(&e)?;
+        let mac_b = nodes[s.b].mac(&e)?;
+        let fmt = |m: [u8; 6]| {
+            m.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
+        for (n, peer_host, peer_mac) in [(s.a, 2u8, fmt(mac_b)), (s.b, 1u8, fmt(mac_a))] {
+            neigh[n].0.push(format!("neigh replace {} lladdr {peer_mac} dev {e} nud permanent", v4(k, peer_host)));
+            if ipv6 {
+                neigh[n].1.push(format!(
+                    "neigh replace {} lladdr {peer_mac} dev {e} nud permanent",
+                    v6(k, peer_host as u16)
+                ));
+            }
+        }
+    }
     for (n, ns) in nodes.iter().enumerate() {
-        let mut lines = Vec::new();
+        let (mut lines, mut lines6) = std::mem::take(&mut neigh[n]);
         if degree[n] == 1 {
             let k = segs.iter().position(|s| s.a == n || s.b == n).unwrap_or(0);
             let (g4, g6) = peer(k, n);
             lines.push(format!("route add default via {g4} dev e{k}"));
             if ipv6 {
-                lines.push(format!("-6 route add default via {g6} dev e{k}"));
+                lines6.push(format!("route add default via {g6} dev e{k}"));
             }
         } else if degree[n] > 1 {
             ns.enable_forwarding()?;
@@ -328,11 +352,12 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
                 let (g4, g6) = peer(hop.1, n);
                 lines.push(format!("route add {}/24 via {g4} dev e{}", v4(k, 0), hop.1));
                 if ipv6 {
-                    lines.push(format!("-6 route add {}/64 via {g6} dev e{}", v6(k, 0), hop.1));
+                    lines6.push(format!("route add {}/64 via {g6} dev e{}", v6(k, 0), hop.1));
                 }
             }
         }
-        ip_batch(ns, &lines)?;
+        ip_batch(ns, false, &lines)?;
+        ip_batch(ns, true, &lines6)?;
     }
     // A node's address: the one on its first segment.
     let mut node_addr = Vec::with_capacity(sc.nodes.len());
