@@ -548,6 +548,7 @@ fn run(a: &RunArgs) -> ExitCode {
             distributions,
             stop,
             run_id: Some(id),
+            on_ready: None,
         };
         match l4s_live::run(sc, opts, &mut progress) {
             Ok((summary, info)) => {

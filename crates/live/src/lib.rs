@@ -21,7 +21,7 @@ pub mod topology;
 pub mod udp;
 pub mod wire;
 
-pub use run::{run, LiveOptions, LiveRunInfo};
+pub use run::{run, Host, LiveOptions, LiveRunInfo};
 
 /// What kind of failure a [`LiveError`] is (the CLI maps it to an exit status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

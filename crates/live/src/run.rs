@@ -66,6 +66,23 @@ pub struct LiveOptions {
     pub stop: Arc<AtomicBool>,
     /// Use this run id (default: a fresh one).
     pub run_id: Option<RunId>,
+    /// Called once the testbed is up and the receivers listen, just before time 0, with
+    /// the scenario's hosts: start other traffic there (e.g. `iperf3` with
+    /// [`l4s_fwd::netns::Netns::command`]). The processes it returns are killed at the end.
+    pub on_ready: Option<ReadyHook>,
+}
+
+/// See [`LiveOptions::on_ready`].
+pub type ReadyHook = Box<dyn FnOnce(&[Host]) -> Result<Vec<std::process::Child>, String>>;
+
+/// A scenario node in the live testbed.
+#[derive(Clone, Debug)]
+pub struct Host {
+    /// The scenario's node name.
+    pub name: String,
+    pub ns: l4s_fwd::netns::Netns,
+    /// The address other nodes reach it at.
+    pub addr: IpAddr,
 }
 
 impl Default for LiveOptions {
@@ -78,6 +95,7 @@ impl Default for LiveOptions {
             distributions: None,
             stop: Arc::new(AtomicBool::new(false)),
             run_id: None,
+            on_ready: None,
         }
     }
 }
@@ -589,6 +607,30 @@ fn run_built(
         stop_elements(elem_handles);
         return Err(LiveError::setup(e));
     }
+    let mut children = Vec::new();
+    if let Some(hook) = opts.on_ready.take() {
+        let hosts: Vec<Host> = sc
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Host {
+                name: n.name.clone(),
+                ns: built.nodes[i].clone(),
+                addr: built.node_addr[i],
+            })
+            .collect();
+        match hook(&hosts) {
+            Ok(c) => children = c,
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                for h in rx_handles {
+                    let _ = h.join();
+                }
+                stop_elements(elem_handles);
+                return Err(LiveError::setup(format!("starting the extra traffic: {e}")));
+            }
+        }
+    }
     // Time 0: queue meters start counting.
     mono0_cell.store(mono0, Ordering::Release);
     for (i, f) in sc.flows.iter().enumerate() {
@@ -668,6 +710,10 @@ fn run_built(
     }
     for h in rx_handles {
         let _ = h.join();
+    }
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
     }
     let results = stop_elements(elem_handles);
     if interrupted {

@@ -9,9 +9,10 @@
 //!   "wire" namespace `l4s-<run>-w<k>` sits in the middle with the elements in series, as
 //!   transparent layer-2 bumps (hosts on both sides share the subnet; ARP/NDP cross them):
 //!   the l4s-fwd forwarder (the queue: the scenario's AQM at the link rate, each direction
-//!   its own queue) for links with a rate, then a [`crate::delay`] element for the
-//!   propagation delay (and the scenario's ECN `fault`). With both, a veth pair inside the
-//!   wire namespace joins them: `a ─[forwarder]─ m1 ══ m2 ─[delay]─ b`.
+//!   its own queue) for links with a rate, and a [`crate::delay`] element for the
+//!   propagation delay (and the scenario's ECN `fault`, applied before the queue as in the
+//!   simulator). With both, a veth pair inside the wire namespace joins them:
+//!   `a ─[delay]─ m1 ══ m2 ─[forwarder]─ b`.
 //! * Routes: shortest paths in hops (a default route on hosts with one neighbour).
 //! * Segmentation and receive offloads are switched off on every interface (`ethtool`), so
 //!   that queues see frames of wire size.
@@ -234,7 +235,9 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
                     name: &e,
                 },
             )?;
-            let (router_b, delay_a) = if has_rate && has_delay {
+            // Delay (and fault) first, so that a faulty middlebox rewrites ECN before the
+            // queue classifies the packet, as in the simulator.
+            let (delay_b, router_a) = if has_rate && has_delay {
                 tb.add_veth(VethEnd { ns: &w, name: "m1" }, VethEnd { ns: &w, name: "m2" })?;
                 ("m1", "m2")
             } else {
@@ -250,7 +253,7 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
                 w.disable_offloads(p)?;
             }
             if has_rate {
-                let mut cfg = RouterConfig::new("a", router_b, lab.rate.unwrap_or(UNLIMITED), lab.aqm.clone());
+                let mut cfg = RouterConfig::new(router_a, "b", lab.rate.unwrap_or(UNLIMITED), lab.aqm.clone());
                 cfg.rate_ba = lba.rate.unwrap_or(UNLIMITED);
                 cfg.aqm_ba = lba.aqm.clone();
                 cfg.seed = seed.wrapping_add(k as u64);
@@ -271,7 +274,7 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
                 }
                 elements.push(Element::Delay {
                     ns: w.clone(),
-                    cfg: DelayConfig::new(delay_a, "b", lab.delay, lba.delay),
+                    cfg: DelayConfig::new("a", delay_b, lab.delay, lba.delay),
                     segment: k,
                     fault: lab.fault.map(|f| (fault_of(f.kind), f.start)),
                 });
@@ -306,14 +309,12 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
         let e = format!("e{k}");
         let mac_a = nodes[s.a].mac(&e)?;
         let mac_b = nodes[s.b].mac(&e)?;
-        let fmt = |m: [u8; 6]| {
-            m.iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(":")
-        };
+        let fmt = |m: [u8; 6]| m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
         for (n, peer_host, peer_mac) in [(s.a, 2u8, fmt(mac_b)), (s.b, 1u8, fmt(mac_a))] {
-            neigh[n].0.push(format!("neigh replace {} lladdr {peer_mac} dev {e} nud permanent", v4(k, peer_host)));
+            neigh[n].0.push(format!(
+                "neigh replace {} lladdr {peer_mac} dev {e} nud permanent",
+                v4(k, peer_host)
+            ));
             if ipv6 {
                 neigh[n].1.push(format!(
                     "neigh replace {} lladdr {peer_mac} dev {e} nud permanent",
