@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// A thread started inside a namespace.
+type NsThread = std::thread::JoinHandle<Result<(), l4s_fwd::FwdError>>;
+
 /// Root is needed; outside CI a non-root run skips with a message, in CI it fails.
 fn root() -> bool {
     if l4s_live::run::is_root() {
@@ -85,8 +88,7 @@ pps = 10
     ));
     let id = RunId::generate();
     let report: Arc<Mutex<Option<Result<ecncheck::Report, String>>>> = Arc::new(Mutex::new(None));
-    let threads: Arc<Mutex<Vec<std::thread::JoinHandle<Result<(), l4s_fwd::FwdError>>>>> =
-        Arc::new(Mutex::new(Vec::new()));
+    let threads: Arc<Mutex<Vec<NsThread>>> = Arc::new(Mutex::new(Vec::new()));
     let (r2, t2) = (report.clone(), threads.clone());
     let opts = LiveOptions {
         run_id: Some(id.clone()),
