@@ -11,6 +11,9 @@ pub struct File {
     pub topology: TopologyTable,
     #[serde(default)]
     pub flows: Vec<FlowTable>,
+    /// Read by [`crate::variants`]; a single scenario ignores it.
+    #[serde(default)]
+    pub variants: Option<toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -11,9 +11,11 @@ pub mod error;
 pub mod file;
 mod flows;
 mod load;
+pub mod variants;
 
 pub use error::ScenarioError;
 pub use load::{load_file, load_str};
+pub use variants::{load_variants, variants_of, Variant};
 
 use l4s_aqm::config::AqmConfig;
 use l4s_core::{Dur, Ecn, Rate};

@@ -1,0 +1,159 @@
+//! Scenario variants: one file, several runs that differ in a few keys, compared side by
+//! side (an L4S run and a classic run of the same network and traffic, say).
+//!
+//! ```toml
+//! [[variants]]
+//! name = "l4s"
+//!
+//! [[variants]]
+//! name = "classic"
+//! set = { "topology.aqm" = { kind = "fifo", limit = 1000 }, "flows.xr.ecn" = "not-ect" }
+//! ```
+//!
+//! `set` maps a dotted key path to its value in that variant. `flows.<name>` names a flow
+//! by its `name`; other paths go through tables, creating missing ones. Each variant is the
+//! file with its `set` applied (edited with `toml_edit`, so the layout and the line numbers
+//! of untouched keys are kept) and validated like any scenario: an error names the
+//! variant, the file, the line and the key.
+
+use crate::error::ScenarioError;
+use std::path::Path;
+use toml_edit::{DocumentMut, InlineTable, Item, TableLike};
+
+/// One run of a scenario file: the variant's name (`None` for a file without variants)
+/// and the validated scenario.
+pub type Variant = (Option<String>, crate::Scenario);
+
+fn err(file: &Path, key: &str, message: impl Into<String>) -> ScenarioError {
+    ScenarioError {
+        file: file.to_path_buf(),
+        line: None,
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Read a scenario file and expand its variants.
+pub fn load_variants(path: &Path) -> Result<Vec<Variant>, ScenarioError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| err(path, "", format!("cannot read the scenario file: {e}")))?;
+    variants_of(&text, path)
+}
+
+/// Expand the variants of scenario text (`file` names it in errors).
+pub fn variants_of(text: &str, file: &Path) -> Result<Vec<Variant>, ScenarioError> {
+    let Ok(doc) = text.parse::<DocumentMut>() else {
+        // Let the ordinary loader report the syntax error with its line.
+        return crate::load_str(text, file).map(|s| vec![(None, s)]);
+    };
+    let Some(vars) = doc.get("variants") else {
+        return crate::load_str(text, file).map(|s| vec![(None, s)]);
+    };
+    let Some(vars) = vars.as_array_of_tables() else {
+        return Err(err(
+            file,
+            "variants",
+            "expected [[variants]] tables, each with a `name` and a `set` table",
+        ));
+    };
+    if vars.is_empty() {
+        return Err(err(file, "variants", "expected at least one [[variants]] table"));
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for (i, v) in vars.iter().enumerate() {
+        let at = |k: &str| format!("variants[{i}].{k}");
+        for (k, _) in v.iter() {
+            if k != "name" && k != "set" {
+                return Err(err(file, &at(k), "unknown key: a variant has `name` and `set`"));
+            }
+        }
+        let name = v
+            .get("name")
+            .and_then(|n| n.as_str())
+            .ok_or_else(|| {
+                err(
+                    file,
+                    &at("name"),
+                    "required key `name` is missing (a short name such as \"l4s\")",
+                )
+            })?
+            .to_string();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            || name.starts_with('.')
+        {
+            return Err(err(
+                file,
+                &at("name"),
+                format!("{name:?}: expected letters, digits, '-', '_' or '.' (it names a results directory)"),
+            ));
+        }
+        if names.contains(&name) {
+            return Err(err(file, &at("name"), format!("variant name {name:?} is used twice")));
+        }
+        names.push(name.clone());
+        let mut d = doc.clone();
+        d.remove("variants");
+        if let Some(set) = v.get("set") {
+            let Some(set) = set.as_table_like() else {
+                return Err(err(file, &at("set"), "expected a table of \"dotted.key\" = value"));
+            };
+            for (path, value) in set.iter() {
+                apply(&mut d, path, value.clone()).map_err(|m| err(file, &format!("{}.{path:?}", at("set")), m))?;
+            }
+        }
+        let text = d.to_string();
+        let sc = crate::load_str(&text, file).map_err(|mut e| {
+            e.message = format!("in variant {name:?}: {}", e.message);
+            e
+        })?;
+        out.push((Some(name), sc));
+    }
+    Ok(out)
+}
+
+/// Set `path` (dotted; `flows.<name>` selects a flow by name) to `value` in `doc`.
+/// Tables keep their form (an inline table stays inline), so the edited text is valid
+/// TOML with every untouched key where it was.
+fn apply(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), String> {
+    let segs: Vec<&str> = path.split('.').collect();
+    if segs.iter().any(|s| s.is_empty()) {
+        return Err("expected a dotted key path such as \"topology.aqm.kind\"".into());
+    }
+    let mut tbl: &mut dyn TableLike = doc.as_table_mut();
+    let mut i = 0;
+    if segs[0] == "flows" {
+        let name = *segs
+            .get(1)
+            .ok_or("name a flow and a key, such as \"flows.<name>.ecn\"")?;
+        let flows = tbl
+            .get_mut("flows")
+            .and_then(|f| f.as_array_of_tables_mut())
+            .ok_or("the scenario has no [[flows]]")?;
+        let t = flows
+            .iter_mut()
+            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
+            .ok_or_else(|| format!("no flow named {name:?}"))?;
+        if segs.len() == 2 {
+            return Err("name a key of the flow, such as \"flows.<name>.ecn\"".into());
+        }
+        tbl = t;
+        i = 2;
+    }
+    while i + 1 < segs.len() {
+        let s = segs[i];
+        if tbl.get(s).is_none() {
+            tbl.insert(s, Item::Value(toml_edit::Value::InlineTable(InlineTable::new())));
+        }
+        let next = tbl.get_mut(s).expect("just inserted");
+        tbl = next
+            .as_table_like_mut()
+            .ok_or_else(|| format!("`{}` is not a table", segs[..=i].join(".")))?;
+        i += 1;
+    }
+    tbl.insert(segs[segs.len() - 1], value);
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! `[[variants]]`: one file, several validated scenarios.
+
+use l4s_scenario::variants_of;
+use std::path::Path;
+
+const BASE: &str = r#"[scenario]
+name = "x"
+duration = "5s"
+
+[topology]
+type = "dumbbell"
+rate = "20Mbit"
+rtt = "20ms"
+aqm = { kind = "dualpi2", target = "10ms" }
+
+[[flows]]
+name = "xr"
+type = "media"
+profile = "xr-h265"
+
+[[flows]]
+name = "bulk"
+type = "tcp"
+cc = "prague"
+"#;
+
+#[test]
+fn variants_apply_their_settings() {
+    let text = format!(
+        "{BASE}\n[[variants]]\nname = \"l4s\"\n\n[[variants]]\nname = \"classic\"\nset = {{ \"topology.aqm\" = {{ kind = \"fifo\", limit = 500 }}, \"flows.xr.ecn\" = \"not-ect\", \"flows.bulk.cc\" = \"cubic\", \"flows.xr.media.max_bitrate\" = \"10Mbit\" }}\n"
+    );
+    let v = variants_of(&text, Path::new("v.toml")).unwrap();
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0].0.as_deref(), Some("l4s"));
+    assert_eq!(v[0].1.links[0].aqm.kind(), "dualpi2");
+    assert_eq!(v[0].1.flows[0].nominal_ecn, l4s_core::Ecn::Ect1);
+    assert_eq!(v[1].0.as_deref(), Some("classic"));
+    assert_eq!(v[1].1.links[0].aqm.kind(), "fifo");
+    assert_eq!(v[1].1.flows[0].nominal_ecn, l4s_core::Ecn::NotEct);
+    assert_eq!(v[1].1.flows[1].kind.type_name(), "tcp");
+    match &v[1].1.flows[0].kind {
+        l4s_scenario::FlowKind::Media { params } => assert_eq!(params.max_bitrate.bits_per_sec(), 10_000_000),
+        other => panic!("{other:?}"),
+    }
+    match &v[1].1.flows[1].kind {
+        l4s_scenario::FlowKind::Tcp { cc, .. } => assert_eq!(cc, "cubic"),
+        other => panic!("{other:?}"),
+    }
+    // A file without variants is one unnamed run.
+    let one = variants_of(BASE, Path::new("v.toml")).unwrap();
+    assert_eq!(one.len(), 1);
+    assert!(one[0].0.is_none());
+}
+
+#[test]
+fn bad_variants_name_the_key() {
+    for (vars, key, words) in [
+        ("[[variants]]\nset = {}\n", "variants[0].name", "required key `name`"),
+        (
+            "[[variants]]\nname = \"a/b\"\n",
+            "variants[0].name",
+            "results directory",
+        ),
+        (
+            "[[variants]]\nname = \"a\"\n[[variants]]\nname = \"a\"\n",
+            "variants[1].name",
+            "used twice",
+        ),
+        (
+            "[[variants]]\nname = \"a\"\nset = { \"flows.nope.ecn\" = \"ect1\" }\n",
+            "variants[0].set.\"flows.nope.ecn\"",
+            "no flow named \"nope\"",
+        ),
+        (
+            "[[variants]]\nname = \"a\"\nset = { \"topology.rate.x\" = 1 }\n",
+            "variants[0].set.\"topology.rate.x\"",
+            "not a table",
+        ),
+        (
+            "[[variants]]\nname = \"a\"\nrate = 1\n",
+            "variants[0].rate",
+            "unknown key",
+        ),
+        (
+            "[[variants]]\nname = \"bad\"\nset = { \"flows.xr.ecn\" = \"purple\" }\n",
+            "flows[0].ecn",
+            "in variant \"bad\": unknown ECN setting",
+        ),
+    ] {
+        let text = format!("{BASE}\n{vars}");
+        let e = variants_of(&text, Path::new("v.toml")).unwrap_err().to_string();
+        assert!(e.contains(key), "{vars}: {e}");
+        assert!(e.contains(words), "{vars}: {e}");
+    }
+}
