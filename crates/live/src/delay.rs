@@ -39,6 +39,10 @@ pub struct DelayConfig {
     pub max_frames: usize,
     /// Rewrite the ECN field of A→B frames from `fault.1` (CLOCK_MONOTONIC) on.
     pub fault: Option<(EcnFault, Time)>,
+    /// Run under SCHED_FIFO at this priority (as the forwarder does), so that other work on
+    /// the host does not delay the release of frames; without the privilege it runs on
+    /// under the normal scheduler.
+    pub realtime_priority: Option<u8>,
 }
 
 impl DelayConfig {
@@ -50,6 +54,7 @@ impl DelayConfig {
             delay_ba,
             max_frames: 200_000,
             fault: None,
+            realtime_priority: Some(10),
         }
     }
 }
@@ -114,6 +119,10 @@ pub fn run(cfg: &DelayConfig, stop: &AtomicBool) -> Result<DelayStats, FwdError>
     let mut free: Vec<Vec<u8>> = Vec::new();
     let mut st = DelayStats::default();
     crate::endpoints::precise_timers();
+    if let Some(p) = cfg.realtime_priority {
+        // Best effort: without CAP_SYS_NICE the element still works, only less precisely.
+        let _ = l4s_fwd::afpacket::set_realtime(p);
+    }
     let fds = [socks[0].raw_fd(), socks[1].raw_fd()];
     while !stop.load(Ordering::Relaxed) {
         let now = monotonic_now();
