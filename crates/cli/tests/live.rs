@@ -61,6 +61,14 @@ fn namespaces(id: &str) -> Vec<String> {
         .collect()
 }
 
+/// Live runs of this file run one at a time: the cross-validation measures delays to a
+/// fraction of a millisecond and must not share the two cores with another testbed.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Removes the run's namespaces on drop (also when the test fails).
 struct Cleanup(String);
 impl Drop for Cleanup {
@@ -158,6 +166,7 @@ fn live_run_killed_then_cleanup_leaves_nothing() {
     if !is_root() {
         return;
     }
+    let _one = serial();
     let d = tmpdir("kill");
     let id = run_id(1);
     let _guard = Cleanup(id.clone());
@@ -185,6 +194,7 @@ fn live_run_interrupted_cleans_up_and_writes_no_results() {
     if !is_root() {
         return;
     }
+    let _one = serial();
     let d = tmpdir("sigint");
     let id = run_id(2);
     let _guard = Cleanup(id.clone());
@@ -206,6 +216,7 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     if !is_root() {
         return;
     }
+    let _one = serial();
     let d = tmpdir("xval");
     let f = d.join("xval.toml");
     std::fs::write(&f, XVAL).unwrap();
@@ -276,4 +287,137 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     assert_eq!(info["live"]["run_id"], id.as_str());
     assert_eq!(info["live"]["namespaces"], 15);
     assert!(d.join("live/report.html").exists() && d.join("live/snapshots-queues.csv").exists());
+}
+
+#[test]
+fn reflect_and_ecn_check_commands_on_loopback() {
+    // No root needed: loopback only.
+    let port = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().port()
+    };
+    let mut refl = l4s()
+        .args(["reflect", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let o = l4s()
+        .args([
+            "ecn-check",
+            &format!("127.0.0.1:{port}"),
+            "--probes",
+            "3",
+            "--wait",
+            "500ms",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("12 of 12 probes answered"), "{out}");
+    assert!(out.contains("L4S: OK"), "{out}");
+    // SIGTERM stops the reflector cleanly with its counters.
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc_kill(refl.id() as i32, 15) }, 0);
+    let st = wait_exit(&mut refl, Duration::from_secs(5)).expect("reflector did not stop");
+    assert!(st.success());
+    let mut text = String::new();
+    std::io::Read::read_to_string(refl.stdout.as_mut().unwrap(), &mut text).unwrap();
+    assert!(text.contains("stopped: 12 replies, 0 malformed"), "{text}");
+    // Nobody there: exit 1 and a message that says what to check.
+    let o = l4s()
+        .args([
+            "ecn-check",
+            &format!("127.0.0.1:{port}"),
+            "--probes",
+            "2",
+            "--wait",
+            "200ms",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let all = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(all.contains("l4s reflect"), "{all}");
+    // Bad input: exit 2.
+    for args in [
+        vec!["ecn-check", "no-such-host.invalid"],
+        vec!["ecn-check", "127.0.0.1", "--size", "10"],
+        vec!["reflect", "--listen", "not-an-address"],
+        vec!["reflect", "--rate", "0"],
+    ] {
+        let o = l4s().args(&args).output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn live_refuses_what_it_cannot_run_before_building_anything() {
+    if !is_root() {
+        return;
+    }
+    let d = tmpdir("refuse");
+    let f = d.join("p.toml");
+    // TCP Prague: this kernel offers reno, bbr and cubic only.
+    std::fs::write(
+        &f,
+        XVAL.replace("type = \"udp-prague\"", "type = \"tcp\"\ncc = \"prague\""),
+    )
+    .unwrap();
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["--backend", "live", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+    if !avail.split_whitespace().any(|c| c == "prague") {
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("flow \"prague\"") && err.contains("\"prague\""), "{err}");
+        assert!(err.contains("cubic"), "names the available ones: {err}");
+    }
+    // Options the live backend cannot honour.
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["--backend", "live", "--pcap"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--pcap is not available with --backend live"));
+    // Without root: the capability and the fix are named (setpriv drops to nobody).
+    if Command::new("setpriv").arg("--version").output().is_ok() {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_l4s"))
+            .arg("run")
+            .arg(&f)
+            .args(["--backend", "live", "--out", "/tmp/never-written"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("needs root") && err.contains("CAP_NET_ADMIN") && err.contains("sudo"),
+            "{err}"
+        );
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_l4s"))
+            .arg("cleanup")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
+    }
+    assert!(leftovers(&d).is_empty(), "{:?}", leftovers(&d));
 }
