@@ -28,10 +28,20 @@ pub enum FlowCol {
     SrttMs,
     PacingBps,
     Alpha,
+    /// Media: complete frames, late frames, stall time and the largest frame delay in the
+    /// interval; the encoder target at the snapshot.
+    Frames,
+    FramesLate,
+    StallMs,
+    FrameDelayMaxMs,
+    TargetBps,
+    /// Applications: completions in the interval and the longest of them.
+    Completions,
+    CompletionMaxMs,
 }
 
 impl FlowCol {
-    pub const ALL: [FlowCol; 12] = [
+    pub const ALL: [FlowCol; 19] = [
         FlowCol::ThroughputBps,
         FlowCol::Packets,
         FlowCol::CeFraction,
@@ -44,6 +54,13 @@ impl FlowCol {
         FlowCol::SrttMs,
         FlowCol::PacingBps,
         FlowCol::Alpha,
+        FlowCol::Frames,
+        FlowCol::FramesLate,
+        FlowCol::StallMs,
+        FlowCol::FrameDelayMaxMs,
+        FlowCol::TargetBps,
+        FlowCol::Completions,
+        FlowCol::CompletionMaxMs,
     ];
     pub fn header(self) -> &'static str {
         match self {
@@ -59,6 +76,13 @@ impl FlowCol {
             FlowCol::SrttMs => "srtt_ms",
             FlowCol::PacingBps => "pacing_bps",
             FlowCol::Alpha => "alpha",
+            FlowCol::Frames => "frames",
+            FlowCol::FramesLate => "frames_late",
+            FlowCol::StallMs => "stall_ms",
+            FlowCol::FrameDelayMaxMs => "frame_delay_max_ms",
+            FlowCol::TargetBps => "target_bps",
+            FlowCol::Completions => "completions",
+            FlowCol::CompletionMaxMs => "completion_max_ms",
         }
     }
 }

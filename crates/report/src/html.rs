@@ -191,6 +191,95 @@ pub(crate) fn flows_table(out: &mut String, res: &Results, pal: &Palette) {
     }
 }
 
+/// Per-frame metrics of the media flows (nothing when there are none).
+pub(crate) fn media_table(out: &mut String, res: &Results, pal: &Palette) {
+    let flows: Vec<_> = res
+        .summary
+        .flows
+        .iter()
+        .filter_map(|f| f.media.as_ref().map(|m| (f, m)))
+        .collect();
+    if flows.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Real-time media</h3><table><tr><th class=\"l\">flow</th><th class=\"l\">profile / controller</th><th>fps sent</th><th>fps received</th><th>frame delay p50 ms</th><th>p99</th><th>p99.9</th><th>late</th><th>incomplete</th><th>stall</th><th>target mean</th><th>target min–max</th><th>ECN</th></tr>");
+    for (f, m) in flows {
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"l\">{} / {}{}</td><td>{}</td><td>{}</td>{}<td title=\"{} of {} complete frames later than {} ms after the expected display time\">{}</td><td>{}</td><td title=\"no new frame for more than {} ms\">{:.2} s ({})</td><td>{}</td><td>{} – {}</td><td class=\"l\">{}</td></tr>",
+            esc(&pal.color(&f.name)),
+            esc(&f.name),
+            esc(&m.profile),
+            esc(&m.controller),
+            if m.l4s { " (L4S)" } else { " (classic)" },
+            fnum(m.fps),
+            fnum(m.received_fps),
+            pct_cells(&m.frame_delay_ms, false),
+            count(m.frames_late),
+            count(m.frames_complete),
+            fnum(m.deadline_ms),
+            count(m.frames_late),
+            count(m.frames_incomplete),
+            fnum(m.stall_gap_ms),
+            m.stall_time_s,
+            esc(&pct(m.stall_fraction)),
+            esc(&rate(m.target_bitrate_mean_bps)),
+            esc(&rate(m.target_bitrate_min_bps)),
+            esc(&rate(m.target_bitrate_max_bps)),
+            esc(&match (&f.ecn_failure, f.ecn_failed_at_s) {
+                (Some(r), Some(t)) => format!("validation failed at {t:.2} s ({r})"),
+                _ if f.ecn_validation.is_empty() => "–".to_string(),
+                _ => f.ecn_validation.clone(),
+            }),
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// Completion times of the application flows (nothing when there are none).
+pub(crate) fn apps_table(out: &mut String, res: &Results, pal: &Palette) {
+    let flows: Vec<_> = res
+        .summary
+        .flows
+        .iter()
+        .filter_map(|f| f.app.as_ref().map(|a| (f, a)))
+        .collect();
+    if flows.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Applications</h3><table><tr><th class=\"l\">flow</th><th class=\"l\">app / cc</th><th class=\"l\">completed</th><th>count</th><th>time p50 ms</th><th>p99</th><th>p99.9</th><th>max</th><th>mean goodput</th></tr>");
+    for (f, a) in flows {
+        if a.completions.is_empty() {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"l\">{} / {}</td><td class=\"l\">none in the statistics window</td><td>0</td><td class=\"thin\">–</td><td class=\"thin\">–</td><td class=\"thin\">–</td><td class=\"thin\">–</td><td class=\"thin\">–</td></tr>",
+                esc(&pal.color(&f.name)),
+                esc(&f.name),
+                esc(&a.app),
+                esc(&f.cc),
+            );
+        }
+        for (i, (kind, c)) in a.completions.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>{}<td>{}</td><td>{}</td></tr>",
+                if i == 0 {
+                    format!("<span class=\"sw\" style=\"background:{}\"></span>{}", esc(&pal.color(&f.name)), esc(&f.name))
+                } else {
+                    String::new()
+                },
+                if i == 0 { esc(&format!("{} / {}", a.app, f.cc)) } else { String::new() },
+                esc(kind),
+                count(c.count),
+                pct_cells(&c.time_ms, false),
+                if c.count > 0 { ms(c.time_ms.max) } else { "–".into() },
+                esc(&rate(c.goodput_bps)),
+            );
+        }
+    }
+    out.push_str("</table>");
+}
+
 pub(crate) fn queues_table(out: &mut String, res: &Results) {
     let s = &res.summary;
     if s.queues.is_empty() {
@@ -283,6 +372,8 @@ fn render_with_figures(res: &Results) -> (String, Vec<(String, String)>) {
 
     out.push_str("<h2>Summary</h2>");
     flows_table(&mut out, res, &pal);
+    media_table(&mut out, res, &pal);
+    apps_table(&mut out, res, &pal);
     queues_table(&mut out, res);
 
     let mut ch = Charts {
@@ -385,6 +476,53 @@ fn render_with_figures(res: &Results) -> (String, Vec<(String, String)>) {
         Some(c) => ch.push(&c),
         None if res.snapshots.is_some() => ch.missing("No packet arrived CE-marked in any snapshot interval."),
         None => ch.missing(no_snaps),
+    }
+
+    if res.summary.flows.iter().any(|f| f.media.is_some()) {
+        ch.out.push_str("<h2>Real-time media over time</h2>");
+        // Frames per snapshot interval become frames per second.
+        let per_s = res
+            .snapshots
+            .as_ref()
+            .and_then(|sn| sn.flows.first())
+            .and_then(|f| Some(f.time_s.get(1)? - f.time_s.first()?))
+            .filter(|d| *d > 0.0)
+            .map(|d| 1.0 / d)
+            .unwrap_or(1.0);
+        let mut any = false;
+        for (col, title, label, k) in [
+            (
+                FlowCol::TargetBps,
+                "Encoder target bitrate over time (Mbit/s)",
+                "target (Mbit/s)",
+                1e-6,
+            ),
+            (
+                FlowCol::Frames,
+                "Complete frames received per second",
+                "frames/s",
+                per_s,
+            ),
+            (
+                FlowCol::FrameDelayMaxMs,
+                "Largest frame delay per interval (ms)",
+                "frame delay (ms)",
+                1.0,
+            ),
+            (FlowCol::StallMs, "Stall time per interval (ms)", "stall (ms)", 1.0),
+        ] {
+            if let Some(c) = figures::flow_lines(&cx, col, title, label, k, None) {
+                ch.push(&c);
+                any = true;
+            }
+        }
+        if !any {
+            ch.missing(if res.snapshots.is_none() {
+                no_snaps
+            } else {
+                "The flow snapshots have no media columns (frames, target_bps)."
+            });
+        }
     }
 
     ch.out.push_str("<h2>Congestion control state</h2>");

@@ -116,7 +116,7 @@ pub fn snapshots(s: &Summary, duration_s: f64, interval_s: f64, seed: u64) -> Sn
         let mut sr = Series {
             name: f.name.clone(),
             time_s: Vec::with_capacity(n),
-            values: vec![Vec::new(); 12],
+            values: vec![Vec::new(); FlowCol::ALL.len()],
         };
         let bulk = f.kind != "probe";
         let base = f.base_rtt_ms / 2.0;
@@ -145,11 +145,11 @@ pub fn snapshots(s: &Summary, duration_s: f64, interval_s: f64, seed: u64) -> Sn
                 if f.cc == "prague" { 0.1 * wave } else { f64::NAN },
             ];
             sr.time_s.push(t);
-            for (c, v) in vals.iter().enumerate() {
-                sr.values[c].push(*v);
+            // Media and application columns do not apply to the synthetic flows.
+            for c in 0..FlowCol::ALL.len() {
+                sr.values[c].push(vals.get(c).copied().unwrap_or(f64::NAN));
             }
         }
-        debug_assert_eq!(FlowCol::ALL.len(), 12);
         out.flows.push(sr);
     }
     for qs in &s.queues {

@@ -82,6 +82,14 @@ pub struct Warning {
     pub text: String,
 }
 
+/// Media flows need this many frames before their frame statistics are judged.
+const MIN_FRAMES: u64 = 100;
+/// Late plus incomplete frames above this fraction are noticeable (about one bad frame in
+/// ten at 60 fps is a visible judder several times a second).
+const MEDIA_BAD_FRAMES: f64 = 0.1;
+/// Stalled more than this fraction of the time.
+const MEDIA_STALL: f64 = 0.02;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
     pub headline: String,
@@ -309,6 +317,37 @@ pub fn verdict(s: &Summary, snaps: Option<&Snapshots>) -> Verdict {
                  remarked: ECT(1) arrived as ECT(0); all-ce: every packet arrived CE; not-ect1: the receiver saw a \
                  packet that was neither ECT(1) nor CE), as RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.",
                 list(&detail)
+            ),
+        });
+    }
+
+    // Media flows whose users would notice: frames late or missing, or the picture stalling.
+    let hurt: Vec<String> = s
+        .flows
+        .iter()
+        .filter_map(|f| f.media.as_ref().map(|m| (f, m)))
+        .filter(|(_, m)| {
+            m.frames_sent >= MIN_FRAMES && (m.bad_frame_fraction >= MEDIA_BAD_FRAMES || m.stall_fraction >= MEDIA_STALL)
+        })
+        .map(|(f, m)| {
+            format!(
+                "'{}' {} of frames late or incomplete (frame delay p99 {} ms), stalled {} of the time",
+                f.name,
+                pct(m.bad_frame_fraction),
+                crate::fmt::ms_fine(m.frame_delay_ms.p99),
+                pct(m.stall_fraction)
+            )
+        })
+        .collect();
+    if !hurt.is_empty() {
+        w.push(Warning {
+            code: "media-frames-late",
+            severity: Severity::Warn,
+            text: format!(
+                "Real-time media is suffering: {}. A frame is late when it completes more than its deadline (one frame \
+                 interval by default) after its expected display time; a stall is a gap of more than 100 ms with no new \
+                 frame.",
+                list(&hurt)
             ),
         });
     }
@@ -893,6 +932,51 @@ mod tests {
         s.queues[0].rate_bps = 0;
         s.queues[0].utilization = f64::NAN;
         let _ = verdict(&s, None);
+    }
+
+    #[test]
+    fn late_media_frames_are_reported() {
+        let mut s = crate::synth::healthy_dualpi2();
+        assert!(!verdict(&s, None).has("media-frames-late"));
+        let mut m = l4s_metrics::summary::MediaSummary {
+            profile: "cloud-gaming".into(),
+            controller: "scream".into(),
+            l4s: true,
+            fps: 60.0,
+            frames_sent: 3000,
+            frames_complete: 2990,
+            frames_late: 30,
+            frames_incomplete: 10,
+            bad_frame_fraction: 40.0 / 3000.0,
+            frame_delay_ms: s.flows[0].owd_ms,
+            deadline_ms: 16.7,
+            stall_time_s: 0.0,
+            stall_fraction: 0.0,
+            stall_gap_ms: 100.0,
+            received_fps: 59.8,
+            target_bitrate_mean_bps: 2e7,
+            target_bitrate_min_bps: 1e7,
+            target_bitrate_max_bps: 3e7,
+            frames_discarded: 0,
+            feedback_reports: 3000,
+            feedback_malformed: 0,
+        };
+        s.flows[0].media = Some(m.clone());
+        assert!(!verdict(&s, None).has("media-frames-late"), "1.3 % bad frames is fine");
+        m.frames_late = 400;
+        m.bad_frame_fraction = 410.0 / 3000.0;
+        s.flows[0].media = Some(m.clone());
+        let v = verdict(&s, None);
+        let w = v
+            .warnings
+            .iter()
+            .find(|w| w.code == "media-frames-late")
+            .expect("warned");
+        assert!(w.text.contains("13.7 %"), "{}", w.text);
+        m.bad_frame_fraction = 0.0;
+        m.stall_fraction = 0.05;
+        s.flows[0].media = Some(m);
+        assert!(verdict(&s, None).has("media-frames-late"), "a 5 % stall is reported");
     }
 
     #[test]

@@ -563,3 +563,106 @@ fn lines_break_where_a_flow_stops() {
     assert_eq!(polyline_points(lat), vec![30, 41]);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run with a media flow and an application flow: their tables show the figures of the
+/// summary, and the media charts are drawn from the snapshot columns.
+#[test]
+fn media_and_application_tables_and_charts() {
+    let dir = tmpdir("media");
+    let mut s = synth::healthy_dualpi2();
+    let mut p = s.flows[0].owd_ms;
+    p.p50 = 23.5;
+    p.p99 = 31.25;
+    s.flows[0].media = Some(l4s_metrics::summary::MediaSummary {
+        profile: "xr-h265".into(),
+        controller: "scream".into(),
+        l4s: true,
+        fps: 60.0,
+        frames_sent: 3000,
+        frames_complete: 2990,
+        frames_late: 17,
+        frames_incomplete: 10,
+        bad_frame_fraction: 27.0 / 3000.0,
+        frame_delay_ms: p,
+        deadline_ms: 16.666666,
+        stall_time_s: 0.25,
+        stall_fraction: 0.005,
+        stall_gap_ms: 100.0,
+        received_fps: 59.8,
+        target_bitrate_mean_bps: 12.5e6,
+        target_bitrate_min_bps: 5e6,
+        target_bitrate_max_bps: 20e6,
+        frames_discarded: 0,
+        feedback_reports: 3000,
+        feedback_malformed: 0,
+    });
+    let mut c = std::collections::BTreeMap::new();
+    c.insert(
+        "page".to_string(),
+        l4s_metrics::summary::CompletionSummary {
+            count: 12,
+            time_ms: p,
+            bytes: 12_000_000,
+            goodput_bps: 4.5e6,
+        },
+    );
+    s.flows[1].app = Some(l4s_metrics::summary::AppSummary {
+        app: "web".into(),
+        completions: c,
+    });
+    synth::write_results_dir(&dir, &s, 0.1, 3).unwrap();
+    // Give the first flow media columns in its snapshots.
+    let path = dir.join("snapshots-flows.csv");
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_string();
+    let cols: Vec<&str> = header.split(',').collect();
+    let (ti, fi) = (
+        cols.iter().position(|c| *c == "target_bps").unwrap(),
+        cols.iter().position(|c| *c == "frames").unwrap(),
+    );
+    let mut out = header.clone() + "\n";
+    for l in lines {
+        let mut v: Vec<String> = l.split(',').map(String::from).collect();
+        if v[1] == s.flows[0].name {
+            v[ti] = "12500000".into();
+            v[fi] = "6".into();
+        }
+        out += &(v.join(",") + "\n");
+    }
+    fs::write(&path, out).unwrap();
+    let html = render_report(&dir).unwrap();
+    assert!(html.contains("<h3>Real-time media</h3>"));
+    assert!(html.contains("xr-h265 / scream (L4S)"));
+    assert!(
+        html.contains("<td>23.5</td><td>31.25</td>") || html.contains("<td>23.50</td><td>31.25</td>"),
+        "{}",
+        &html[html.find("Real-time media").unwrap()..][..1500]
+    );
+    let media_part = &html[html.find("Real-time media").unwrap()..][..2000];
+    assert!(
+        media_part.contains("0.25 s (0.500 %)"),
+        "stall time and fraction: {media_part}"
+    );
+    assert!(html.contains("<h3>Applications</h3>") && html.contains("web / "));
+    let titles: Vec<String> = svgs(&html).iter().map(|c| title_of(c).to_string()).collect();
+    assert!(
+        titles.iter().any(|t| t.starts_with("Encoder target bitrate")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("Complete frames received per second")),
+        "{titles:?}"
+    );
+    // 6 frames per 100 ms interval are 60 frames per second on the chart's axis.
+    let fps = svgs(&html)
+        .into_iter()
+        .find(|c| title_of(c).starts_with("Complete frames"))
+        .unwrap();
+    assert!(
+        fps.contains(">60<") || fps.contains(">60.0<") || fps.contains(">63<"),
+        "axis reaches 60 frames/s"
+    );
+}
