@@ -3,8 +3,8 @@
 //! **Sender** ([`MediaSender`]): the encoder ([`crate::source::Encoder`]) captures a frame
 //! every `1/fps`; the frame is packetised into RTP packets of at most `packet_size` bytes
 //! and put on the RTP queue; packets leave the queue
-//! * with SCReAM: while the congestion window allows (`bytes in flight + size ≤ cwnd`,
-//!   self-clocking) at the pacing rate `1.5 × target` (§6.3 rule 7); the queue is discarded
+//! * with SCReAM: while the congestion window allows (`bytes in flight + size ≤ cwnd ·
+//!   windowHeadroom + MSS`, self-clocking; [`crate::scream::Scream::can_send`]) at the pacing rate `1.5 × target` (§6.3 rule 7); the queue is discarded
 //!   and a key frame requested when its oldest packet waited longer than
 //!   `max_rtp_queue_delay` (rule 8);
 //! * with RT-Prague: at the controller's pacing rate in bursts of `packet_burst` packets

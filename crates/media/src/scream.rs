@@ -21,6 +21,8 @@
 //! 5. increase: `inc = (bytesAcked − bytesCE)·MSS/cwnd · max(0.25, sclI) ·
 //!    min(1, sRtt/25 ms) · (1 + 0.05·(cwnd/MSS)·postCongestionScale·sclI)`, applied only
 //!    while `cwnd + inc ≤ MSS + 2·maxBytesInFlight` and the target is below its maximum;
+//!    like SCReAM's `updateCwnd`, on every report, also after a decrease in the same
+//!    report (the increase from that report's unmarked bytes is not dropped);
 //! 6. rate: `R = 8·cwnd/min(sRtt + 1 ms, 0.2 s) · (1 − clamp(MSS/cwnd − 0.1, 0, 0.2)) / 1.1
 //!    · MSS/(MSS + 20)`; target = `clamp(R/(1 + rateAdjustFactor), min, max)` with
 //!    hysteresis (+h up, −h/4 down, h = [`HYSTERESIS`]);
@@ -29,11 +31,17 @@
 //!    period;
 //! 8. (in the sender) the RTP queue is discarded when its delay exceeds 0.1 s.
 //!
+//! The window is a hand brake, not the usual limit (SCReAM v2 README): a packet may leave
+//! while `bytesInFlight + size ≤ cwnd · windowHeadroom + MSS`, with the adaptive
+//! `windowHeadroom` ∈ [1.5, 3] (§6.1 `maxWindowHeadroom`) following `queueDelayDev`
+//! ([`Scream::can_send`]). `queueDelayAvg` (virtual CE) and `queueDelayDev` follow
+//! `ScreamV2Tx.cpp`: updated at most every min(30 ms, sRtt), the average with gain 1/4
+//! upwards and replaced by a smaller sample at once.
+//!
 //! Not modelled (documented deviations): `latencyDiffCwndScale` (taken as 1), the rate
 //! policer detection (loss factor 0.95), SCReAM's CE-density scaling of F when pacing is
-//! off (pacing is always on here), and the adaptive `maxWindowHeadroom`. Where the brief
-//! gives no constant, the choice is named beside it ([`HYSTERESIS`], [`QDELAY_AVG_GAIN`],
-//! [`RAF_STEP`]).
+//! off (pacing is always on here). Where the brief
+//! gives no constant, the choice is named beside it ([`HYSTERESIS`], [`RAF_STEP`]).
 
 use l4s_core::{Dur, Rate, Time};
 
@@ -73,8 +81,22 @@ pub const MIN_PACING_RATE: Rate = Rate::kbps(50);
 /// Target hysteresis h (rule 6): our choice, 5 %, so that the encoder is not re-targeted
 /// for every small cwnd wiggle.
 pub const HYSTERESIS: f64 = 0.05;
-/// EWMA gain of `queueDelayAvg` per feedback (our choice; the brief gives none).
-pub const QDELAY_AVG_GAIN: f64 = 1.0 / 16.0;
+/// `queueDelayAvg`: EWMA gain towards a larger sample, updated at most every
+/// min(30 ms, sRtt); a smaller sample replaces the average at once (SCReAM's
+/// `kQueueDelayAvgAlpha` and its fast-down rule in `ScreamV2Tx.cpp`).
+pub const QDELAY_AVG_GAIN: f64 = 1.0 / 4.0;
+/// `queueDelayDev` normalisation (SCReAM's `kQueueDelayDevNorm`, 25 ms): the deviation
+/// is an EWMA (1/64) of `(queueDelay − queueDelayAvg) / 25 ms`.
+pub const QDELAY_DEV_NORM: f64 = 0.025;
+/// §6.1 `maxWindowHeadroom` and the adaptive floor (`kMinWindowHeadroom`): the sender may
+/// have up to `cwnd · windowHeadroom + MSS` bytes in flight, with
+/// `windowHeadroom = 1.5 + 1.5 · max(0, (0.1 − queueDelayDev) / 0.1)` re-evaluated every
+/// 50 ms. The window is SCReAM v2's "hand brake", not the usual limit: the rate comes
+/// from cwnd/sRtt and the pacer.
+pub const MAX_WINDOW_HEADROOM: f64 = 3.0;
+pub const MIN_WINDOW_HEADROOM: f64 = 1.5;
+/// SCReAM's slow-update period (window headroom), 50 ms.
+pub const SLOW_UPDATE_INTERVAL: Dur = Dur::from_millis(50);
 /// Per rate update: `rateAdjustFactor` step up while the RTP queue is above half a frame
 /// period, and decay factor otherwise (our choice).
 pub const RAF_STEP: f64 = 0.05;
@@ -146,6 +168,10 @@ pub struct Scream {
     base_bucket_start: Time,
     queue_delay: Dur,
     queue_delay_avg: f64,
+    queue_delay_dev: f64,
+    last_qd_avg_update: Time,
+    window_headroom: f64,
+    last_slow_update: Time,
     // L4S
     l4s_alpha: f64,
     alpha_last: Time,
@@ -189,6 +215,10 @@ impl Scream {
             base_bucket_start: now,
             queue_delay: Dur::ZERO,
             queue_delay_avg: 0.0,
+            queue_delay_dev: 0.0,
+            last_qd_avg_update: now,
+            window_headroom: MAX_WINDOW_HEADROOM,
+            last_slow_update: now,
             l4s_alpha: L4S_ALPHA_INIT,
             alpha_last: now,
             alpha_delivered: 0,
@@ -263,11 +293,22 @@ impl Scream {
         self.bif.iter().copied().max().unwrap_or(0)
     }
 
-    /// Whether a packet of `size` bytes may be sent with `bytes_in_flight` outstanding
-    /// (self-clocking: the window is the limit; at least one packet may always be in
-    /// flight).
+    /// Whether a packet of `size` bytes may be sent with `bytes_in_flight` outstanding:
+    /// `bytesInFlight + size ≤ cwnd · windowHeadroom + MSS` (SCReAM's `isOkToTransmit`);
+    /// at least one packet may always be in flight.
     pub fn can_send(&self, bytes_in_flight: u64, size: u32) -> bool {
-        bytes_in_flight == 0 || (bytes_in_flight + u64::from(size)) as f64 <= self.cwnd
+        bytes_in_flight == 0
+            || (bytes_in_flight + u64::from(size)) as f64 <= self.cwnd * self.window_headroom + self.mss
+    }
+
+    /// The current window headroom, in [1.5, 3].
+    pub fn window_headroom(&self) -> f64 {
+        self.window_headroom
+    }
+
+    /// `queueDelayDev` (normalised by 25 ms).
+    pub fn queue_delay_dev(&self) -> f64 {
+        self.queue_delay_dev
     }
 
     /// Rule 7: the pacing rate for a media rate `rtp_rate` (encoder output).
@@ -307,8 +348,27 @@ impl Scream {
         self.base_owd[self.base_idx] = self.base_owd[self.base_idx].min(owd);
         let base = self.base_owd.iter().copied().min().unwrap_or(owd);
         self.queue_delay = Dur::from_nanos(owd.saturating_sub(base).max(0) as u64);
-        let qd = self.queue_delay.as_secs_f64();
-        self.queue_delay_avg += QDELAY_AVG_GAIN * (qd - self.queue_delay_avg);
+    }
+
+    /// `queueDelayAvg` and `queueDelayDev`, at most every min(30 ms, sRtt); the window
+    /// headroom every 50 ms (SCReAM `ScreamV2Tx::incomingStandardizedFeedback` and
+    /// `updateCwnd`).
+    fn update_queue_delay_stats(&mut self, now: Time) {
+        if now - self.last_qd_avg_update > self.congestion_interval() {
+            let qd = self.queue_delay.as_secs_f64();
+            if qd < self.queue_delay_avg {
+                self.queue_delay_avg = qd;
+            } else {
+                self.queue_delay_avg += QDELAY_AVG_GAIN * (qd - self.queue_delay_avg);
+            }
+            self.queue_delay_dev = (63.0 * self.queue_delay_dev + (qd - self.queue_delay_avg) / QDELAY_DEV_NORM) / 64.0;
+            self.last_qd_avg_update = now;
+        }
+        if now - self.last_slow_update > SLOW_UPDATE_INTERVAL {
+            let x = ((0.1 - self.queue_delay_dev) / 0.1).max(0.0);
+            self.window_headroom = MIN_WINDOW_HEADROOM + (MAX_WINDOW_HEADROOM - MIN_WINDOW_HEADROOM) * x;
+            self.last_slow_update = now;
+        }
     }
 
     /// min(30 ms, sRtt): the shortest interval between congestion reactions.
@@ -344,6 +404,7 @@ impl Scream {
         if let Some(owd) = ev.owd_ns {
             self.note_owd(now, owd);
         }
+        self.update_queue_delay_stats(now);
         self.note_bif(now, ev.bytes_in_flight);
         // Acked rate over ≥ 100 ms windows.
         self.acked_bytes_window += ev.bytes_acked;
@@ -387,6 +448,7 @@ impl Scream {
                 reaction = Reaction::VirtualCe;
             }
         }
+        let scl_pre = self.scl_i();
         // Rule 4: decrease.
         match reaction {
             Reaction::None => {}
@@ -419,22 +481,22 @@ impl Scream {
         if reaction != Reaction::None {
             self.last_congestion = Some(now);
             self.last_reaction = reaction;
-        } else if ev.pkts_lost == 0 {
-            // Rule 5: increase (not on a report that carried congestion we did not react to
-            // because of the interval gate, for CE: only unmarked bytes grow the window).
-            let acked = ev.bytes_acked.saturating_sub(ev.bytes_ce) as f64;
-            if acked > 0.0 {
-                let scl = self.scl_i();
-                let mut inc = acked * self.mss / self.cwnd.max(1.0);
-                inc *= scl.max(0.25);
-                inc *= (srtt.as_secs_f64() / VIRTUAL_RTT.as_secs_f64()).min(1.0);
-                let pcs = self.post_congestion_scale(now);
-                inc *= 1.0 + MULTIPLICATIVE_INCREASE * (self.cwnd / self.mss) * pcs * scl;
-                let limit = self.mss + BYTES_IN_FLIGHT_HEADROOM * self.max_bytes_in_flight() as f64;
-                let below_max = self.target < self.p.max_bitrate.0 as f64;
-                if self.cwnd + inc <= limit && below_max {
-                    self.cwnd += inc;
-                }
+        }
+        // Rule 5: increase, from this report's unmarked bytes, on every report — also on one
+        // that brought a reduction: SCReAM's `updateCwnd` applies the decrease and then the
+        // increase from `bytesNewlyAcked − bytesNewlyAckedCe` in the same call, with the
+        // `sclI` computed before the decrease (`scl_pre`).
+        let acked = ev.bytes_acked.saturating_sub(ev.bytes_ce) as f64;
+        if acked > 0.0 {
+            let mut inc = acked * self.mss / self.cwnd.max(1.0);
+            inc *= scl_pre.max(0.25);
+            inc *= (srtt.as_secs_f64() / VIRTUAL_RTT.as_secs_f64()).min(1.0);
+            let pcs = self.post_congestion_scale(now);
+            inc *= 1.0 + MULTIPLICATIVE_INCREASE * (self.cwnd / self.mss) * pcs * scl_pre;
+            let limit = self.mss + BYTES_IN_FLIGHT_HEADROOM * self.max_bytes_in_flight() as f64;
+            let below_max = self.target < self.p.max_bitrate.0 as f64;
+            if self.cwnd + inc <= limit && below_max {
+                self.cwnd += inc;
             }
         }
         reaction
@@ -607,12 +669,13 @@ mod tests {
     fn loss_and_classic_ce_factors() {
         let mut s = Scream::new(params(false), Time::ZERO);
         s.set_for_test(100_000.0, 0.1, Dur::from_millis(25));
-        let mut e = ev(100, 10, 0);
-        e.pkts_lost = 1;
-        e.pkts_ce = 3; // loss takes precedence
+        // Every acknowledged packet CE-marked, so the report brings no increase and the
+        // factor shows alone.
+        let mut e = ev(100, 3, 3);
+        e.pkts_lost = 1; // loss takes precedence over CE
         assert_eq!(s.on_feedback(&e), Reaction::Loss);
         assert_eq!(s.cwnd(), 70_000);
-        let r = s.on_feedback(&ev(200, 10, 2));
+        let r = s.on_feedback(&ev(200, 2, 2));
         assert_eq!(r, Reaction::ClassicCe);
         assert_eq!(s.cwnd(), 63_000);
         assert_eq!((s.loss_events, s.ce_events), (1, 1));

@@ -68,10 +68,139 @@ impl Net {
 }
 
 #[derive(Clone, Debug)]
+enum Payload {
+    Media(MediaHeader),
+    /// A packet of the competing bulk flow: its sequence number and send time.
+    Bulk {
+        seq: u64,
+        sent: Time,
+    },
+}
+
+#[derive(Clone, Debug)]
 struct Pkt {
-    hdr: MediaHeader,
+    hdr: Payload,
     size: u32,
     ecn: Ecn,
+}
+
+/// A competing window-based bulk flow modelled on TCP Prague v0.7 (`specs/endpoints.md`
+/// §1.3): ECT(1), 1500 B packets, per-packet ACKs, `alpha` EWMA (g = 1/16) once per round
+/// and at most every 25 ms, at most one `cwnd·(1 − alpha/2)` reduction per round and per
+/// 25 ms, additive increase of `min(1, (srtt/25 ms)²)` packets per RTT from unmarked ACKs,
+/// slow start until the first CE (which halves the window, v0.7's first-CE rule with
+/// alpha starting at 0). Enough of Prague to be the L4S competitor of S6, not a copy of it.
+pub struct BulkFlow {
+    pub mss: u32,
+    pub cwnd: f64,
+    pub alpha: f64,
+    pub srtt: Option<Dur>,
+    in_flight: u64,
+    next_seq: u64,
+    slow_start: bool,
+    round_end: u64,
+    round_pkts: u64,
+    round_ce: u64,
+    alpha_stamp: Time,
+    cwr_end: u64,
+    cwr_stamp: Time,
+    saw_ce: bool,
+    /// Bytes acknowledged (goodput accounting).
+    pub acked_bytes: u64,
+    pub reductions: u64,
+}
+
+const BULK_VRTT: Dur = Dur::from_millis(25);
+
+impl BulkFlow {
+    pub fn new() -> BulkFlow {
+        BulkFlow {
+            mss: 1500,
+            cwnd: 10.0 * 1500.0,
+            alpha: 0.0,
+            srtt: None,
+            in_flight: 0,
+            next_seq: 0,
+            slow_start: true,
+            round_end: 0,
+            round_pkts: 0,
+            round_ce: 0,
+            alpha_stamp: Time::ZERO,
+            cwr_end: 0,
+            cwr_stamp: Time::ZERO,
+            saw_ce: false,
+            acked_bytes: 0,
+            reductions: 0,
+        }
+    }
+
+    fn can_send(&self) -> bool {
+        (self.in_flight + u64::from(self.mss)) as f64 <= self.cwnd
+    }
+
+    fn on_sent(&mut self) -> u64 {
+        self.in_flight += u64::from(self.mss);
+        let s = self.next_seq;
+        self.next_seq += 1;
+        s
+    }
+
+    fn on_ack(&mut self, now: Time, seq: u64, sent: Time, ce: bool) {
+        let mss = f64::from(self.mss);
+        self.in_flight = self.in_flight.saturating_sub(u64::from(self.mss));
+        self.acked_bytes += u64::from(self.mss);
+        let rtt = now - sent;
+        self.srtt = Some(match self.srtt {
+            None => rtt,
+            Some(s) => Dur::from_nanos((s.as_nanos() * 7 + rtt.as_nanos()) / 8),
+        });
+        let srtt = self.srtt.unwrap_or(rtt);
+        self.round_pkts += 1;
+        self.round_ce += u64::from(ce);
+        if ce && !self.saw_ce {
+            self.saw_ce = true;
+            self.slow_start = false;
+            self.cwnd = (self.cwnd / 2.0).max(2.0 * mss);
+            self.cwr_end = self.next_seq;
+            self.cwr_stamp = now;
+            self.alpha_stamp = now;
+            self.round_end = self.next_seq;
+            self.round_pkts = 0;
+            self.round_ce = 0;
+            self.reductions += 1;
+            return;
+        }
+        // Alpha, once per round and at most every 25 ms.
+        if self.saw_ce && seq >= self.round_end && now - self.alpha_stamp >= BULK_VRTT {
+            let f = self.round_ce as f64 / self.round_pkts.max(1) as f64;
+            self.alpha += (f - self.alpha) / 16.0;
+            self.alpha_stamp = now;
+            self.round_end = self.next_seq;
+            self.round_pkts = 0;
+            self.round_ce = 0;
+        }
+        // CWR: one reduction per round and per 25 ms.
+        if ce && seq >= self.cwr_end && now - self.cwr_stamp >= BULK_VRTT {
+            self.cwnd = (self.cwnd * (1.0 - self.alpha / 2.0)).max(2.0 * mss);
+            self.cwr_end = self.next_seq;
+            self.cwr_stamp = now;
+            self.reductions += 1;
+        }
+        if !ce {
+            if self.slow_start {
+                self.cwnd += mss;
+            } else {
+                let r = srtt.as_secs_f64() / BULK_VRTT.as_secs_f64();
+                self.cwnd += mss * mss / self.cwnd * (r * r).min(1.0);
+            }
+        }
+    }
+}
+
+impl Default for BulkFlow {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -81,6 +210,8 @@ enum Ev {
     Departure,
     ToReceiver(Pkt),
     ToSender(Pkt),
+    /// An ACK of the bulk flow reaches its sender: (seq, send time, CE).
+    BulkAck(u64, Time, bool),
     RateChange(Rate),
     Sample,
 }
@@ -99,6 +230,9 @@ pub struct Trace {
     pub delivered: Vec<(Time, u64)>,
     /// Send times of audio packets.
     pub audio_sent: Vec<Time>,
+    /// Bulk-flow bytes delivered per 100 ms sample.
+    pub bulk_delivered: Vec<(Time, u64)>,
+    bulk_delivered_acc: u64,
 }
 
 impl Trace {
@@ -121,14 +255,16 @@ impl Trace {
             .collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
     }
+    /// Delivered forward rate of the bulk flow between `from` and `to`, bit/s.
+    pub fn bulk_goodput(&self, from: Time, to: Time) -> f64 {
+        Self::rate(&self.bulk_delivered, from, to)
+    }
     /// Delivered forward rate between `from` and `to`, bit/s.
     pub fn goodput(&self, from: Time, to: Time) -> f64 {
-        let b: u64 = self
-            .delivered
-            .iter()
-            .filter(|(t, _)| *t > from && *t <= to)
-            .map(|&(_, b)| b)
-            .sum();
+        Self::rate(&self.delivered, from, to)
+    }
+    fn rate(v: &[(Time, u64)], from: Time, to: Time) -> f64 {
+        let b: u64 = v.iter().filter(|(t, _)| *t > from && *t <= to).map(|&(_, b)| b).sum();
         b as f64 * 8.0 / (to - from).as_secs_f64()
     }
 }
@@ -146,6 +282,8 @@ pub struct Sim {
     pub tx: MediaSender,
     pub rx: MediaReceiver,
     pub trace: Trace,
+    /// The competing bulk flow, if any ([`Sim::with_bulk`]).
+    pub bulk: Option<BulkFlow>,
     now: Time,
     heap: BinaryHeap<Reverse<(Time, u64)>>,
     events: Vec<Option<Ev>>,
@@ -170,6 +308,7 @@ impl Sim {
             tx,
             rx,
             trace: Trace::default(),
+            bulk: None,
             now: Time::ZERO,
             heap: BinaryHeap::new(),
             events: Vec::new(),
@@ -190,6 +329,30 @@ impl Sim {
         s.service_tx();
         s.service_rx();
         s
+    }
+
+    /// The same, with a Prague-like bulk flow ([`BulkFlow`]) starting at `start` through
+    /// the same bottleneck (same base delays).
+    pub fn with_bulk(p: &MediaParams, net: Net, seed: u64, start: Time) -> Sim {
+        let mut s = Sim::new(p, net, seed);
+        s.bulk = Some(BulkFlow::new());
+        s.push(start, Ev::BulkAck(u64::MAX, start, false));
+        s
+    }
+
+    fn service_bulk(&mut self) {
+        while let Some(b) = self.bulk.as_mut() {
+            if !b.can_send() {
+                break;
+            }
+            let seq = b.on_sent();
+            let size = b.mss;
+            self.enqueue(Pkt {
+                hdr: Payload::Bulk { seq, sent: self.now },
+                size,
+                ecn: Ecn::Ect1,
+            });
+        }
     }
 
     fn push(&mut self, t: Time, ev: Ev) {
@@ -213,7 +376,7 @@ impl Sim {
                 }
             }
             self.enqueue(Pkt {
-                hdr: t.header,
+                hdr: Payload::Media(t.header),
                 size: t.size,
                 ecn: t.ecn,
             });
@@ -236,7 +399,7 @@ impl Sim {
     fn service_rx(&mut self) {
         while let Some(t) = self.rx.poll_transmit(self.now) {
             let mut p = Pkt {
-                hdr: t.header,
+                hdr: Payload::Media(t.header),
                 size: t.size,
                 ecn: t.ecn,
             };
@@ -250,7 +413,7 @@ impl Sim {
                         }
                         RevFault::Corrupt(prob) => {
                             if self.rng.chance(prob) {
-                                if let MediaHeader::Feedback(fb) = &mut p.hdr {
+                                if let Payload::Media(MediaHeader::Feedback(fb)) = &mut p.hdr {
                                     if self.rng.chance(0.5) {
                                         let n = self.rng.below(fb.bytes.len() as u64) as usize;
                                         fb.bytes.truncate(n);
@@ -264,7 +427,7 @@ impl Sim {
                         }
                         RevFault::Garbage(prob) => {
                             if self.rng.chance(prob) {
-                                if let MediaHeader::Feedback(fb) = &mut p.hdr {
+                                if let Payload::Media(MediaHeader::Feedback(fb)) = &mut p.hdr {
                                     for _ in 0..3 {
                                         let i = self.rng.below(fb.bytes.len() as u64) as usize;
                                         fb.bytes[i] = self.rng.next_u32() as u8;
@@ -273,7 +436,7 @@ impl Sim {
                             }
                         }
                         RevFault::AllCe => {
-                            if let MediaHeader::Feedback(fb) = &mut p.hdr {
+                            if let Payload::Media(MediaHeader::Feedback(fb)) = &mut p.hdr {
                                 rewrite_ce(&mut fb.bytes);
                             }
                         }
@@ -370,15 +533,32 @@ impl Sim {
                     self.push(at, Ev::ToReceiver(p));
                     self.start_tx();
                 }
-                Ev::ToReceiver(p) => {
-                    self.delivered_acc += u64::from(p.size);
-                    self.rx.handle_packet(t, &p.hdr, p.size, p.ecn);
-                    self.rx.drain_frames(&mut self.trace.frames);
-                    self.service_rx();
-                }
+                Ev::ToReceiver(p) => match p.hdr {
+                    Payload::Media(h) => {
+                        self.delivered_acc += u64::from(p.size);
+                        self.rx.handle_packet(t, &h, p.size, p.ecn);
+                        self.rx.drain_frames(&mut self.trace.frames);
+                        self.service_rx();
+                    }
+                    Payload::Bulk { seq, sent } => {
+                        self.trace.bulk_delivered_acc += u64::from(p.size);
+                        let at = t + self.net.owd;
+                        self.push(at, Ev::BulkAck(seq, sent, p.ecn == Ecn::Ce));
+                    }
+                },
                 Ev::ToSender(p) => {
-                    self.tx.handle_packet(t, &p.hdr, p.size, p.ecn);
+                    if let Payload::Media(h) = &p.hdr {
+                        self.tx.handle_packet(t, h, p.size, p.ecn);
+                    }
                     self.service_tx();
+                }
+                Ev::BulkAck(seq, sent, ce) => {
+                    if seq != u64::MAX {
+                        if let Some(b) = self.bulk.as_mut() {
+                            b.on_ack(t, seq, sent, ce);
+                        }
+                    }
+                    self.service_bulk();
                 }
                 Ev::RateChange(r) => {
                     self.net.rate = r;
@@ -388,6 +568,8 @@ impl Sim {
                     self.trace.targets.push((t, m.target_bitrate, m.encoder_bitrate));
                     self.trace.delivered.push((t, self.delivered_acc));
                     self.delivered_acc = 0;
+                    self.trace.bulk_delivered.push((t, self.trace.bulk_delivered_acc));
+                    self.trace.bulk_delivered_acc = 0;
                     self.push(t + Dur::from_millis(100), Ev::Sample);
                 }
             }
