@@ -285,16 +285,19 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Compare { dirs, out } => compare(&dirs, &out),
-        Cmd::Check { scenario } => match l4s_scenario::load_file(&scenario) {
-            Ok(s) => {
-                println!(
-                    "{}: ok ({} nodes, {} links, {} flows, {} simulated)",
-                    scenario.display(),
-                    s.nodes.len(),
-                    s.links.len(),
-                    s.flows.len(),
-                    s.duration
-                );
+        Cmd::Check { scenario } => match l4s_scenario::load_variants(&scenario) {
+            Ok(v) => {
+                for (name, s) in &v {
+                    println!(
+                        "{}{}: ok ({} nodes, {} links, {} flows, {} simulated)",
+                        scenario.display(),
+                        name.as_ref().map(|n| format!(" [variant {n}]")).unwrap_or_default(),
+                        s.nodes.len(),
+                        s.links.len(),
+                        s.flows.len(),
+                        s.duration
+                    );
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -403,27 +406,65 @@ fn print_verdict(v: &l4s_report::Verdict) {
 
 fn run(a: &RunArgs) -> ExitCode {
     let path = a.scenario.as_path();
-    let (out, seed, duration, quiet, snap) = (a.out.clone(), a.seed, a.duration, a.quiet, a.snapshot_interval);
-    let (pcap, packets) = (a.pcap.then_some(a.ipv6), a.packets);
+    let (out, quiet) = (a.out.clone(), a.quiet);
     let live = a.backend == Backend::Live;
     if !live && a.ipv6 && !a.pcap {
         eprintln!("error: --ipv6 applies to --pcap in the simulator (or to --backend live)");
         return ExitCode::from(2);
     }
-    if live && (a.pcap || a.packets) {
-        eprintln!(
-            "error: --{} is not available with --backend live (the forwarder's records carry no payload to write)",
-            if a.pcap { "pcap" } else { "packets" }
-        );
+    if live && a.pcap {
+        eprintln!("error: --pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)");
         return ExitCode::from(2);
     }
-    let sc = match l4s_scenario::load_file(path) {
-        Ok(s) => s,
+    let variants = match l4s_scenario::load_variants(path) {
+        Ok(v) => v,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
+    if variants.len() == 1 && variants[0].0.is_none() {
+        let sc = variants.into_iter().next().map(|v| v.1).expect("one scenario");
+        return run_scenario(a, sc, out);
+    }
+    // Variants: each run goes into its own directory under the scenario's, then a
+    // comparison of all of them (the first is the reference).
+    let base = out.unwrap_or_else(|| PathBuf::from("results").join(&variants[0].1.name));
+    if base.exists() && !base.is_dir() {
+        eprintln!(
+            "error: {} exists and is not a directory; choose another --out",
+            base.display()
+        );
+        return ExitCode::from(2);
+    }
+    let mut dirs = Vec::new();
+    for (name, sc) in variants {
+        let name = name.unwrap_or_default();
+        if !quiet {
+            println!("\n=== variant {name} ===");
+        }
+        let dir = base.join(&name);
+        let code = run_scenario(a, sc, Some(dir.clone()));
+        if code != ExitCode::SUCCESS {
+            return code;
+        }
+        dirs.push(dir);
+    }
+    if !quiet {
+        println!(
+            "\n=== variants side by side (differences against {}) ===",
+            dirs[0].display()
+        );
+    }
+    compare(&dirs, &base.join("compare.html"))
+}
+
+/// Run one scenario (a file, or one of its variants) and write its results directory.
+fn run_scenario(a: &RunArgs, sc: l4s_scenario::Scenario, out: Option<PathBuf>) -> ExitCode {
+    let path = a.scenario.as_path();
+    let (seed, duration, quiet, snap) = (a.seed, a.duration, a.quiet, a.snapshot_interval);
+    let (pcap, packets) = (a.pcap.then_some(a.ipv6), a.packets);
+    let live = a.backend == Backend::Live;
     if live {
         // Refuse what cannot run before creating anything.
         if !l4s_live::run::is_root() {
@@ -549,6 +590,7 @@ fn run(a: &RunArgs) -> ExitCode {
             stop,
             run_id: Some(id),
             on_ready: None,
+            timeline,
         };
         match l4s_live::run(sc, opts, &mut progress) {
             Ok((summary, info)) => {

@@ -421,3 +421,97 @@ fn live_refuses_what_it_cannot_run_before_building_anything() {
     }
     assert!(leftovers(&d).is_empty(), "{:?}", leftovers(&d));
 }
+
+#[test]
+fn live_packets_parquet_joins_sends_queue_records_and_arrivals() {
+    use arrow_array::Array;
+    if !is_root() {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("packets");
+    let f = d.join("p.toml");
+    let text = XVAL
+        .replace("duration = \"30s\"", "duration = \"5s\"")
+        .replace("warmup = \"10s\"", "warmup = \"0s\"");
+    std::fs::write(&f, text).unwrap();
+    let id = run_id(4);
+    let _guard = Cleanup(id.clone());
+    let out = d.join("res");
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["-q", "--packets", "--backend", "live", "--run-id", &id, "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let file = std::fs::File::open(out.join("packets.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let (mut rows, mut lost, mut marked, mut ce_in, mut bad_delay) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut ce_in_window, mut after_end) = (0u64, 0u64);
+    for batch in reader {
+        let b = batch.unwrap();
+        rows += b.num_rows() as u64;
+        let l = b.column_by_name("lost").unwrap();
+        let l = l.as_any().downcast_ref::<arrow_array::BooleanArray>().unwrap();
+        lost += l.iter().filter(|v| *v == Some(true)).count() as u64;
+        let dict = |name: &str| {
+            let c = b.column_by_name(name).unwrap().clone();
+            let d = arrow_array::cast::as_dictionary_array::<arrow_array::types::Int32Type>(c.as_ref()).clone();
+            let values = d
+                .values()
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap()
+                .clone();
+            d.keys()
+                .iter()
+                .map(|k| k.map(|k| values.value(k as usize).to_string()))
+                .collect::<Vec<_>>()
+        };
+        let dec = dict("hop0_decision");
+        marked += dec.iter().filter(|v| v.as_deref() == Some("mark")).count() as u64;
+        let q = dict("hop0_queue");
+        assert!(q.iter().flatten().all(|n| n == "bottleneck"), "{q:?}");
+        let ecn = dict("ecn_received");
+        ce_in += ecn.iter().filter(|v| v.as_deref() == Some("ce")).count() as u64;
+        let sent = b.column_by_name("sent_ns").unwrap();
+        let sent = sent.as_any().downcast_ref::<arrow_array::UInt64Array>().unwrap();
+        let arr = b.column_by_name("arrival_ns").unwrap();
+        let arr = arr.as_any().downcast_ref::<arrow_array::UInt64Array>().unwrap();
+        for (i, ecn_i) in ecn.iter().enumerate() {
+            // Every arrival is at least the 10 ms one-way propagation delay after its send.
+            if arr.is_valid(i) && arr.value(i) < sent.value(i) + 10_000_000 {
+                bad_delay += 1;
+            }
+            if arr.is_valid(i) && arr.value(i) > 5_000_000_000 {
+                after_end += 1;
+            } else if ecn_i.as_deref() == Some("ce") {
+                ce_in_window += 1;
+            }
+        }
+    }
+    let s = summary(&out);
+    let datagram: Vec<_> = s.flows.iter().filter(|f| f.kind != "tcp").collect();
+    let sum = |k: fn(&l4s_metrics::summary::FlowSummary) -> u64| datagram.iter().map(|f| k(f)).sum::<u64>();
+    let (sent, lost_s, ce) = (sum(|f| f.sent_packets), sum(|f| f.lost_packets), sum(|f| f.ce_packets));
+    println!("packets.parquet: {rows} rows, {lost} lost, {marked} marked, {ce_in} CE ({ce_in_window} arrived by the end, {after_end} rows after it); summary: {sent} sent, {lost_s} lost, {ce} CE");
+    assert!(
+        rows <= sent && rows + 100 >= sent,
+        "{rows} rows for {sent} datagrams sent"
+    );
+    assert_eq!(bad_delay, 0);
+    assert!(lost <= lost_s + 5 && lost_s <= lost + 5, "lost rows {lost} vs {lost_s}");
+    // Every CE arrival of these flows was marked by the bottleneck (no other marker).
+    assert!(
+        ce_in > 0 && marked == ce_in,
+        "marked rows {marked}, CE arrivals {ce_in}"
+    );
+    // The summary counts CE arrivals within the window; rows also cover packets that were
+    // in flight at the end and arrived during the receivers' grace period.
+    assert_eq!(ce_in_window, ce, "CE rows arriving by the end vs the summary");
+}

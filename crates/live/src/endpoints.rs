@@ -69,6 +69,8 @@ pub struct FlowCtx {
     pub stop_flag: Arc<AtomicBool>,
     pub meter: SharedMeter,
     pub ipv6: bool,
+    /// Where data packets' sends and arrivals go for `packets.parquet`.
+    pub timeline: Option<std::sync::mpsc::Sender<crate::timeline::Event>>,
 }
 
 impl FlowCtx {
@@ -221,6 +223,24 @@ pub fn run_udp_sender(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, mut ep
                 continue;
             }
             ctx.meter.lock().on_send(sent, ecn);
+            if let Some(tl) = &ctx.timeline {
+                let seq = match body {
+                    Body::Probe(h) => Some(h.seq),
+                    Body::Prague(l4s_transport::udp_prague::UdpPragueHeader::Data { seq, .. }) => {
+                        Some(seq as u32 as u64)
+                    }
+                    Body::Prague(_) => None,
+                };
+                if let Some(seq) = seq {
+                    let _ = tl.send(crate::timeline::Event::Sent {
+                        flow: ctx.index,
+                        seq,
+                        size: wire::frame_len(len, ctx.ipv6),
+                        sent,
+                        ecn,
+                    });
+                }
+            }
             // A full socket buffer or an ICMP error loses this datagram, as a drop would.
             if sock.send_to(&out[..len], dst, ecn).is_err() {
                 send_errors += 1;
@@ -309,6 +329,14 @@ pub fn run_udp_receiver(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: UdpReceiver) 
                     ctx.meter.lock().on_arrival(at, d.sent, frame, ecn);
                 }
                 _ => continue,
+            }
+            if let (Some(tl), Some((_, _, seq32))) = (&ctx.timeline, wire::data_prefix(&inb[..got.len])) {
+                let _ = tl.send(crate::timeline::Event::Arrived {
+                    flow: ctx.index,
+                    seq32,
+                    at,
+                    ecn,
+                });
             }
             peer = Some(got.from);
         }
@@ -690,6 +718,7 @@ mod tests {
             stop_flag: Arc::new(AtomicBool::new(false)),
             meter: SharedMeter::new(FlowMeter::new(Window { start: Time::ZERO, end }, None)),
             ipv6: false,
+            timeline: None,
         }
     }
 

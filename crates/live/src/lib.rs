@@ -11,12 +11,16 @@
 //!   simulator drives, with the real clock), kernel TCP with `TCP_CONGESTION`.
 //! * [`delay`]: a userspace propagation-delay element (the kernel here has no netem).
 //! * [`meter`]: per-flow measurement with the simulator's meanings.
+//! * [`topology`]: the scenario's nodes and links as namespaces, veths and elements.
+//! * [`run`]: a whole live run, summarised in the simulator's results format.
+//! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
 
 pub mod delay;
 pub mod ecncheck;
 pub mod endpoints;
 pub mod meter;
 pub mod run;
+pub mod timeline;
 pub mod topology;
 pub mod udp;
 pub mod wire;

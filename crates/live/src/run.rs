@@ -70,6 +70,9 @@ pub struct LiveOptions {
     /// the scenario's hosts: start other traffic there (e.g. `iperf3` with
     /// [`l4s_fwd::netns::Netns::command`]). The processes it returns are killed at the end.
     pub on_ready: Option<ReadyHook>,
+    /// Record every data packet of the datagram flows (`packets.parquet`, see
+    /// [`crate::timeline`]).
+    pub timeline: Option<Box<dyn l4s_sim::timeline::TimelineSink>>,
 }
 
 /// See [`LiveOptions::on_ready`].
@@ -96,6 +99,7 @@ impl Default for LiveOptions {
             stop: Arc::new(AtomicBool::new(false)),
             run_id: None,
             on_ready: None,
+            timeline: None,
         }
     }
 }
@@ -134,6 +138,13 @@ pub fn privilege_error() -> LiveError {
 /// Check what can be checked before building anything.
 pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
     let avail = endpoints::available_congestion_controls();
+    if sc.flows.len() > crate::wire::MAX_FLOWS {
+        return Err(LiveError::input(format!(
+            "{} flows: the live backend carries at most {} (a 16-bit flow index on the wire)",
+            sc.flows.len(),
+            crate::wire::MAX_FLOWS
+        )));
+    }
     let mut sender_ecn: BTreeMap<usize, (bool, &str)> = BTreeMap::new();
     for f in &sc.flows {
         if !matches!(
@@ -391,6 +402,9 @@ fn run_built(
             })
             .collect(),
     );
+    let (tl_tx, tl_rx) = std::sync::mpsc::channel::<crate::timeline::Event>();
+    let mut tracker = opts.timeline.take().map(crate::timeline::Tracker::new);
+    let tl_tx = tracker.as_ref().map(|_| tl_tx);
     let flow_q: Arc<Vec<FlowQueueCounts>> = Arc::new((0..sc.flows.len()).map(|_| FlowQueueCounts::default()).collect());
     // Queue meters need time 0; it is fixed once everything is ready, so they start with a
     // placeholder that is set below before any traffic flows.
@@ -422,6 +436,9 @@ fn run_built(
                 let mono0 = mono0_cell.clone();
                 let keys = flow_keys.clone();
                 let fq = flow_q.clone();
+                let tl = tl_tx.clone();
+                // Scenario link of each direction, if it is a real queue (has a rate).
+                let hop_link: [Option<u32>; 2] = [seg.ab, seg.ba].map(|l| sc.links[l].rate.map(|_| l as u32));
                 let name = format!("forwarder on {}", sc.links[seg.ab].name);
                 let h = ns.spawn("l4s-fwd", move || {
                     let mut on_status = |s: &RouterStatus| {
@@ -442,6 +459,23 @@ fn run_built(
                                 lockq(m).mono0 = t0;
                             }
                             set = true;
+                        }
+                        if let (Some(tl), Some(link)) = (&tl, hop_link.get(r.direction as usize).copied().flatten()) {
+                            let p = &r.payload[..(r.payload_len as usize).min(r.payload.len())];
+                            if let Some((flow, _, seq32)) = crate::wire::data_prefix(p) {
+                                let _ = tl.send(crate::timeline::Event::Hop {
+                                    flow,
+                                    seq32,
+                                    link,
+                                    subqueue: r.queue,
+                                    sojourn: r.sojourn,
+                                    decision: match r.decision {
+                                        Decision::Pass => l4s_sim::timeline::Decision::Pass,
+                                        Decision::Mark => l4s_sim::timeline::Decision::Mark,
+                                        Decision::Drop => l4s_sim::timeline::Decision::Drop,
+                                    },
+                                });
+                            }
                         }
                         if let Some((_, m)) = metas.get(r.direction as usize) {
                             let mut q = lockq(m);
@@ -550,6 +584,7 @@ fn run_built(
             stop_flag: stop.clone(),
             meter: meters[i].clone(),
             ipv6: built.ipv6,
+            timeline: tl_tx.clone(),
         }
     };
     for (i, f) in sc.flows.iter().enumerate() {
@@ -692,6 +727,13 @@ fn run_built(
             interrupted = true;
             break;
         }
+        if let Some(t) = tracker.as_mut() {
+            // The timeline's send times are on the run clock; records' sojourns need none.
+            while let Ok(ev) = tl_rx.try_recv() {
+                t.handle(ev);
+            }
+            t.expire(now);
+        }
         if now >= next {
             if let Some((_, fw, qw)) = snap.as_mut() {
                 if let Err(e) = write_snapshot(sc, &meters, &queues, interval, next, fw, qw) {
@@ -716,6 +758,16 @@ fn run_built(
         let _ = c.wait();
     }
     let results = stop_elements(elem_handles);
+    if let Some(mut t) = tracker.take() {
+        drop(tl_tx);
+        while let Ok(ev) = tl_rx.try_recv() {
+            t.handle(ev);
+        }
+        if !interrupted {
+            t.finish()
+                .map_err(|e| LiveError::run(format!("cannot write the packet timeline: {e}")))?;
+        }
+    }
     if interrupted {
         return Err(LiveError {
             kind: LiveErrorKind::Interrupted,

@@ -6,9 +6,13 @@
 //! header and zero padding up to the frame size the endpoint asked for.
 //!
 //! ```text
-//! 0      2      3      4            8                16
-//! | "L4" | kind | 0    | flow u32   | sent_ns u64    | transport header ... | padding
+//! 0     1      2          4               12          16
+//! | 'L' | kind | flow u16 | sent_ns u64   | seq32 u32 | transport header ... | padding
 //! ```
+//! `seq32` is the low 32 bits of the data packet's sequence number (0 for ACKs): with the
+//! flow and the send time it sits in the first 16 payload bytes, which the forwarder's
+//! per-packet records carry, so that a record can be joined with the packet's send and
+//! arrival (`packets.parquet`).
 //! Kinds: 1 = probe (`seq u64`), 2 = udp_prague data, 3 = udp_prague ACK. The udp_prague
 //! fields follow the order of `specs/endpoints.md` §2.6 (big-endian `i32`s; data: seq,
 //! timestamp, echoed timestamp, then a frame flag byte and, in frame mode, frame number,
@@ -21,7 +25,9 @@ use l4s_core::Time;
 use l4s_transport::probe::ProbeHeader;
 use l4s_transport::udp_prague::{FrameInfo, UdpPragueHeader};
 
-pub const MAGIC: [u8; 2] = *b"L4";
+pub const MAGIC: u8 = b'L';
+/// Most flows a run can carry (the flow index is 16 bits on the wire).
+pub const MAX_FLOWS: usize = 65_535;
 pub const KIND_PROBE: u8 = 1;
 pub const KIND_PRAGUE_DATA: u8 = 2;
 pub const KIND_PRAGUE_ACK: u8 = 3;
@@ -76,13 +82,19 @@ pub fn encode(d: &Datagram, buf: &mut [u8]) -> bool {
         return false;
     }
     buf.fill(0);
-    buf[..2].copy_from_slice(&MAGIC);
-    buf[4..8].copy_from_slice(&d.flow.to_be_bytes());
-    buf[8..16].copy_from_slice(&d.sent.as_nanos().to_be_bytes());
+    buf[0] = MAGIC;
+    buf[2..4].copy_from_slice(&(d.flow.min(MAX_FLOWS as u32) as u16).to_be_bytes());
+    buf[4..12].copy_from_slice(&d.sent.as_nanos().to_be_bytes());
+    let seq32 = match d.body {
+        Body::Probe(h) => h.seq as u32,
+        Body::Prague(UdpPragueHeader::Data { seq, .. }) => seq as u32,
+        Body::Prague(UdpPragueHeader::Ack { .. }) => 0,
+    };
+    buf[12..16].copy_from_slice(&seq32.to_be_bytes());
     let t = &mut buf[COMMON_LEN..];
     match d.body {
         Body::Probe(h) => {
-            buf[2] = KIND_PROBE;
+            buf[1] = KIND_PROBE;
             buf[COMMON_LEN..COMMON_LEN + 8].copy_from_slice(&h.seq.to_be_bytes());
         }
         Body::Prague(UdpPragueHeader::Data {
@@ -100,7 +112,7 @@ pub fn encode(d: &Datagram, buf: &mut [u8]) -> bool {
                 put32(t, 17, f.frame_sent);
                 put32(t, 21, f.frame_size);
             }
-            buf[2] = KIND_PRAGUE_DATA;
+            buf[1] = KIND_PRAGUE_DATA;
         }
         Body::Prague(UdpPragueHeader::Ack {
             ack_seq,
@@ -118,23 +130,39 @@ pub fn encode(d: &Datagram, buf: &mut [u8]) -> bool {
             put32(t, 16, packets_ce);
             put32(t, 20, packets_lost);
             t[24] = error_l4s as u8;
-            buf[2] = KIND_PRAGUE_ACK;
+            buf[1] = KIND_PRAGUE_ACK;
         }
     }
     true
 }
 
-/// Decode a datagram; `None` for anything that is not one of ours.
-pub fn decode(b: &[u8]) -> Option<Datagram> {
-    if b.len() < MIN_DATAGRAM || b[..2] != MAGIC || b[3] != 0 {
+/// What the first 16 payload bytes of a data datagram say (from a forwarder record):
+/// `(flow, send time, low 32 bits of the sequence number)`; `None` for ACKs and anything
+/// that is not ours.
+pub fn data_prefix(p: &[u8]) -> Option<(u32, Time, u32)> {
+    if p.len() < COMMON_LEN || p[0] != MAGIC || !matches!(p[1], KIND_PROBE | KIND_PRAGUE_DATA) {
         return None;
     }
-    let flow = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
     let mut ns = [0u8; 8];
-    ns.copy_from_slice(&b[8..16]);
+    ns.copy_from_slice(&p[4..12]);
+    Some((
+        u16::from_be_bytes([p[2], p[3]]) as u32,
+        Time(u64::from_be_bytes(ns)),
+        u32::from_be_bytes([p[12], p[13], p[14], p[15]]),
+    ))
+}
+
+/// Decode a datagram; `None` for anything that is not one of ours.
+pub fn decode(b: &[u8]) -> Option<Datagram> {
+    if b.len() < MIN_DATAGRAM || b[0] != MAGIC {
+        return None;
+    }
+    let flow = u16::from_be_bytes([b[2], b[3]]) as u32;
+    let mut ns = [0u8; 8];
+    ns.copy_from_slice(&b[4..12]);
     let sent = Time(u64::from_be_bytes(ns));
     let t = &b[COMMON_LEN..];
-    let body = match b[2] {
+    let body = match b[1] {
         KIND_PROBE => {
             let mut s = [0u8; 8];
             s.copy_from_slice(&t[..8]);
@@ -222,11 +250,19 @@ mod tests {
             assert!(encode(&d, &mut buf));
             assert_eq!(decode(&buf), Some(d));
             assert_eq!(frame_len(buf.len(), false), 200);
+            match body {
+                Body::Prague(UdpPragueHeader::Ack { .. }) => assert_eq!(data_prefix(&buf), None),
+                Body::Probe(h) => assert_eq!(data_prefix(&buf), Some((9, d.sent, h.seq as u32))),
+                Body::Prague(UdpPragueHeader::Data { seq, .. }) => {
+                    assert_eq!(data_prefix(&buf), Some((9, d.sent, seq as u32)))
+                }
+            }
             // Truncated or corrupted: rejected, no panic.
             assert_eq!(decode(&buf[..MIN_DATAGRAM - 1]), None);
             let mut bad = buf.clone();
             bad[0] = b'X';
             assert_eq!(decode(&bad), None);
+            assert_eq!(data_prefix(&bad), None);
         }
         assert!(!encode(
             &Datagram {
@@ -243,10 +279,10 @@ mod tests {
             for fill in [0u8, 1, 2, 3, 0xff] {
                 let mut v = vec![fill; len];
                 if len >= 4 {
-                    v[..2].copy_from_slice(&MAGIC);
-                    v[3] = 0;
+                    v[0] = MAGIC;
                 }
                 let _ = decode(&v);
+                let _ = data_prefix(&v);
             }
         }
     }
