@@ -86,6 +86,9 @@ pub struct MediaData {
     pub frame_bytes: u32,
     /// When the frame's first packet was sent.
     pub frame_first_sent: Time,
+    /// When the encoder captured the frame (audio: the packet's send time); lets a frame
+    /// meter tell frames captured before its window from those captured in it.
+    pub captured: Time,
     /// When this packet was sent.
     pub sent_at: Time,
     pub is_audio: bool,
@@ -700,6 +703,7 @@ impl MediaSender {
                 count: 1,
                 frame_bytes: a.size - RTP_HEADER,
                 frame_first_sent: now,
+                captured: now,
                 sent_at: now,
                 is_audio: true,
                 marker: true,
@@ -775,6 +779,7 @@ impl MediaSender {
                 count: q.count,
                 frame_bytes: q.frame_bytes,
                 frame_first_sent: first_sent,
+                captured: q.enqueued,
                 sent_at: now,
                 is_audio: false,
                 marker: last,
@@ -1224,6 +1229,7 @@ impl RxStream {
 #[derive(Clone, Copy, Debug)]
 struct FrameAsm {
     first_sent: Time,
+    captured: Time,
     count: u32,
     got: u32,
     bytes: u32,
@@ -1310,6 +1316,7 @@ impl MediaReceiver {
         }
         let e = self.frames.entry(d.frame).or_insert(FrameAsm {
             first_sent: d.frame_first_sent,
+            captured: d.captured,
             count: d.count.max(1),
             got: 0,
             bytes: d.frame_bytes,
@@ -1319,6 +1326,7 @@ impl MediaReceiver {
         if e.got >= e.count {
             let f = FrameDone {
                 frame: d.frame,
+                captured: e.captured,
                 first_sent: e.first_sent,
                 completed: now,
                 bytes: e.bytes,

@@ -19,6 +19,13 @@
 //!   complete frame is the meter's baseline: frames before it are not counted (a meter
 //!   started mid-flow knows nothing of them; a loss of the very first frames shows as
 //!   stall time from the start).
+//! * **Window**: a meter started at `start` counts (complete, incomplete, late, delay) only
+//!   frames captured at or after `start`, the frames the sender's `frames_encoded` counts
+//!   over the same window, so `complete + incomplete ≤ frames encoded`. A frame captured
+//!   before `start` that completes inside the window still ends a stall gap (it is shown),
+//!   and fixes the numbering baseline, but is not counted. Without this a meter opened
+//!   while earlier frames were queued counted those frames too (and every frame number
+//!   between them and the first in-window frame), more than were encoded in the window.
 //!
 //! Percentiles are exact (nearest rank: the ⌈q·n⌉-th smallest delay) over a vector of
 //! the delays, 8 bytes per complete frame (≈ 1.7 MB per hour at 60 fps).
@@ -30,6 +37,8 @@ use l4s_core::{Dur, Time};
 pub struct FrameDone {
     /// Frame number (0, 1, 2, ... in capture order).
     pub frame: u64,
+    /// When the encoder captured the frame.
+    pub captured: Time,
     /// When the first packet of the frame was sent (≈ capture + encode).
     pub first_sent: Time,
     /// When the last missing packet of the frame arrived.
@@ -115,6 +124,8 @@ pub struct FrameMeter {
     /// incomplete).
     next_expected: u64,
     any_frame: bool,
+    /// `next_expected` was set by a frame captured before the window.
+    pre_window_baseline: bool,
     complete: u64,
     late: u64,
     incomplete: u64,
@@ -140,6 +151,7 @@ impl FrameMeter {
             stall_total: Dur::ZERO,
             next_expected: 0,
             any_frame: false,
+            pre_window_baseline: false,
             complete: 0,
             late: 0,
             incomplete: 0,
@@ -180,10 +192,19 @@ impl FrameMeter {
         let t = f.completed.max(self.last_complete);
         self.account_stall(t);
         self.last_complete = t;
+        if f.captured < self.start {
+            // Captured before the window: shown (ends a stall), not counted; frames up to
+            // it are not the window's either.
+            if !self.any_frame || f.frame >= self.next_expected {
+                self.next_expected = f.frame.saturating_add(1);
+                self.pre_window_baseline = true;
+            }
+            return;
+        }
         if !self.any_frame || f.frame >= self.next_expected {
             // Frames between the last complete one and this one never completed. The first
             // frame the meter sees is its baseline (it may start mid-flow).
-            let gap = if self.any_frame {
+            let gap = if self.any_frame || self.pre_window_baseline {
                 f.frame - self.next_expected
             } else {
                 0
@@ -257,7 +278,7 @@ impl FrameMeter {
             stall += end - self.stall_until.max(self.last_complete);
         }
         let mut incomplete = self.incomplete;
-        if let (Some(h), true) = (highest_seen, self.any_frame) {
+        if let (Some(h), true) = (highest_seen, self.any_frame || self.pre_window_baseline) {
             if h >= self.next_expected {
                 incomplete += h - self.next_expected + 1;
             }

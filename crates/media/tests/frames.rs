@@ -20,6 +20,7 @@ fn cfg() -> FrameMeterConfig {
 fn frame(n: u64, sent: u64, done: u64) -> FrameDone {
     FrameDone {
         frame: n,
+        captured: ms(sent),
         first_sent: ms(sent),
         completed: ms(done),
         bytes: 1000,
@@ -122,4 +123,39 @@ fn intervals_split_stalls_and_sum_to_total() {
     let s = m.finish(ms(500));
     assert_eq!(s.stall_time, a.stall_time + b.stall_time + c.stall_time);
     assert_eq!(s.stall_time, Dur::from_millis(360));
+}
+
+/// A meter opened while earlier frames are still queued at the sender (the simulator's
+/// statistics window opening mid-flow) counts only frames captured in its window: before,
+/// frames 40–49 (captured before the window, completing after it opened) were counted
+/// complete and a discarded one incomplete, so complete + incomplete exceeded the frames
+/// the encoder produced in the window.
+#[test]
+fn window_counts_only_frames_captured_in_it() {
+    let start = 1000;
+    let mut m = FrameMeter::new(cfg(), ms(start));
+    // Frames 40..=49 captured at 800..980 ms, delivered late (RTP queue) from 1005 ms on;
+    // frame 45 was discarded at the sender.
+    for n in (40..50).filter(|&n| n != 45) {
+        let cap = 800 + 20 * (n - 40);
+        let mut f = frame(n, cap, 1005 + 5 * (n - 40));
+        f.first_sent = ms(cap + 150);
+        m.on_frame(&f);
+    }
+    // In-window frames 50..=74 captured 1000..1480 ms; 60 and 61 discarded, 74 seen only
+    // in part at the end.
+    for n in (50..74).filter(|n| !(60..=61).contains(n)) {
+        let cap = start + 20 * (n - 50);
+        m.on_frame(&frame(n, cap, cap + 30));
+    }
+    let s = m.finish_with_seen(ms(1500), Some(74));
+    let encoded_in_window = 25; // frames 50..=74
+    assert_eq!(s.frames_complete, 22);
+    assert_eq!(s.frames_incomplete, 3, "60, 61 and the partial 74");
+    assert_eq!(s.frames_complete + s.frames_incomplete, encoded_in_window);
+    // The pre-window frames ended the start-up gap (no stall) but add no delay samples:
+    // every counted delay is 30 ms.
+    assert_eq!(s.stall_time, Dur::ZERO);
+    assert_eq!(s.delay_max, Dur::from_millis(30));
+    assert_eq!(s.frames_late, 0);
 }
