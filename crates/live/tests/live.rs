@@ -22,6 +22,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// One testbed at a time: they share two cores, and the assertions measure delays.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A thread started inside a namespace.
 type NsThread = std::thread::JoinHandle<Result<(), l4s_fwd::FwdError>>;
 
@@ -141,6 +148,7 @@ fn ecn_check_through_namespaces_names_the_fault_and_its_direction() {
     if !root() {
         return;
     }
+    let _one = serial();
     let r = ecn_check_through("bleach");
     assert_eq!(r.forward.ect1, Ect1Fate::Bleached, "{r}");
     assert!(!r.forward.ce_seen, "{r}");
@@ -157,6 +165,7 @@ fn iperf3_tcp_through_the_live_dualpi2_keeps_the_classic_queue_at_target() {
     if !root() || !tool("iperf3") {
         return;
     }
+    let _one = serial();
     let secs = 14;
     let sc = scenario(&format!(
         r#"[scenario]
@@ -235,4 +244,106 @@ ecn = "not-ect"
     let p50 = s.flows[0].owd_ms.p50;
     assert!((p50 - 10.0 - mean).abs() < 5.0, "probe median {p50} ms vs 10 + {mean}");
     assert!(s.flows[0].lost_packets * 50 <= s.flows[0].sent_packets, "probe loss");
+}
+
+/// A custom three-hop topology (the shape of `scenarios/multi-hop.toml`, CUBIC for Prague)
+/// over IPv6: kernel routing across two routers, a queue on each rated link, the access
+/// DualPI2 as the bottleneck.
+#[test]
+fn custom_multi_hop_topology_over_ipv6() {
+    if !root() {
+        return;
+    }
+    let _one = serial();
+    let sc = scenario(
+        r#"[scenario]
+name = "multi-hop-live"
+duration = "5s"
+warmup = "2s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "server"
+[[topology.nodes]]
+name = "core"
+[[topology.nodes]]
+name = "home"
+[[topology.nodes]]
+name = "laptop"
+[[topology.links]]
+from = "server"
+to = "core"
+rate = "1Gbit"
+delay = "5ms"
+[[topology.links]]
+name = "core-link"
+from = "core"
+to = "home"
+rate = "200Mbit"
+delay = "4ms"
+aqm = { kind = "fifo", limit = 2000 }
+[[topology.links]]
+name = "access"
+from = "home"
+to = "laptop"
+rate = "20Mbit"
+delay = "1ms"
+aqm = { kind = "dualpi2" }
+[[flows]]
+name = "bulk"
+type = "udp-prague"
+from = "server"
+to = "laptop"
+[[flows]]
+name = "probe-l4s"
+type = "probe"
+pps = 100
+ecn = "ect1"
+from = "server"
+to = "laptop"
+"#,
+    );
+    let id = RunId::generate();
+    let opts = LiveOptions {
+        run_id: Some(id.clone()),
+        ipv6: true,
+        ..LiveOptions::default()
+    };
+    let (s, info) = l4s_live::run(sc, opts, &mut |_| {}).unwrap();
+    no_namespaces_left(&id);
+    // 4 nodes, 3 wire namespaces.
+    assert_eq!(info.namespaces, 7);
+    let flows = info.flows.as_array().unwrap();
+    assert!(
+        flows
+            .iter()
+            .all(|f| f["dst"].as_str().unwrap().starts_with("[fd00:4c:")),
+        "{flows:?}"
+    );
+    let probe = s.flows.iter().find(|f| f.name == "probe-l4s").unwrap();
+    let bulk = s.flows.iter().find(|f| f.name == "bulk").unwrap();
+    println!(
+        "multi-hop over IPv6: probe OWD p50 {:.3} p99 {:.3} ms, base RTT {} ms, bulk {:.2} Mbit/s, CE {:.4}",
+        probe.owd_ms.p50,
+        probe.owd_ms.p99,
+        probe.base_rtt_ms,
+        bulk.throughput_bps / 1e6,
+        bulk.ce_fraction
+    );
+    assert_eq!(probe.base_rtt_ms, 20.0);
+    // One-way propagation 10 ms, plus serialisation and a sub-millisecond L queue.
+    assert!(
+        probe.owd_ms.p50 >= 10.0 && probe.owd_ms.p99 < 13.0,
+        "{:?}",
+        probe.owd_ms
+    );
+    assert_eq!(probe.lost_packets, 0);
+    // The access link is the bottleneck: UDP Prague fills it and is CE-marked there.
+    let access = s.queues.iter().find(|q| q.name == "access").unwrap();
+    assert!(access.utilization > 0.9, "access utilisation {}", access.utilization);
+    assert!(bulk.throughput_bps > 0.8 * 20e6, "{}", bulk.throughput_bps);
+    assert!(bulk.ce_packets > 0 && access.marks >= bulk.ce_packets);
+    let core = s.queues.iter().find(|q| q.name == "core-link").unwrap();
+    assert!(core.utilization < 0.2 && core.marks == 0 && core.drops == 0);
+    assert_eq!(s.queues.len(), 6, "three links with a rate, two directions each");
 }
