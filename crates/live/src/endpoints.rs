@@ -278,10 +278,9 @@ pub fn run_udp_sender(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, mut ep
         UdpSender::Prague(e) => e.stats(),
         UdpSender::Probe(e) => e.stats(),
     };
-    ctx.meter.lock().on_sender_stats(ctx.clock.now(), st);
-    if send_errors > 0 && std::env::var_os("L4S_DEBUG").is_some() {
-        eprintln!("flow {}: {send_errors} datagrams could not be sent", ctx.name);
-    }
+    let mut m = ctx.meter.lock();
+    m.on_sender_stats(ctx.clock.now(), st);
+    m.send_errors = send_errors;
 }
 
 /// Run a datagram receiver until the end of the run: measure every data packet and send

@@ -61,6 +61,9 @@ pub struct FlowMeter {
     pub snap_owd: LatencyHist,
     /// The flow could not run (e.g. a socket error): the first error, reported at the end.
     pub error: Option<String>,
+    /// Datagrams the sender's socket refused (full buffer, ICMP error): lost before the
+    /// network, counted as sent.
+    pub send_errors: u64,
 }
 
 impl FlowMeter {
@@ -87,6 +90,7 @@ impl FlowMeter {
             snap_arrived_of_sent: 0,
             snap_owd: LatencyHist::coarse(),
             error: None,
+            send_errors: 0,
         }
     }
 

@@ -850,6 +850,7 @@ fn run_built(
                 "flow": f.name,
                 "src": built.node_addr[f.src].to_string(),
                 "dst": SocketAddr::new(built.node_addr[f.dst], ports[i]).to_string(),
+                "send_errors": meters[i].lock().send_errors,
             })
         })
         .collect();
