@@ -280,6 +280,9 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     );
     assert!((lu - su).abs() <= 0.05 * su, "utilisation: {report}");
     assert_eq!(vs.level, vl.level, "verdict: {report}");
+    // The same finding (the headline before its numbers), e.g. "L4S working".
+    let finding = |h: &str| h.split(':').next().unwrap_or_default().to_string();
+    assert_eq!(finding(&vs.headline), finding(&vl.headline), "verdict: {report}");
     // The run-info says which backend ran, and the live part names the testbed.
     let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("live/run-info.json")).unwrap()).unwrap();
