@@ -105,6 +105,7 @@ fn s7_s8_media_sender_detects_bleaching_and_remarking() {
         // Detected from the first report that covers a rewritten packet: one RTT plus the
         // report interval (one frame, 16.7 ms) after the fault.
         assert!((5.0..5.06).contains(&at), "{fault}: failed at {at} s");
+        println!("{fault}: validation failed at {at:.3} s ({reason})");
         let ms = |r: &l4s_sim::timeline::PacketRow| r.sent.as_nanos() / 1_000_000;
         assert!(rows
             .iter()
