@@ -279,6 +279,20 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
         "classic probe median: {report}"
     );
     assert!((lu - su).abs() <= 0.05 * su, "utilisation: {report}");
+    // Kernel CUBIC's own packets (measured on the wire by the packet taps) sit in the same
+    // classic queue as the classic probe.
+    let (st, lt) = (flow(&s, "cubic"), flow(&l, "cubic"));
+    println!(
+        "cross-validation: cubic OWD p50 sim {:.3} live {:.3} ms, CE fraction sim {:.5} live {:.5}",
+        st.owd_ms.p50, lt.owd_ms.p50, st.ce_fraction, lt.ce_fraction
+    );
+    assert!(lt.owd_ms.count > 1000, "{report}");
+    assert!(
+        (lt.owd_ms.p50 - st.owd_ms.p50).abs() <= 0.25 * st.owd_ms.p50,
+        "cubic median OWD sim {} live {}",
+        st.owd_ms.p50,
+        lt.owd_ms.p50
+    );
     assert_eq!(vs.level, vl.level, "verdict: {report}");
     // The same finding (the headline before its numbers), e.g. "L4S working".
     let finding = |h: &str| h.split(':').next().unwrap_or_default().to_string();

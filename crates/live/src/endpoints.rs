@@ -9,7 +9,8 @@
 //! * **Kernel TCP**: a socket with `TCP_CONGESTION` set before `connect` and a receiver
 //!   that reads as fast as it can. `TCP_INFO` is sampled every 10 ms for the RTT
 //!   (`tcpi_rtt`, the kernel's smoothed RTT), the window, retransmissions and the CE marks
-//!   the sender was told of (`tcpi_delivered_ce`).
+//!   the sender was told of (`tcpi_delivered_ce`). Its packets are measured on the wire by
+//!   [`crate::tap`].
 //!
 //! Every endpoint runs on its own thread that joined the flow's namespace before opening
 //! its socket. Threads stop at the flow's stop time, at the end of the run, or when the
@@ -27,21 +28,31 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The run's clock: monotonic nanoseconds since the run started (`CLOCK_MONOTONIC`,
 /// shared by every namespace of the host).
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
-    base: Instant,
+    /// `CLOCK_MONOTONIC` at time 0, ns.
+    mono0: u64,
 }
 
 impl Clock {
     pub fn start() -> Clock {
-        Clock { base: Instant::now() }
+        Clock {
+            mono0: l4s_fwd::afpacket::monotonic_now().as_nanos(),
+        }
     }
     pub fn now(&self) -> Time {
-        Time(self.base.elapsed().as_nanos().min(u64::MAX as u128) as u64)
+        self.at_monotonic(l4s_fwd::afpacket::monotonic_now().as_nanos())
+    }
+    /// `CLOCK_MONOTONIC` at time 0, ns (the forwarder's records use that clock).
+    pub fn mono0(&self) -> u64 {
+        self.mono0
+    }
+    /// The run time of a `CLOCK_MONOTONIC` reading (0 before the start).
+    pub fn at_monotonic(&self, ns: u64) -> Time {
+        Time(ns.saturating_sub(self.mono0))
     }
     /// Sleep until `t` (or until `stop` is set; checked every 50 ms).
     pub fn sleep_until(&self, t: Time, stop: &AtomicBool) {
@@ -520,14 +531,6 @@ pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStr
     Ok(stream)
 }
 
-/// Frame bytes (Ethernet + IP + TCP with timestamps) that carry `payload` bytes in
-/// segments of `mss`.
-pub fn tcp_frame_bytes(payload: u64, mss: u32, ipv6: bool) -> u64 {
-    let per = 14 + if ipv6 { 40 } else { 20 } + 32;
-    let mss = mss.max(1) as u64;
-    payload + payload.div_ceil(mss) * per
-}
-
 /// What the TCP sender knows of its connection, as [`EndpointStats`].
 fn tcp_stats(i: &TcpInfo, written: u64, congestion_events: u64, ecn: bool, finished: bool) -> EndpointStats {
     EndpointStats {
@@ -669,7 +672,6 @@ pub fn run_tcp_receiver(ctx: &FlowCtx, listener: TcpListener) {
     let _ = c.set_nonblocking(true);
     let fd = c.as_raw_fd();
     let mut buf = vec![0u8; 256 * 1024];
-    let mut mss = 0u32;
     loop {
         let now = ctx.clock.now();
         if ctx.done(now) {
@@ -678,14 +680,8 @@ pub fn run_tcp_receiver(ctx: &FlowCtx, listener: TcpListener) {
         match c.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                if mss == 0 {
-                    mss = tcp_info(fd).map(|i| i.rcv_mss).unwrap_or(0);
-                }
-                let m = if mss > 0 { mss } else { 1448 };
                 let now = ctx.clock.now();
-                ctx.meter
-                    .lock()
-                    .on_stream_bytes(now, n as u64, tcp_frame_bytes(n as u64, m, ctx.ipv6));
+                ctx.meter.lock().on_stream_bytes(now, n as u64);
             }
             Err(e) if would_block(&e) || e.kind() == io::ErrorKind::Interrupted => {
                 let _ = wait_fd(fd, false, Dur::from_millis(50).min(ctx.end.since(now)));
@@ -812,6 +808,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("no-such-cc") && err.contains("cubic"), "{err}");
-        assert_eq!(tcp_frame_bytes(2896, 1448, false), 2896 + 2 * 66);
     }
 }

@@ -13,6 +13,7 @@
 //! * [`meter`]: per-flow measurement with the simulator's meanings.
 //! * [`topology`]: the scenario's nodes and links as namespaces, veths and elements.
 //! * [`run`]: a whole live run, summarised in the simulator's results format.
+//! * [`tap`]: packet taps that give kernel TCP flows per-packet one-way delay, CE and loss.
 //! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
 
 pub mod delay;
@@ -20,6 +21,7 @@ pub mod ecncheck;
 pub mod endpoints;
 pub mod meter;
 pub mod run;
+pub mod tap;
 pub mod timeline;
 pub mod topology;
 pub mod udp;

@@ -128,13 +128,12 @@ impl FlowMeter {
         }
     }
 
-    /// Stream bytes (TCP) read by the receiver at `now`, carried in `frame_bytes` on the wire.
+    /// Stream bytes (TCP) the receiving application read at `now` (the frames themselves
+    /// are counted by the packet taps through [`FlowMeter::on_arrival`]).
     #[inline]
-    pub fn on_stream_bytes(&mut self, now: Time, payload: u64, frame_bytes: u64) {
-        self.snap_bytes += frame_bytes;
+    pub fn on_stream_bytes(&mut self, now: Time, payload: u64) {
         if self.window.contains(now) {
             self.goodput_bytes += payload;
-            self.received_bytes += frame_bytes;
         }
     }
 
@@ -219,8 +218,8 @@ mod tests {
         m.on_rtt(Time::from_millis(100), Dur::from_millis(50));
         m.on_rtt(Time::from_millis(2000), Dur::from_millis(30));
         assert_eq!(m.rtt.count(), 1);
-        m.on_stream_bytes(Time::from_millis(2000), 1000, 1066);
-        m.on_stream_bytes(Time::from_millis(4000), 1000, 1066);
+        m.on_stream_bytes(Time::from_millis(2000), 1000);
+        m.on_stream_bytes(Time::from_millis(4000), 1000);
         assert_eq!(m.goodput_bytes, 1000);
     }
 }

@@ -34,7 +34,7 @@ use l4s_metrics::LatencyHist;
 use l4s_scenario::{FlowKind, Scenario};
 use l4s_transport::probe::{ProbeReceiver, ProbeSender};
 use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -292,13 +292,6 @@ impl QueueMeter {
 
 type SharedQueue = Arc<Mutex<QueueMeter>>;
 
-/// CE marks and drops the queues applied to one flow's packets in the window.
-#[derive(Debug, Default)]
-struct FlowQueueCounts {
-    marks: std::sync::atomic::AtomicU64,
-    drops: std::sync::atomic::AtomicU64,
-}
-
 fn lockq(q: &SharedQueue) -> std::sync::MutexGuard<'_, QueueMeter> {
     q.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -390,22 +383,9 @@ fn run_built(
         used_ports.insert((f.dst, tcp, p), i);
         ports.push(p);
     }
-    // Per-flow marks and drops at the queues, attributed by destination address, port and
-    // protocol (the forward direction's data; TCP's receivers see no CE count of their own).
-    let flow_keys: Arc<HashMap<(IpAddr, u16, u8), usize>> = Arc::new(
-        sc.flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let proto = if matches!(f.kind, FlowKind::Tcp { .. }) { 6 } else { 17 };
-                ((built.node_addr[f.dst], ports[i], proto), i)
-            })
-            .collect(),
-    );
     let (tl_tx, tl_rx) = std::sync::mpsc::channel::<crate::timeline::Event>();
     let mut tracker = opts.timeline.take().map(crate::timeline::Tracker::new);
     let tl_tx = tracker.as_ref().map(|_| tl_tx);
-    let flow_q: Arc<Vec<FlowQueueCounts>> = Arc::new((0..sc.flows.len()).map(|_| FlowQueueCounts::default()).collect());
     // Queue meters need time 0; it is fixed once everything is ready, so they start with a
     // placeholder that is set below before any traffic flows.
     let mut queues: Vec<LiveQueue> = Vec::new();
@@ -434,8 +414,6 @@ fn run_built(
                 let cfg = cfg.clone();
                 let st = elem_stop.clone();
                 let mono0 = mono0_cell.clone();
-                let keys = flow_keys.clone();
-                let fq = flow_q.clone();
                 let tl = tl_tx.clone();
                 // Scenario link of each direction, if it is a real queue (has a rate).
                 let hop_link: [Option<u32>; 2] = [seg.ab, seg.ba].map(|l| sc.links[l].rate.map(|_| l as u32));
@@ -478,23 +456,7 @@ fn run_built(
                             }
                         }
                         if let Some((_, m)) = metas.get(r.direction as usize) {
-                            let mut q = lockq(m);
-                            q.record(r);
-                            let in_window = q.run_time(r.time).is_some_and(|t| q.window.contains(t));
-                            drop(q);
-                            if in_window && r.decision != Decision::Pass {
-                                if let Some(ip) = &r.ip {
-                                    if let Some(&i) =
-                                        ip.dst_port.and_then(|p| keys.get(&(ip.dst_addr(), p, ip.protocol)))
-                                    {
-                                        let c = &fq[i];
-                                        match r.decision {
-                                            Decision::Mark => c.marks.fetch_add(1, Ordering::Relaxed),
-                                            _ => c.drops.fetch_add(1, Ordering::Relaxed),
-                                        };
-                                    }
-                                }
-                            }
+                            lockq(m).record(r);
                         }
                     };
                     l4s_fwd::run_recording(&cfg, &st, &mut on_status, &mut sink)
@@ -562,7 +524,7 @@ fn run_built(
 
     // Receivers first (bound and listening), then the clock starts.
     let clock = Clock::start();
-    let mono0 = l4s_fwd::afpacket::monotonic_now().as_nanos();
+    let mono0 = clock.mono0();
     let meters: Vec<SharedMeter> = sc
         .flows
         .iter()
@@ -570,6 +532,7 @@ fn run_built(
         .collect();
     let mut rx_handles = Vec::new();
     let mut tx_handles = Vec::new();
+    let mut tap_handles = Vec::new();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<(), String>)>();
     let ctx_of = |i: usize, recv: bool| -> FlowCtx {
         let f = &sc.flows[i];
@@ -620,9 +583,41 @@ fn run_built(
         })?;
         rx_handles.push(h);
     }
+    // Packet taps for kernel TCP flows: both sides open before time 0.
+    for (i, f) in sc.flows.iter().enumerate() {
+        if !matches!(f.kind, FlowKind::Tcp { .. }) {
+            continue;
+        }
+        let dst = SocketAddr::new(built.node_addr[f.dst], ports[i]);
+        let inflight = crate::tap::SharedInFlight::default();
+        for (node, side) in [
+            (
+                f.src,
+                crate::tap::Side::Sender {
+                    src: built.node_addr[f.src],
+                },
+            ),
+            (f.dst, crate::tap::Side::Receiver),
+        ] {
+            let ctx = ctx_of(i, true);
+            let ready = ready_tx.clone();
+            let inflight = inflight.clone();
+            let h = built.nodes[node].spawn("l4s-tap", move || match crate::tap::Tap::open() {
+                Ok(tap) => {
+                    let _ = ready.send((i, Ok(())));
+                    crate::tap::run_tcp_tap(&ctx, tap, dst, side, inflight);
+                }
+                Err(e) => {
+                    let _ = ready.send((i, Err(format!("opening a packet tap: {e}"))));
+                }
+            })?;
+            tap_handles.push(h);
+        }
+    }
+    let expected_ready = sc.flows.len() + tap_handles.len();
     drop(ready_tx);
     let mut setup_error = None;
-    for _ in 0..sc.flows.len() {
+    for _ in 0..expected_ready {
         match ready_rx.recv_timeout(std::time::Duration::from_secs(5)) {
             Ok((_, Ok(()))) => {}
             Ok((i, Err(e))) => {
@@ -636,7 +631,7 @@ fn run_built(
     }
     if let Some(e) = setup_error {
         stop.store(true, Ordering::Relaxed);
-        for h in rx_handles {
+        for h in rx_handles.into_iter().chain(tap_handles) {
             let _ = h.join();
         }
         stop_elements(elem_handles);
@@ -658,7 +653,7 @@ fn run_built(
             Ok(c) => children = c,
             Err(e) => {
                 stop.store(true, Ordering::Relaxed);
-                for h in rx_handles {
+                for h in rx_handles.into_iter().chain(tap_handles) {
                     let _ = h.join();
                 }
                 stop_elements(elem_handles);
@@ -750,7 +745,7 @@ fn run_built(
     for h in tx_handles {
         let _ = h.join();
     }
-    for h in rx_handles {
+    for h in rx_handles.into_iter().chain(tap_handles) {
         let _ = h.join();
     }
     for mut c in children {
@@ -835,7 +830,7 @@ fn run_built(
             .and_then(|_| w.flush())
             .map_err(|e| LiveError::run(format!("cannot write distributions: {e}")))?;
     }
-    let summary = summary(sc, built, &meters, &queues, &flow_q, &probs, window, seed);
+    let summary = summary(sc, built, &meters, &queues, &probs, window, seed);
     let bottleneck_packets = queues
         .iter()
         .filter(|q| sc.links[q.link].bottleneck)
@@ -1025,13 +1020,11 @@ fn base_rtt(sc: &Scenario, built: &Built, src: usize, dst: usize) -> Dur {
     one_way(src, dst) + one_way(dst, src)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn summary(
     sc: &Scenario,
     built: &Built,
     meters: &[SharedMeter],
     queues: &[LiveQueue],
-    flow_q: &[FlowQueueCounts],
     probs: &BTreeMap<usize, (f64, u64)>,
     window: Window,
     seed: u64,
@@ -1040,7 +1033,7 @@ fn summary(
     let per_sec = |x: f64| if secs > 0.0 { round6(x / secs) } else { 0.0 };
     let mut flows = Vec::new();
     let mut classes: BTreeMap<String, (u32, f64, LatencyHist, LatencyHist)> = BTreeMap::new();
-    for (fi, (f, m)) in sc.flows.iter().zip(meters).enumerate() {
+    for (f, m) in sc.flows.iter().zip(meters) {
         let m = m.lock();
         let snd = m.sender;
         let base = m.sender_base.unwrap_or_default();
@@ -1053,16 +1046,9 @@ fn summary(
             _ => ("none".to_string(), "none".to_string()),
         };
         let throughput = per_sec(m.received_bytes as f64 * 8.0);
-        let (sent, lost, received, ce) = if tcp {
-            // Data segments the kernel sent in the window (TCP_INFO), and what the queues did
-            // to them (the forwarder's records).
-            let sent = snd.sent_packets.saturating_sub(base.sent_packets);
-            let lost = flow_q[fi].drops.load(Ordering::Relaxed);
-            let ce = flow_q[fi].marks.load(Ordering::Relaxed);
-            (sent, lost, sent.saturating_sub(lost), ce)
-        } else {
-            (m.sent, m.lost(), m.received, m.ce)
-        };
+        // Kernel TCP's data segments are counted by the packet taps (crate::tap) with the
+        // same meters as the datagram flows.
+        let (sent, lost, received, ce) = (m.sent, m.lost(), m.received, m.ce);
         let goodput = if tcp {
             per_sec(m.goodput_bytes as f64 * 8.0)
         } else {

@@ -1,0 +1,337 @@
+//! Packet taps for kernel TCP flows: the per-packet view the simulator has of its own TCP.
+//!
+//! Kernel TCP keeps its packets to itself, so the testbed watches them on the wire: a tap
+//! in the sender's namespace sees every data segment leave (`PACKET_OUTGOING` on an
+//! `AF_PACKET` socket), a tap in the receiver's namespace sees it arrive, and matching them
+//! by sequence number gives each segment's one-way delay, its ECN field on arrival (CE
+//! marks), the frame bytes delivered, and the segments that never arrived (loss), counted
+//! with the same meters as the datagram flows ([`crate::meter::FlowMeter`]).
+//!
+//! Times are the kernel's receive/transmit stamps (`SO_TIMESTAMPNS`, `CLOCK_REALTIME`)
+//! converted to `CLOCK_MONOTONIC` with the offset between the two clocks taken when the tap
+//! opens; a stamp that is missing or more than 100 ms from the time of reading is replaced
+//! by the time of reading. A retransmitted segment is matched to its latest transmission.
+//! Sequence numbers waiting for their arrival are kept for at most [`MAX_WAIT`] and
+//! [`MAX_OPEN`] segments, so memory is bounded.
+
+use crate::endpoints::{precise_timers, wait_fd, FlowCtx};
+use l4s_core::{Dur, Ecn, Time};
+use l4s_fwd::afpacket::monotonic_now;
+use l4s_fwd::packet::{parse, IpVersion, Parsed};
+use std::collections::HashMap;
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex};
+
+/// A segment not seen to arrive within this time is lost.
+pub const MAX_WAIT: Dur = Dur::from_secs(5);
+/// Most segments waiting for their arrival per flow.
+pub const MAX_OPEN: usize = 200_000;
+
+/// An `AF_PACKET` socket on every interface of the calling thread's namespace.
+#[derive(Debug)]
+pub struct Tap {
+    fd: OwnedFd,
+    /// `CLOCK_REALTIME − CLOCK_MONOTONIC`, ns.
+    offset: i128,
+}
+
+/// One captured frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Captured {
+    pub len: usize,
+    pub outgoing: bool,
+    /// `CLOCK_MONOTONIC` ns of the kernel's stamp (or of the read).
+    pub mono: u64,
+}
+
+fn realtime_ns() -> i128 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+impl Tap {
+    pub fn open() -> io::Result<Tap> {
+        let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
+        // SAFETY: plain socket(2).
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                proto,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: we own the new descriptor.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let one: libc::c_int = 1;
+        let rcvbuf: libc::c_int = 8 << 20;
+        for (name, v) in [(libc::SO_TIMESTAMPNS, &one), (libc::SO_RCVBUF, &rcvbuf)] {
+            // SAFETY: a c_int option of the stated size.
+            let r = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    name,
+                    v as *const libc::c_int as *const libc::c_void,
+                    size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if r < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        let mono = monotonic_now().as_nanos() as i128;
+        let rt = realtime_ns();
+        Ok(Tap { fd, offset: rt - mono })
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Read one frame without blocking; `None` when nothing is waiting.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Captured>> {
+        // SAFETY: plain old data, zero is valid.
+        let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
+        let mut cbuf = [0u64; 16];
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: plain old data.
+        let mut msg: libc::msghdr = unsafe { zeroed() };
+        msg.msg_name = &mut sll as *mut _ as *mut libc::c_void;
+        msg.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = size_of::<[u64; 16]>() as _;
+        // SAFETY: every pointer refers to a live buffer of the stated size.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+        let now = monotonic_now().as_nanos();
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let mut stamp = None;
+        // SAFETY: walking the control messages the kernel wrote, bounded by msg_controllen.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                let data_len = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+                if (*c).cmsg_level == libc::SOL_SOCKET
+                    && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+                    && data_len >= size_of::<libc::timespec>()
+                {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    stamp = Some(ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128);
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        let mono = match stamp {
+            Some(rt) => {
+                let m = rt - self.offset;
+                if (m - now as i128).abs() <= 100_000_000 && m > 0 {
+                    m as u64
+                } else {
+                    now
+                }
+            }
+            None => now,
+        };
+        Ok(Some(Captured {
+            len: (n as usize).min(buf.len()),
+            outgoing: sll.sll_pkttype == libc::PACKET_OUTGOING,
+            mono,
+        }))
+    }
+}
+
+/// What a tap needs to know of a TCP data segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub payload: u32,
+    pub ecn: Ecn,
+    /// Frame bytes (Ethernet header included, padding excluded).
+    pub frame: u32,
+}
+
+/// The TCP data segment in a frame, if it is one (payload > 0).
+pub fn tcp_segment(frame: &[u8]) -> Option<Segment> {
+    let Parsed::Ip(ip) = parse(frame) else { return None };
+    if ip.protocol != 6 {
+        return None;
+    }
+    let l4 = ip.l4_offset? as usize;
+    let payload_at = ip.payload_offset? as usize;
+    let end = ip.l3_end as usize;
+    let payload = end.checked_sub(payload_at)? as u32;
+    if payload == 0 || frame.len() < l4 + 8 {
+        return None;
+    }
+    let seq = u32::from_be_bytes([frame[l4 + 4], frame[l4 + 5], frame[l4 + 6], frame[l4 + 7]]);
+    let _ = ip.version == IpVersion::V4;
+    Some(Segment {
+        src: ip.src_addr(),
+        dst: ip.dst_addr(),
+        dst_port: ip.dst_port?,
+        seq,
+        payload,
+        ecn: ip.ecn,
+        frame: end as u32,
+    })
+}
+
+/// Send times of the segments in flight of one flow, shared by its two taps.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    sent: HashMap<u32, Time>,
+}
+
+pub type SharedInFlight = Arc<Mutex<InFlight>>;
+
+fn lock(f: &SharedInFlight) -> std::sync::MutexGuard<'_, InFlight> {
+    f.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl InFlight {
+    fn expire(&mut self, now: Time) {
+        if let Some(limit) = now.as_nanos().checked_sub(MAX_WAIT.as_nanos()) {
+            self.sent.retain(|_, t| t.as_nanos() >= limit);
+        }
+    }
+}
+
+/// Which side a tap watches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Outgoing segments from `src` to the flow's destination.
+    Sender { src: IpAddr },
+    /// Incoming segments to the flow's destination.
+    Receiver,
+}
+
+/// Watch one side of a kernel TCP flow to `dst` until the end of the run (`ctx.end`).
+/// `tap` was opened in the side's namespace.
+pub fn run_tcp_tap(ctx: &FlowCtx, tap: Tap, dst: SocketAddr, side: Side, inflight: SharedInFlight) {
+    precise_timers();
+    let _ = l4s_fwd::afpacket::set_realtime(10);
+    let mut buf = vec![0u8; 65_536 + 64];
+    let mut last_expire = Time::ZERO;
+    loop {
+        let now = ctx.clock.now();
+        if now >= ctx.end || ctx.stop_flag.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        loop {
+            let c = match tap.recv(&mut buf) {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: packet tap: {e}", ctx.name));
+                    return;
+                }
+            };
+            let Some(s) = tcp_segment(&buf[..c.len]) else { continue };
+            if s.dst != dst.ip() || s.dst_port != dst.port() {
+                continue;
+            }
+            let t = ctx.clock.at_monotonic(c.mono);
+            match side {
+                Side::Sender { src } => {
+                    if !c.outgoing || s.src != src {
+                        continue;
+                    }
+                    let mut f = lock(&inflight);
+                    if f.sent.len() < MAX_OPEN {
+                        f.sent.insert(s.seq, t);
+                    }
+                    drop(f);
+                    ctx.meter.lock().on_send(t, s.ecn);
+                }
+                Side::Receiver => {
+                    if c.outgoing {
+                        continue;
+                    }
+                    let sent = lock(&inflight).sent.remove(&s.seq);
+                    if let Some(sent) = sent {
+                        ctx.meter.lock().on_arrival(t, sent, s.frame, s.ecn);
+                    }
+                }
+            }
+        }
+        if now.since(last_expire) >= Dur::from_secs(1) {
+            last_expire = now;
+            lock(&inflight).expire(now);
+        }
+        let _ = wait_fd(tap.raw_fd(), false, Dur::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(payload: usize, ecn: Ecn) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 20 + 20 + payload];
+        f[12] = 0x08;
+        let ip = &mut f[14..];
+        ip[0] = 0x45;
+        ip[1] = ecn.bits();
+        ip[2..4].copy_from_slice(&((20 + 20 + payload) as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 6;
+        ip[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        ip[16..20].copy_from_slice(&[10, 0, 1, 2]);
+        let tcp = &mut ip[20..];
+        tcp[0..2].copy_from_slice(&40000u16.to_be_bytes());
+        tcp[2..4].copy_from_slice(&5201u16.to_be_bytes());
+        tcp[4..8].copy_from_slice(&123_456u32.to_be_bytes());
+        tcp[12] = 5 << 4;
+        f
+    }
+
+    #[test]
+    fn data_segments_are_recognised_and_acks_are_not() {
+        let s = tcp_segment(&frame(1000, Ecn::Ce)).unwrap();
+        assert_eq!(s.seq, 123_456);
+        assert_eq!(s.payload, 1000);
+        assert_eq!(s.frame, 1054);
+        assert_eq!(s.ecn, Ecn::Ce);
+        assert_eq!(s.dst_port, 5201);
+        assert_eq!(s.dst, "10.0.1.2".parse::<IpAddr>().unwrap());
+        // A pure ACK (no payload), a UDP frame, garbage: not data segments.
+        assert_eq!(tcp_segment(&frame(0, Ecn::Ect0)), None);
+        let mut udp = frame(100, Ecn::NotEct);
+        udp[14 + 9] = 17;
+        assert_eq!(tcp_segment(&udp), None);
+        for len in 0..80 {
+            let _ = tcp_segment(&frame(100, Ecn::NotEct)[..len]);
+        }
+    }
+
+    #[test]
+    fn in_flight_entries_expire() {
+        let mut f = InFlight::default();
+        f.sent.insert(1, Time::from_secs(1));
+        f.sent.insert(2, Time::from_secs(7));
+        f.expire(Time::from_secs(8));
+        assert_eq!(f.sent.len(), 1);
+        assert!(f.sent.contains_key(&2));
+    }
+}
