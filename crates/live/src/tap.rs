@@ -17,7 +17,7 @@
 use crate::endpoints::{precise_timers, wait_fd, FlowCtx};
 use l4s_core::{Dur, Ecn, Time};
 use l4s_fwd::afpacket::monotonic_now;
-use l4s_fwd::packet::{parse, IpVersion, Parsed};
+use l4s_fwd::packet::{parse, Parsed};
 use std::collections::HashMap;
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -185,7 +185,6 @@ pub fn tcp_segment(frame: &[u8]) -> Option<Segment> {
         return None;
     }
     let seq = u32::from_be_bytes([frame[l4 + 4], frame[l4 + 5], frame[l4 + 6], frame[l4 + 7]]);
-    let _ = ip.version == IpVersion::V4;
     Some(Segment {
         src: ip.src_addr(),
         dst: ip.dst_addr(),

@@ -301,6 +301,15 @@ pps = 100
 ecn = "ect1"
 from = "server"
 to = "laptop"
+[[flows]]
+name = "probe-late"
+type = "probe"
+pps = 100
+ecn = "not-ect"
+from = "server"
+to = "home"
+start = "1s"
+stop = "3s"
 "#,
     );
     let id = RunId::generate();
@@ -346,4 +355,10 @@ to = "laptop"
     let core = s.queues.iter().find(|q| q.name == "core-link").unwrap();
     assert!(core.utilization < 0.2 && core.marks == 0 && core.drops == 0);
     assert_eq!(s.queues.len(), 6, "three links with a rate, two directions each");
+    // start and stop are honoured: 100 packets/s from 1 s to 3 s, of which 2 s to 3 s is
+    // in the statistics window; a router as the receiver; the path is 9 ms one way.
+    let late = s.flows.iter().find(|f| f.name == "probe-late").unwrap();
+    assert!((98..=101).contains(&late.sent_packets), "sent {}", late.sent_packets);
+    assert_eq!(late.received_packets, late.sent_packets);
+    assert!(late.owd_ms.p50 >= 9.0 && late.owd_ms.p50 < 10.0, "{:?}", late.owd_ms);
 }
