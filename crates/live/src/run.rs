@@ -292,6 +292,17 @@ impl QueueMeter {
 
 type SharedQueue = Arc<Mutex<QueueMeter>>;
 
+/// Sets its flags when dropped.
+struct StopOnDrop(Vec<Arc<AtomicBool>>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            f.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 fn lockq(q: &SharedQueue) -> std::sync::MutexGuard<'_, QueueMeter> {
     q.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -390,6 +401,10 @@ fn run_built(
     // placeholder that is set below before any traffic flows.
     let mut queues: Vec<LiveQueue> = Vec::new();
     let elem_stop = Arc::new(AtomicBool::new(false));
+    // Endpoint threads stop on this (the caller's `stop` only asks the run to end).
+    let ep_stop = Arc::new(AtomicBool::new(false));
+    // Whatever way this function returns, every thread it started is told to stop.
+    let _stop_all = StopOnDrop(vec![elem_stop.clone(), ep_stop.clone()]);
     let mut elem_handles: Vec<(String, ElementJoin)> = Vec::new();
     let mono0_cell = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
     for el in &built.elements {
@@ -544,7 +559,7 @@ fn run_built(
             start: Time(f.start.as_nanos()),
             stop: stop_t,
             end: if recv { end + GRACE } else { end },
-            stop_flag: stop.clone(),
+            stop_flag: ep_stop.clone(),
             meter: meters[i].clone(),
             ipv6: built.ipv6,
             timeline: tl_tx.clone(),
@@ -630,7 +645,7 @@ fn run_built(
         }
     }
     if let Some(e) = setup_error {
-        stop.store(true, Ordering::Relaxed);
+        ep_stop.store(true, Ordering::Relaxed);
         for h in rx_handles.into_iter().chain(tap_handles) {
             let _ = h.join();
         }
@@ -652,7 +667,7 @@ fn run_built(
         match hook(&hosts) {
             Ok(c) => children = c,
             Err(e) => {
-                stop.store(true, Ordering::Relaxed);
+                ep_stop.store(true, Ordering::Relaxed);
                 for h in rx_handles.into_iter().chain(tap_handles) {
                     let _ = h.join();
                 }
@@ -720,6 +735,7 @@ fn run_built(
         let now = clock.now();
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
+            ep_stop.store(true, Ordering::Relaxed);
             break;
         }
         if let Some(t) = tracker.as_mut() {
