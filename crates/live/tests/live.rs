@@ -100,6 +100,24 @@ pps = 10
     let opts = LiveOptions {
         run_id: Some(id.clone()),
         on_ready: Some(Box::new(move |hosts: &[Host]| {
+            // Segmentation and receive offloads are off on every testbed interface.
+            for h in hosts {
+                for link in h.ns.links().map_err(|e| e.to_string())? {
+                    if link == "lo" {
+                        continue;
+                    }
+                    let on: Vec<String> =
+                        h.ns.offloads(&link)
+                            .map_err(|e| e.to_string())?
+                            .into_iter()
+                            .filter(|o| o.on && !o.fixed)
+                            .map(|o| o.name)
+                            .collect();
+                    if !on.is_empty() {
+                        return Err(format!("{} {link}: offloads still on: {on:?}", h.name));
+                    }
+                }
+            }
             let src = hosts.iter().find(|h| h.name == "p.src").ok_or("no p.src")?.clone();
             let dst = hosts.iter().find(|h| h.name == "p.dst").ok_or("no p.dst")?.clone();
             let stop = Arc::new(AtomicBool::new(false));
