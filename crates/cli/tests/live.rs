@@ -181,6 +181,7 @@ fn live_run_killed_then_cleanup_leaves_nothing() {
     assert_eq!(out.matches("removed namespace").count(), 15, "{out}");
     assert!(namespaces(&id).is_empty(), "left after cleanup: {:?}", namespaces(&id));
     assert!(!d.join("out").exists(), "results of a killed run");
+    let _ = std::fs::remove_dir_all(&d);
     // A second cleanup finds nothing; a bad id is refused.
     let o = l4s().args(["cleanup", "--run", &id]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("nothing to remove"));
@@ -205,6 +206,7 @@ fn live_run_interrupted_cleans_up_and_writes_no_results() {
     assert_eq!(st.code(), Some(130), "exit status after SIGINT");
     assert!(namespaces(&id).is_empty(), "left behind: {:?}", namespaces(&id));
     assert!(leftovers(&d).is_empty(), "half-written results: {:?}", leftovers(&d));
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 fn summary(dir: &Path) -> l4s_metrics::summary::Summary {
@@ -304,6 +306,7 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     assert_eq!(info["live"]["run_id"], id.as_str());
     assert_eq!(info["live"]["namespaces"], 15);
     assert!(d.join("live/report.html").exists() && d.join("live/snapshots-queues.csv").exists());
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -437,6 +440,7 @@ fn live_refuses_what_it_cannot_run_before_building_anything() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
     }
     assert!(leftovers(&d).is_empty(), "{:?}", leftovers(&d));
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -531,4 +535,5 @@ fn live_packets_parquet_joins_sends_queue_records_and_arrivals() {
     // The summary counts CE arrivals within the window; rows also cover packets that were
     // in flight at the end and arrived during the receivers' grace period.
     assert_eq!(ce_in_window, ce, "CE rows arriving by the end vs the summary");
+    let _ = std::fs::remove_dir_all(&d);
 }
