@@ -12,7 +12,7 @@
 //! * [`delay`]: a userspace propagation-delay element (the kernel here has no netem).
 //! * [`meter`]: per-flow measurement with the simulator's meanings.
 //! * [`topology`]: the scenario's nodes and links as namespaces, veths and elements.
-//! * [`run`]: a whole live run, summarised in the simulator's results format.
+//! * [`mod@run`]: a whole live run, summarised in the simulator's results format.
 //! * [`tap`]: packet taps that give kernel TCP flows per-packet one-way delay, CE and loss.
 //! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
 
