@@ -9,7 +9,8 @@
 //!
 //! [`MediaSender`] and [`MediaReceiver`] implement [`l4s_transport::Endpoint`] with the
 //! header [`MediaHeader`], so the simulator and the live testbed drive them like any other
-//! endpoint. Nothing here reads a clock, opens a socket or draws unseeded randomness.
+//! endpoint ([`wire`] is their byte encoding on real sockets). Nothing here reads a clock,
+//! opens a socket or draws unseeded randomness.
 
 pub mod config;
 pub mod endpoint;
@@ -18,6 +19,7 @@ pub mod rfc8888;
 pub mod rt_prague;
 pub mod scream;
 pub mod source;
+pub mod wire;
 
 pub use config::{
     AudioParams, Controller, CountConvention, FeedbackInterval, MediaConfig, MediaParams, CONTROLLERS, PROFILES,
