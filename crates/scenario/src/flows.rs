@@ -404,6 +404,7 @@ pub(crate) fn app(
     }
     t.insert("kind".into(), toml::Value::String(kind.to_string()));
     let mut lifted: Vec<(String, String)> = Vec::new();
+    let written: Vec<String> = t.keys().cloned().collect();
     for (flow_key, app_key, v) in [
         ("cc", "cc", cc.map(toml::Value::String)),
         ("ecn", "ecn", ecn.map(toml::Value::String)),
@@ -428,11 +429,28 @@ pub(crate) fn app(
             "the application's random source is derived from the run's seed: set `seed` in [scenario]",
         ));
     }
-    // Errors inside a lifted key point at the flow-level key the user wrote.
+    // Errors about a key the user wrote (or should write) at the flow level point there:
+    // a lifted key, or a missing one that has a flow-level spelling.
+    let flow_level = [
+        ("bytes", "bytes"),
+        ("cc", "cc"),
+        ("ecn", "ecn"),
+        ("tcp", "sender"),
+        ("receiver", "receiver"),
+    ];
     let relocate = |k: &str| -> Vec<Seg> {
         let first = k.split('.').next().unwrap_or(k);
-        match lifted.iter().find(|(a, _)| a == first) {
-            Some((_, flow_key)) => {
+        let at_flow = lifted
+            .iter()
+            .find(|(a, _)| a == first)
+            .map(|(_, f)| f.as_str())
+            .or_else(|| {
+                (!written.iter().any(|w| w == first))
+                    .then(|| flow_level.iter().find(|(a, _)| *a == first).map(|(_, f)| *f))
+                    .flatten()
+            });
+        match at_flow {
+            Some(flow_key) => {
                 let mut p = join(fp, flow_key);
                 p.extend(k.split('.').skip(1).map(key));
                 p

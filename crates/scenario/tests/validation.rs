@@ -162,3 +162,114 @@ fn cbr_settings() {
         "{e}"
     );
 }
+
+#[test]
+fn media_settings() {
+    for (knob, key, words) in [
+        (
+            "",
+            "flows[0]",
+            "required key `profile` is missing: one of \"cloud-gaming\", \"xr-h264\", \"xr-h265\", \"video-call\"",
+        ),
+        (
+            "profile = \"4k-movie\"",
+            "flows[0].profile",
+            "expected one of cloud-gaming, xr-h264, xr-h265, video-call",
+        ),
+        (
+            "profile = \"video-call\"\ncc = \"bbr\"",
+            "flows[0].cc",
+            "expected one of scream, rt-prague",
+        ),
+        (
+            "profile = \"video-call\"\necn = \"purple\"",
+            "flows[0].ecn",
+            "expected \"ect1\" (L4S)",
+        ),
+        (
+            "profile = \"video-call\"\nmedia = { min_bitrate = \"5Mbit\", max_bitrate = \"1Mbit\" }",
+            "flows[0].media.min_bitrate",
+            "",
+        ),
+        (
+            "profile = \"video-call\"\nmedia = { fps = 0 }",
+            "flows[0].media.fps",
+            "",
+        ),
+        (
+            "profile = \"video-call\"\nmedia = { feedback = \"10s\" }",
+            "flows[0].media.feedback",
+            "longer than the run",
+        ),
+        (
+            "profile = \"video-call\"\nmedia = { frame_rate = 30 }",
+            "flows[0].media",
+            "unknown field `frame_rate`",
+        ),
+        (
+            "profile = \"video-call\"\nmedia = { profile = \"xr-h264\" }",
+            "flows[0].media.profile",
+            "not both",
+        ),
+        (
+            "profile = \"video-call\"\nbytes = \"1MB\"",
+            "flows[0].bytes",
+            "does not apply to a media flow",
+        ),
+    ] {
+        let e = err(knob, "media");
+        assert!(e.starts_with("v.toml:"), "{knob}: {e}");
+        assert!(e.contains(&format!(": {key}")), "{knob}: {e}");
+        assert!(e.contains(words), "{knob}: {e}");
+    }
+}
+
+#[test]
+fn application_settings() {
+    for (kind, knob, key, words) in [
+        ("bulk", "", "flows[0]", "bytes"),
+        ("bulk", "bytes = \"0B\"", "flows[0].bytes", ""),
+        (
+            "web",
+            "app = { objects = 5, object_size = \"10kB\", connections = 0 }",
+            "flows[0].app.connections",
+            "",
+        ),
+        (
+            "request-response",
+            "app = { response = 100, repeat = \"0s\" }",
+            "flows[0].app.repeat",
+            "",
+        ),
+        (
+            "sync",
+            "app = { chunk = \"1MB\", pause = \"1s\", kind = \"bulk\" }",
+            "flows[0].app.kind",
+            "the flow's `type`",
+        ),
+        ("query", "app = { seed = 3 }", "flows[0].app.seed", "[scenario]"),
+        (
+            "bulk",
+            "bytes = \"1MB\"\nprofile = \"voip\"",
+            "flows[0].profile",
+            "does not apply",
+        ),
+        (
+            "web",
+            "app = { objects = 5, object_size = \"10kB\", bogus = 1 }",
+            "flows[0].app",
+            "unknown field `bogus`",
+        ),
+        ("bulk", "bytes = \"1MB\"\nsender = { mss = 0 }", "flows[0].sender", ""),
+    ] {
+        let text = format!(
+            "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n[[flows]]\nname = \"f\"\ntype = \"{kind}\"\n{knob}\n"
+        );
+        let e = l4s_scenario::load_str(&text, Path::new("v.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("v.toml:"), "{knob}: {e}");
+        assert!(e.contains(&format!(": {key}")), "{kind} {knob}: {e}");
+        assert!(e.contains(words), "{kind} {knob}: {e}");
+    }
+}
