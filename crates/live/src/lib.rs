@@ -9,6 +9,8 @@
 //!   one-way delay, then the transport header).
 //! * [`endpoints`]: flows on real sockets: UDP Prague and probes (the sans-IO objects the
 //!   simulator drives, with the real clock), kernel TCP with `TCP_CONGESTION`.
+//! * [`media`]: media flows (the simulator's sans-IO SCReAM / RT-Prague endpoints) on
+//!   real sockets, measured per frame.
 //! * [`delay`]: a userspace propagation-delay element (the kernel here has no netem).
 //! * [`meter`]: per-flow measurement with the simulator's meanings.
 //! * [`topology`]: the scenario's nodes and links as namespaces, veths and elements.
@@ -19,6 +21,7 @@
 pub mod delay;
 pub mod ecncheck;
 pub mod endpoints;
+pub mod media;
 pub mod meter;
 pub mod run;
 pub mod tap;

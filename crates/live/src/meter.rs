@@ -5,9 +5,12 @@
 //! statistics window, sender RTT samples taken in the window, data packets sent in the
 //! window, and so on. Memory is fixed (HDR histograms and counters).
 
+use l4s_apps::{Completion, CompletionKind};
 use l4s_core::{Dur, Ecn, Time};
+use l4s_media::{FrameDone, FrameMeter, FrameMeterConfig, MediaSenderStats};
 use l4s_metrics::LatencyHist;
 use l4s_transport::EndpointStats;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The statistics window `[start, end]` of a run.
@@ -64,6 +67,10 @@ pub struct FlowMeter {
     /// Datagrams the sender's socket refused (full buffer, ICMP error): lost before the
     /// network, counted as sent.
     pub send_errors: u64,
+    /// Media flows: per-frame meters.
+    pub media: Option<Box<MediaMeter>>,
+    /// Application flows: completion times.
+    pub app: Option<Box<AppMeter>>,
 }
 
 impl FlowMeter {
@@ -91,6 +98,8 @@ impl FlowMeter {
             snap_owd: LatencyHist::coarse(),
             error: None,
             send_errors: 0,
+            media: None,
+            app: None,
         }
     }
 
@@ -160,6 +169,118 @@ impl FlowMeter {
     }
 }
 
+/// Interval between samples of a media encoder's target bitrate (the simulator's
+/// `SAMPLE_INTERVAL`).
+pub const TARGET_SAMPLE: Dur = Dur::from_millis(10);
+
+/// Per-frame measurement of a media flow, with the meanings of the simulator's
+/// `MediaMeter` (`crates/sim/src/measure.rs`): the frames the receiver completes feed a
+/// whole-window [`FrameMeter`] (frames that complete in the window) and a per-snapshot one
+/// (every frame); the encoder's target bitrate is sampled every [`TARGET_SAMPLE`] in the
+/// window.
+#[derive(Clone, Debug)]
+pub struct MediaMeter {
+    pub window: Window,
+    pub frames: FrameMeter,
+    /// Frame delays of the window's complete frames.
+    pub delay: LatencyHist,
+    /// From the start of the run, closed at every snapshot.
+    pub snap: FrameMeter,
+    pub target_sum: f64,
+    pub target_min: f64,
+    pub target_max: f64,
+    pub target_samples: u64,
+    last_sample: Option<Time>,
+    /// The sender's media counters when the window opened, and the latest.
+    pub baseline: Option<MediaSenderStats>,
+    pub latest: MediaSenderStats,
+    /// Highest video frame of which the receiver saw a packet (for incomplete frames).
+    pub highest_seen: Option<u64>,
+}
+
+impl MediaMeter {
+    pub fn new(cfg: FrameMeterConfig, window: Window) -> MediaMeter {
+        MediaMeter {
+            window,
+            frames: FrameMeter::new(cfg, window.start),
+            delay: LatencyHist::new(),
+            snap: FrameMeter::new(cfg, Time::ZERO),
+            target_sum: 0.0,
+            target_min: f64::INFINITY,
+            target_max: 0.0,
+            target_samples: 0,
+            last_sample: None,
+            baseline: None,
+            latest: MediaSenderStats::default(),
+            highest_seen: None,
+        }
+    }
+
+    /// A frame the receiver completed (in completion order).
+    pub fn on_frame(&mut self, f: &FrameDone) {
+        self.snap.on_frame(f);
+        if self.window.contains(f.completed) {
+            self.frames.on_frame(f);
+            self.delay.record(f.delay());
+        }
+    }
+
+    /// The sender's media counters at `now` (called often; samples the target every
+    /// [`TARGET_SAMPLE`] in the window).
+    pub fn on_sender(&mut self, now: Time, st: MediaSenderStats) {
+        if self.baseline.is_none() && now >= self.window.start {
+            self.baseline = Some(if now == self.window.start { st } else { self.latest });
+        }
+        self.latest = st;
+        if self.window.contains(now) && self.last_sample.is_none_or(|t| now.since(t) >= TARGET_SAMPLE) {
+            self.last_sample = Some(now);
+            let bps = st.target_bitrate.bits_per_sec() as f64;
+            self.target_sum += bps;
+            self.target_min = self.target_min.min(bps);
+            self.target_max = self.target_max.max(bps);
+            self.target_samples += 1;
+        }
+    }
+}
+
+/// Completion times of an application flow per kind, with the meanings of the simulator's
+/// `AppMeter`: a completion counts in the summary if it started in the window and ended
+/// by its end.
+#[derive(Clone, Debug)]
+pub struct AppMeter {
+    pub window: Window,
+    /// Per kind: completion times, bytes, sum of per-completion goodputs (bit/s).
+    pub kinds: BTreeMap<CompletionKind, (LatencyHist, u64, f64)>,
+    /// Since the last snapshot: completions and the longest.
+    pub snap_count: u64,
+    pub snap_max: Dur,
+}
+
+impl AppMeter {
+    pub fn new(window: Window) -> AppMeter {
+        AppMeter {
+            window,
+            kinds: BTreeMap::new(),
+            snap_count: 0,
+            snap_max: Dur::ZERO,
+        }
+    }
+
+    pub fn on_completion(&mut self, c: &Completion) {
+        let t = c.completed.since(c.started);
+        self.snap_count += 1;
+        self.snap_max = self.snap_max.max(t);
+        if c.started >= self.window.start && c.completed <= self.window.end {
+            let e = self.kinds.entry(c.what).or_insert_with(|| (LatencyHist::new(), 0, 0.0));
+            e.0.record(t);
+            e.1 += c.bytes;
+            if !t.is_zero() {
+                e.2 += c.bytes as f64 * 8.0 / t.as_secs_f64();
+            }
+        }
+    }
+}
+
 /// A meter shared by the threads of one flow.
 #[derive(Clone, Debug)]
 pub struct SharedMeter(Arc<Mutex<FlowMeter>>);
@@ -221,5 +342,90 @@ mod tests {
         m.on_stream_bytes(Time::from_millis(2000), 1000);
         m.on_stream_bytes(Time::from_millis(4000), 1000);
         assert_eq!(m.goodput_bytes, 1000);
+    }
+
+    fn frame(n: u64, captured_ms: u64, done_ms: u64) -> FrameDone {
+        FrameDone {
+            frame: n,
+            captured: Time::from_millis(captured_ms),
+            first_sent: Time::from_millis(captured_ms),
+            completed: Time::from_millis(done_ms),
+            bytes: 10_000,
+            packets: 8,
+        }
+    }
+
+    #[test]
+    fn media_meter_counts_the_window_and_samples_the_target() {
+        let w = Window {
+            start: Time::from_secs(1),
+            end: Time::from_secs(2),
+        };
+        let cfg = FrameMeterConfig {
+            frame_interval: Dur::from_micros(16_667),
+            deadline: Dur::from_micros(16_667),
+            stall_gap: Dur::from_millis(100),
+            base_owd: Dur::from_millis(10),
+        };
+        let mut m = MediaMeter::new(cfg, w);
+        // Before the window: only the snapshot meter sees it.
+        m.on_frame(&frame(0, 900, 915));
+        // In the window: 20 frames 50 ms apart, 15 ms delay; one 40 ms (late: > 10 + 16.7).
+        for i in 0..20u64 {
+            let c = 1000 + 50 * i;
+            m.on_frame(&frame(1 + i, c, c + if i == 5 { 40 } else { 15 }));
+        }
+        // After the window.
+        m.on_frame(&frame(21, 2000, 2015));
+        let fs = m.frames.finish_with_seen(w.end, Some(21));
+        assert_eq!((fs.frames_complete, fs.frames_late), (20, 1));
+        assert_eq!(m.delay.count(), 20);
+        assert_eq!(m.delay.max_ns(), 40_000_000);
+        assert_eq!(m.snap.interval(Time::from_secs(3)).frames, 22);
+        let st = |bps| MediaSenderStats {
+            target_bitrate: l4s_core::Rate::bps(bps),
+            frames_encoded: bps / 1000,
+            ..Default::default()
+        };
+        m.on_sender(Time::from_millis(995), st(1_000_000));
+        // Samples at most every 10 ms, only in the window.
+        for ms in (1000..=1100).step_by(5) {
+            m.on_sender(Time::from_millis(ms), st(2_000_000 + ms * 1000));
+        }
+        m.on_sender(Time::from_millis(2500), st(9_000_000));
+        assert_eq!(
+            m.baseline.unwrap().frames_encoded,
+            3000,
+            "the counters at the window start"
+        );
+        assert_eq!(m.target_samples, 11);
+        assert_eq!((m.target_min, m.target_max), (3_000_000.0, 3_100_000.0));
+        assert_eq!(m.latest.frames_encoded, 9000);
+    }
+
+    #[test]
+    fn app_meter_counts_completions_that_start_in_the_window() {
+        let w = Window {
+            start: Time::from_secs(1),
+            end: Time::from_secs(3),
+        };
+        let mut a = AppMeter::new(w);
+        let c = |s: u64, e: u64, what| Completion {
+            what,
+            started: Time::from_millis(s),
+            completed: Time::from_millis(e),
+            bytes: 1_000_000,
+            retries: 0,
+        };
+        a.on_completion(&c(900, 1100, CompletionKind::Transfer)); // started before
+        a.on_completion(&c(1000, 1500, CompletionKind::Transfer)); // 16 Mbit/s
+        a.on_completion(&c(2000, 2250, CompletionKind::Transfer)); // 32 Mbit/s
+        a.on_completion(&c(2900, 3100, CompletionKind::Transfer)); // ends after
+        a.on_completion(&c(1200, 1210, CompletionKind::Response));
+        assert_eq!((a.snap_count, a.snap_max), (5, Dur::from_millis(500)));
+        let (h, bytes, gsum) = &a.kinds[&CompletionKind::Transfer];
+        assert_eq!((h.count(), *bytes), (2, 2_000_000));
+        assert!((gsum - 48e6).abs() < 1.0, "{gsum}");
+        assert_eq!(a.kinds[&CompletionKind::Response].0.count(), 1);
     }
 }

@@ -13,7 +13,9 @@
 //! flow and the send time it sits in the first 16 payload bytes, which the forwarder's
 //! per-packet records carry, so that a record can be joined with the packet's send and
 //! arrival (`packets.parquet`).
-//! Kinds: 1 = probe (`seq u64`), 2 = udp_prague data, 3 = udp_prague ACK. The udp_prague
+//! Kinds: 1 = probe (`seq u64`), 2 = udp_prague data, 3 = udp_prague ACK, 4 = media data
+//! and 5 = media feedback (the transport header is `l4s_media::wire`'s encoding; `seq32`
+//! of media data counts the flow's data packets, video and audio together). The udp_prague
 //! fields follow the order of `specs/endpoints.md` §2.6 (big-endian `i32`s; data: seq,
 //! timestamp, echoed timestamp, then a frame flag byte and, in frame mode, frame number,
 //! bytes of the frame sent before this packet, frame size; ACK: ack seq, timestamp, echoed
@@ -31,6 +33,8 @@ pub const MAX_FLOWS: usize = 65_535;
 pub const KIND_PROBE: u8 = 1;
 pub const KIND_PRAGUE_DATA: u8 = 2;
 pub const KIND_PRAGUE_ACK: u8 = 3;
+pub const KIND_MEDIA_DATA: u8 = 4;
+pub const KIND_MEDIA_FEEDBACK: u8 = 5;
 /// The common header.
 pub const COMMON_LEN: usize = 16;
 /// Largest transport header after the common one.
@@ -140,7 +144,7 @@ pub fn encode(d: &Datagram, buf: &mut [u8]) -> bool {
 /// `(flow, send time, low 32 bits of the sequence number)`; `None` for ACKs and anything
 /// that is not ours.
 pub fn data_prefix(p: &[u8]) -> Option<(u32, Time, u32)> {
-    if p.len() < COMMON_LEN || p[0] != MAGIC || !matches!(p[1], KIND_PROBE | KIND_PRAGUE_DATA) {
+    if p.len() < COMMON_LEN || p[0] != MAGIC || !matches!(p[1], KIND_PROBE | KIND_PRAGUE_DATA | KIND_MEDIA_DATA) {
         return None;
     }
     let mut ns = [0u8; 8];
@@ -149,6 +153,39 @@ pub fn data_prefix(p: &[u8]) -> Option<(u32, Time, u32)> {
         u16::from_be_bytes([p[2], p[3]]) as u32,
         Time(u64::from_be_bytes(ns)),
         u32::from_be_bytes([p[12], p[13], p[14], p[15]]),
+    ))
+}
+
+/// The common header of a datagram whose transport header has its own encoding (media):
+/// write it and zero the rest of `buf`; false (nothing written) if `buf` is shorter than
+/// [`COMMON_LEN`].
+pub fn encode_common(kind: u8, flow: u32, sent: Time, seq32: u32, buf: &mut [u8]) -> bool {
+    if buf.len() < COMMON_LEN {
+        return false;
+    }
+    buf.fill(0);
+    buf[0] = MAGIC;
+    buf[1] = kind;
+    buf[2..4].copy_from_slice(&(flow.min(MAX_FLOWS as u32) as u16).to_be_bytes());
+    buf[4..12].copy_from_slice(&sent.as_nanos().to_be_bytes());
+    buf[12..16].copy_from_slice(&seq32.to_be_bytes());
+    true
+}
+
+/// The common header of a datagram of ours: `(kind, flow, send time, seq32, the bytes
+/// after it)`; `None` if `b` is shorter than [`COMMON_LEN`] or not ours.
+pub fn decode_common(b: &[u8]) -> Option<(u8, u32, Time, u32, &[u8])> {
+    if b.len() < COMMON_LEN || b[0] != MAGIC {
+        return None;
+    }
+    let mut ns = [0u8; 8];
+    ns.copy_from_slice(&b[4..12]);
+    Some((
+        b[1],
+        u16::from_be_bytes([b[2], b[3]]) as u32,
+        Time(u64::from_be_bytes(ns)),
+        u32::from_be_bytes([b[12], b[13], b[14], b[15]]),
+        &b[COMMON_LEN..],
     ))
 }
 
@@ -285,5 +322,34 @@ mod tests {
                 let _ = data_prefix(&v);
             }
         }
+    }
+
+    #[test]
+    fn common_header_of_media_datagrams() {
+        let mut buf = vec![0xaau8; 100];
+        assert!(encode_common(KIND_MEDIA_DATA, 70_000, Time(5), 0xdead_beef, &mut buf));
+        assert!(buf[COMMON_LEN..].iter().all(|&x| x == 0));
+        let (kind, flow, sent, seq32, rest) = decode_common(&buf).unwrap();
+        // The flow index saturates at the 16-bit field.
+        assert_eq!(
+            (kind, flow, sent, seq32, rest.len()),
+            (KIND_MEDIA_DATA, 65_535, Time(5), 0xdead_beef, 84)
+        );
+        assert_eq!(data_prefix(&buf), Some((65_535, Time(5), 0xdead_beef)));
+        assert!(encode_common(KIND_MEDIA_FEEDBACK, 1, Time(5), 0, &mut buf));
+        assert_eq!(data_prefix(&buf), None);
+        assert!(!encode_common(
+            KIND_MEDIA_DATA,
+            1,
+            Time(5),
+            0,
+            &mut [0u8; COMMON_LEN - 1]
+        ));
+        assert_eq!(decode_common(&buf[..COMMON_LEN - 1]), None);
+        buf[0] = b'X';
+        assert_eq!(decode_common(&buf), None);
+        // A media datagram is not a probe or udp_prague datagram.
+        assert!(encode_common(KIND_MEDIA_DATA, 1, Time(5), 0, &mut buf));
+        assert_eq!(decode(&buf), None);
     }
 }
