@@ -484,22 +484,31 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 
 /// A TCP connection to `dst` with congestion control `cc`, set before the handshake.
 pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStream> {
+    let stream = tcp_connect_start(dst, cc)?;
+    let fd = stream.as_raw_fd();
+    if !wait_fd(fd, true, timeout)? {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("connecting to {dst} timed out"),
+        ));
+    }
+    if let Some(e) = stream.take_error()? {
+        return Err(e);
+    }
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// Start a non-blocking connection to `dst` with congestion control `cc` (set before the
+/// SYN): the socket becomes writable when the handshake is over (then check
+/// `take_error`).
+pub fn tcp_connect_start(dst: SocketAddr, cc: &str) -> io::Result<TcpStream> {
     let fam = if dst.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: plain socket(2); the fd is owned by the TcpStream below or closed on error.
     let fd = cvt(unsafe { libc::socket(fam, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
     // SAFETY: we own fd from here on.
     let stream = unsafe { TcpStream::from_raw_fd(fd) };
-    // SAFETY: the name is a valid byte slice of the stated length.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            cc.as_ptr() as *const libc::c_void,
-            cc.len() as libc::socklen_t,
-        )
-    })
-    .map_err(|e| {
+    set_congestion_control(fd, cc).map_err(|e| {
         io::Error::new(
             e.kind(),
             format!(
@@ -517,18 +526,24 @@ pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStr
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
             return Err(e);
         }
-        if !wait_fd(fd, true, timeout)? {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("connecting to {dst} timed out"),
-            ));
-        }
-        if let Some(e) = stream.take_error()? {
-            return Err(e);
-        }
     }
-    stream.set_nonblocking(false)?;
     Ok(stream)
+}
+
+/// Set congestion control `cc` on a socket (a listener's is inherited by the connections
+/// it accepts).
+pub fn set_congestion_control(fd: RawFd, cc: &str) -> io::Result<()> {
+    // SAFETY: the name is a valid byte slice of the stated length.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
 }
 
 /// What the TCP sender knows of its connection, as [`EndpointStats`].

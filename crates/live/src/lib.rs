@@ -9,6 +9,8 @@
 //!   one-way delay, then the transport header).
 //! * [`endpoints`]: flows on real sockets: UDP Prague and probes (the sans-IO objects the
 //!   simulator drives, with the real clock), kernel TCP with `TCP_CONGESTION`.
+//! * [`apps`]: application flows (bulk, sync, request-response, web, query) on kernel
+//!   TCP and UDP sockets, timed per completion.
 //! * [`media`]: media flows (the simulator's sans-IO SCReAM / RT-Prague endpoints) on
 //!   real sockets, measured per frame.
 //! * [`delay`]: a userspace propagation-delay element (the kernel here has no netem).
@@ -18,6 +20,7 @@
 //! * [`tap`]: packet taps that give kernel TCP flows per-packet one-way delay, CE and loss.
 //! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
 
+pub mod apps;
 pub mod delay;
 pub mod ecncheck;
 pub mod endpoints;

@@ -37,6 +37,7 @@ use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -147,15 +148,39 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
     }
     let mut sender_ecn: BTreeMap<usize, (bool, &str)> = BTreeMap::new();
     for f in &sc.flows {
-        if !matches!(
-            f.kind,
-            FlowKind::Tcp { .. } | FlowKind::UdpPrague { .. } | FlowKind::Probe { .. }
-        ) {
-            return Err(LiveError::input(format!(
-                "flow {:?} is a {} flow, which the live backend does not run yet (tcp, udp-prague, probe and cbr flows do); use --backend sim",
-                f.name,
-                f.kind.type_name()
-            )));
+        if let FlowKind::App { cfg } = &f.kind {
+            if cfg.kind != l4s_apps::AppKind::Query {
+                if !avail.iter().any(|a| a == &cfg.cc) {
+                    return Err(LiveError::input(format!(
+                        "flow {:?} asks for TCP congestion control {:?}, which this kernel does not offer (net.ipv4.tcp_available_congestion_control = {}); load its module (e.g. `modprobe tcp_{}`) or use --backend sim",
+                        f.name,
+                        cfg.cc,
+                        avail.join(" "),
+                        cfg.cc
+                    )));
+                }
+                if matches!(
+                    (cfg.cc.as_str(), cfg.ecn),
+                    ("prague" | "dctcp", l4s_apps::AppEcn::Auto | l4s_apps::AppEcn::Accecn)
+                ) {
+                    return Err(LiveError::input(format!(
+                        "flow {:?}: {} uses Accurate ECN, which the live backend's kernel TCP does not support; set ecn = \"off\" or use --backend sim",
+                        f.name, cfg.cc
+                    )));
+                }
+                // The node that opens the connections decides whether ECN is negotiated.
+                let node = app_initiator(f);
+                let wants = cfg.nominal_ecn() != Ecn::NotEct;
+                if let Some((other, name)) = sender_ecn.get(&node) {
+                    if *other != wants {
+                        return Err(LiveError::input(format!(
+                            "flows {name:?} and {:?} open TCP connections from the same node {:?} but one uses ECN and the other not; net.ipv4.tcp_ecn is per namespace: put them on different nodes",
+                            f.name, sc.nodes[node].name
+                        )));
+                    }
+                }
+                sender_ecn.insert(node, (wants, f.name.as_str()));
+            }
         }
         if let FlowKind::Tcp { cc, ecn, .. } = &f.kind {
             if !avail.iter().any(|a| a == cc) {
@@ -184,6 +209,24 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
         }
     }
     Ok(())
+}
+
+/// The node that opens an application flow's TCP connections: the destination (the
+/// client) for every kind but sync, whose source pushes its chunks.
+fn app_initiator(f: &l4s_scenario::Flow) -> usize {
+    match &f.kind {
+        FlowKind::App { cfg } if cfg.kind == l4s_apps::AppKind::Sync => f.src,
+        _ => f.dst,
+    }
+}
+
+/// The node whose socket listens for a flow: the source for application servers (every
+/// kind but sync), else the destination.
+fn listen_node(f: &l4s_scenario::Flow) -> usize {
+    match &f.kind {
+        FlowKind::App { cfg } if cfg.kind != l4s_apps::AppKind::Sync => f.src,
+        _ => f.dst,
+    }
 }
 
 /// Per-queue measurement from the forwarder's records (one per direction of a router).
@@ -375,23 +418,38 @@ fn run_built(
     let stop = opts.stop.clone();
     // Per-namespace ECN for kernel TCP (RFC 3168 negotiation on or off).
     for f in &sc.flows {
-        if let FlowKind::Tcp { .. } = &f.kind {
-            let v = if f.nominal_ecn != Ecn::NotEct { "1" } else { "0" };
-            built.nodes[f.src].sysctl("net/ipv4/tcp_ecn", v)?;
-            if v == "1" {
-                built.nodes[f.dst].sysctl("net/ipv4/tcp_ecn", "1")?;
+        let (initiator, acceptor, wants) = match &f.kind {
+            FlowKind::Tcp { .. } => (f.src, f.dst, f.nominal_ecn != Ecn::NotEct),
+            FlowKind::App { cfg } if cfg.kind != l4s_apps::AppKind::Query => {
+                let i = app_initiator(f);
+                (
+                    i,
+                    if i == f.src { f.dst } else { f.src },
+                    cfg.nominal_ecn() != Ecn::NotEct,
+                )
             }
+            _ => continue,
+        };
+        let v = if wants { "1" } else { "0" };
+        built.nodes[initiator].sysctl("net/ipv4/tcp_ecn", v)?;
+        if wants {
+            built.nodes[acceptor].sysctl("net/ipv4/tcp_ecn", "1")?;
         }
     }
     let mut used_ports: BTreeMap<(usize, bool, u16), usize> = BTreeMap::new();
     let mut ports = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
-        let tcp = matches!(f.kind, FlowKind::Tcp { .. });
+        let tcp = match &f.kind {
+            FlowKind::Tcp { .. } => true,
+            FlowKind::App { cfg } => cfg.kind != l4s_apps::AppKind::Query,
+            _ => false,
+        };
+        let node = listen_node(f);
         let mut p = if f.port == 0 { 5000 } else { f.port };
-        while used_ports.contains_key(&(f.dst, tcp, p)) {
+        while used_ports.contains_key(&(node, tcp, p)) {
             p = p.wrapping_add(1).max(1024);
         }
-        used_ports.insert((f.dst, tcp, p), i);
+        used_ports.insert((node, tcp, p), i);
         ports.push(p);
     }
     let (tl_tx, tl_rx) = std::sync::mpsc::channel::<crate::timeline::Event>();
@@ -543,7 +601,23 @@ fn run_built(
     let meters: Vec<SharedMeter> = sc
         .flows
         .iter()
-        .map(|f| SharedMeter::new(FlowMeter::new(window, f.latency_budget)))
+        .map(|f| {
+            let mut m = FlowMeter::new(window, f.latency_budget);
+            match &f.kind {
+                FlowKind::Media { params } => {
+                    let cfg = l4s_media::FrameMeterConfig {
+                        frame_interval: params.frame_interval,
+                        deadline: params.frame_deadline,
+                        stall_gap: params.stall_gap,
+                        base_owd: path_delay(sc, built, f.src, f.dst),
+                    };
+                    m.media = Some(Box::new(crate::meter::MediaMeter::new(cfg, window)));
+                }
+                FlowKind::App { .. } => m.app = Some(Box::new(crate::meter::AppMeter::new(window))),
+                _ => {}
+            }
+            SharedMeter::new(m)
+        })
         .collect();
     let mut rx_handles = Vec::new();
     let mut tx_handles = Vec::new();
@@ -567,10 +641,35 @@ fn run_built(
     };
     for (i, f) in sc.flows.iter().enumerate() {
         let ctx = ctx_of(i, true);
-        let bind = SocketAddr::new(built.node_addr[f.dst], ports[i]);
+        let node = listen_node(f);
+        let bind = SocketAddr::new(built.node_addr[node], ports[i]);
         let ready = ready_tx.clone();
         let kind = f.kind.clone();
-        let h = built.nodes[f.dst].spawn("l4s-rx", move || match kind {
+        let h = built.nodes[node].spawn("l4s-rx", move || match kind {
+            FlowKind::App { cfg } => {
+                let listen = if cfg.kind == l4s_apps::AppKind::Query {
+                    EcnUdpSocket::bind(bind).map(crate::apps::Listen::Udp)
+                } else {
+                    TcpListener::bind(bind).and_then(|l| {
+                        crate::endpoints::set_congestion_control(l.as_raw_fd(), &cfg.cc)?;
+                        Ok(crate::apps::Listen::Tcp(l))
+                    })
+                };
+                match listen {
+                    Ok(l) => {
+                        let _ = ready.send((i, Ok(())));
+                        match l {
+                            crate::apps::Listen::Tcp(l) if cfg.kind == l4s_apps::AppKind::Sync => {
+                                crate::apps::run_sync_sink(&ctx, &cfg, l)
+                            }
+                            l => crate::apps::run_app_server(&ctx, &cfg, l),
+                        }
+                    }
+                    Err(e) => {
+                        let _ = ready.send((i, Err(format!("listening on {bind}: {e}"))));
+                    }
+                }
+            }
             FlowKind::Tcp { .. } => match TcpListener::bind(bind) {
                 Ok(l) => {
                     let _ = ready.send((i, Ok(())));
@@ -578,6 +677,16 @@ fn run_built(
                 }
                 Err(e) => {
                     let _ = ready.send((i, Err(format!("listening on {bind}: {e}"))));
+                }
+            },
+            FlowKind::Media { params } => match EcnUdpSocket::bind(bind) {
+                Ok(s) => {
+                    let _ = ready.send((i, Ok(())));
+                    let ep = l4s_media::MediaReceiver::new(&params, ctx.clock.now());
+                    crate::media::run_media_receiver(&ctx, s, ep);
+                }
+                Err(e) => {
+                    let _ = ready.send((i, Err(format!("binding {bind}: {e}"))));
                 }
             },
             other => match EcnUdpSocket::bind(bind) {
@@ -680,11 +789,21 @@ fn run_built(
     mono0_cell.store(mono0, Ordering::Release);
     for (i, f) in sc.flows.iter().enumerate() {
         let ctx = ctx_of(i, false);
-        let dst = SocketAddr::new(built.node_addr[f.dst], ports[i]);
+        let dst = SocketAddr::new(built.node_addr[listen_node(f)], ports[i]);
         let bind = SocketAddr::new(built.node_addr[f.src], 0);
         let kind = f.kind.clone();
         let nominal = f.nominal_ecn;
-        let h = built.nodes[f.src].spawn("l4s-tx", move || match kind {
+        // Application clients run at the destination (sync sources at the source).
+        let node = match &f.kind {
+            FlowKind::App { .. } => app_initiator(f),
+            _ => f.src,
+        };
+        let h = built.nodes[node].spawn("l4s-tx", move || match kind {
+            FlowKind::App { cfg } if cfg.kind == l4s_apps::AppKind::Sync => {
+                let seed = l4s_core::Rng::derive(seed, 0x3000 + i as u64).next_u64();
+                crate::apps::run_sync_source(&ctx, &cfg, dst, seed)
+            }
+            FlowKind::App { cfg } => crate::apps::run_app_client(&ctx, &cfg, dst),
             FlowKind::Tcp { cc, bytes, .. } => endpoints::run_tcp_sender(&ctx, dst, &cc, bytes, nominal),
             FlowKind::UdpPrague { sender, .. } => match EcnUdpSocket::bind(bind) {
                 Ok(s) => {
@@ -700,12 +819,15 @@ fn run_built(
                 }
                 Err(e) => ctx.meter.fail(format!("flow {}: binding {bind}: {e}", ctx.name)),
             },
-            // Refused by `preflight`.
-            other => ctx.meter.fail(format!(
-                "flow {}: {} flows do not run live",
-                ctx.name,
-                other.type_name()
-            )),
+            FlowKind::Media { params } => match EcnUdpSocket::bind(bind) {
+                Ok(s) => {
+                    // The simulator's seed for the flow's endpoints (scene complexity).
+                    let rng = l4s_core::Rng::new(l4s_core::Rng::derive(seed, 0x3000 + i as u64).next_u64());
+                    let ep = l4s_media::MediaSender::new(&params, rng, ctx.clock.now());
+                    crate::media::run_media_sender(&ctx, s, dst, ep)
+                }
+                Err(e) => ctx.meter.fail(format!("flow {}: binding {bind}: {e}", ctx.name)),
+            },
         })?;
         tx_handles.push(h);
     }
@@ -721,9 +843,9 @@ fn run_built(
     if let Some((_, fw, qw)) = snap.as_mut() {
         let r = writeln!(
             fw,
-            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed"
+            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed,frames,frames_late,stall_ms,frame_delay_max_ms,target_bps,completions,completion_max_ms"
         )
-        .and_then(|_| writeln!(qw, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops"));
+        .and_then(|_| writeln!(qw, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops,rate_bps"));
         if let Err(e) = r {
             snap_err = Some(e);
         }
@@ -860,7 +982,8 @@ fn run_built(
             serde_json::json!({
                 "flow": f.name,
                 "src": built.node_addr[f.src].to_string(),
-                "dst": SocketAddr::new(built.node_addr[f.dst], ports[i]).to_string(),
+                "dst": built.node_addr[f.dst].to_string(),
+                "listen": SocketAddr::new(built.node_addr[listen_node(f)], ports[i]).to_string(),
                 "send_errors": meters[i].lock().send_errors,
             })
         })
@@ -903,6 +1026,38 @@ fn write_snapshot(
         } else {
             0.0
         };
+        // Media: frames, late frames, stall and the largest frame delay in the interval,
+        // the encoder target now; apps: completions in the interval and the longest.
+        let mut extra = String::new();
+        if let Some(mm) = m.media.as_mut() {
+            let iv = mm.snap.interval(t);
+            extra = format!(
+                ",{},{},{:.3},{},{},,",
+                iv.frames,
+                iv.late,
+                iv.stall_time.as_millis_f64(),
+                if iv.frames > 0 {
+                    format!("{:.3}", iv.max_delay.as_millis_f64())
+                } else {
+                    String::new()
+                },
+                mm.latest.target_bitrate.bits_per_sec()
+            );
+        } else if let Some(a) = m.app.as_mut() {
+            extra = format!(
+                ",,,,,,{},{}",
+                a.snap_count,
+                if a.snap_count > 0 {
+                    format!("{:.3}", a.snap_max.as_millis_f64())
+                } else {
+                    String::new()
+                }
+            );
+            a.snap_count = 0;
+            a.snap_max = Dur::ZERO;
+        } else {
+            extra.push_str(",,,,,,,");
+        }
         let h = &m.snap_owd;
         let d = |ns: f64| {
             if h.is_empty() {
@@ -914,7 +1069,7 @@ fn write_snapshot(
         let lost = m.snap_sent.saturating_sub(m.snap_arrived_of_sent);
         writeln!(
             fw,
-            "{ts:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}",
+            "{ts:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}{extra}",
             f.name,
             m.snap_bytes as f64 * 8.0 / secs,
             m.snap_pkts,
@@ -952,7 +1107,7 @@ fn write_snapshot(
         writeln!(
             qw,
             // backlog_bytes stays empty: the forwarder reports its backlog in packets.
-            "{ts:.3},{},{},,{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{}",
+            "{ts:.3},{},{},,{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{}",
             sc.links[q.link].name,
             m.backlog_packets,
             all.as_millis_f64(),
@@ -962,6 +1117,7 @@ fn write_snapshot(
             opt(m.probability),
             m.snap_marks,
             m.snap_drops,
+            m.rate.bits_per_sec(),
         )?;
         m.snap_max = [Dur::ZERO; 3];
         m.snap_sum = Dur::ZERO;
@@ -1016,24 +1172,97 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
+/// Propagation delay from `from` to `to` (sum of the link delays on the route).
+fn path_delay(sc: &Scenario, built: &Built, from: usize, to: usize) -> Dur {
+    let hops = topology::next_hops(sc.nodes.len(), &built.segments);
+    let mut d = Dur::ZERO;
+    let mut cur = from;
+    let mut n = 0;
+    while cur != to && n <= sc.nodes.len() {
+        let Some((nb, k)) = hops[cur][to] else { break };
+        let s = &built.segments[k];
+        let link = if s.a == cur { s.ab } else { s.ba };
+        d += sc.links[link].delay;
+        cur = nb;
+        n += 1;
+    }
+    d
+}
+
 /// Propagation RTT of a flow's path (sum of link delays there and back).
 fn base_rtt(sc: &Scenario, built: &Built, src: usize, dst: usize) -> Dur {
-    let hops = topology::next_hops(sc.nodes.len(), &built.segments);
-    let one_way = |from: usize, to: usize| {
-        let mut d = Dur::ZERO;
-        let mut cur = from;
-        let mut n = 0;
-        while cur != to && n <= sc.nodes.len() {
-            let Some((nb, k)) = hops[cur][to] else { break };
-            let s = &built.segments[k];
-            let link = if s.a == cur { s.ab } else { s.ba };
-            d += sc.links[link].delay;
-            cur = nb;
-            n += 1;
-        }
-        d
+    path_delay(sc, built, src, dst) + path_delay(sc, built, dst, src)
+}
+
+/// Per-frame metrics of a media flow over the statistics window: the computation of the
+/// simulator's `Sim::media_summary` (`crates/sim/src/summary.rs`) on the live meters.
+pub fn media_summary(params: &l4s_media::MediaParams, m: &crate::meter::MediaMeter, window: Window) -> MediaSummary {
+    let fs = m.frames.finish_with_seen(window.end, m.highest_seen);
+    let now_stats = m.latest;
+    let base = m.baseline.unwrap_or_default();
+    let frames_sent = now_stats.frames_encoded.saturating_sub(base.frames_encoded);
+    let secs = window.secs();
+    let (tmean, tmin) = if m.target_samples > 0 {
+        (m.target_sum / m.target_samples as f64, m.target_min)
+    } else {
+        (0.0, 0.0)
     };
-    one_way(src, dst) + one_way(dst, src)
+    MediaSummary {
+        profile: params.profile.to_string(),
+        controller: params.controller.name().to_string(),
+        l4s: params.l4s,
+        fps: params.fps as f64,
+        frames_sent,
+        frames_complete: fs.frames_complete,
+        frames_late: fs.frames_late,
+        frames_incomplete: fs.frames_incomplete,
+        bad_frame_fraction: ratio(
+            fs.frames_late + fs.frames_incomplete,
+            frames_sent.max(fs.frames_complete),
+        ),
+        frame_delay_ms: m.delay.percentiles_ms(),
+        deadline_ms: round6(params.frame_deadline.as_millis_f64()),
+        stall_time_s: round6(fs.stall_time.as_secs_f64()),
+        stall_fraction: round6(fs.stall_fraction),
+        stall_gap_ms: round6(params.stall_gap.as_millis_f64()),
+        received_fps: if secs > 0.0 {
+            round6(fs.frames_complete as f64 / secs)
+        } else {
+            0.0
+        },
+        target_bitrate_mean_bps: round6(tmean),
+        target_bitrate_min_bps: round6(tmin),
+        target_bitrate_max_bps: round6(m.target_max),
+        frames_discarded: now_stats.frames_skipped.saturating_sub(base.frames_skipped)
+            + now_stats.rtp_queue_discards.saturating_sub(base.rtp_queue_discards),
+        feedback_reports: now_stats.feedback_reports.saturating_sub(base.feedback_reports),
+        feedback_malformed: now_stats.feedback_malformed.saturating_sub(base.feedback_malformed),
+    }
+}
+
+/// Completion times of an application flow over the statistics window (the simulator's
+/// `Sim::app_summary`).
+pub fn app_summary(cfg: &l4s_apps::AppConfig, a: &crate::meter::AppMeter) -> AppSummary {
+    let completions = a
+        .kinds
+        .iter()
+        .map(|(k, (h, bytes, gsum))| {
+            let n = h.count();
+            (
+                k.name().to_string(),
+                CompletionSummary {
+                    count: n,
+                    time_ms: h.percentiles_ms(),
+                    bytes: *bytes,
+                    goodput_bps: if n > 0 { round6(gsum / n as f64) } else { 0.0 },
+                },
+            )
+        })
+        .collect();
+    AppSummary {
+        app: cfg.kind.name().to_string(),
+        completions,
+    }
 }
 
 fn summary(
@@ -1059,6 +1288,8 @@ fn summary(
         let (cc, feedback) = match &f.kind {
             FlowKind::Tcp { cc, .. } => (cc.clone(), snd.ecn_mode.to_string()),
             FlowKind::UdpPrague { .. } => ("udp-prague".to_string(), "udp-prague".to_string()),
+            FlowKind::Media { params } => (params.controller.name().to_string(), "rfc8888".to_string()),
+            FlowKind::App { cfg } => (cfg.cc.clone(), snd.ecn_mode.to_string()),
             _ => ("none".to_string(), "none".to_string()),
         };
         let throughput = per_sec(m.received_bytes as f64 * 8.0);
@@ -1117,8 +1348,14 @@ fn summary(
                 l4s_transport::EcnValidation::Failed { reason, .. } => Some(reason.name().to_string()),
                 _ => None,
             },
-            media: None,
-            app: None,
+            media: match (&f.kind, m.media.as_deref()) {
+                (FlowKind::Media { params }, Some(mm)) => Some(media_summary(params, mm, window)),
+                _ => None,
+            },
+            app: match (&f.kind, m.app.as_deref()) {
+                (FlowKind::App { cfg }, Some(a)) => Some(app_summary(cfg, a)),
+                _ => None,
+            },
         });
     }
     let mut qs: Vec<&LiveQueue> = queues.iter().collect();

@@ -1,0 +1,1247 @@
+//! Application flows (`bulk`, `sync`, `request-response`, `web`, `query`) on kernel
+//! sockets, with the schedule semantics of [`l4s_apps::AppConfig`] and the completions of
+//! [`l4s_apps::Completion`] (the simulator runs the same kinds over its TCP model).
+//!
+//! Roles, as in the simulator: the flow's **source** holds the data (the server of a
+//! download); the **destination** consumes it and runs the schedule.
+//!
+//! * bulk, request-response, web: a TCP server at the source (`TCP_CONGESTION` set on the
+//!   listener, which the connections it accepts inherit) answers requests; a client at the
+//!   destination opens the connections (non-blocking, the flow's congestion control) and
+//!   issues requests: bulk = one new connection per transfer asking for `bytes`;
+//!   request-response = `request` bytes answered by `response` bytes over one persistent
+//!   connection (pipelined in open loop) or a new one per request; web = a page of
+//!   objects over `connections` new parallel connections, objects dealt round robin and
+//!   fetched in order on each.
+//! * sync: the source connects to the destination and sends `count` chunks, each offered
+//!   `pause` (or a uniform draw in `[pause, pause_max]`) after the previous one was
+//!   acknowledged (the socket's send queue, `SIOCOUTQ`, is empty).
+//! * query: UDP request/reply with the app's codepoint, retried on an RFC 6298 timeout
+//!   ([`l4s_apps::DEFAULT_TIMEOUT`] first, then adaptive, doubled per retry).
+//!
+//! A completion runs from the start of the instance (before the connection is opened
+//! when the instance opens one, so a new connection costs the handshake's round trip) to
+//! its last byte read by the client.
+//!
+//! Requests on the wire (client → server), [`REQUEST_HEADER`] bytes then zero padding to
+//! the configured request size:
+//! ```text
+//! 0   2       3       4           8                16
+//! | "AQ" | ver=1 | flags | len u32 | response u64 | padding to len
+//! ```
+//! flags: bit 0 = last request on the connection (the server closes after answering).
+//! The response is `response` bytes of zeros. Sync chunks (source → destination) are
+//! preceded by `"AC", ver, 0, 0 u32, offered_ns u64`. Queries and replies are
+//! `"AU", ver, type (1 query, 2 reply), id u32, bytes u32, 0 u32`, padded to the request
+//! size (queries) or the reply size (replies). Servers close a connection that sends
+//! anything else; nothing here panics on what arrives.
+
+use crate::endpoints::{precise_timers, tcp_connect_start, tcp_info, FlowCtx};
+use crate::udp::EcnUdpSocket;
+use l4s_apps::{AppConfig, AppKind, Completion, CompletionKind};
+use l4s_core::{Dur, Ecn, Rng, Time};
+use l4s_transport::tcp::RttEstimator;
+use l4s_transport::EndpointStats;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::Ordering;
+
+pub const VERSION: u8 = 1;
+/// Bytes of a request's header (the smallest request).
+pub const REQUEST_HEADER: usize = 16;
+/// Bytes of a sync chunk's header.
+pub const CHUNK_HEADER: usize = 16;
+/// Bytes of a query or reply header.
+pub const QUERY_HEADER: usize = 16;
+const QUERY: u8 = 1;
+const REPLY: u8 = 2;
+const TICK: Dur = Dur::from_millis(10);
+
+fn would_block(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// A request for `response` bytes, padded to `len` bytes (at least [`REQUEST_HEADER`]).
+pub fn encode_request(len: usize, response: u64, close: bool) -> Vec<u8> {
+    let len = len.clamp(REQUEST_HEADER, u32::MAX as usize);
+    let mut b = vec![0u8; len];
+    b[0..2].copy_from_slice(b"AQ");
+    b[2] = VERSION;
+    b[3] = close as u8;
+    b[4..8].copy_from_slice(&(len as u32).to_be_bytes());
+    b[8..16].copy_from_slice(&response.to_be_bytes());
+    b
+}
+
+/// A request header: `(total length, response bytes, close)`, or why it is not one.
+pub fn decode_request(b: &[u8; REQUEST_HEADER]) -> Result<(u32, u64, bool), String> {
+    if &b[0..2] != b"AQ" || b[2] != VERSION || b[3] > 1 {
+        return Err(format!("not a request header: {:02x?}", &b[..4]));
+    }
+    let len = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+    if (len as usize) < REQUEST_HEADER {
+        return Err(format!(
+            "request length {len} below its header's {REQUEST_HEADER} bytes"
+        ));
+    }
+    let mut r = [0u8; 8];
+    r.copy_from_slice(&b[8..16]);
+    Ok((len, u64::from_be_bytes(r), b[3] == 1))
+}
+
+/// A query or reply datagram: header then zero padding to `len`.
+pub fn encode_query(kind_reply: bool, id: u32, bytes: u32, len: usize) -> Vec<u8> {
+    let mut b = vec![0u8; len.max(QUERY_HEADER)];
+    b[0..2].copy_from_slice(b"AU");
+    b[2] = VERSION;
+    b[3] = if kind_reply { REPLY } else { QUERY };
+    b[4..8].copy_from_slice(&id.to_be_bytes());
+    b[8..12].copy_from_slice(&bytes.to_be_bytes());
+    b
+}
+
+/// `(is_reply, id, bytes)` of a query or reply datagram.
+pub fn decode_query(b: &[u8]) -> Option<(bool, u32, u32)> {
+    if b.len() < QUERY_HEADER || &b[0..2] != b"AU" || b[2] != VERSION || !matches!(b[3], QUERY | REPLY) {
+        return None;
+    }
+    Some((
+        b[3] == REPLY,
+        u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+        u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
+    ))
+}
+
+fn poll(fds: &mut [libc::pollfd], timeout: Dur) -> io::Result<usize> {
+    let ns = timeout.as_nanos();
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `fds` is a valid slice of pollfds for the call's duration.
+    let r = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(r as usize)
+}
+
+fn pfd(fd: RawFd, write: bool) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN | if write { libc::POLLOUT } else { 0 },
+        revents: 0,
+    }
+}
+
+/// Bytes in a TCP socket's send queue not yet acknowledged (`SIOCOUTQ`).
+fn unacked_bytes(fd: RawFd) -> io::Result<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (= SIOCOUTQ) writes one int.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n.max(0) as u64)
+}
+
+static ZEROS: [u8; 64 * 1024] = [0u8; 64 * 1024];
+
+/// Aggregated `TCP_INFO` of the data sender's connections, reported as the flow's
+/// sender statistics.
+#[derive(Default)]
+struct SenderInfo {
+    closed_retrans: u64,
+    closed_segs: u64,
+    ecn: bool,
+}
+
+impl SenderInfo {
+    fn report(&mut self, ctx: &FlowCtx, now: Time, fds: &[RawFd], sample_rtt: bool) {
+        let (mut retrans, mut segs, mut cwnd, mut srtt) = (self.closed_retrans, self.closed_segs, 0u64, Dur::ZERO);
+        for &fd in fds {
+            if let Ok(i) = tcp_info(fd) {
+                retrans += i.total_retrans as u64;
+                segs += i.data_segs_out as u64;
+                self.ecn |= i.ecn_negotiated;
+                if i.snd_cwnd as u64 * i.snd_mss as u64 > cwnd {
+                    cwnd = i.snd_cwnd as u64 * i.snd_mss as u64;
+                    srtt = Dur::from_micros(i.rtt_us as u64);
+                }
+            }
+        }
+        let mut m = ctx.meter.lock();
+        if sample_rtt && !srtt.is_zero() {
+            m.on_rtt(now, srtt);
+        }
+        m.on_sender_stats(
+            now,
+            EndpointStats {
+                sent_packets: segs,
+                retransmits: retrans,
+                lost_packets: retrans,
+                cwnd,
+                srtt,
+                ecn_mode: if self.ecn { "classic" } else { "none" },
+                ..EndpointStats::default()
+            },
+        );
+    }
+    fn closing(&mut self, fd: RawFd) {
+        if let Ok(i) = tcp_info(fd) {
+            self.closed_retrans += i.total_retrans as u64;
+            self.closed_segs += i.data_segs_out as u64;
+            self.ecn |= i.ecn_negotiated;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Server (the source of bulk, request-response and web; the reflector of queries)
+// ------------------------------------------------------------------------------------------
+
+struct ServerConn {
+    s: TcpStream,
+    hdr: Vec<u8>,
+    /// Padding of the current request still to read.
+    skip: u64,
+    /// Responses to write: bytes left, close after.
+    out: VecDeque<(u64, bool)>,
+    shut: bool,
+}
+
+/// What a server listens on.
+pub enum Listen {
+    Tcp(TcpListener),
+    Udp(EcnUdpSocket),
+}
+
+/// Run the server of an application flow at its source until `ctx.end`: answer every
+/// request on every connection, or every query, with zeros of the size asked for.
+pub fn run_app_server(ctx: &FlowCtx, cfg: &AppConfig, listen: Listen) {
+    precise_timers();
+    match listen {
+        Listen::Udp(sock) => run_query_server(ctx, cfg, sock),
+        Listen::Tcp(l) => run_tcp_server(ctx, cfg, l),
+    }
+}
+
+fn run_query_server(ctx: &FlowCtx, cfg: &AppConfig, sock: EcnUdpSocket) {
+    if let Err(e) = sock.set_nonblocking(true) {
+        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+        return;
+    }
+    let ecn = cfg.nominal_ecn();
+    ctx.meter.lock().first_ecn = Some(ecn);
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let now = ctx.clock.now();
+        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+            return;
+        }
+        loop {
+            let got = match sock.recv_from(&mut buf) {
+                Ok(g) => g,
+                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: receiving queries: {e}", ctx.name));
+                    return;
+                }
+            };
+            let Some((false, id, bytes)) = decode_query(&buf[..got.len]) else {
+                continue;
+            };
+            let len = (bytes as u64).min(l4s_apps::config::MAX_UDP_PAYLOAD) as usize;
+            let reply = encode_query(true, id, bytes, len);
+            let sent = ctx.clock.now();
+            ctx.meter.lock().on_send(sent, ecn);
+            let _ = sock.send_to(&reply, got.from, ecn);
+        }
+        let now = ctx.clock.now();
+        let _ = crate::endpoints::wait_fd(sock.as_raw_fd(), false, TICK.min(ctx.end.since(now)));
+    }
+}
+
+fn run_tcp_server(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
+    if let Err(e) = l.set_nonblocking(true) {
+        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+        return;
+    }
+    ctx.meter.lock().first_ecn = Some(cfg.nominal_ecn());
+    let mut conns: Vec<ServerConn> = Vec::new();
+    let mut info = SenderInfo::default();
+    let mut last_sample: Option<Time> = None;
+    let mut inb = vec![0u8; 64 * 1024];
+    let mut fds = Vec::new();
+    loop {
+        let now = ctx.clock.now();
+        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+            break;
+        }
+        loop {
+            match l.accept() {
+                Ok((s, _)) => {
+                    if s.set_nonblocking(true).is_ok() {
+                        conns.push(ServerConn {
+                            s,
+                            hdr: Vec::with_capacity(REQUEST_HEADER),
+                            skip: 0,
+                            out: VecDeque::new(),
+                            shut: false,
+                        });
+                    }
+                }
+                Err(e) if would_block(&e) => break,
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: accepting: {e}", ctx.name));
+                    return;
+                }
+            }
+        }
+        let mut i = 0;
+        while i < conns.len() {
+            let keep = serve(&mut conns[i], &mut inb);
+            if keep {
+                i += 1;
+            } else {
+                let c = conns.swap_remove(i);
+                info.closing(c.s.as_raw_fd());
+            }
+        }
+        let now = ctx.clock.now();
+        if last_sample.is_none_or(|t| now.since(t) >= TICK) {
+            last_sample = Some(now);
+            let busy: Vec<RawFd> = conns.iter().map(|c| c.s.as_raw_fd()).collect();
+            let sending = conns.iter().any(|c| !c.out.is_empty());
+            info.report(ctx, now, &busy, sending);
+        }
+        fds.clear();
+        fds.push(pfd(l.as_raw_fd(), false));
+        for c in &conns {
+            fds.push(pfd(c.s.as_raw_fd(), !c.out.is_empty()));
+        }
+        if let Err(e) = poll(&mut fds, TICK.min(ctx.end.since(now))) {
+            ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+            return;
+        }
+    }
+    let fds: Vec<RawFd> = conns.iter().map(|c| c.s.as_raw_fd()).collect();
+    info.report(ctx, ctx.clock.now(), &fds, false);
+}
+
+/// Read requests and write responses on one server connection; false when it is done.
+fn serve(c: &mut ServerConn, inb: &mut [u8]) -> bool {
+    // Read what arrived: request headers and their padding.
+    loop {
+        match c.s.read(inb) {
+            Ok(0) => return !c.out.is_empty() && !c.shut,
+            Ok(n) => {
+                let mut p = &inb[..n];
+                while !p.is_empty() {
+                    if c.skip > 0 {
+                        let k = (c.skip.min(p.len() as u64)) as usize;
+                        c.skip -= k as u64;
+                        p = &p[k..];
+                        continue;
+                    }
+                    let k = (REQUEST_HEADER - c.hdr.len()).min(p.len());
+                    c.hdr.extend_from_slice(&p[..k]);
+                    p = &p[k..];
+                    if c.hdr.len() == REQUEST_HEADER {
+                        let mut h = [0u8; REQUEST_HEADER];
+                        h.copy_from_slice(&c.hdr);
+                        c.hdr.clear();
+                        match decode_request(&h) {
+                            Ok((len, bytes, close)) => {
+                                c.skip = len as u64 - REQUEST_HEADER as u64;
+                                c.out.push_back((bytes, close));
+                            }
+                            // Not our protocol: drop the connection.
+                            Err(_) => return false,
+                        }
+                    }
+                }
+            }
+            Err(e) if would_block(&e) => break,
+            Err(_) => return false,
+        }
+    }
+    // Write responses in order.
+    while let Some((left, close)) = c.out.front_mut() {
+        if *left == 0 {
+            let close = *close;
+            c.out.pop_front();
+            if close {
+                let _ = c.s.shutdown(std::net::Shutdown::Write);
+                c.shut = true;
+            }
+            continue;
+        }
+        let k = (*left).min(ZEROS.len() as u64) as usize;
+        match c.s.write(&ZEROS[..k]) {
+            Ok(n) => *left -= n as u64,
+            Err(e) if would_block(&e) => break,
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+// ------------------------------------------------------------------------------------------
+// Client (the destination of bulk, request-response, web and query)
+// ------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    Transfer,
+    Response,
+    Object { page: u32 },
+}
+
+struct Resp {
+    bytes: u64,
+    got: u64,
+    started: Time,
+    unit: Unit,
+}
+
+struct ClientConn {
+    s: TcpStream,
+    connected: bool,
+    out: Vec<u8>,
+    out_pos: usize,
+    resp: VecDeque<Resp>,
+    planned: VecDeque<u64>,
+    closing: bool,
+}
+
+struct Page {
+    started: Time,
+    remaining: usize,
+    bytes: u64,
+}
+
+struct Qry {
+    started: Time,
+    bytes: u32,
+    retries: u32,
+    retry_at: Time,
+}
+
+/// The client side of an application flow: runs the schedule and times completions.
+struct Client<'a> {
+    ctx: &'a FlowCtx,
+    cfg: &'a AppConfig,
+    server: SocketAddr,
+    conns: BTreeMap<u32, ClientConn>,
+    next_conn: u32,
+    persistent: Option<u32>,
+    pages: BTreeMap<u32, Page>,
+    next_page: u32,
+    next_at: Option<Time>,
+    started: u32,
+    instances: Option<u32>,
+    queries: BTreeMap<u32, Qry>,
+    next_id: u32,
+    rto: RttEstimator,
+    udp: Option<EcnUdpSocket>,
+}
+
+impl Client<'_> {
+    fn more(&self, now: Time) -> bool {
+        now < self.ctx.stop && self.instances.is_none_or(|n| self.started < n)
+    }
+
+    fn complete(&self, what: CompletionKind, started: Time, now: Time, bytes: u64) {
+        let c = Completion {
+            what,
+            started,
+            completed: now,
+            bytes,
+            retries: 0,
+        };
+        if let Some(a) = self.ctx.meter.lock().app.as_mut() {
+            a.on_completion(&c);
+        }
+    }
+
+    fn instance_done(&mut self, now: Time) {
+        if let (Some(think), None) = (self.closed_loop(), self.next_at) {
+            if self.more(now) {
+                self.next_at = Some(now + think);
+            }
+        }
+    }
+
+    fn closed_loop(&self) -> Option<Dur> {
+        match (self.cfg.repeat, self.cfg.think) {
+            (Some(_), _) => None,
+            (None, t) => Some(t.unwrap_or(Dur::ZERO)),
+        }
+    }
+
+    fn open(&mut self) -> io::Result<u32> {
+        let s = tcp_connect_start(self.server, &self.cfg.cc)?;
+        let id = self.next_conn;
+        self.next_conn = self.next_conn.wrapping_add(1);
+        self.conns.insert(
+            id,
+            ClientConn {
+                s,
+                connected: false,
+                out: Vec::new(),
+                out_pos: 0,
+                resp: VecDeque::new(),
+                planned: VecDeque::new(),
+                closing: false,
+            },
+        );
+        Ok(id)
+    }
+
+    fn request(&mut self, now: Time, conn: u32, bytes: u64, close: bool, unit: Unit) {
+        let req = encode_request(self.cfg.request_bytes() as usize, bytes, close);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.out.extend_from_slice(&req);
+            c.closing |= close;
+            c.resp.push_back(Resp {
+                bytes,
+                got: 0,
+                started: now,
+                unit,
+            });
+        }
+    }
+
+    fn next_object(&mut self, now: Time, conn: u32, page: u32) {
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        let Some(b) = c.planned.pop_front() else { return };
+        let close = c.planned.is_empty();
+        self.request(now, conn, b, close, Unit::Object { page });
+    }
+
+    fn start_instance(&mut self, now: Time) -> io::Result<()> {
+        let last = self.instances.is_some_and(|n| self.started + 1 >= n);
+        self.started += 1;
+        match self.cfg.kind {
+            AppKind::Bulk => {
+                let c = self.open()?;
+                self.request(now, c, self.cfg.bytes.map_or(0, |s| s.0), true, Unit::Transfer);
+            }
+            AppKind::RequestResponse => {
+                let bytes = self.cfg.response.map_or(0, |s| s.0);
+                if self.cfg.persistent.unwrap_or(true) {
+                    let c = match self.persistent.filter(|c| self.conns.contains_key(c)) {
+                        Some(c) => c,
+                        None => {
+                            let c = self.open()?;
+                            self.persistent = Some(c);
+                            c
+                        }
+                    };
+                    self.request(now, c, bytes, last, Unit::Response);
+                } else {
+                    let c = self.open()?;
+                    self.request(now, c, bytes, true, Unit::Response);
+                }
+            }
+            AppKind::Web => {
+                let objects = self.cfg.page_objects();
+                let page = self.next_page;
+                self.next_page = self.next_page.wrapping_add(1);
+                self.pages.insert(
+                    page,
+                    Page {
+                        started: now,
+                        remaining: objects.len(),
+                        bytes: 0,
+                    },
+                );
+                let m = (self.cfg.connections.unwrap_or(6).max(1) as usize).min(objects.len());
+                let mut ids = Vec::with_capacity(m);
+                for _ in 0..m {
+                    ids.push(self.open()?);
+                }
+                for (i, &b) in objects.iter().enumerate() {
+                    if let Some(c) = self.conns.get_mut(&ids[i % m]) {
+                        c.planned.push_back(b);
+                    }
+                }
+                for c in ids {
+                    self.next_object(now, c, page);
+                }
+            }
+            AppKind::Query => {
+                let id = self.next_id;
+                self.next_id = self.next_id.wrapping_add(1);
+                let bytes = self.cfg.response.map_or(256, |s| s.0) as u32;
+                let retry_at = now + self.rto.rto();
+                self.queries.insert(
+                    id,
+                    Qry {
+                        started: now,
+                        bytes,
+                        retries: 0,
+                        retry_at,
+                    },
+                );
+                self.send_query(id, bytes);
+            }
+            AppKind::Sync => {}
+        }
+        let scheduled = self.next_at.unwrap_or(now).min(now);
+        self.next_at = match self.cfg.repeat {
+            Some(d) if self.more(now) => Some(scheduled + d),
+            _ => None,
+        };
+        Ok(())
+    }
+
+    fn send_query(&self, id: u32, bytes: u32) {
+        if let Some(u) = &self.udp {
+            let q = encode_query(false, id, bytes, self.cfg.request_bytes() as usize);
+            let _ = u.send_to(&q, self.server, self.cfg.nominal_ecn());
+        }
+    }
+
+    /// Read, write and complete on connection `id`; false when it is finished.
+    fn service(&mut self, id: u32, now: Time, inb: &mut [u8]) -> Result<bool, String> {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return Ok(false);
+        };
+        if !c.connected {
+            match c.s.take_error() {
+                Ok(Some(e)) | Err(e) => return Err(format!("connecting to {}: {e}", self.server)),
+                Ok(None) => {}
+            }
+            match c.s.peer_addr() {
+                Ok(_) => c.connected = true,
+                Err(_) => return Ok(true), // still connecting
+            }
+        }
+        while c.out_pos < c.out.len() {
+            match c.s.write(&c.out[c.out_pos..]) {
+                Ok(n) => c.out_pos += n,
+                Err(e) if would_block(&e) => break,
+                Err(e) => return Err(format!("sending a request: {e}")),
+            }
+        }
+        if c.out_pos == c.out.len() {
+            c.out.clear();
+            c.out_pos = 0;
+        }
+        let mut done: Vec<(Unit, Time, u64)> = Vec::new();
+        let mut eof = false;
+        loop {
+            match c.s.read(inb) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.ctx.meter.lock().on_stream_bytes(now, n as u64);
+                    let mut n = n as u64;
+                    while n > 0 {
+                        let Some(f) = c.resp.front_mut() else {
+                            return Err("the server sent more than was asked for".into());
+                        };
+                        let k = n.min(f.bytes - f.got);
+                        f.got += k;
+                        n -= k;
+                        if f.got == f.bytes {
+                            done.push((f.unit, f.started, f.bytes));
+                            c.resp.pop_front();
+                        }
+                    }
+                }
+                Err(e) if would_block(&e) => break,
+                Err(e) => return Err(format!("receiving: {e}")),
+            }
+        }
+        // Zero-byte responses complete as soon as they reach the front.
+        while c.resp.front().is_some_and(|f| f.bytes == 0) {
+            if let Some(f) = c.resp.pop_front() {
+                done.push((f.unit, f.started, 0));
+            }
+        }
+        let finished = c.closing && c.resp.is_empty() && c.planned.is_empty();
+        if eof && !c.resp.is_empty() {
+            return Err("the server closed a connection with responses outstanding".into());
+        }
+        for (unit, started, bytes) in done {
+            match unit {
+                Unit::Transfer => {
+                    self.complete(CompletionKind::Transfer, started, now, bytes);
+                    self.instance_done(now);
+                }
+                Unit::Response => {
+                    self.complete(CompletionKind::Response, started, now, bytes);
+                    self.instance_done(now);
+                }
+                Unit::Object { page } => {
+                    self.complete(CompletionKind::Object, started, now, bytes);
+                    let mut page_done = None;
+                    if let Some(p) = self.pages.get_mut(&page) {
+                        p.remaining = p.remaining.saturating_sub(1);
+                        p.bytes += bytes;
+                        if p.remaining == 0 {
+                            page_done = Some((p.started, p.bytes));
+                        }
+                    }
+                    if let Some((s, b)) = page_done {
+                        self.pages.remove(&page);
+                        self.complete(CompletionKind::Page, s, now, b);
+                        self.instance_done(now);
+                    }
+                    self.next_object(now, id, page);
+                }
+            }
+        }
+        let finished = finished
+            && self
+                .conns
+                .get(&id)
+                .is_some_and(|c| c.resp.is_empty() && c.planned.is_empty());
+        Ok(!(finished || eof))
+    }
+
+    fn on_reply(&mut self, now: Time, id: u32) {
+        let Some(q) = self.queries.remove(&id) else { return };
+        if q.retries == 0 {
+            self.rto.on_sample(now - q.started);
+        }
+        self.ctx.meter.lock().on_stream_bytes(now, q.bytes as u64);
+        self.complete(CompletionKind::Query, q.started, now, q.bytes as u64);
+        self.instance_done(now);
+    }
+
+    fn retry_queries(&mut self, now: Time) {
+        let due: Vec<u32> = self
+            .queries
+            .iter()
+            .filter(|(_, q)| q.retry_at <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in due {
+            let rto = self.rto.rto();
+            let Some(q) = self.queries.get_mut(&id) else { continue };
+            q.retries += 1;
+            // RFC 6298 §5.5: double per retry, up to the maximum.
+            q.retry_at = now + (rto * (1u64 << q.retries.min(16))).min(l4s_apps::MAX_TIMEOUT);
+            let bytes = q.bytes;
+            self.send_query(id, bytes);
+        }
+    }
+}
+
+/// Run the client of an application flow at its destination from `ctx.start`: start
+/// instances on the configured schedule against the server at `server` and record every
+/// completion in the flow's [`crate::meter::AppMeter`].
+pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
+    precise_timers();
+    ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
+    let initial = cfg.timeout.unwrap_or(l4s_apps::DEFAULT_TIMEOUT);
+    let udp = if cfg.kind == AppKind::Query {
+        let bind = SocketAddr::new(
+            if server.is_ipv4() {
+                std::net::Ipv4Addr::UNSPECIFIED.into()
+            } else {
+                std::net::Ipv6Addr::UNSPECIFIED.into()
+            },
+            0,
+        );
+        match EcnUdpSocket::bind(bind).and_then(|s| s.set_nonblocking(true).map(|_| s)) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                ctx.meter.fail(format!("flow {}: binding a UDP socket: {e}", ctx.name));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let mut cl = Client {
+        ctx,
+        cfg,
+        server,
+        conns: BTreeMap::new(),
+        next_conn: 0,
+        persistent: None,
+        pages: BTreeMap::new(),
+        next_page: 0,
+        next_at: Some(ctx.start.max(ctx.clock.now())),
+        started: 0,
+        instances: cfg.instances(),
+        queries: BTreeMap::new(),
+        next_id: 0,
+        rto: RttEstimator::new(
+            initial,
+            l4s_apps::MIN_TIMEOUT.min(initial),
+            l4s_apps::MAX_TIMEOUT,
+            Dur::from_millis(1),
+        ),
+        udp,
+    };
+    let mut inb = vec![0u8; 256 * 1024];
+    let mut fds = Vec::new();
+    let mut ids = Vec::new();
+    loop {
+        let now = ctx.clock.now();
+        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+            return;
+        }
+        while cl.next_at.is_some_and(|t| t <= now) && cl.more(now) {
+            if let Err(e) = cl.start_instance(now) {
+                ctx.meter
+                    .fail(format!("flow {}: connecting to {server}: {e}", ctx.name));
+                return;
+            }
+        }
+        if !cl.more(now) {
+            cl.next_at = None;
+        }
+        ids.clear();
+        ids.extend(cl.conns.keys().copied());
+        for &id in &ids {
+            let now = ctx.clock.now();
+            match cl.service(id, now, &mut inb) {
+                Ok(true) => {}
+                Ok(false) => {
+                    cl.conns.remove(&id);
+                }
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+                    return;
+                }
+            }
+        }
+        if let Some(u) = cl.udp.take() {
+            loop {
+                match u.recv_from(&mut inb) {
+                    Ok(g) => {
+                        let at = Time(ctx.clock.now().as_nanos().saturating_sub(g.queued.as_nanos() as u64));
+                        if let Some((true, id, _)) = decode_query(&inb[..g.len]) {
+                            ctx.meter.lock().on_arrival(
+                                at,
+                                at,
+                                crate::wire::frame_len(g.len, server.is_ipv6()),
+                                g.ecn().unwrap_or(Ecn::NotEct),
+                            );
+                            cl.on_reply(at, id);
+                        }
+                    }
+                    Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                    Err(e) => {
+                        ctx.meter.fail(format!("flow {}: receiving replies: {e}", ctx.name));
+                        return;
+                    }
+                }
+            }
+            cl.udp = Some(u);
+            cl.retry_queries(ctx.clock.now());
+        }
+        let now = ctx.clock.now();
+        let mut wake = now + TICK;
+        if let Some(t) = cl.next_at {
+            wake = wake.min(t.max(now));
+        }
+        if let Some(t) = cl.queries.values().map(|q| q.retry_at).min() {
+            wake = wake.min(t.max(now));
+        }
+        wake = wake.min(ctx.end);
+        fds.clear();
+        for c in cl.conns.values() {
+            fds.push(pfd(c.s.as_raw_fd(), !c.connected || c.out_pos < c.out.len()));
+        }
+        if let Some(u) = &cl.udp {
+            fds.push(pfd(u.as_raw_fd(), false));
+        }
+        if wake > now {
+            if let Err(e) = poll(&mut fds, wake.since(now)) {
+                ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+                return;
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Sync: the source pushes chunks to the destination
+// ------------------------------------------------------------------------------------------
+
+/// Run the source of a sync flow: connect to `dst` at the flow's start and send chunks,
+/// each offered a pause after the previous one was acknowledged. `seed` draws the pauses
+/// between `pause` and `pause_max`.
+pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u64) {
+    precise_timers();
+    ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
+    let done = |now: Time| now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed);
+    if done(ctx.clock.now()) {
+        return;
+    }
+    let s = match tcp_connect_start(dst, &cfg.cc) {
+        Ok(s) => s,
+        Err(e) => {
+            ctx.meter.fail(format!("flow {}: connecting to {dst}: {e}", ctx.name));
+            return;
+        }
+    };
+    let mut s = s;
+    let fd = s.as_raw_fd();
+    ctx.meter.lock().first_ecn = Some(cfg.nominal_ecn());
+    let chunk = cfg.chunk.map_or(1, |c| c.0.max(1));
+    let pause = cfg.pause.unwrap_or(Dur::ZERO);
+    let mut rng = Rng::new(seed);
+    let mut draw = || match cfg.pause_max {
+        Some(m) if m > pause => pause + Dur((rng.next_u64() % (m.as_nanos() - pause.as_nanos() + 1)).min(u64::MAX)),
+        _ => pause,
+    };
+    let mut info = SenderInfo::default();
+    let mut last_sample: Option<Time> = None;
+    let mut sent = 0u64;
+    // Bytes of the current chunk (header included) still to write; when it is zero, the
+    // next chunk is offered at `next_offer` (after the send queue drained).
+    let mut left = 0u64;
+    let mut hdr: Option<[u8; CHUNK_HEADER]> = None;
+    let mut next_offer: Option<Time> = Some(ctx.start);
+    let mut drained_wait = false;
+    loop {
+        let now = ctx.clock.now();
+        if done(now) {
+            break;
+        }
+        if left == 0 && drained_wait {
+            // Wait until the previous chunk is acknowledged, then pause.
+            if unacked_bytes(fd).unwrap_or(0) == 0 {
+                drained_wait = false;
+                next_offer = Some(now + draw());
+            }
+        }
+        if left == 0
+            && !drained_wait
+            && next_offer.is_some_and(|t| t <= now)
+            && now < ctx.stop
+            && cfg.count.is_none_or(|n| sent < n as u64)
+        {
+            let mut h = [0u8; CHUNK_HEADER];
+            h[0..2].copy_from_slice(b"AC");
+            h[2] = VERSION;
+            h[8..16].copy_from_slice(&now.as_nanos().to_be_bytes());
+            hdr = Some(h);
+            left = chunk;
+            sent += 1;
+            next_offer = None;
+        }
+        let mut blocked = false;
+        if let Some(h) = hdr {
+            match s.write(&h) {
+                // The header is 16 bytes: a short write on a fresh chunk is taken as a
+                // failure to keep the framing simple.
+                Ok(n) if n == CHUNK_HEADER => hdr = None,
+                Ok(_) => {
+                    ctx.meter
+                        .fail(format!("flow {}: short write of a chunk header", ctx.name));
+                    return;
+                }
+                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::NotConnected => blocked = true,
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: sending: {e}", ctx.name));
+                    return;
+                }
+            }
+        }
+        while hdr.is_none() && left > 0 && !blocked {
+            let k = left.min(ZEROS.len() as u64) as usize;
+            match s.write(&ZEROS[..k]) {
+                Ok(n) => {
+                    left -= n as u64;
+                    if left == 0 {
+                        drained_wait = true;
+                    }
+                }
+                Err(e) if would_block(&e) => blocked = true,
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: sending: {e}", ctx.name));
+                    return;
+                }
+            }
+        }
+        let now = ctx.clock.now();
+        if last_sample.is_none_or(|t| now.since(t) >= TICK) {
+            last_sample = Some(now);
+            info.report(ctx, now, &[fd], left > 0);
+        }
+        let mut wake = now + Dur::from_millis(1).max(if drained_wait { Dur::from_millis(1) } else { TICK });
+        if let Some(t) = next_offer {
+            wake = wake.min(t.max(now));
+        }
+        wake = wake.min(ctx.end);
+        let mut f = [pfd(fd, left > 0 || hdr.is_some())];
+        f[0].events &= !libc::POLLIN;
+        if wake > now {
+            let _ = poll(&mut f, wake.since(now));
+        }
+    }
+    info.report(ctx, ctx.clock.now(), &[fd], false);
+}
+
+/// Run the destination of a sync flow: accept the source's connection and time every
+/// chunk from its offer (the header's time) to its last byte.
+pub fn run_sync_sink(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
+    if let Err(e) = l.set_nonblocking(true) {
+        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
+        return;
+    }
+    let chunk = cfg.chunk.map_or(1, |c| c.0.max(1));
+    let mut conn: Option<TcpStream> = None;
+    let mut inb = vec![0u8; 256 * 1024];
+    let mut hdr: Vec<u8> = Vec::with_capacity(CHUNK_HEADER);
+    let mut cur: Option<(Time, u64)> = None;
+    loop {
+        let now = ctx.clock.now();
+        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(c) = conn.as_mut() else {
+            match l.accept() {
+                Ok((c, _)) => {
+                    let _ = c.set_nonblocking(true);
+                    conn = Some(c);
+                }
+                Err(e) if would_block(&e) => {
+                    let _ = crate::endpoints::wait_fd(l.as_raw_fd(), false, TICK.min(ctx.end.since(now)));
+                }
+                Err(e) => {
+                    ctx.meter.fail(format!("flow {}: accepting: {e}", ctx.name));
+                    return;
+                }
+            }
+            continue;
+        };
+        match c.read(&mut inb) {
+            Ok(0) => return,
+            Ok(n) => {
+                let now = ctx.clock.now();
+                let mut p = &inb[..n];
+                while !p.is_empty() {
+                    match cur.as_mut() {
+                        None => {
+                            let k = (CHUNK_HEADER - hdr.len()).min(p.len());
+                            hdr.extend_from_slice(&p[..k]);
+                            p = &p[k..];
+                            if hdr.len() == CHUNK_HEADER {
+                                if &hdr[0..2] != b"AC" || hdr[2] != VERSION {
+                                    ctx.meter
+                                        .fail(format!("flow {}: the sync stream lost its framing", ctx.name));
+                                    return;
+                                }
+                                let mut t = [0u8; 8];
+                                t.copy_from_slice(&hdr[8..16]);
+                                cur = Some((Time(u64::from_be_bytes(t)), 0));
+                                hdr.clear();
+                            }
+                        }
+                        Some((offered, got)) => {
+                            let k = (chunk - *got).min(p.len() as u64);
+                            *got += k;
+                            p = &p[k as usize..];
+                            ctx.meter.lock().on_stream_bytes(now, k);
+                            if *got == chunk {
+                                let c = Completion {
+                                    what: CompletionKind::Chunk,
+                                    started: *offered,
+                                    completed: now,
+                                    bytes: chunk,
+                                    retries: 0,
+                                };
+                                if let Some(a) = ctx.meter.lock().app.as_mut() {
+                                    a.on_completion(&c);
+                                }
+                                cur = None;
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) if would_block(&e) => {
+                let _ = crate::endpoints::wait_fd(c.as_raw_fd(), false, TICK.min(ctx.end.since(now)));
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return,
+            Err(e) => {
+                ctx.meter.fail(format!("flow {}: receiving: {e}", ctx.name));
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::endpoints::Clock;
+    use crate::meter::{AppMeter, FlowMeter, SharedMeter, Window};
+    use l4s_apps::Size;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn ctx(secs: u64) -> FlowCtx {
+        let end = Time::from_secs(secs);
+        let window = Window { start: Time::ZERO, end };
+        let mut m = FlowMeter::new(window, None);
+        m.app = Some(Box::new(AppMeter::new(window)));
+        FlowCtx {
+            index: 0,
+            name: "app".into(),
+            clock: Clock::start(),
+            start: Time::ZERO,
+            stop: end,
+            end,
+            stop_flag: Arc::new(AtomicBool::new(false)),
+            meter: SharedMeter::new(m),
+            ipv6: false,
+            timeline: None,
+        }
+    }
+
+    /// Run `cfg` over loopback for `secs`; the completions per kind: (count, max ms, bytes).
+    fn run(cfg: AppConfig, secs: u64) -> (FlowCtx, BTreeMap<CompletionKind, (u64, f64, u64)>) {
+        cfg.validate(Dur::from_secs(secs)).unwrap();
+        let c = ctx(secs);
+        let srv = {
+            let c = c.clone();
+            let cfg = cfg.clone();
+            if cfg.kind == AppKind::Query {
+                let u = EcnUdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+                let addr = u.local_addr().unwrap();
+                (
+                    std::thread::spawn(move || run_app_server(&c, &cfg, Listen::Udp(u))),
+                    addr,
+                )
+            } else {
+                let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = l.local_addr().unwrap();
+                if cfg.kind == AppKind::Sync {
+                    (std::thread::spawn(move || run_sync_sink(&c, &cfg, l)), addr)
+                } else {
+                    (
+                        std::thread::spawn(move || run_app_server(&c, &cfg, Listen::Tcp(l))),
+                        addr,
+                    )
+                }
+            }
+        };
+        if cfg.kind == AppKind::Sync {
+            run_sync_source(&c, &cfg, srv.1, 1);
+        } else {
+            run_app_client(&c, &cfg, srv.1);
+        }
+        srv.0.join().unwrap();
+        let m = c.meter.lock();
+        assert!(m.error.is_none(), "{:?}", m.error);
+        let out = m
+            .app
+            .as_ref()
+            .unwrap()
+            .kinds
+            .iter()
+            .map(|(k, (h, b, _))| (*k, (h.count(), h.max_ns() as f64 / 1e6, *b)))
+            .collect();
+        drop(m);
+        (c, out)
+    }
+
+    #[test]
+    fn request_and_query_framing_round_trips_and_refuses_garbage() {
+        let r = encode_request(300, 1 << 40, true);
+        assert_eq!(r.len(), 300);
+        let mut h = [0u8; REQUEST_HEADER];
+        h.copy_from_slice(&r[..REQUEST_HEADER]);
+        assert_eq!(decode_request(&h), Ok((300, 1 << 40, true)));
+        assert_eq!(encode_request(3, 5, false).len(), REQUEST_HEADER);
+        h[3] = 7;
+        assert!(decode_request(&h).is_err());
+        h[3] = 0;
+        h[4..8].copy_from_slice(&5u32.to_be_bytes());
+        assert!(decode_request(&h).unwrap_err().contains("below"));
+        let q = encode_query(false, 9, 256, 64);
+        assert_eq!(q.len(), 64);
+        assert_eq!(decode_query(&q), Some((false, 9, 256)));
+        assert_eq!(decode_query(&encode_query(true, 1, 2, 0)), Some((true, 1, 2)));
+        assert_eq!(decode_query(&q[..15]), None);
+        let mut bad = q.clone();
+        bad[3] = 3;
+        assert_eq!(decode_query(&bad), None);
+    }
+
+    #[test]
+    fn request_response_persistent_and_new_connections_on_loopback() {
+        let mut cfg = AppConfig::new(AppKind::RequestResponse);
+        cfg.response = Some(Size(20_000));
+        cfg.think = Some(Dur::from_millis(20));
+        cfg.count = Some(10);
+        let (c, k) = run(cfg.clone(), 1);
+        // 10 exchanges of 20 kB on loopback: each well under 5 ms.
+        assert_eq!(k[&CompletionKind::Response].0, 10, "{k:?}");
+        assert_eq!(k[&CompletionKind::Response].2, 200_000);
+        assert!(k[&CompletionKind::Response].1 < 5.0, "{k:?}");
+        assert_eq!(c.meter.lock().goodput_bytes, 200_000);
+        cfg.persistent = Some(false);
+        cfg.think = None;
+        cfg.repeat = Some(Dur::from_millis(50));
+        cfg.count = None;
+        let (_, k) = run(cfg, 1);
+        // Open loop every 50 ms for 1 s: 20 starts, the last ones may end after the run.
+        assert!((18..=20).contains(&k[&CompletionKind::Response].0), "{k:?}");
+    }
+
+    #[test]
+    fn bulk_web_query_and_sync_on_loopback() {
+        let mut bulk = AppConfig::new(AppKind::Bulk);
+        bulk.bytes = Some(Size(20_000_000));
+        let (_, k) = run(bulk, 2);
+        assert_eq!(k[&CompletionKind::Transfer].0, 1, "{k:?}");
+        assert_eq!(k[&CompletionKind::Transfer].2, 20_000_000);
+        assert!(k[&CompletionKind::Transfer].1 < 1000.0, "{k:?}");
+
+        let mut web = AppConfig::new(AppKind::Web);
+        web.objects = Some(10);
+        web.object_size = Some(Size(30_000));
+        web.connections = Some(3);
+        web.think = Some(Dur::from_millis(100));
+        web.count = Some(3);
+        let (_, k) = run(web, 1);
+        assert_eq!(k[&CompletionKind::Page].0, 3, "{k:?}");
+        assert_eq!(k[&CompletionKind::Object].0, 30, "{k:?}");
+        assert_eq!(k[&CompletionKind::Page].2, 900_000);
+
+        let mut q = AppConfig::new(AppKind::Query);
+        q.repeat = Some(Dur::from_millis(10));
+        q.count = Some(50);
+        q.response = Some(Size(500));
+        let (c, k) = run(q, 1);
+        assert_eq!(
+            k[&CompletionKind::Query],
+            (50, k[&CompletionKind::Query].1, 25_000),
+            "{k:?}"
+        );
+        assert!(k[&CompletionKind::Query].1 < 5.0, "{k:?}");
+        assert_eq!(c.meter.lock().received, 50);
+
+        let mut sync = AppConfig::new(AppKind::Sync);
+        sync.chunk = Some(Size(1_000_000));
+        sync.pause = Some(Dur::from_millis(100));
+        sync.count = Some(4);
+        let (c, k) = run(sync, 1);
+        assert_eq!(k[&CompletionKind::Chunk].0, 4, "{k:?}");
+        assert_eq!(c.meter.lock().goodput_bytes, 4_000_000);
+    }
+}
