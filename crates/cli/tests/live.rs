@@ -647,3 +647,107 @@ fn live_media_flow_delivers_frames_like_the_simulator() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+const APPS: &str = r#"# Request/response and a bulk transfer over an idle 100 Mbit/s FIFO dumbbell, 20 ms RTT.
+[scenario]
+name = "apps-live"
+duration = "6s"
+warmup = "0s"
+seed = 1
+
+[topology]
+type = "dumbbell"
+rate = "100Mbit"
+rtt = "20ms"
+aqm = { kind = "fifo", limit = 2000 }
+
+[[flows]]
+name = "rr-persistent"
+type = "request-response"
+app = { response = "1000B", think = "100ms", count = 20 }
+
+[[flows]]
+name = "rr-new"
+type = "request-response"
+app = { response = "1000B", persistent = false, think = "100ms", count = 20 }
+
+[[flows]]
+name = "bulk"
+type = "bulk"
+bytes = "25MB"
+start = "3s"
+"#;
+
+/// Application flows live: a small response over a persistent connection takes one RTT,
+/// over a new connection two (SYN/SYN-ACK, then request/response); a bulk transfer takes
+/// about bytes / rate.
+#[test]
+fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
+    if !is_root() {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("apps");
+    let f = d.join("apps.toml");
+    std::fs::write(&f, APPS).unwrap();
+    let id = run_id(6);
+    let _guard = Cleanup(id.clone());
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
+        .arg(d.join("live"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(namespaces(&id).is_empty());
+    let l = summary(&d.join("live"));
+    let c = |flow: &str, kind: &str| {
+        l.flows
+            .iter()
+            .find(|f| f.name == flow)
+            .unwrap()
+            .app
+            .as_ref()
+            .unwrap()
+            .completions[kind]
+            .clone()
+    };
+    let (p, n, b) = (
+        c("rr-persistent", "response"),
+        c("rr-new", "response"),
+        c("bulk", "transfer"),
+    );
+    let report = format!(
+        "persistent: {} completions p50 {:.2} max {:.2} ms; new connection: {} p50 {:.2} max {:.2} ms; \
+         bulk 25 MB: {} transfer in {:.1} ms ({:.2} Mbit/s goodput)",
+        p.count,
+        p.time_ms.p50,
+        p.time_ms.max,
+        n.count,
+        n.time_ms.p50,
+        n.time_ms.max,
+        b.count,
+        b.time_ms.max,
+        b.goodput_bps / 1e6
+    );
+    println!("apps live: {report}");
+    assert_eq!((p.count, n.count, b.count), (20, 20, 1), "{report}");
+    // 1 RTT (20 ms) plus serialisation of 1 kB and scheduling: 20 to 23 ms.
+    assert!(p.time_ms.p50 >= 20.0 && p.time_ms.p50 <= 23.0, "{report}");
+    // 2 RTT with a new connection.
+    assert!(n.time_ms.p50 >= 40.0 && n.time_ms.p50 <= 44.0, "{report}");
+    // 25 MB at 100 Mbit/s is 2.0 s of payload; slow start (≈ 0.1 s) and header overhead
+    // (≈ 3 %) come on top.
+    assert!(b.time_ms.max > 2000.0 && b.time_ms.max < 2600.0, "{report}");
+    let snaps = std::fs::read_to_string(d.join("live/snapshots-flows.csv")).unwrap();
+    let header: Vec<&str> = snaps.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "completions").unwrap();
+    let total: u64 = snaps
+        .lines()
+        .skip(1)
+        .filter_map(|r| r.split(',').nth(col).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    assert_eq!(total, 41, "completions in the time series: {report}");
+    let _ = std::fs::remove_dir_all(&d);
+}

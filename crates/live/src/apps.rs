@@ -902,7 +902,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
     let pause = cfg.pause.unwrap_or(Dur::ZERO);
     let mut rng = Rng::new(seed);
     let mut draw = || match cfg.pause_max {
-        Some(m) if m > pause => pause + Dur((rng.next_u64() % (m.as_nanos() - pause.as_nanos() + 1)).min(u64::MAX)),
+        Some(m) if m > pause => pause + Dur(rng.next_u64() % (m.as_nanos() - pause.as_nanos()).saturating_add(1)),
         _ => pause,
     };
     let mut info = SenderInfo::default();

@@ -982,7 +982,13 @@ fn run_built(
             serde_json::json!({
                 "flow": f.name,
                 "src": built.node_addr[f.src].to_string(),
-                "dst": built.node_addr[f.dst].to_string(),
+                // Where the destination listens; an application flow's server listens at
+                // its source instead (`listen`).
+                "dst": if listen_node(f) == f.dst {
+                    SocketAddr::new(built.node_addr[f.dst], ports[i]).to_string()
+                } else {
+                    built.node_addr[f.dst].to_string()
+                },
                 "listen": SocketAddr::new(built.node_addr[listen_node(f)], ports[i]).to_string(),
                 "send_errors": meters[i].lock().send_errors,
             })
