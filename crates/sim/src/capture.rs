@@ -43,8 +43,9 @@ impl Sim {
         };
         // Connections inside one application flow get their own client port.
         let (sport, dport) = match &pkt.payload {
-            Payload::App(l4s_apps::AppHeader::Tcp { conn, .. }) => {
-                let c = (*conn as u16).wrapping_mul(512);
+            Payload::App(h) if matches!(**h, l4s_apps::AppHeader::Tcp { .. }) => {
+                let conn = h.conn().unwrap_or(0);
+                let c = (conn as u16).wrapping_mul(512);
                 if pkt.forward {
                     (sport, dport.wrapping_add(c))
                 } else {
@@ -53,8 +54,15 @@ impl Sim {
             }
             _ => (sport, dport),
         };
-        let transport = match &pkt.payload {
-            Payload::Tcp(seg) | Payload::App(l4s_apps::AppHeader::Tcp { seg, .. }) => Transport::Tcp {
+        let app_seg = match &pkt.payload {
+            Payload::App(h) => match &**h {
+                l4s_apps::AppHeader::Tcp { seg, .. } => Some(seg),
+                _ => None,
+            },
+            _ => None,
+        };
+        let transport = match (&pkt.payload, app_seg) {
+            (Payload::Tcp(seg), _) | (_, Some(seg)) => Transport::Tcp {
                 src_port: sport,
                 dst_port: dport,
                 seq: seg.seq as u32,
@@ -63,7 +71,7 @@ impl Sim {
                 window: seg.wnd.min(u16::MAX as u32) as u16,
                 payload_len: seg.len,
             },
-            Payload::UdpPrague(_) | Payload::Probe(_) | Payload::Media(_) | Payload::App(_) => Transport::Udp {
+            _ => Transport::Udp {
                 src_port: sport,
                 dst_port: dport,
                 payload_len: pkt.size.saturating_sub(UDP_OVERHEAD),

@@ -14,7 +14,9 @@ pub enum Payload {
     UdpPrague(UdpPragueHeader),
     Probe(ProbeHeader),
     Media(l4s_media::MediaHeader),
-    App(l4s_apps::AppHeader),
+    /// Boxed: an application header (a TCP segment plus connection fields) is larger than
+    /// the others, and every packet of every flow would pay for it.
+    App(Box<l4s_apps::AppHeader>),
 }
 
 #[derive(Clone, Debug)]

@@ -67,9 +67,11 @@ fn seq_of(p: &Packet) -> u64 {
         Payload::Probe(h) => h.seq,
         Payload::Media(l4s_media::MediaHeader::Data(d)) => d.seq as u64,
         Payload::Media(_) => 0,
-        Payload::App(l4s_apps::AppHeader::Tcp { seg, .. }) => seg.seq,
-        Payload::App(l4s_apps::AppHeader::Reply { id, .. }) => *id as u64,
-        Payload::App(_) => 0,
+        Payload::App(h) => match **h {
+            l4s_apps::AppHeader::Tcp { seg, .. } => seg.seq,
+            l4s_apps::AppHeader::Reply { id, .. } => id as u64,
+            _ => 0,
+        },
     }
 }
 
