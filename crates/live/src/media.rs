@@ -360,7 +360,7 @@ mod tests {
             m.received,
             m.sent
         );
-        assert!(mm.target_samples >= 150, "{}", mm.target_samples);
+        assert!(mm.targets.count >= 150, "{}", mm.targets.count);
         assert!(mm.latest.feedback_reports >= 100, "{:?}", mm.latest);
         assert!(m.rtt.count() > 50, "RTT samples {}", m.rtt.count());
     }

@@ -5,12 +5,11 @@
 //! statistics window, sender RTT samples taken in the window, data packets sent in the
 //! window, and so on. Memory is fixed (HDR histograms and counters).
 
-use l4s_apps::{Completion, CompletionKind};
+use l4s_apps::Completion;
 use l4s_core::{Dur, Ecn, Time};
 use l4s_media::{FrameDone, FrameMeter, FrameMeterConfig, MediaSenderStats};
 use l4s_metrics::LatencyHist;
 use l4s_transport::EndpointStats;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The statistics window `[start, end]` of a run.
@@ -186,10 +185,8 @@ pub struct MediaMeter {
     pub delay: LatencyHist,
     /// From the start of the run, closed at every snapshot.
     pub snap: FrameMeter,
-    pub target_sum: f64,
-    pub target_min: f64,
-    pub target_max: f64,
-    pub target_samples: u64,
+    /// Encoder target samples (the simulator's accumulator).
+    pub targets: l4s_sim::appmetrics::TargetSamples,
     last_sample: Option<Time>,
     /// The sender's media counters when the window opened, and the latest.
     pub baseline: Option<MediaSenderStats>,
@@ -205,10 +202,7 @@ impl MediaMeter {
             frames: FrameMeter::new(cfg, window.start),
             delay: LatencyHist::new(),
             snap: FrameMeter::new(cfg, Time::ZERO),
-            target_sum: 0.0,
-            target_min: f64::INFINITY,
-            target_max: 0.0,
-            target_samples: 0,
+            targets: Default::default(),
             last_sample: None,
             baseline: None,
             latest: MediaSenderStats::default(),
@@ -234,11 +228,7 @@ impl MediaMeter {
         self.latest = st;
         if self.window.contains(now) && self.last_sample.is_none_or(|t| now.since(t) >= TARGET_SAMPLE) {
             self.last_sample = Some(now);
-            let bps = st.target_bitrate.bits_per_sec() as f64;
-            self.target_sum += bps;
-            self.target_min = self.target_min.min(bps);
-            self.target_max = self.target_max.max(bps);
-            self.target_samples += 1;
+            self.targets.record(st.target_bitrate.bits_per_sec() as f64);
         }
     }
 }
@@ -250,7 +240,7 @@ impl MediaMeter {
 pub struct AppMeter {
     pub window: Window,
     /// Per kind: completion times, bytes, sum of per-completion goodputs (bit/s).
-    pub kinds: BTreeMap<CompletionKind, (LatencyHist, u64, f64)>,
+    pub kinds: l4s_sim::appmetrics::CompletionStats,
     /// Since the last snapshot: completions and the longest.
     pub snap_count: u64,
     pub snap_max: Dur,
@@ -260,7 +250,7 @@ impl AppMeter {
     pub fn new(window: Window) -> AppMeter {
         AppMeter {
             window,
-            kinds: BTreeMap::new(),
+            kinds: Default::default(),
             snap_count: 0,
             snap_max: Dur::ZERO,
         }
@@ -271,12 +261,7 @@ impl AppMeter {
         self.snap_count += 1;
         self.snap_max = self.snap_max.max(t);
         if c.started >= self.window.start && c.completed <= self.window.end {
-            let e = self.kinds.entry(c.what).or_insert_with(|| (LatencyHist::new(), 0, 0.0));
-            e.0.record(t);
-            e.1 += c.bytes;
-            if !t.is_zero() {
-                e.2 += c.bytes as f64 * 8.0 / t.as_secs_f64();
-            }
+            l4s_sim::appmetrics::record_completion(&mut self.kinds, c);
         }
     }
 }
@@ -306,6 +291,7 @@ impl SharedMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use l4s_apps::CompletionKind;
 
     #[test]
     fn window_and_loss_accounting() {
@@ -398,8 +384,8 @@ mod tests {
             3000,
             "the counters at the window start"
         );
-        assert_eq!(m.target_samples, 11);
-        assert_eq!((m.target_min, m.target_max), (3_000_000.0, 3_100_000.0));
+        assert_eq!(m.targets.count, 11);
+        assert_eq!((m.targets.min, m.targets.max), (3_000_000.0, 3_100_000.0));
         assert_eq!(m.latest.frames_encoded, 9000);
     }
 

@@ -1203,72 +1203,23 @@ fn base_rtt(sc: &Scenario, built: &Built, src: usize, dst: usize) -> Dur {
 /// Per-frame metrics of a media flow over the statistics window: the computation of the
 /// simulator's `Sim::media_summary` (`crates/sim/src/summary.rs`) on the live meters.
 pub fn media_summary(params: &l4s_media::MediaParams, m: &crate::meter::MediaMeter, window: Window) -> MediaSummary {
-    let fs = m.frames.finish_with_seen(window.end, m.highest_seen);
-    let now_stats = m.latest;
-    let base = m.baseline.unwrap_or_default();
-    let frames_sent = now_stats.frames_encoded.saturating_sub(base.frames_encoded);
-    let secs = window.secs();
-    let (tmean, tmin) = if m.target_samples > 0 {
-        (m.target_sum / m.target_samples as f64, m.target_min)
-    } else {
-        (0.0, 0.0)
-    };
-    MediaSummary {
-        profile: params.profile.to_string(),
-        controller: params.controller.name().to_string(),
-        l4s: params.l4s,
-        fps: params.fps as f64,
-        frames_sent,
-        frames_complete: fs.frames_complete,
-        frames_late: fs.frames_late,
-        frames_incomplete: fs.frames_incomplete,
-        bad_frame_fraction: ratio(
-            fs.frames_late + fs.frames_incomplete,
-            frames_sent.max(fs.frames_complete),
-        ),
-        frame_delay_ms: m.delay.percentiles_ms(),
-        deadline_ms: round6(params.frame_deadline.as_millis_f64()),
-        stall_time_s: round6(fs.stall_time.as_secs_f64()),
-        stall_fraction: round6(fs.stall_fraction),
-        stall_gap_ms: round6(params.stall_gap.as_millis_f64()),
-        received_fps: if secs > 0.0 {
-            round6(fs.frames_complete as f64 / secs)
-        } else {
-            0.0
+    l4s_sim::appmetrics::media_summary(
+        params,
+        &l4s_sim::appmetrics::MediaWindow {
+            frames: m.frames.finish_with_seen(window.end, m.highest_seen),
+            delay: &m.delay,
+            targets: &m.targets,
+            sender_end: m.latest,
+            sender_start: m.baseline.unwrap_or_default(),
+            secs: window.secs(),
         },
-        target_bitrate_mean_bps: round6(tmean),
-        target_bitrate_min_bps: round6(tmin),
-        target_bitrate_max_bps: round6(m.target_max),
-        frames_discarded: now_stats.frames_skipped.saturating_sub(base.frames_skipped)
-            + now_stats.rtp_queue_discards.saturating_sub(base.rtp_queue_discards),
-        feedback_reports: now_stats.feedback_reports.saturating_sub(base.feedback_reports),
-        feedback_malformed: now_stats.feedback_malformed.saturating_sub(base.feedback_malformed),
-    }
+    )
 }
 
 /// Completion times of an application flow over the statistics window (the simulator's
-/// `Sim::app_summary`).
+/// function on the live meter).
 pub fn app_summary(cfg: &l4s_apps::AppConfig, a: &crate::meter::AppMeter) -> AppSummary {
-    let completions = a
-        .kinds
-        .iter()
-        .map(|(k, (h, bytes, gsum))| {
-            let n = h.count();
-            (
-                k.name().to_string(),
-                CompletionSummary {
-                    count: n,
-                    time_ms: h.percentiles_ms(),
-                    bytes: *bytes,
-                    goodput_bps: if n > 0 { round6(gsum / n as f64) } else { 0.0 },
-                },
-            )
-        })
-        .collect();
-    AppSummary {
-        app: cfg.kind.name().to_string(),
-        completions,
-    }
+    l4s_sim::appmetrics::app_summary(cfg, &a.kinds)
 }
 
 fn summary(

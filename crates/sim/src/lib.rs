@@ -11,6 +11,7 @@
 //!   send order) and only the head has an event: no packet lives in the event heap.
 //! * Measurement is streaming (HDR histograms, counters); nothing grows with run length.
 
+pub mod appmetrics;
 pub mod capture;
 pub mod endpoints;
 pub mod events;

@@ -146,10 +146,7 @@ pub(crate) struct MediaMeter {
     pub snap: l4s_media::FrameMeter,
     pub buf: Vec<l4s_media::FrameDone>,
     /// Encoder target bitrate sampled every [`crate::world::SAMPLE_INTERVAL`] in the window.
-    pub target_sum: f64,
-    pub target_min: f64,
-    pub target_max: f64,
-    pub target_samples: u64,
+    pub targets: crate::appmetrics::TargetSamples,
     /// Sender counters when the window opened.
     pub baseline: Option<l4s_media::MediaSenderStats>,
 }
@@ -162,10 +159,7 @@ impl MediaMeter {
             delay: LatencyHist::new(),
             snap: l4s_media::FrameMeter::new(cfg, Time::ZERO),
             buf: Vec::new(),
-            target_sum: 0.0,
-            target_min: f64::INFINITY,
-            target_max: 0.0,
-            target_samples: 0,
+            targets: Default::default(),
             baseline: None,
         }
     }
@@ -179,10 +173,7 @@ impl MediaMeter {
         }
     }
     pub fn sample_target(&mut self, bps: f64) {
-        self.target_sum += bps;
-        self.target_min = self.target_min.min(bps);
-        self.target_max = self.target_max.max(bps);
-        self.target_samples += 1;
+        self.targets.record(bps);
     }
 }
 
@@ -190,8 +181,8 @@ impl MediaMeter {
 #[derive(Default)]
 pub(crate) struct AppMeter {
     pub buf: Vec<l4s_apps::Completion>,
-    /// Completions that started in the window: count, time, bytes, sum of goodputs.
-    pub kinds: std::collections::BTreeMap<l4s_apps::CompletionKind, (LatencyHist, u64, f64)>,
+    /// Completions that started in the window.
+    pub kinds: crate::appmetrics::CompletionStats,
     /// Since the last snapshot: completions and the longest.
     pub snap_count: u64,
     pub snap_max: Dur,
@@ -204,12 +195,7 @@ impl AppMeter {
             self.snap_count += 1;
             self.snap_max = self.snap_max.max(t);
             if in_window && c.started >= window_start {
-                let e = self.kinds.entry(c.what).or_insert_with(|| (LatencyHist::new(), 0, 0.0));
-                e.0.record(t);
-                e.1 += c.bytes;
-                if !t.is_zero() {
-                    e.2 += c.bytes as f64 * 8.0 / t.as_secs_f64();
-                }
+                crate::appmetrics::record_completion(&mut self.kinds, &c);
             }
         }
     }

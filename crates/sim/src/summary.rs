@@ -226,46 +226,18 @@ impl Sim {
             .as_ref()
             .map(|w| w.finish_with_seen(self.end, rcv.and_then(|r| r.highest_frame_seen())))
             .unwrap_or_default();
-        let now_stats = snd.map(|s| s.media_stats()).unwrap_or_default();
-        let base = m.baseline.unwrap_or_default();
-        let frames_sent = now_stats.frames_encoded.saturating_sub(base.frames_encoded);
         let window = (self.end.as_nanos().saturating_sub(self.window_start.as_nanos())) as f64 / 1e9;
-        let (tmean, tmin) = if m.target_samples > 0 {
-            (m.target_sum / m.target_samples as f64, m.target_min)
-        } else {
-            (0.0, 0.0)
-        };
-        Some(l4s_metrics::summary::MediaSummary {
-            profile: params.profile.to_string(),
-            controller: params.controller.name().to_string(),
-            l4s: params.l4s,
-            fps: params.fps as f64,
-            frames_sent,
-            frames_complete: fs.frames_complete,
-            frames_late: fs.frames_late,
-            frames_incomplete: fs.frames_incomplete,
-            bad_frame_fraction: ratio(
-                fs.frames_late + fs.frames_incomplete,
-                frames_sent.max(fs.frames_complete),
-            ),
-            frame_delay_ms: m.delay.percentiles_ms(),
-            deadline_ms: round6(params.frame_deadline.as_millis_f64()),
-            stall_time_s: round6(fs.stall_time.as_secs_f64()),
-            stall_fraction: round6(fs.stall_fraction),
-            stall_gap_ms: round6(params.stall_gap.as_millis_f64()),
-            received_fps: if window > 0.0 {
-                round6(fs.frames_complete as f64 / window)
-            } else {
-                0.0
+        Some(crate::appmetrics::media_summary(
+            params,
+            &crate::appmetrics::MediaWindow {
+                frames: fs,
+                delay: &m.delay,
+                targets: &m.targets,
+                sender_end: snd.map(|s| s.media_stats()).unwrap_or_default(),
+                sender_start: m.baseline.unwrap_or_default(),
+                secs: window,
             },
-            target_bitrate_mean_bps: round6(tmean),
-            target_bitrate_min_bps: round6(tmin),
-            target_bitrate_max_bps: round6(m.target_max),
-            frames_discarded: now_stats.frames_skipped.saturating_sub(base.frames_skipped)
-                + now_stats.rtp_queue_discards.saturating_sub(base.rtp_queue_discards),
-            feedback_reports: now_stats.feedback_reports.saturating_sub(base.feedback_reports),
-            feedback_malformed: now_stats.feedback_malformed.saturating_sub(base.feedback_malformed),
-        })
+        ))
     }
 
     /// Completion times of application flow `i` over the statistics window.
@@ -274,25 +246,6 @@ impl Sim {
             return None;
         };
         let a = self.flows[i].app.as_ref()?;
-        let completions = a
-            .kinds
-            .iter()
-            .map(|(k, (h, bytes, gsum))| {
-                let n = h.count();
-                (
-                    k.name().to_string(),
-                    l4s_metrics::summary::CompletionSummary {
-                        count: n,
-                        time_ms: h.percentiles_ms(),
-                        bytes: *bytes,
-                        goodput_bps: if n > 0 { round6(gsum / n as f64) } else { 0.0 },
-                    },
-                )
-            })
-            .collect();
-        Some(l4s_metrics::summary::AppSummary {
-            app: cfg.kind.name().to_string(),
-            completions,
-        })
+        Some(crate::appmetrics::app_summary(cfg, &a.kinds))
     }
 }
