@@ -88,3 +88,16 @@ impl l4s_sim::timeline::TimelineSink for Rows {
         Ok(())
     }
 }
+
+/// Run scenario text with the packet timeline kept in memory.
+pub fn run_rows(text: &str) -> (Summary, Vec<l4s_sim::timeline::PacketRow>) {
+    let sc = l4s_scenario::load_str(text, Path::new("t.toml")).unwrap_or_else(|e| panic!("bad test scenario: {e}"));
+    let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let opts = l4s_sim::RunOptions {
+        timeline: Some(Box::new(Rows(rows.clone()))),
+        ..Default::default()
+    };
+    let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).expect("run");
+    let rows = rows.lock().unwrap().clone();
+    (s, rows)
+}

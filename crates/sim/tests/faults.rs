@@ -3,19 +3,6 @@
 
 mod common;
 use common::*;
-use std::sync::{Arc, Mutex};
-
-fn run_rows(text: &str) -> (l4s_metrics::summary::Summary, Vec<l4s_sim::timeline::PacketRow>) {
-    let sc = l4s_scenario::load_str(text, std::path::Path::new("t.toml")).unwrap();
-    let rows = Arc::new(Mutex::new(Vec::new()));
-    let opts = l4s_sim::RunOptions {
-        timeline: Some(Box::new(Rows(rows.clone()))),
-        ..Default::default()
-    };
-    let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
-    let rows = rows.lock().unwrap().clone();
-    (s, rows)
-}
 
 fn scenario(fault: &str) -> String {
     dumbbell(

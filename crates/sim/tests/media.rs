@@ -18,19 +18,6 @@ fn media_flow(name: &str, profile: &str, extra: &str) -> String {
     format!("[[flows]]\nname = \"{name}\"\ntype = \"media\"\nprofile = \"{profile}\"\n{extra}\n\n")
 }
 
-/// Run with the packet timeline kept in memory.
-fn run_rows(text: &str) -> (Summary, Vec<l4s_sim::timeline::PacketRow>) {
-    let sc = l4s_scenario::load_str(text, std::path::Path::new("t.toml")).unwrap();
-    let rows = Arc::new(Mutex::new(Vec::new()));
-    let opts = l4s_sim::RunOptions {
-        timeline: Some(Box::new(Rows(rows.clone()))),
-        ..Default::default()
-    };
-    let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
-    let rows = rows.lock().unwrap().clone();
-    (s, rows)
-}
-
 /// S6 (endpoints.md §8): SCReAM with L4S beside a TCP Prague bulk flow in DualPI2's L
 /// queue, 50 Mbit/s, 16 ms RTT: SCReAM is not starved (at least 25 % of its fair share of
 /// 25 Mbit/s) and the L queue's p99 stays under 5 ms. SCReAM keeps less than half its
