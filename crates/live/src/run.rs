@@ -1366,23 +1366,8 @@ fn summary(
             subqueues,
         });
     }
-    let classes = classes
-        .into_iter()
-        .map(|(class, (n, thr, h, rtt))| ClassSummary {
-            class,
-            flows: n,
-            throughput_bps: round6(thr),
-            owd_ms: h.percentiles_ms(),
-            rtt_ms: rtt.percentiles_ms(),
-        })
-        .collect();
-    Summary {
-        schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: "l4s-lab".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        scenario: ScenarioInfo {
+    Summary::assemble(
+        ScenarioInfo {
             name: sc.name.clone(),
             description: sc.description.clone(),
             file: sc.file.clone(),
@@ -1393,7 +1378,7 @@ fn summary(
             stats_window_s: round6(secs),
         },
         flows,
-        queues: out_queues,
+        out_queues,
         classes,
-    }
+    )
 }

@@ -224,7 +224,42 @@ pub struct ClassSummary {
     pub rtt_ms: Percentiles,
 }
 
+/// Per-class accumulator of a backend while it builds a summary: flows, summed
+/// throughput, merged OWD and RTT histograms.
+pub type ClassTotals = BTreeMap<String, (u32, f64, crate::LatencyHist, crate::LatencyHist)>;
+
 impl Summary {
+    /// Assemble a summary (either backend) from its parts; the classes come from the
+    /// per-class totals.
+    pub fn assemble(
+        scenario: ScenarioInfo,
+        flows: Vec<FlowSummary>,
+        queues: Vec<QueueSummary>,
+        classes: ClassTotals,
+    ) -> Summary {
+        let classes = classes
+            .into_iter()
+            .map(|(class, (n, thr, h, rtt))| ClassSummary {
+                class,
+                flows: n,
+                throughput_bps: crate::hist::round6(thr),
+                owd_ms: h.percentiles_ms(),
+                rtt_ms: rtt.percentiles_ms(),
+            })
+            .collect();
+        Summary {
+            schema_version: SCHEMA_VERSION,
+            tool: ToolInfo {
+                name: "l4s-lab".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            scenario,
+            flows,
+            queues,
+            classes,
+        }
+    }
+
     /// Read a `summary.json`, refusing other schema versions with a clear message.
     pub fn from_json(bytes: &[u8]) -> Result<Summary, String> {
         let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
