@@ -749,5 +749,19 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
         .filter_map(|r| r.split(',').nth(col).and_then(|v| v.parse::<u64>().ok()))
         .sum();
     assert_eq!(total, 41, "completions in the time series: {report}");
+    // The packet taps follow application connections too (server port to any client
+    // port): the download's data packets have a one-way delay between the 10 ms of
+    // propagation and that plus a full 1000-packet FIFO (121 ms at 100 Mbit/s), which
+    // CUBIC fills; its throughput and goodput are measured, so the verdict does not
+    // mistake an application flow for a silent one.
+    let bulk = l.flows.iter().find(|f| f.name == "bulk").unwrap();
+    assert!(bulk.received_packets > 10_000, "{} packets", bulk.received_packets);
+    assert!(bulk.owd_ms.p50 >= 10.0 && bulk.owd_ms.max < 10.0 + 121.2 + 5.0, "{:?}", bulk.owd_ms);
+    assert!(
+        bulk.throughput_bps > 10e6 && bulk.goodput_bps > 10e6,
+        "{} {}",
+        bulk.throughput_bps,
+        bulk.goodput_bps
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

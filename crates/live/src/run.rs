@@ -707,12 +707,19 @@ fn run_built(
         })?;
         rx_handles.push(h);
     }
-    // Packet taps for kernel TCP flows: both sides open before time 0.
+    // Packet taps for kernel TCP flows and TCP applications: both sides open before time 0.
     for (i, f) in sc.flows.iter().enumerate() {
-        if !matches!(f.kind, FlowKind::Tcp { .. }) {
-            continue;
-        }
-        let dst = SocketAddr::new(built.node_addr[f.dst], ports[i]);
+        let flow_match = match &f.kind {
+            FlowKind::Tcp { .. } => crate::tap::Match::ToServer(SocketAddr::new(built.node_addr[f.dst], ports[i])),
+            FlowKind::App { cfg } if cfg.kind == l4s_apps::AppKind::Sync => {
+                crate::tap::Match::ToServer(SocketAddr::new(built.node_addr[listen_node(f)], ports[i]))
+            }
+            FlowKind::App { cfg } if cfg.kind != l4s_apps::AppKind::Query => crate::tap::Match::FromServer(
+                SocketAddr::new(built.node_addr[listen_node(f)], ports[i]),
+                built.node_addr[f.dst],
+            ),
+            _ => continue,
+        };
         let inflight = crate::tap::SharedInFlight::default();
         for (node, side) in [
             (
@@ -729,7 +736,7 @@ fn run_built(
             let h = built.nodes[node].spawn("l4s-tap", move || match crate::tap::Tap::open() {
                 Ok(tap) => {
                     let _ = ready.send((i, Ok(())));
-                    crate::tap::run_tcp_tap(&ctx, tap, dst, side, inflight);
+                    crate::tap::run_tcp_tap(&ctx, tap, flow_match, side, inflight);
                 }
                 Err(e) => {
                     let _ = ready.send((i, Err(format!("opening a packet tap: {e}"))));
@@ -1241,7 +1248,12 @@ fn summary(
         let base = m.sender_base.unwrap_or_default();
         let ecn = m.first_ecn.unwrap_or(f.nominal_ecn);
         let class = if ecn == Ecn::Ect1 { "L4S" } else { "classic" };
-        let tcp = matches!(f.kind, FlowKind::Tcp { .. });
+        // Kernel TCP carries the data (tcp flows and every application kind but query).
+        let tcp = match &f.kind {
+            FlowKind::Tcp { .. } => true,
+            FlowKind::App { cfg } => cfg.kind != l4s_apps::AppKind::Query,
+            _ => false,
+        };
         let (cc, feedback) = match &f.kind {
             FlowKind::Tcp { cc, .. } => (cc.clone(), snd.ecn_mode.to_string()),
             FlowKind::UdpPrague { .. } => ("udp-prague".to_string(), "udp-prague".to_string()),

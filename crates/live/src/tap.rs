@@ -163,6 +163,7 @@ impl Tap {
 pub struct Segment {
     pub src: IpAddr,
     pub dst: IpAddr,
+    pub src_port: u16,
     pub dst_port: u16,
     pub seq: u32,
     pub payload: u32,
@@ -188,6 +189,7 @@ pub fn tcp_segment(frame: &[u8]) -> Option<Segment> {
     Some(Segment {
         src: ip.src_addr(),
         dst: ip.dst_addr(),
+        src_port: ip.src_port?,
         dst_port: ip.dst_port?,
         seq,
         payload,
@@ -225,9 +227,28 @@ pub enum Side {
     Receiver,
 }
 
-/// Watch one side of a kernel TCP flow to `dst` until the end of the run (`ctx.end`).
+/// Which data segments belong to a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Match {
+    /// Sent to a listening server (a `tcp` flow, a sync upload): destination address and port.
+    ToServer(SocketAddr),
+    /// Sent by a listening server to a client on any port (downloads, responses, pages):
+    /// the server's address and port, and the client's address.
+    FromServer(SocketAddr, IpAddr),
+}
+
+impl Match {
+    fn matches(&self, s: &Segment) -> bool {
+        match *self {
+            Match::ToServer(d) => s.dst == d.ip() && s.dst_port == d.port(),
+            Match::FromServer(srv, client) => s.src == srv.ip() && s.src_port == srv.port() && s.dst == client,
+        }
+    }
+}
+
+/// Watch one side of a kernel TCP flow until the end of the run (`ctx.end`).
 /// `tap` was opened in the side's namespace.
-pub fn run_tcp_tap(ctx: &FlowCtx, tap: Tap, dst: SocketAddr, side: Side, inflight: SharedInFlight) {
+pub fn run_tcp_tap(ctx: &FlowCtx, tap: Tap, flow: Match, side: Side, inflight: SharedInFlight) {
     precise_timers();
     let _ = l4s_fwd::afpacket::set_realtime(10);
     let mut buf = vec![0u8; 65_536 + 64];
@@ -247,7 +268,7 @@ pub fn run_tcp_tap(ctx: &FlowCtx, tap: Tap, dst: SocketAddr, side: Side, infligh
                 }
             };
             let Some(s) = tcp_segment(&buf[..c.len]) else { continue };
-            if s.dst != dst.ip() || s.dst_port != dst.port() {
+            if !flow.matches(&s) {
                 continue;
             }
             let t = ctx.clock.at_monotonic(c.mono);
