@@ -202,11 +202,11 @@ pub(crate) fn media_table(out: &mut String, res: &Results, pal: &Palette) {
     if flows.is_empty() {
         return;
     }
-    out.push_str("<h3>Real-time media</h3><table><tr><th class=\"l\">flow</th><th class=\"l\">profile / controller</th><th>fps sent</th><th>fps received</th><th>frame delay p50 ms</th><th>p99</th><th>p99.9</th><th>late</th><th>incomplete</th><th>stall</th><th>target mean</th><th>target min–max</th><th>ECN</th></tr>");
+    out.push_str("<h3>Real-time media</h3><table><tr><th class=\"l\">flow</th><th class=\"l\">profile / controller</th><th>fps sent / received</th><th>frame delay p50 ms</th><th>p99</th><th>p99.9</th><th>late</th><th>incomplete</th><th>stall</th><th title=\"hover a value for the minimum and maximum\">target mean</th><th class=\"l\">ECN</th></tr>");
     for (f, m) in flows {
         let _ = write!(
             out,
-            "<tr><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"l\">{} / {}{}</td><td>{}</td><td>{}</td>{}<td title=\"{} of {} complete frames later than {} ms after the expected display time\">{}</td><td>{}</td><td title=\"no new frame for more than {} ms\">{:.2} s ({})</td><td>{}</td><td>{} – {}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"l\">{} / {}{}</td><td>{} / {}</td>{}<td title=\"{} of {} complete frames later than {} ms after the expected display time\">{}</td><td>{}</td><td title=\"no new frame for more than {} ms\">{:.2} s ({})</td><td title=\"min {}, max {}\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&pal.color(&f.name)),
             esc(&f.name),
             esc(&m.profile),
@@ -223,9 +223,9 @@ pub(crate) fn media_table(out: &mut String, res: &Results, pal: &Palette) {
             fnum(m.stall_gap_ms),
             m.stall_time_s,
             esc(&pct(m.stall_fraction)),
-            esc(&rate(m.target_bitrate_mean_bps)),
             esc(&rate(m.target_bitrate_min_bps)),
             esc(&rate(m.target_bitrate_max_bps)),
+            esc(&rate(m.target_bitrate_mean_bps)),
             esc(&match (&f.ecn_failure, f.ecn_failed_at_s) {
                 (Some(r), Some(t)) => format!("validation failed at {t:.2} s ({r})"),
                 _ if f.ecn_validation.is_empty() => "–".to_string(),
