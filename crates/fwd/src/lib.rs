@@ -8,7 +8,8 @@
 //! * [`packet`]: the frame parser (Ethernet, VLAN, IPv4, IPv6 extension headers), the
 //!   forwarder's owned [`packet::Frame`] (an [`l4s_core::QueuePacket`]) and its buffer pool.
 //! * [`afpacket`]: AF_PACKET sockets (recvmmsg), the monotonic clock, ppoll waits.
-//! * [`router`]: the forwarder, [`run`] / [`run_recording`] with [`RouterConfig`].
+//! * [`router`]: the forwarder, [`run`] / [`run_recording`] / [`run_recording_with_origin`]
+//!   with [`RouterConfig`] (per-direction rates, rate schedules, AQMs).
 //! * [`cli`]: `l4s router` ([`cli::RouterArgs`], [`cli::router_main`]), feature `cli`.
 //! * [`error`]: [`FwdError`], the crate's one error type.
 //!
@@ -26,6 +27,8 @@ pub mod netns;
 pub mod packet;
 pub mod router;
 
-pub use router::{run, run_recording, PacketRecord, RouterConfig, RouterStats, RouterStatus};
+pub use router::{
+    run, run_recording, run_recording_with_origin, PacketRecord, RouterConfig, RouterStats, RouterStatus,
+};
 
 pub use error::FwdError;

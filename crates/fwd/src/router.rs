@@ -22,6 +22,19 @@
 //! so the long-run rate is exact; after a stall longer than `max_lag` (default 2 ms) the
 //! missed time is forfeited rather than sent as a burst.
 //!
+//! # Rate schedules
+//!
+//! Each direction's rate can change over the run ([`RouterConfig::rate_changes_ab`] and
+//! [`RouterConfig::rate_changes_ba`]: offsets from a schedule origin and the new rate), the
+//! live counterpart of the simulator's link rate changes and with the same rule: the packet
+//! being serialised when a change falls due finishes at the old rate, and the next packet is
+//! serialised at the rate in force when its serialisation starts. The change is applied by
+//! the pacer between packets, so an idle link simply picks up the new rate with its next
+//! packet. The origin is [`RouterConfig::schedule_origin`], the start of forwarding when
+//! that is `None`, or an instant the caller publishes later through
+//! [`run_recording_with_origin`] (the live testbed fixes its time 0 only after the forwarder
+//! is up); until the origin is known the directions run at their configured rates.
+//!
 //! Waits shorter than `spin` are busy-polled (non-blocking reads), longer ones sleep in
 //! `ppoll(2)` with a nanosecond timeout and 1 ns timer slack.
 //!
@@ -33,7 +46,7 @@
 //! limit), incoming frames are read into a scratch buffer and dropped (`no_buffer_drops`).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
 use l4s_aqm::{AqmConfig, Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId};
@@ -55,6 +68,15 @@ pub struct RouterConfig {
     pub rate_ab: Rate,
     /// Rate of the B→A link.
     pub rate_ba: Rate,
+    /// Rate changes of the A→B link: (time after the schedule origin, new rate), in
+    /// non-decreasing time order; empty keeps `rate_ab` for the whole run. See the module
+    /// documentation (rate schedules).
+    pub rate_changes_ab: Vec<(Dur, Rate)>,
+    /// Rate changes of the B→A link, as `rate_changes_ab`.
+    pub rate_changes_ba: Vec<(Dur, Rate)>,
+    /// CLOCK_MONOTONIC instant the rate changes count from; `None`: when forwarding starts.
+    /// (Ignored by [`run_recording_with_origin`], which is given the origin at run time.)
+    pub schedule_origin: Option<Time>,
     pub aqm_ab: AqmConfig,
     pub aqm_ba: AqmConfig,
     /// Seed of the AQMs' random sources (A→B gets stream 0, B→A stream 1).
@@ -86,6 +108,9 @@ impl RouterConfig {
             b: b.to_string(),
             rate_ab: rate,
             rate_ba: rate,
+            rate_changes_ab: Vec::new(),
+            rate_changes_ba: Vec::new(),
+            schedule_origin: None,
             aqm_ab: aqm.clone(),
             aqm_ba: aqm,
             seed: 1,
@@ -116,6 +141,25 @@ impl RouterConfig {
                     key,
                     format!("expected a rate from 8kbit to 100Gbit, found {r}"),
                 ));
+            }
+        }
+        for (key, changes) in [
+            ("rate_changes_ab", &self.rate_changes_ab),
+            ("rate_changes_ba", &self.rate_changes_ba),
+        ] {
+            for (i, (at, r)) in changes.iter().enumerate() {
+                if r.bits_per_sec() < 8_000 || r.bits_per_sec() > 100_000_000_000 {
+                    return Err(FwdError::config(
+                        &format!("{key}[{i}]"),
+                        format!("expected a rate from 8kbit to 100Gbit, found {r}"),
+                    ));
+                }
+                if i > 0 && *at < changes[i - 1].0 {
+                    return Err(FwdError::config(
+                        &format!("{key}[{i}]"),
+                        format!("expected changes in time order, found {at} after {}", changes[i - 1].0),
+                    ));
+                }
             }
         }
         for (key, c) in [("aqm (a->b)", &self.aqm_ab), ("aqm (b->a)", &self.aqm_ba)] {
@@ -178,6 +222,9 @@ pub struct PacketRecord {
     pub queue: QueueId,
     /// Enqueue to dequeue (to the drop for AQM drops; zero for drops at enqueue).
     pub sojourn: Dur,
+    /// How long the frame occupied the link (its serialisation at the rate in force when it
+    /// started); zero for dropped frames.
+    pub serialisation: Dur,
     /// Frame length in bytes.
     pub size: u32,
     pub ecn_in: Ecn,
@@ -250,7 +297,12 @@ pub struct DirectionStats {
     pub name: String,
     pub from: String,
     pub to: String,
+    /// The configured rate (the rate at the start).
     pub rate_bps: u64,
+    /// The rate at the end, after the schedule's changes.
+    pub final_rate_bps: u64,
+    /// Scheduled rate changes that took effect.
+    pub rate_changes_applied: u64,
     pub aqm: &'static str,
     pub rx_packets: u64,
     pub rx_bytes: u64,
@@ -310,6 +362,8 @@ pub struct QueueStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirectionStatus {
     pub name: String,
+    /// The link rate in force now.
+    pub rate: Rate,
     /// Over the last interval.
     pub rx_rate: Rate,
     pub tx_rate: Rate,
@@ -372,7 +426,12 @@ struct Direction {
     tx: usize,
     qdisc: Box<dyn Qdisc<Frame>>,
     aqm_kind: &'static str,
+    /// The configured rate, and the one in force.
+    base_rate: Rate,
     rate: Rate,
+    /// Scheduled changes (offset from the origin, rate) and the index of the next one.
+    schedule: Vec<(Dur, Rate)>,
+    next_change: usize,
     next_free: Time,
     on_wire: Option<Frame>,
     retry_at: Option<Time>,
@@ -404,12 +463,14 @@ struct Direction {
 
 type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
 
+#[allow(clippy::too_many_arguments)]
 fn record_of(
     dir: u8,
     f: &Frame,
     time: Time,
     queue: QueueId,
     sojourn: Dur,
+    serialisation: Dur,
     decision: Decision,
     reason: Option<DropReason>,
 ) -> PacketRecord {
@@ -429,6 +490,7 @@ fn record_of(
         direction: dir,
         queue,
         sojourn,
+        serialisation,
         size: f.len() as u32,
         ecn_in: f.ecn_in,
         ecn_out: f.ecn(),
@@ -449,6 +511,7 @@ impl Direction {
         rx: usize,
         tx: usize,
         rate: Rate,
+        schedule: &[(Dur, Rate)],
         aqm: &AqmConfig,
         rng: Rng,
         buf_size: usize,
@@ -476,7 +539,10 @@ impl Direction {
             tx,
             aqm_kind: qdisc.kind(),
             qdisc,
+            base_rate: rate,
             rate,
+            schedule: schedule.to_vec(),
+            next_change: 0,
             next_free: Time::ZERO,
             on_wire: None,
             retry_at: None,
@@ -519,6 +585,7 @@ impl Direction {
                 now,
                 d.queue,
                 d.sojourn,
+                Dur::ZERO,
                 Decision::Drop,
                 Some(d.reason),
             ));
@@ -663,8 +730,21 @@ impl Direction {
         }
     }
 
-    /// Hand finished packets to the output and start the next ones.
-    fn transmit(&mut self, sock: &PacketSocket, now: Time, max_lag: Dur, sink: &mut Sink<'_>) {
+    /// Apply the scheduled rate changes due at or before `t` (a serialisation start).
+    fn apply_rate_changes(&mut self, t: Time, origin: Option<Time>) {
+        let Some(origin) = origin else { return };
+        while let Some(&(at, rate)) = self.schedule.get(self.next_change) {
+            if Time(origin.0.saturating_add(at.0)) > t {
+                break;
+            }
+            self.rate = rate;
+            self.next_change += 1;
+        }
+    }
+
+    /// Hand finished packets to the output and start the next ones. `origin` is the
+    /// instant the rate schedule counts from, if known.
+    fn transmit(&mut self, sock: &PacketSocket, now: Time, max_lag: Dur, origin: Option<Time>, sink: &mut Sink<'_>) {
         loop {
             if let Some(f) = self.on_wire.take() {
                 if now < self.next_free || self.retry_at.is_some_and(|t| now < t) {
@@ -717,7 +797,11 @@ impl Direction {
                 self.pacer_forfeit_ns += catch_up_from.since(self.next_free).as_nanos();
             }
             let start = self.next_free.max(pkt.arrival).max(catch_up_from);
-            self.next_free = start + self.rate.tx_time(pkt.len() as u64);
+            // The previous packet finished at the old rate; this one goes at the rate in
+            // force when it starts (as the simulator's link).
+            self.apply_rate_changes(start, origin);
+            let serialisation = self.rate.tx_time(pkt.len() as u64);
+            self.next_free = start + serialisation;
             if let Some(t) = self.track(queue) {
                 let ns = sojourn.as_nanos().max(1);
                 let _ = t.hist.record(ns);
@@ -731,6 +815,7 @@ impl Direction {
                     self.next_free,
                     queue,
                     sojourn,
+                    serialisation,
                     decision,
                     None,
                 ));
@@ -791,6 +876,7 @@ impl Direction {
         }
         DirectionStatus {
             name: self.name.clone(),
+            rate: self.rate,
             rx_rate,
             tx_rate,
             probability,
@@ -825,7 +911,9 @@ impl Direction {
             name: self.name.clone(),
             from: self.from.clone(),
             to: self.to.clone(),
-            rate_bps: self.rate.bits_per_sec(),
+            rate_bps: self.base_rate.bits_per_sec(),
+            final_rate_bps: self.rate.bits_per_sec(),
+            rate_changes_applied: self.next_change as u64,
             aqm: self.aqm_kind,
             rx_packets: self.rx_packets,
             rx_bytes: self.rx_bytes,
@@ -858,7 +946,7 @@ pub fn run(
     stop: &AtomicBool,
     on_status: &mut dyn FnMut(&RouterStatus),
 ) -> Result<RouterStats, FwdError> {
-    run_inner(cfg, stop, on_status, None)
+    run_inner(cfg, stop, None, on_status, None)
 }
 
 /// [`run`], and every packet's passage through a queue goes to `sink` (called on the
@@ -869,12 +957,28 @@ pub fn run_recording(
     on_status: &mut dyn FnMut(&RouterStatus),
     sink: &mut dyn FnMut(&PacketRecord),
 ) -> Result<RouterStats, FwdError> {
-    run_inner(cfg, stop, on_status, Some(sink))
+    run_inner(cfg, stop, None, on_status, Some(sink))
+}
+
+/// [`run_recording`] with the rate schedule's origin given while the forwarder runs:
+/// `origin` holds the CLOCK_MONOTONIC instant (ns) the rate changes count from, or
+/// `u64::MAX` while it is not yet known (the directions keep their configured rates until
+/// then, and changes already due when it becomes known apply to the next packet).
+/// [`RouterConfig::schedule_origin`] is not used.
+pub fn run_recording_with_origin(
+    cfg: &RouterConfig,
+    stop: &AtomicBool,
+    origin: &AtomicU64,
+    on_status: &mut dyn FnMut(&RouterStatus),
+    sink: &mut dyn FnMut(&PacketRecord),
+) -> Result<RouterStats, FwdError> {
+    run_inner(cfg, stop, Some(origin), on_status, Some(sink))
 }
 
 fn run_inner(
     cfg: &RouterConfig,
     stop: &AtomicBool,
+    origin_cell: Option<&AtomicU64>,
     on_status: &mut dyn FnMut(&RouterStatus),
     mut sink: Sink<'_>,
 ) -> Result<RouterStats, FwdError> {
@@ -890,6 +994,7 @@ fn run_inner(
             0,
             1,
             cfg.rate_ab,
+            &cfg.rate_changes_ab,
             &cfg.aqm_ab,
             Rng::derive(cfg.seed, 0),
             buf_size,
@@ -902,6 +1007,7 @@ fn run_inner(
             1,
             0,
             cfg.rate_ba,
+            &cfg.rate_changes_ba,
             &cfg.aqm_ba,
             Rng::derive(cfg.seed, 1),
             buf_size,
@@ -920,7 +1026,12 @@ fn run_inner(
     let start = monotonic_now();
     let mut next_status = start + cfg.status_interval;
     let mut last_status = start;
+    let fixed_origin = cfg.schedule_origin.unwrap_or(start);
     while !stop.load(Ordering::Relaxed) {
+        let origin = match origin_cell {
+            None => Some(fixed_origin),
+            Some(c) => Some(c.load(Ordering::Acquire)).filter(|&t| t != u64::MAX).map(Time),
+        };
         let now = monotonic_now();
         for d in dirs.iter_mut() {
             d.receive(&socks[d.rx], cfg.io, now, &mut sink)?;
@@ -928,7 +1039,7 @@ fn run_inner(
         let now = monotonic_now();
         for d in dirs.iter_mut() {
             d.timers(now);
-            d.transmit(&socks[d.tx], now, cfg.max_lag, &mut sink);
+            d.transmit(&socks[d.tx], now, cfg.max_lag, origin, &mut sink);
         }
         if now >= next_status {
             for d in dirs.iter_mut() {
@@ -969,4 +1080,52 @@ fn run_inner(
         realtime,
         directions: dirs.iter().map(|d| d.stats()).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use l4s_aqm::FifoConfig;
+
+    fn fifo() -> AqmConfig {
+        AqmConfig::Fifo(FifoConfig::default())
+    }
+
+    #[test]
+    fn rate_schedule_is_validated_with_the_key_named() {
+        let mut c = RouterConfig::new("a", "b", Rate::mbps(20), fifo());
+        c.rate_changes_ab = vec![(Dur::from_secs(2), Rate::mbps(5)), (Dur::from_secs(2), Rate::mbps(7))];
+        c.validate()
+            .expect("equal times are allowed (a repeat period can start with a step at 0)");
+        c.rate_changes_ba = vec![(Dur::from_secs(3), Rate::mbps(5)), (Dur::from_secs(1), Rate::mbps(7))];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("rate_changes_ba[1]") && e.contains("time order"), "{e}");
+        c.rate_changes_ba = vec![(Dur::from_secs(1), Rate(100))];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("rate_changes_ba[0]") && e.contains("8kbit"), "{e}");
+    }
+
+    #[test]
+    fn rate_changes_apply_at_serialisation_start_once_the_origin_is_known() {
+        let sched = [(Dur::from_secs(2), Rate::mbps(5)), (Dur::from_secs(4), Rate::mbps(10))];
+        let mut d = Direction::new(0, "a", "b", 0, 1, Rate::mbps(20), &sched, &fifo(), Rng::new(1), 2048, 8);
+        let origin = Time::from_secs(100);
+        // Unknown origin: the configured rate stays.
+        d.apply_rate_changes(Time::from_secs(1_000), None);
+        assert_eq!(d.rate, Rate::mbps(20));
+        // Just before the first change: still 20 Mbit/s (1500 B take 600 µs).
+        d.apply_rate_changes(Time(origin.0 + 2_000_000_000 - 1), Some(origin));
+        assert_eq!(d.rate.tx_time(1500), Dur::from_micros(600));
+        // At the change: 5 Mbit/s (2.4 ms per 1500 B).
+        d.apply_rate_changes(Time(origin.0 + 2_000_000_000), Some(origin));
+        assert_eq!(d.rate.tx_time(1500), Dur::from_micros(2400));
+        // Long after both: the last one holds, and both count as applied.
+        d.apply_rate_changes(Time::from_secs(200), Some(origin));
+        assert_eq!(d.rate, Rate::mbps(10));
+        let st = d.stats();
+        assert_eq!(
+            (st.rate_bps, st.final_rate_bps, st.rate_changes_applied),
+            (20_000_000, 10_000_000, 2)
+        );
+    }
 }
