@@ -39,7 +39,7 @@ pub use run::{run, Host, LiveOptions, LiveRunInfo};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LiveErrorKind {
     /// The scenario or the command line asks for something this host cannot do (a
-    /// congestion control the kernel lacks, a rate schedule, ...). Nothing was run.
+    /// congestion control the kernel lacks, Accurate ECN, ...). Nothing was run.
     Input,
     /// Not root / a capability or a tool is missing.
     Privilege,

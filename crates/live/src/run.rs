@@ -235,7 +235,6 @@ struct QueueMeter {
     window: Window,
     /// CLOCK_MONOTONIC at run time 0.
     mono0: u64,
-    rate: Rate,
     sojourn: [LatencyHist; 3],
     enq: [u64; 3],
     deq: [u64; 3],
@@ -265,11 +264,10 @@ fn qi(q: QueueId) -> usize {
 }
 
 impl QueueMeter {
-    fn new(window: Window, mono0: u64, rate: Rate) -> QueueMeter {
+    fn new(window: Window, mono0: u64) -> QueueMeter {
         QueueMeter {
             window,
             mono0,
-            rate,
             sojourn: Default::default(),
             enq: [0; 3],
             deq: [0; 3],
@@ -294,7 +292,8 @@ impl QueueMeter {
     }
     fn record(&mut self, r: &PacketRecord) {
         let i = qi(r.queue);
-        let tx = self.rate.tx_time(r.size as u64);
+        // Link time at the rate in force when the frame started (rate schedules).
+        let tx = r.serialisation;
         let decided = self.run_time(r.time);
         let arrived = self.run_time(r.arrival);
         let in_w = |t: Option<Time>| t.is_some_and(|t| self.window.contains(t));
@@ -470,8 +469,8 @@ fn run_built(
             Element::Router { ns, cfg, segment } => {
                 let seg = &built.segments[*segment];
                 let mut metas = Vec::new();
-                for (dir, link, rate) in [(0u8, seg.ab, cfg.rate_ab), (1u8, seg.ba, cfg.rate_ba)] {
-                    let m = Arc::new(Mutex::new(QueueMeter::new(window, u64::MAX, rate)));
+                for (dir, link) in [(0u8, seg.ab), (1u8, seg.ba)] {
+                    let m = Arc::new(Mutex::new(QueueMeter::new(window, u64::MAX)));
                     if sc.links[link].rate.is_some() {
                         let ids = l4s_aqm::build::<l4s_fwd::packet::Frame>(&sc.links[link].aqm, l4s_core::Rng::new(0))
                             .queue_ids()
@@ -487,6 +486,7 @@ fn run_built(
                 let cfg = cfg.clone();
                 let st = elem_stop.clone();
                 let mono0 = mono0_cell.clone();
+                let origin = mono0_cell.clone();
                 let tl = tl_tx.clone();
                 // Scenario link of each direction, if it is a real queue (has a rate).
                 let hop_link: [Option<u32>; 2] = [seg.ab, seg.ba].map(|l| sc.links[l].rate.map(|_| l as u32));
@@ -532,7 +532,8 @@ fn run_built(
                             lockq(m).record(r);
                         }
                     };
-                    l4s_fwd::run_recording(&cfg, &st, &mut on_status, &mut sink)
+                    // The rate schedule counts from time 0 (u64::MAX until it is fixed).
+                    l4s_fwd::run_recording_with_origin(&cfg, &st, &origin, &mut on_status, &mut sink)
                         .map(ElementResult::Router)
                         .map_err(|e| e.to_string())
                 })?;
@@ -1020,6 +1021,15 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.6}")).unwrap_or_default()
 }
 
+/// The rate of a scenario link at run time `t` (its `rate_schedule` applied).
+fn rate_at(link: &l4s_scenario::Link, t: Time) -> Option<Rate> {
+    let due = link
+        .rate_changes
+        .iter()
+        .take_while(|(at, _)| at.as_nanos() <= t.as_nanos());
+    due.last().map(|&(_, r)| r).or(link.rate)
+}
+
 fn write_snapshot(
     sc: &Scenario,
     meters: &[SharedMeter],
@@ -1130,7 +1140,7 @@ fn write_snapshot(
             opt(m.probability),
             m.snap_marks,
             m.snap_drops,
-            m.rate.bits_per_sec(),
+            rate_at(&sc.links[q.link], t).map(|r| r.bits_per_sec()).unwrap_or(0),
         )?;
         m.snap_max = [Dur::ZERO; 3];
         m.snap_sum = Dur::ZERO;
@@ -1362,7 +1372,8 @@ fn summary(
             from: sc.nodes[spec.from].name.clone(),
             to: sc.nodes[spec.to].name.clone(),
             aqm: spec.aqm.kind().to_string(),
-            rate_bps: spec.rate.map(|r| r.bits_per_sec()).unwrap_or(0),
+            // The rate at the end of the run, as the simulator reports it.
+            rate_bps: rate_at(spec, Time(u64::MAX)).map(|r| r.bits_per_sec()).unwrap_or(0),
             utilization: if secs > 0.0 {
                 round6((m.busy.as_secs_f64() / secs).min(1.0))
             } else {

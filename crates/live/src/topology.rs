@@ -9,7 +9,8 @@
 //!   "wire" namespace `l4s-<run>-w<k>` sits in the middle with the elements in series, as
 //!   transparent layer-2 bumps (hosts on both sides share the subnet; ARP/NDP cross them):
 //!   the l4s-fwd forwarder (the queue: the scenario's AQM at the link rate, each direction
-//!   its own queue) for links with a rate, and a [`crate::delay`] element for the
+//!   its own queue, following the link's `rate_schedule` on the run clock) for links with
+//!   a rate, and a [`crate::delay`] element for the
 //!   propagation delay (and the scenario's ECN `fault`, applied before the queue as in the
 //!   simulator). With both, a veth pair inside the wire namespace joins them:
 //!   `a ─[delay]─ m1 ══ m2 ─[forwarder]─ b`.
@@ -189,14 +190,6 @@ fn fault_of(k: FaultKind) -> EcnFault {
 /// Build the testbed of `sc` under run id `id`. `seed` seeds the AQMs.
 pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, LiveError> {
     let segs = segments(sc)?;
-    for l in &sc.links {
-        if !l.rate_changes.is_empty() {
-            return Err(LiveError::input(format!(
-                "link {:?} has a rate schedule; the live forwarder runs at one rate: remove `rate_schedule` or use --backend sim",
-                l.name
-            )));
-        }
-    }
     let mut tb = Testbed::new(id);
     let mut nodes = Vec::with_capacity(sc.nodes.len());
     for i in 0..sc.nodes.len() {
@@ -255,6 +248,10 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
             if has_rate {
                 let mut cfg = RouterConfig::new(router_a, "b", lab.rate.unwrap_or(UNLIMITED), lab.aqm.clone());
                 cfg.rate_ba = lba.rate.unwrap_or(UNLIMITED);
+                // Offsets from the scenario's time 0: the run publishes that instant to the
+                // forwarder (`l4s_fwd::run_recording_with_origin`) when its clock starts.
+                cfg.rate_changes_ab = lab.rate_changes.clone();
+                cfg.rate_changes_ba = lba.rate_changes.clone();
                 cfg.aqm_ba = lba.aqm.clone();
                 cfg.seed = seed.wrapping_add(k as u64);
                 cfg.status_interval = Dur::from_millis(100);
