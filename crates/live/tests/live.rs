@@ -11,6 +11,8 @@
 //!   both backends (measured: simulator 11.97 to 12.27 ms over seeds 1 to 3, live 11.95
 //!   and 12.88 ms).
 
+mod common;
+use common::{no_namespaces_left, root};
 use l4s_core::Dur;
 use l4s_fwd::netns::RunId;
 use l4s_live::ecncheck::{self, CheckConfig, Ect1Fate, ReflectorConfig};
@@ -32,19 +34,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// A thread started inside a namespace.
 type NsThread = std::thread::JoinHandle<Result<(), l4s_fwd::FwdError>>;
 
-/// Root is needed; outside CI a non-root run skips with a message, in CI it fails.
-fn root() -> bool {
-    if l4s_live::run::is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the live tests need root (CI runs as root)"
-    );
-    eprintln!("skipped: the live tests need root");
-    false
-}
-
 fn tool(name: &str) -> bool {
     let ok = std::process::Command::new(name)
         .arg("--version")
@@ -57,15 +46,6 @@ fn tool(name: &str) -> bool {
         "{name} is not installed (.ci/run installs it)"
     );
     ok
-}
-
-fn no_namespaces_left(id: &RunId) {
-    let left: Vec<String> = l4s_fwd::netns::list_netns()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with(&id.prefix()))
-        .collect();
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
 
 fn scenario(text: &str) -> l4s_scenario::Scenario {

@@ -8,34 +8,14 @@
 //! * `scenarios/xr-varying-bandwidth.toml` passes the live preflight and its testbed builds,
 //!   with the schedule on the bottleneck's forwarder.
 
+mod common;
+use common::{no_namespaces_left, root};
 use l4s_core::{Dur, Rate};
 use l4s_fwd::netns::RunId;
 use l4s_live::LiveOptions;
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-
-/// Root is needed; outside CI a non-root run skips with a message, in CI it fails.
-fn root() -> bool {
-    if l4s_live::run::is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the live tests need root (CI runs as root)"
-    );
-    eprintln!("skipped: the live tests need root");
-    false
-}
-
-fn no_namespaces_left(id: &RunId) {
-    let left: Vec<String> = l4s_fwd::netns::list_netns()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with(&id.prefix()))
-        .collect();
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
-}
 
 /// A writer whose bytes the test reads afterwards.
 #[derive(Clone, Default)]
