@@ -102,6 +102,23 @@ fn guard_cleans_up_on_panic() {
     assert!(list_netns().unwrap().iter().all(|n| !n.starts_with(&prefix)));
 }
 
+/// `ip netns exec` enters the namespace after it was spawned: wait until a process is
+/// inside (`ip netns pids`), so that the cleanup has something to kill (otherwise the
+/// test races the child's setns and the `sleep` outlives the cleanup).
+fn wait_until_inside(ns: &str) {
+    for _ in 0..200 {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .unwrap();
+        if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("no process entered namespace {ns} within 2 s");
+}
+
 #[test]
 fn cleanup_all_removes_leftovers_of_a_killed_run() {
     if !root() {
@@ -123,6 +140,7 @@ fn cleanup_all_removes_leftovers_of_a_killed_run() {
     .unwrap();
     // A process left running inside it dies with the testbed's cleanup.
     let mut child = a.command("sleep").arg("30").spawn().unwrap();
+    wait_until_inside(&id.ns_name("x").unwrap());
     tb.cleanup().unwrap();
     assert!(list_netns().unwrap().iter().all(|n| !n.starts_with(&prefix)));
     assert!(!Netns::current().links().unwrap().contains(&local));
@@ -141,6 +159,7 @@ fn cleanup_all_removes_leftovers_of_a_killed_run() {
         .status()
         .unwrap();
     let mut child = Netns::named(&name).command("sleep").arg("30").spawn().unwrap();
+    wait_until_inside(&name);
     let report = cleanup_all(&format!("{prefix}*")).unwrap();
     assert_eq!(report.namespaces, vec![name.clone()]);
     // The local end died with its peer's namespace or was removed by name.
