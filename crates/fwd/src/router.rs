@@ -35,6 +35,12 @@
 //! [`run_recording_with_origin`] (the live testbed fixes its time 0 only after the forwarder
 //! is up); until the origin is known the directions run at their configured rates.
 //!
+//! A schedule can repeat ([`RouterConfig::rate_repeat_ab`], `rate_repeat_ba`): at every
+//! multiple of the period the link returns to its configured rate and the changes (offsets
+//! within the period) apply anew. The rate in force is a function of the serialisation start
+//! alone (the last change due within the current period), so a periodic schedule needs no
+//! expansion and holds for as long as the forwarder runs.
+//!
 //! Waits shorter than `spin` are busy-polled (non-blocking reads), longer ones sleep in
 //! `ppoll(2)` with a nanosecond timeout and 1 ns timer slack.
 //!
@@ -74,6 +80,12 @@ pub struct RouterConfig {
     pub rate_changes_ab: Vec<(Dur, Rate)>,
     /// Rate changes of the B→A link, as `rate_changes_ab`.
     pub rate_changes_ba: Vec<(Dur, Rate)>,
+    /// Period after which the A→B schedule starts again: the link returns to `rate_ab` at
+    /// every multiple of it and `rate_changes_ab` (then offsets within the period, all
+    /// before its end) apply anew. `None`: the changes apply once.
+    pub rate_repeat_ab: Option<Dur>,
+    /// Period of the B→A schedule, as `rate_repeat_ab`.
+    pub rate_repeat_ba: Option<Dur>,
     /// CLOCK_MONOTONIC instant the rate changes count from; `None`: when forwarding starts.
     /// (Ignored by [`run_recording_with_origin`], which is given the origin at run time.)
     pub schedule_origin: Option<Time>,
@@ -110,6 +122,8 @@ impl RouterConfig {
             rate_ba: rate,
             rate_changes_ab: Vec::new(),
             rate_changes_ba: Vec::new(),
+            rate_repeat_ab: None,
+            rate_repeat_ba: None,
             schedule_origin: None,
             aqm_ab: aqm.clone(),
             aqm_ba: aqm,
@@ -160,6 +174,24 @@ impl RouterConfig {
                         format!("expected changes in time order, found {at} after {}", changes[i - 1].0),
                     ));
                 }
+            }
+        }
+        for (key, repeat, changes) in [
+            ("rate_repeat_ab", self.rate_repeat_ab, &self.rate_changes_ab),
+            ("rate_repeat_ba", self.rate_repeat_ba, &self.rate_changes_ba),
+        ] {
+            let Some(period) = repeat else { continue };
+            let Some(&(last, _)) = changes.last() else {
+                return Err(FwdError::config(
+                    key,
+                    "expected rate changes to repeat, found an empty schedule",
+                ));
+            };
+            if period <= last {
+                return Err(FwdError::config(
+                    key,
+                    format!("expected a period longer than the last change ({last}), found {period}"),
+                ));
             }
         }
         for (key, c) in [("aqm (a->b)", &self.aqm_ab), ("aqm (b->a)", &self.aqm_ba)] {
@@ -301,8 +333,14 @@ pub struct DirectionStats {
     pub rate_bps: u64,
     /// The rate at the end, after the schedule's changes.
     pub final_rate_bps: u64,
-    /// Scheduled rate changes that took effect.
+    /// Scheduled rate changes that took effect (with a repeat, each period's return to
+    /// `rate_bps` counts as one).
     pub rate_changes_applied: u64,
+    /// The rate schedule as configured: (seconds after the origin, bit/s), offsets within
+    /// the period when `rate_repeat_s` is set.
+    pub rate_schedule: Vec<(f64, u64)>,
+    /// The schedule's repeat period in seconds (each period starts at `rate_bps`), if any.
+    pub rate_repeat_s: Option<f64>,
     pub aqm: &'static str,
     pub rx_packets: u64,
     pub rx_bytes: u64,
@@ -382,7 +420,7 @@ impl std::fmt::Display for RouterStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:>7.1}s", self.elapsed.as_secs_f64())?;
         for d in &self.directions {
-            write!(f, " | {} in {} out {}", d.name, d.rx_rate, d.tx_rate)?;
+            write!(f, " | {} at {} in {} out {}", d.name, d.rate, d.rx_rate, d.tx_rate)?;
             if let Some(p) = d.probability {
                 write!(f, " p'={p:.3}")?;
             }
@@ -429,9 +467,11 @@ struct Direction {
     /// The configured rate, and the one in force.
     base_rate: Rate,
     rate: Rate,
-    /// Scheduled changes (offset from the origin, rate) and the index of the next one.
+    /// Scheduled changes (offset from the origin, or within the period), the repeat period,
+    /// and how many changes have taken effect.
     schedule: Vec<(Dur, Rate)>,
-    next_change: usize,
+    repeat: Option<Dur>,
+    changes_applied: u64,
     next_free: Time,
     on_wire: Option<Frame>,
     retry_at: Option<Time>,
@@ -512,6 +552,7 @@ impl Direction {
         tx: usize,
         rate: Rate,
         schedule: &[(Dur, Rate)],
+        repeat: Option<Dur>,
         aqm: &AqmConfig,
         rng: Rng,
         buf_size: usize,
@@ -542,7 +583,8 @@ impl Direction {
             base_rate: rate,
             rate,
             schedule: schedule.to_vec(),
-            next_change: 0,
+            repeat,
+            changes_applied: 0,
             next_free: Time::ZERO,
             on_wire: None,
             retry_at: None,
@@ -730,16 +772,33 @@ impl Direction {
         }
     }
 
-    /// Apply the scheduled rate changes due at or before `t` (a serialisation start).
+    /// The rate in force at `t` and how many scheduled changes are due by then (with a
+    /// repeat, each period's return to the configured rate counts as one). `origin` is the
+    /// instant the schedule counts from; the configured rate holds while it is unknown or
+    /// still ahead. A function of `t` alone: a periodic schedule needs no expansion, and a
+    /// link idle for many periods costs nothing to catch up.
+    fn scheduled(&self, t: Time, origin: Option<Time>) -> (Rate, u64) {
+        let Some(origin) = origin.filter(|&o| t >= o && !self.schedule.is_empty()) else {
+            return (self.base_rate, 0);
+        };
+        let elapsed = t.since(origin);
+        let (periods, within) = match self.repeat {
+            Some(p) if p.0 > 0 => (elapsed.0 / p.0, Dur(elapsed.0 % p.0)),
+            _ => (0, elapsed),
+        };
+        let due = self.schedule.partition_point(|&(at, _)| at <= within);
+        let rate = due.checked_sub(1).map_or(self.base_rate, |i| self.schedule[i].1);
+        let per_period = self.schedule.len() as u64 + 1;
+        (rate, periods.saturating_mul(per_period).saturating_add(due as u64))
+    }
+
+    /// Apply the scheduled rate changes due at or before `t` (a serialisation start; these
+    /// never go backwards).
     fn apply_rate_changes(&mut self, t: Time, origin: Option<Time>) {
-        let Some(origin) = origin else { return };
-        while let Some(&(at, rate)) = self.schedule.get(self.next_change) {
-            if Time(origin.0.saturating_add(at.0)) > t {
-                break;
-            }
-            self.rate = rate;
-            self.next_change += 1;
+        if origin.is_none() {
+            return;
         }
+        (self.rate, self.changes_applied) = self.scheduled(t, origin);
     }
 
     /// Hand finished packets to the output and start the next ones. `origin` is the
@@ -836,7 +895,9 @@ impl Direction {
         t
     }
 
-    fn status(&mut self, interval: Dur, elapsed: Dur) -> DirectionStatus {
+    /// The last interval's figures, and the rate in force at `now` (an idle link has not
+    /// applied a change that fell due yet, but shows it).
+    fn status(&mut self, interval: Dur, elapsed: Dur, now: Time, origin: Option<Time>) -> DirectionStatus {
         let secs = interval.as_secs_f64().max(1e-9);
         let rx_rate = Rate(((self.rx_bytes - self.last_rx_bytes) as f64 * 8.0 / secs) as u64);
         let tx_rate = Rate(((self.tx_bytes - self.last_tx_bytes) as f64 * 8.0 / secs) as u64);
@@ -876,7 +937,7 @@ impl Direction {
         }
         DirectionStatus {
             name: self.name.clone(),
-            rate: self.rate,
+            rate: self.scheduled(now, origin).0,
             rx_rate,
             tx_rate,
             probability,
@@ -913,7 +974,13 @@ impl Direction {
             to: self.to.clone(),
             rate_bps: self.base_rate.bits_per_sec(),
             final_rate_bps: self.rate.bits_per_sec(),
-            rate_changes_applied: self.next_change as u64,
+            rate_changes_applied: self.changes_applied,
+            rate_schedule: self
+                .schedule
+                .iter()
+                .map(|(at, r)| (at.as_secs_f64(), r.bits_per_sec()))
+                .collect(),
+            rate_repeat_s: self.repeat.map(|p| p.as_secs_f64()),
             aqm: self.aqm_kind,
             rx_packets: self.rx_packets,
             rx_bytes: self.rx_bytes,
@@ -995,6 +1062,7 @@ fn run_inner(
             1,
             cfg.rate_ab,
             &cfg.rate_changes_ab,
+            cfg.rate_repeat_ab,
             &cfg.aqm_ab,
             Rng::derive(cfg.seed, 0),
             buf_size,
@@ -1008,6 +1076,7 @@ fn run_inner(
             0,
             cfg.rate_ba,
             &cfg.rate_changes_ba,
+            cfg.rate_repeat_ba,
             &cfg.aqm_ba,
             Rng::derive(cfg.seed, 1),
             buf_size,
@@ -1049,7 +1118,10 @@ fn run_inner(
             let interval = now.since(last_status);
             let status = RouterStatus {
                 elapsed,
-                directions: dirs.iter_mut().map(|d| d.status(interval, elapsed)).collect(),
+                directions: dirs
+                    .iter_mut()
+                    .map(|d| d.status(interval, elapsed, now, origin))
+                    .collect(),
             };
             on_status(&status);
             last_status = now;
@@ -1108,7 +1180,20 @@ mod tests {
     #[test]
     fn rate_changes_apply_at_serialisation_start_once_the_origin_is_known() {
         let sched = [(Dur::from_secs(2), Rate::mbps(5)), (Dur::from_secs(4), Rate::mbps(10))];
-        let mut d = Direction::new(0, "a", "b", 0, 1, Rate::mbps(20), &sched, &fifo(), Rng::new(1), 2048, 8);
+        let mut d = Direction::new(
+            0,
+            "a",
+            "b",
+            0,
+            1,
+            Rate::mbps(20),
+            &sched,
+            None,
+            &fifo(),
+            Rng::new(1),
+            2048,
+            8,
+        );
         let origin = Time::from_secs(100);
         // Unknown origin: the configured rate stays.
         d.apply_rate_changes(Time::from_secs(1_000), None);
@@ -1127,5 +1212,87 @@ mod tests {
             (st.rate_bps, st.final_rate_bps, st.rate_changes_applied),
             (20_000_000, 10_000_000, 2)
         );
+    }
+
+    #[test]
+    fn a_repeating_schedule_restarts_from_the_configured_rate_every_period() {
+        // 20 Mbit/s, 5 from 1 s, 10 from 1.5 s, the whole pattern again every 2 s.
+        let sched = [
+            (Dur::from_secs(1), Rate::mbps(5)),
+            (Dur::from_millis(1500), Rate::mbps(10)),
+        ];
+        let mut d = Direction::new(
+            0,
+            "a",
+            "b",
+            0,
+            1,
+            Rate::mbps(20),
+            &sched,
+            Some(Dur::from_secs(2)),
+            &fifo(),
+            Rng::new(1),
+            2048,
+            8,
+        );
+        let o = Time::from_secs(100);
+        let at = |ms: u64| Time(o.0 + ms * 1_000_000);
+        for (ms, mbps, applied) in [
+            (0, 20, 0),
+            (999, 20, 0),
+            (1000, 5, 1),
+            (1499, 5, 1),
+            (1500, 10, 2),
+            (1999, 10, 2),
+            (2000, 20, 3),
+            (3000, 5, 4),
+            (3600, 10, 5),
+            (4000, 20, 6),
+        ] {
+            assert_eq!(d.scheduled(at(ms), Some(o)), (Rate::mbps(mbps), applied), "at {ms} ms");
+        }
+        // A day on (43 200 periods of 3 changes each), with nothing expanded or replayed.
+        assert_eq!(
+            d.scheduled(at(86_400_000 + 1_200), Some(o)),
+            (Rate::mbps(5), 43_200 * 3 + 1)
+        );
+        // Before the origin, and while it is unknown: the configured rate.
+        assert_eq!(d.scheduled(Time::from_secs(99), Some(o)), (Rate::mbps(20), 0));
+        assert_eq!(d.scheduled(at(1200), None), (Rate::mbps(20), 0));
+        d.apply_rate_changes(at(3600), Some(o));
+        assert_eq!(d.rate.tx_time(1500), Dur::from_micros(1200));
+        // The status shows the rate in force now, even on an idle link that has not
+        // applied it yet; the line prints it.
+        let st = d.status(Dur::from_secs(1), Dur::from_millis(4100), at(4100), Some(o));
+        assert_eq!(st.rate, Rate::mbps(20));
+        let line = RouterStatus {
+            elapsed: Dur::from_millis(4100),
+            directions: vec![st],
+        }
+        .to_string();
+        assert!(line.contains("a->b at 20.000Mbit in "), "{line}");
+        // The statistics carry the schedule as configured.
+        let st = d.stats();
+        assert_eq!(
+            (st.final_rate_bps, st.rate_changes_applied, st.rate_repeat_s),
+            (10_000_000, 5, Some(2.0))
+        );
+        assert_eq!(st.rate_schedule, vec![(1.0, 5_000_000), (1.5, 10_000_000)]);
+    }
+
+    #[test]
+    fn a_repeat_period_needs_changes_that_end_before_it() {
+        let mut c = RouterConfig::new("a", "b", Rate::mbps(20), fifo());
+        c.rate_repeat_ba = Some(Dur::from_secs(2));
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("rate_repeat_ba") && e.contains("empty schedule"), "{e}");
+        c.rate_changes_ba = vec![(Dur::from_secs(1), Rate::mbps(5)), (Dur::from_secs(2), Rate::mbps(7))];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("rate_repeat_ba") && e.contains("longer than the last change"),
+            "{e}"
+        );
+        c.rate_repeat_ba = Some(Dur::from_millis(2001));
+        c.validate().unwrap();
     }
 }
