@@ -5,6 +5,9 @@
 //! ```text
 //! sudo l4s router --in eth0 --out eth1 --rate 50Mbit --rate-back 10Mbit \
 //!      --aqm dualpi2 --set target=10ms --set step_thresh=1ms --stats stats.json
+//! # Bandwidth that varies: 20 Mbit/s, 5 from 4 s, 12 from 8 s, and again every 12 s.
+//! sudo l4s router --in eth0 --out eth1 --rate 20Mbit \
+//!      --rate-schedule 4s=5Mbit,8s=12Mbit,repeat=12s
 //! ```
 
 use std::path::PathBuf;
@@ -37,6 +40,16 @@ pub struct RouterArgs {
     /// Rate of the B→A direction (default: the same as --rate).
     #[arg(long = "rate-back", value_parser = parse_rate_arg)]
     pub rate_back: Option<Rate>,
+    /// Rate changes of the A→B direction as AT=RATE steps after the start of forwarding,
+    /// offsets strictly increasing, e.g. 4s=5Mbit,8s=12Mbit (5 Mbit/s from 4 s, 12 from 8 s).
+    /// With repeat=PERIOD (e.g. 4s=5Mbit,8s=12Mbit,repeat=12s) the pattern starts again from
+    /// --rate every PERIOD for as long as the router runs; the steps must lie within it.
+    #[arg(long = "rate-schedule", value_name = "SPEC", value_parser = parse_rate_schedule)]
+    pub rate_schedule: Option<RateSchedule>,
+    /// Rate changes of the B→A direction, as --rate-schedule (the pattern starts from
+    /// --rate-back, or --rate).
+    #[arg(long = "rate-schedule-back", value_name = "SPEC", value_parser = parse_rate_schedule)]
+    pub rate_schedule_back: Option<RateSchedule>,
     /// Queue discipline: dualpi2, fifo, pie, codel, fq-codel or classic-ecn.
     #[arg(long, default_value = "dualpi2")]
     pub aqm: String,
@@ -73,6 +86,92 @@ fn parse_rate_arg(s: &str) -> Result<Rate, String> {
 
 fn parse_dur_arg(s: &str) -> Result<Dur, String> {
     parse_dur(s)
+}
+
+/// The slowest and fastest link rate the forwarder accepts ([`RouterConfig::validate`]).
+const RATE_RANGE: (u64, u64) = (8_000, 100_000_000_000);
+
+/// A direction's rate schedule from the command line (`--rate-schedule`,
+/// `--rate-schedule-back`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateSchedule {
+    /// (offset, new rate): offsets above zero, strictly increasing, counted from the start
+    /// of forwarding, or from the start of each period with `repeat`.
+    pub steps: Vec<(Dur, Rate)>,
+    /// Period after which the pattern starts again from the direction's configured rate;
+    /// longer than the last offset.
+    pub repeat: Option<Dur>,
+}
+
+impl std::fmt::Display for RateSchedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (at, r)) in self.steps.iter().enumerate() {
+            write!(f, "{}{at}={r}", if i > 0 { "," } else { "" })?;
+        }
+        if let Some(p) = self.repeat {
+            write!(f, ",repeat={p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Parse a rate schedule such as `4s=5Mbit,8s=12Mbit` or `4s=5Mbit,8s=12Mbit,repeat=12s`
+/// (durations and rates as in scenario files). The error says what was expected and what
+/// was found; clap puts the flag's name in front of it.
+pub fn parse_rate_schedule(spec: &str) -> Result<RateSchedule, String> {
+    let mut steps: Vec<(Dur, Rate)> = Vec::new();
+    let mut repeat = None;
+    for part in spec.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(format!(
+                "expected AT=RATE steps such as 4s=5Mbit separated by commas, found an empty element in {spec:?}"
+            ));
+        }
+        let Some((k, v)) = part.split_once('=').map(|(k, v)| (k.trim(), v.trim())) else {
+            return Err(format!("expected AT=RATE such as 4s=5Mbit, found {part:?}"));
+        };
+        if k == "repeat" {
+            if repeat.is_some() {
+                return Err(format!(
+                    "expected at most one repeat=PERIOD, found a second one in {spec:?}"
+                ));
+            }
+            repeat = Some(parse_dur(v).map_err(|e| format!("repeat: {e}"))?);
+            continue;
+        }
+        let at = parse_dur(k).map_err(|e| format!("{part:?}: the time: {e}"))?;
+        let rate = parse_rate(v).map_err(|e| format!("{part:?}: the rate: {e}"))?;
+        if at == Dur::ZERO {
+            return Err(format!(
+                "{part:?}: expected a time after the start (above 0s; the rate at the start is --rate)"
+            ));
+        }
+        if let Some(&(prev, _)) = steps.last() {
+            if at <= prev {
+                return Err(format!(
+                    "{part:?}: expected times in increasing order, found {at} after {prev}"
+                ));
+            }
+        }
+        let (lo, hi) = RATE_RANGE;
+        if !(lo..=hi).contains(&rate.bits_per_sec()) {
+            return Err(format!("{part:?}: expected a rate from 8kbit to 100Gbit, found {rate}"));
+        }
+        steps.push((at, rate));
+    }
+    let Some(&(last, _)) = steps.last() else {
+        return Err(format!(
+            "expected at least one AT=RATE step such as 4s=5Mbit, found {spec:?}"
+        ));
+    };
+    if let Some(p) = repeat {
+        if p <= last {
+            return Err(format!(
+                "expected a repeat period longer than the last step ({last}), found repeat={p}"
+            ));
+        }
+    }
+    Ok(RateSchedule { steps, repeat })
 }
 
 /// A `KEY=VALUE` as a JSON value: numbers and booleans as such, lists in brackets
@@ -118,6 +217,14 @@ pub fn router_config(args: &RouterArgs) -> Result<RouterConfig, FwdError> {
     let mut cfg = RouterConfig::new(&args.input, &args.output, args.rate, aqm_ab);
     cfg.aqm_ba = aqm_ba;
     cfg.rate_ba = args.rate_back.unwrap_or(args.rate);
+    if let Some(s) = &args.rate_schedule {
+        cfg.rate_changes_ab = s.steps.clone();
+        cfg.rate_repeat_ab = s.repeat;
+    }
+    if let Some(s) = &args.rate_schedule_back {
+        cfg.rate_changes_ba = s.steps.clone();
+        cfg.rate_repeat_ba = s.repeat;
+    }
     cfg.seed = args.seed;
     cfg.status_interval = args.status_interval;
     if args.no_batch {
@@ -186,6 +293,21 @@ pub fn summary(stats: &RouterStats) -> String {
             d.no_buffer_drops,
             d.kernel_drops
         ));
+        if !d.rate_schedule.is_empty() {
+            let sched = RateSchedule {
+                steps: d
+                    .rate_schedule
+                    .iter()
+                    .map(|&(at, r)| (Dur::from_secs_f64(at), Rate(r)))
+                    .collect(),
+                repeat: d.rate_repeat_s.map(Dur::from_secs_f64),
+            };
+            s.push_str(&format!(
+                "    rate schedule {sched}: {} changes applied, rate at the end {}\n",
+                d.rate_changes_applied,
+                Rate(d.final_rate_bps)
+            ));
+        }
         for q in &d.queues {
             s.push_str(&format!(
                 "    {:<6} enq {} deq {} marks {} drops {} sojourn p50 {:.3} ms p99 {:.3} ms max {:.3} ms\n",
@@ -328,5 +450,122 @@ mod tests {
         assert!(e(&["--in", "a", "--out", "a", "--rate", "1Mbit"]).contains("out"));
         assert!(e(&["--in", "a", "--out", "b", "--rate", "1kbit"]).contains("rate"));
         assert!(args(&["--in", "a", "--out", "b", "--rate", "fast"]).is_err());
+    }
+
+    #[test]
+    fn rate_schedules_parse_to_exact_steps() {
+        let ms = Dur::from_millis;
+        assert_eq!(
+            parse_rate_schedule("4s=5Mbit,8s=12Mbit").unwrap(),
+            RateSchedule {
+                steps: vec![(Dur::from_secs(4), Rate::mbps(5)), (Dur::from_secs(8), Rate::mbps(12))],
+                repeat: None,
+            }
+        );
+        // Spaces around elements, repeat anywhere, other units.
+        let s = parse_rate_schedule(" 250ms = 1.5Mbit , repeat=12s, 1.5s=500kbit,2s=1Gbit").unwrap();
+        assert_eq!(
+            s.steps,
+            vec![
+                (ms(250), Rate(1_500_000)),
+                (ms(1500), Rate(500_000)),
+                (Dur::from_secs(2), Rate::gbps(1))
+            ]
+        );
+        assert_eq!(s.repeat, Some(Dur::from_secs(12)));
+        assert_eq!(
+            s.to_string(),
+            "250ms=1.500Mbit,1.500s=500.000kbit,2s=1.000Gbit,repeat=12s"
+        );
+        // The edges of the forwarder's rate range are accepted.
+        let s = parse_rate_schedule("1ms=8kbit,2ms=100Gbit,repeat=3ms").unwrap();
+        assert_eq!(s.steps, vec![(ms(1), Rate(8_000)), (ms(2), Rate(100_000_000_000))]);
+        assert_eq!(s.repeat, Some(ms(3)));
+        // Both directions reach the forwarder's configuration.
+        let a = args(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "20Mbit",
+            "--rate-back",
+            "4Mbit",
+            "--rate-schedule",
+            "4s=5Mbit,8s=12Mbit,repeat=12s",
+            "--rate-schedule-back",
+            "1s=1Mbit",
+        ])
+        .unwrap();
+        let c = router_config(&a).unwrap();
+        assert_eq!(
+            c.rate_changes_ab,
+            [(Dur::from_secs(4), Rate::mbps(5)), (Dur::from_secs(8), Rate::mbps(12))]
+        );
+        assert_eq!(c.rate_repeat_ab, Some(Dur::from_secs(12)));
+        assert_eq!(c.rate_changes_ba, [(Dur::from_secs(1), Rate::mbps(1))]);
+        assert_eq!(
+            (c.rate_repeat_ba, c.rate_ab, c.rate_ba),
+            (None, Rate::mbps(20), Rate::mbps(4))
+        );
+        // Without the flags nothing changes.
+        let c = router_config(&args(&["--in", "a", "--out", "b", "--rate", "20Mbit"]).unwrap()).unwrap();
+        assert!(c.rate_changes_ab.is_empty() && c.rate_changes_ba.is_empty());
+        assert_eq!((c.rate_repeat_ab, c.rate_repeat_ba), (None, None));
+    }
+
+    #[test]
+    fn bad_rate_schedules_name_the_flag_and_what_was_expected() {
+        let cases: [(&str, &str); 16] = [
+            ("4s:5Mbit", r#"expected AT=RATE such as 4s=5Mbit, found "4s:5Mbit""#),
+            ("", "found an empty element"),
+            ("4s=5Mbit,,8s=1Mbit", "found an empty element"),
+            ("4s=5Mbit,", "found an empty element"),
+            ("repeat=10s", "expected at least one AT=RATE step"),
+            ("4=5Mbit", "the time: expected a duration"),
+            ("4s=5", "the rate: expected a rate"),
+            ("4s=fast", "the rate: expected a rate"),
+            ("-1s=5Mbit", "the time: expected a duration"),
+            ("0s=5Mbit", "expected a time after the start"),
+            (
+                "4s=5Mbit,4s=6Mbit",
+                "expected times in increasing order, found 4s after 4s",
+            ),
+            (
+                "4s=5Mbit,2s=6Mbit",
+                "expected times in increasing order, found 2s after 4s",
+            ),
+            ("4s=7999bit", "expected a rate from 8kbit to 100Gbit"),
+            ("4s=101Gbit", "expected a rate from 8kbit to 100Gbit"),
+            (
+                "4s=5Mbit,8s=1Mbit,repeat=8s",
+                "expected a repeat period longer than the last step (8s), found repeat=8s",
+            ),
+            ("4s=5Mbit,repeat=5s,repeat=6s", "expected at most one repeat=PERIOD"),
+        ];
+        for flag in ["--rate-schedule", "--rate-schedule-back"] {
+            for (spec, want) in cases {
+                // `--flag=SPEC`, so that a SPEC starting with '-' reaches the parser.
+                let arg = format!("{flag}={spec}");
+                let e = args(&["--in", "a", "--out", "b", "--rate", "20Mbit", &arg])
+                    .map(|_| ())
+                    .expect_err(spec)
+                    .to_string();
+                assert!(e.contains(&format!("for '{flag} <SPEC>'")), "{flag} {spec:?}: {e}");
+                assert!(e.contains(want), "{flag} {spec:?}: {e}");
+            }
+        }
+        // The parser alone: an error, not a panic, for odd input.
+        for spec in [
+            "=",
+            "=5Mbit",
+            "4s=",
+            "repeat=",
+            "repeat=x",
+            "4s=5Mbit,repeat=0s",
+            "\u{1F600}=1",
+        ] {
+            assert!(parse_rate_schedule(spec).is_err(), "{spec:?}");
+        }
     }
 }
