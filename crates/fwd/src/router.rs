@@ -269,6 +269,9 @@ pub struct PacketRecord {
     pub payload: [u8; 16],
     /// How many of `payload` are valid.
     pub payload_len: u8,
+    /// The sequence number of a TCP segment that carries data (`None` for pure ACKs and
+    /// everything else): how the live testbed finds kernel TCP segments in these records.
+    pub tcp_seq: Option<u32>,
 }
 
 /// Sojourn percentiles of one queue, in microseconds.
@@ -388,6 +391,8 @@ pub struct RouterStats {
 pub struct QueueStatus {
     pub queue: QueueId,
     pub backlog_packets: u64,
+    /// Frame bytes in the queue (Ethernet header included).
+    pub backlog_bytes: u64,
     /// Sojourn percentiles over the last interval (zero if nothing left the queue).
     pub delay_p50: Dur,
     pub delay_p99: Dur,
@@ -503,6 +508,16 @@ struct Direction {
 
 type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
 
+/// The sequence number of a TCP segment with a payload.
+fn tcp_data_seq(frame: &[u8], ip: &IpInfo) -> Option<u32> {
+    if ip.protocol != 6 || ip.payload_offset? >= ip.l3_end {
+        return None;
+    }
+    let l4 = ip.l4_offset? as usize;
+    let b = frame.get(l4 + 4..l4 + 8)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn record_of(
     dir: u8,
@@ -525,6 +540,7 @@ fn record_of(
         }
     }
     PacketRecord {
+        tcp_seq: ip.and_then(|i| tcp_data_seq(f.bytes(), &i)),
         time,
         arrival: f.arrival,
         direction: dir,
@@ -926,6 +942,7 @@ impl Direction {
             queues.push(QueueStatus {
                 queue: t.id,
                 backlog_packets: s.backlog_packets,
+                backlog_bytes: s.backlog_bytes,
                 delay_p50: p50,
                 delay_p99: p99,
                 marks: s.marks - t.last_marks.min(s.marks),
@@ -1161,6 +1178,42 @@ mod tests {
 
     fn fifo() -> AqmConfig {
         AqmConfig::Fifo(FifoConfig::default())
+    }
+
+    /// An IPv4 frame with a TCP header (sequence number `seq`) and `payload` bytes after it.
+    fn tcp_frame(seq: u32, payload: usize) -> Frame {
+        let mut f = vec![0u8; 14 + 20 + 20 + payload];
+        f[12] = 0x08;
+        let ip = &mut f[14..];
+        ip[0] = 0x45;
+        ip[1] = Ecn::Ect1.bits();
+        ip[2..4].copy_from_slice(&((40 + payload) as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 6;
+        ip[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        ip[16..20].copy_from_slice(&[10, 0, 1, 2]);
+        let tcp = &mut ip[20..];
+        tcp[0..2].copy_from_slice(&40_000u16.to_be_bytes());
+        tcp[2..4].copy_from_slice(&5201u16.to_be_bytes());
+        tcp[4..8].copy_from_slice(&seq.to_be_bytes());
+        tcp[12] = 5 << 4;
+        let len = f.len();
+        Frame::new(f.into_boxed_slice(), len, Time::ZERO).expect("a valid frame")
+    }
+
+    #[test]
+    fn records_carry_the_sequence_number_of_tcp_data_segments_only() {
+        let rec = |f: &Frame| record_of(0, f, Time::ZERO, QueueId::L, Dur::ZERO, Dur::ZERO, Decision::Pass, None);
+        assert_eq!(rec(&tcp_frame(0xdead_beef, 1448)).tcp_seq, Some(0xdead_beef));
+        assert_eq!(rec(&tcp_frame(7, 1)).tcp_seq, Some(7));
+        // A pure ACK carries no data.
+        assert_eq!(rec(&tcp_frame(7, 0)).tcp_seq, None);
+        // UDP: no TCP sequence number.
+        let mut udp = tcp_frame(7, 100).bytes().to_vec();
+        udp[14 + 9] = 17;
+        let len = udp.len();
+        let udp = Frame::new(udp.into_boxed_slice(), len, Time::ZERO).expect("a valid frame");
+        assert_eq!(rec(&udp).tcp_seq, None);
     }
 
     #[test]
