@@ -658,6 +658,7 @@ fn run_scenario(a: &RunArgs, sc: l4s_scenario::Scenario, out: Option<PathBuf>) -
                 "kernel": li.kernel,
                 "flows": li.flows,
                 "elements": li.elements,
+                "timeline": li.timeline,
             }),
         );
     }

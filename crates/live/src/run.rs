@@ -117,6 +117,9 @@ pub struct LiveRunInfo {
     /// Per flow: addresses and ports used.
     pub flows: serde_json::Value,
     pub kernel: String,
+    /// With `--packets`: rows written to `packets.parquet` and arrivals that could not be
+    /// joined to a send (see [`crate::timeline::Tracker::set_min_owd`]); null without.
+    pub timeline: serde_json::Value,
 }
 
 /// Does this process run as root?
@@ -252,6 +255,7 @@ struct QueueMeter {
     snap_marks: u64,
     snap_drops: u64,
     backlog_packets: u64,
+    backlog_bytes: u64,
     probability: Option<f64>,
 }
 
@@ -284,6 +288,7 @@ impl QueueMeter {
             snap_marks: 0,
             snap_drops: 0,
             backlog_packets: 0,
+            backlog_bytes: 0,
             probability: None,
         }
     }
@@ -496,6 +501,7 @@ fn run_built(
                         for (d, m) in s.directions.iter().zip(&metas) {
                             let mut q = lockq(&m.1);
                             q.backlog_packets = d.queues.iter().map(|x| x.backlog_packets).sum();
+                            q.backlog_bytes = d.queues.iter().map(|x| x.backlog_bytes).sum();
                             q.probability = d.probability;
                         }
                     };
@@ -513,18 +519,33 @@ fn run_built(
                         }
                         if let (Some(tl), Some(link)) = (&tl, hop_link.get(r.direction as usize).copied().flatten()) {
                             let p = &r.payload[..(r.payload_len as usize).min(r.payload.len())];
-                            if let Some((flow, _, seq32)) = crate::wire::data_prefix(p) {
+                            let decision = match r.decision {
+                                Decision::Pass => l4s_sim::timeline::Decision::Pass,
+                                Decision::Mark => l4s_sim::timeline::Decision::Mark,
+                                Decision::Drop => l4s_sim::timeline::Decision::Drop,
+                            };
+                            if let (Some(seq), Some(ip)) = (r.tcp_seq, r.ip) {
+                                if let (Some(src_port), Some(dst_port)) = (ip.src_port, ip.dst_port) {
+                                    let _ = tl.send(crate::timeline::Event::TcpHop {
+                                        src: ip.src_addr(),
+                                        dst: ip.dst_addr(),
+                                        src_port,
+                                        dst_port,
+                                        seq,
+                                        link,
+                                        subqueue: r.queue,
+                                        sojourn: r.sojourn,
+                                        decision,
+                                    });
+                                }
+                            } else if let Some((flow, _, seq32)) = crate::wire::data_prefix(p) {
                                 let _ = tl.send(crate::timeline::Event::Hop {
                                     flow,
                                     seq32,
                                     link,
                                     subqueue: r.queue,
                                     sojourn: r.sojourn,
-                                    decision: match r.decision {
-                                        Decision::Pass => l4s_sim::timeline::Decision::Pass,
-                                        Decision::Mark => l4s_sim::timeline::Decision::Mark,
-                                        Decision::Drop => l4s_sim::timeline::Decision::Drop,
-                                    },
+                                    decision,
                                 });
                             }
                         }
@@ -709,6 +730,7 @@ fn run_built(
         rx_handles.push(h);
     }
     // Packet taps for kernel TCP flows and TCP applications: both sides open before time 0.
+    let mut tcp_matches = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
         let flow_match = match &f.kind {
             FlowKind::Tcp { .. } => crate::tap::Match::ToServer(SocketAddr::new(built.node_addr[f.dst], ports[i])),
@@ -721,6 +743,7 @@ fn run_built(
             ),
             _ => continue,
         };
+        tcp_matches.push((i as u32, flow_match));
         let inflight = crate::tap::SharedInFlight::default();
         for (node, side) in [
             (
@@ -745,6 +768,11 @@ fn run_built(
             })?;
             tap_handles.push(h);
         }
+    }
+    if let Some(t) = tracker.as_mut() {
+        t.set_tcp_flows(tcp_matches);
+        // Data goes from a flow's source to its destination (servers are sources).
+        t.set_min_owd(sc.flows.iter().map(|f| path_delay(sc, built, f.src, f.dst)).collect());
     }
     let expected_ready = sc.flows.len() + tap_handles.len();
     drop(ready_tx);
@@ -899,11 +927,17 @@ fn run_built(
         let _ = c.wait();
     }
     let results = stop_elements(elem_handles);
+    let mut timeline_info = serde_json::Value::Null;
     if let Some(mut t) = tracker.take() {
         drop(tl_tx);
         while let Ok(ev) = tl_rx.try_recv() {
             t.handle(ev);
         }
+        timeline_info = serde_json::json!({
+            // Rows still in flight are written by finish().
+            "rows": t.written + t.in_flight() as u64,
+            "ignored_arrivals": t.ignored_arrivals,
+        });
         if !interrupted {
             t.finish()
                 .map_err(|e| LiveError::run(format!("cannot write the packet timeline: {e}")))?;
@@ -1010,6 +1044,7 @@ fn run_built(
             bottleneck_packets,
             elements: serde_json::Value::Array(elements),
             flows: serde_json::Value::Array(flows),
+            timeline: timeline_info,
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),
@@ -1129,10 +1164,10 @@ fn write_snapshot(
         };
         writeln!(
             qw,
-            // backlog_bytes stays empty: the forwarder reports its backlog in packets.
-            "{ts:.3},{},{},,{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{}",
+            "{ts:.3},{},{},{},{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{}",
             sc.links[q.link].name,
             m.backlog_packets,
+            m.backlog_bytes,
             all.as_millis_f64(),
             m.snap_max[1].as_millis_f64(),
             m.snap_max[2].as_millis_f64(),

@@ -239,9 +239,14 @@ pub enum Match {
 
 impl Match {
     fn matches(&self, s: &Segment) -> bool {
+        self.matches_addrs(s.src, s.dst, s.src_port, s.dst_port)
+    }
+
+    /// Whether a segment with these addresses and ports belongs to the flow.
+    pub fn matches_addrs(&self, src: IpAddr, dst: IpAddr, src_port: u16, dst_port: u16) -> bool {
         match *self {
-            Match::ToServer(d) => s.dst == d.ip() && s.dst_port == d.port(),
-            Match::FromServer(srv, client) => s.src == srv.ip() && s.src_port == srv.port() && s.dst == client,
+            Match::ToServer(d) => dst == d.ip() && dst_port == d.port(),
+            Match::FromServer(srv, client) => src == srv.ip() && src_port == srv.port() && dst == client,
         }
     }
 }
@@ -281,6 +286,17 @@ pub fn run_tcp_tap(ctx: &FlowCtx, tap: Tap, flow: Match, side: Side, inflight: S
                     if f.sent.len() < MAX_OPEN {
                         f.sent.insert(s.seq, t);
                     }
+                    // Under the lock: the timeline hears of the send before the receiver's
+                    // tap can match the arrival.
+                    if let Some(tl) = &ctx.timeline {
+                        let _ = tl.send(crate::timeline::Event::Sent {
+                            flow: ctx.index,
+                            seq: s.seq as u64,
+                            size: s.frame,
+                            sent: t,
+                            ecn: s.ecn,
+                        });
+                    }
                     drop(f);
                     ctx.meter.lock().on_send(t, s.ecn);
                 }
@@ -291,6 +307,14 @@ pub fn run_tcp_tap(ctx: &FlowCtx, tap: Tap, flow: Match, side: Side, inflight: S
                     let sent = lock(&inflight).sent.remove(&s.seq);
                     if let Some(sent) = sent {
                         ctx.meter.lock().on_arrival(t, sent, s.frame, s.ecn);
+                    }
+                    if let Some(tl) = &ctx.timeline {
+                        let _ = tl.send(crate::timeline::Event::Arrived {
+                            flow: ctx.index,
+                            seq32: s.seq,
+                            at: t,
+                            ecn: s.ecn,
+                        });
                     }
                 }
             }
