@@ -117,8 +117,9 @@ pub struct LiveRunInfo {
     /// Per flow: addresses and ports used.
     pub flows: serde_json::Value,
     pub kernel: String,
-    /// With `--packets`: rows written to `packets.parquet` and arrivals that could not be
-    /// joined to a send (see [`crate::timeline::Tracker::set_min_owd`]); null without.
+    /// With `--packets`: rows written to `packets.parquet`, packets left out because they
+    /// were in flight at the end, and arrivals that could not be joined to a send (see
+    /// [`crate::timeline::Tracker::set_min_owd`]); null without.
     pub timeline: serde_json::Value,
 }
 
@@ -934,8 +935,10 @@ fn run_built(
             t.handle(ev);
         }
         timeline_info = serde_json::json!({
-            // Rows still in flight are written by finish().
-            "rows": t.written + t.in_flight() as u64,
+            "rows": t.written,
+            // Neither arrived nor lost when the run ended: left out of the file, as in the
+            // simulator.
+            "in_flight_at_end": t.in_flight(),
             "ignored_arrivals": t.ignored_arrivals,
         });
         if !interrupted {
