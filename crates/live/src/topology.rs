@@ -92,11 +92,24 @@ pub fn segments(sc: &Scenario) -> Result<Vec<Segment>, LiveError> {
         };
         used[i] = true;
         used[j] = true;
+        // The delay element plays a link's faulty middlebox on its A→B direction, before the
+        // queue (as in the simulator): orient the segment so that a faulty link is A→B.
+        let (ab, ba) = if l.fault.is_none() && sc.links[j].fault.is_some() {
+            (j, i)
+        } else {
+            (i, j)
+        };
+        if sc.links[ba].fault.is_some() {
+            return Err(LiveError::input(format!(
+                "links {:?} and {:?}: faults on both directions of a link are not supported live (the middlebox rewrites one direction, before its queue); keep one",
+                sc.links[ab].name, sc.links[ba].name
+            )));
+        }
         out.push(Segment {
-            a: l.from,
-            b: l.to,
-            ab: i,
-            ba: j,
+            a: sc.links[ab].from,
+            b: sc.links[ab].to,
+            ab,
+            ba,
         });
     }
     if out.len() > 65_000 {
@@ -263,12 +276,6 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
                 });
             }
             if has_delay {
-                if lba.fault.is_some() {
-                    return Err(LiveError::input(format!(
-                        "link {:?}: a fault on the reverse link of a segment is not supported live; put it on {:?}",
-                        lba.name, lab.name
-                    )));
-                }
                 elements.push(Element::Delay {
                     ns: w.clone(),
                     cfg: DelayConfig::new("a", delay_b, lab.delay, lba.delay),
@@ -450,5 +457,68 @@ type = "probe"
         }
         assert_eq!(v4(300, 2), Ipv4Addr::new(10, 1, 44, 2));
         assert_eq!(v6(7, 1).to_string(), "fd00:4c:0:7::1");
+    }
+
+    /// Two one-way links between `server` and `client`, the second with `fault_b`, the
+    /// first with `fault_a`.
+    fn one_way_pair(fault_a: &str, fault_b: &str) -> Scenario {
+        let text = format!(
+            r#"[scenario]
+name = "t"
+duration = "2s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "server"
+[[topology.nodes]]
+name = "client"
+[[topology.links]]
+name = "down"
+from = "server"
+to = "client"
+rate = "10Mbit"
+bidirectional = false
+{fault_a}
+[[topology.links]]
+name = "up"
+from = "client"
+to = "server"
+rate = "2Mbit"
+bidirectional = false
+{fault_b}
+[[flows]]
+name = "f"
+type = "probe"
+from = "client"
+to = "server"
+"#
+        );
+        l4s_scenario::load_str(&text, std::path::Path::new("t.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_faulty_link_is_the_a_to_b_direction_of_its_segment() {
+        let fault = r#"fault = { kind = "bleach", start = "1s" }"#;
+        // The fault on the link written second: the segment turns round.
+        let sc = one_way_pair("", fault);
+        let segs = segments(&sc).unwrap();
+        assert_eq!(segs.len(), 1);
+        assert_eq!(sc.links[segs[0].ab].name, "up");
+        assert_eq!(
+            (segs[0].a, segs[0].b),
+            (sc.links[segs[0].ab].from, sc.links[segs[0].ab].to)
+        );
+        assert!(sc.links[segs[0].ab].fault.is_some() && sc.links[segs[0].ba].fault.is_none());
+        // On the first: as written. Without faults: as written.
+        for sc in [one_way_pair(fault, ""), one_way_pair("", "")] {
+            let segs = segments(&sc).unwrap();
+            assert_eq!(sc.links[segs[0].ab].name, "down");
+        }
+        // On both: refused before anything is built, naming both links.
+        let e = segments(&one_way_pair(fault, fault)).unwrap_err().to_string();
+        assert!(
+            e.contains("\"down\"") && e.contains("\"up\"") && e.contains("both directions"),
+            "{e}"
+        );
     }
 }

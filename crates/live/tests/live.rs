@@ -360,3 +360,84 @@ stop = "3s"
     assert_eq!(late.received_packets, late.sent_packets);
     assert!(late.owd_ms.p50 >= 9.0 && late.owd_ms.p50 < 10.0, "{:?}", late.owd_ms);
 }
+
+/// A fault on the upstream link of a two-link custom topology (the link written second):
+/// the segment is built with the faulty link as the delay element's A→B direction, so the
+/// middlebox rewrites ECN before the upstream queue, as in the simulator.
+#[test]
+fn a_fault_on_the_upstream_link_is_applied_and_detected_live() {
+    if !root() {
+        return;
+    }
+    let _one = serial();
+    let sc = scenario(
+        r#"[scenario]
+name = "upstream-fault"
+duration = "4s"
+warmup = "0s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "server"
+[[topology.nodes]]
+name = "client"
+[[topology.links]]
+name = "down"
+from = "server"
+to = "client"
+rate = "20Mbit"
+delay = "5ms"
+aqm = { kind = "dualpi2" }
+bidirectional = false
+[[topology.links]]
+name = "up"
+from = "client"
+to = "server"
+rate = "10Mbit"
+delay = "5ms"
+aqm = { kind = "dualpi2" }
+bidirectional = false
+fault = { kind = "bleach", start = "2s" }
+[[flows]]
+name = "upload"
+type = "udp-prague"
+from = "client"
+to = "server"
+[[flows]]
+name = "download"
+type = "udp-prague"
+from = "server"
+to = "client"
+"#,
+    );
+    let id = RunId::generate();
+    let opts = LiveOptions {
+        run_id: Some(id.clone()),
+        ..LiveOptions::default()
+    };
+    let (s, _) = l4s_live::run(sc, opts, &mut |_| {}).unwrap();
+    no_namespaces_left(&id);
+    let flow = |n: &str| s.flows.iter().find(|f| f.name == n).unwrap();
+    let (up, down) = (flow("upload"), flow("download"));
+    println!(
+        "upload: {} at {:?} s ({:?}), {:.2} Mbit/s; download: {}, {:.2} Mbit/s",
+        up.ecn_validation,
+        up.ecn_failed_at_s,
+        up.ecn_failure,
+        up.throughput_bps / 1e6,
+        down.ecn_validation,
+        down.throughput_bps / 1e6
+    );
+    // The upload's path bleaches from 2 s: the udp_prague receiver latches error_L4S
+    // ("not-ect1", as in the simulator's `bleaching_makes_udp_prague_stop_ect1`) within a
+    // round trip or so (20 ms base RTT).
+    assert_eq!(up.ecn_validation, "failed");
+    assert_eq!(up.ecn_failure.as_deref(), Some("not-ect1"));
+    let at = up.ecn_failed_at_s.unwrap();
+    assert!((2.0..2.2).contains(&at), "detected at {at} s");
+    // The other direction is untouched.
+    assert_eq!(down.ecn_validation, "capable");
+    assert!(down.ce_packets > 0);
+    // Both keep sending (the upload as a classic sender after the fallback).
+    assert!(up.throughput_bps > 0.5 * 10e6 && down.throughput_bps > 0.5 * 20e6);
+}
