@@ -33,11 +33,15 @@ enum Cmd {
     /// (needs root; see docs/live.md).
     Router(l4s_fwd::cli::RouterArgs),
     /// Remove the network namespaces and interfaces that killed live runs left behind
-    /// (names starting with l4s-); needs root.
+    /// (names starting with l4s-); runs still going are kept unless --force; needs root.
     Cleanup {
         /// Only this run's (the 8-hex-digit id printed by the run), instead of every run's.
         #[arg(long)]
         run: Option<String>,
+        /// Also remove the namespaces of runs that are still going (their process holds
+        /// /run/l4s-lab/ID.lock): they lose their testbed.
+        #[arg(long)]
+        force: bool,
     },
     /// Rebuild DIR/report.html from a results directory alone.
     Report {
@@ -307,7 +311,7 @@ fn main() -> ExitCode {
         },
         Cmd::Run(args) => run(&args),
         Cmd::Router(args) => l4s_fwd::cli::router_main(&args),
-        Cmd::Cleanup { run } => cleanup(run.as_deref()),
+        Cmd::Cleanup { run, force } => cleanup(run.as_deref(), force),
         Cmd::Reflect {
             listen,
             rate,
@@ -324,7 +328,7 @@ fn main() -> ExitCode {
 }
 
 /// `l4s cleanup`: remove what killed live runs left behind.
-fn cleanup(run: Option<&str>) -> ExitCode {
+fn cleanup(run: Option<&str>, force: bool) -> ExitCode {
     if !l4s_live::run::is_root() {
         eprintln!(
             "error: removing network namespaces needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run `sudo {}`",
@@ -342,9 +346,9 @@ fn cleanup(run: Option<&str>) -> ExitCode {
             }
         },
     };
-    match l4s_fwd::netns::cleanup_all(&pattern) {
+    match l4s_fwd::netns::cleanup_all(&pattern, force) {
         Ok(r) => {
-            if r.namespaces.is_empty() && r.links.is_empty() {
+            if r.namespaces.is_empty() && r.links.is_empty() && r.kept.is_empty() {
                 println!("nothing to remove");
             } else {
                 for n in &r.namespaces {
@@ -353,6 +357,12 @@ fn cleanup(run: Option<&str>) -> ExitCode {
                 for l in &r.links {
                     println!("removed interface {l}");
                 }
+            }
+            for (id, n) in &r.kept {
+                println!(
+                    "kept run {id} ({n} namespaces and interfaces): it is still going (a process holds {}/{id}.lock); stop it, or remove them anyway with --force",
+                    l4s_fwd::netns::RUN_LOCK_DIR
+                );
             }
             ExitCode::SUCCESS
         }

@@ -66,7 +66,8 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 struct Cleanup(String);
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let _ = l4s().args(["cleanup", "--run", &self.0]).output();
+        // Forced: a run a failed test left going is this test's own.
+        let _ = l4s().args(["cleanup", "--force", "--run", &self.0]).output();
     }
 }
 
@@ -164,6 +165,17 @@ fn live_run_killed_then_cleanup_leaves_nothing() {
     let id = run_id(1);
     let _guard = Cleanup(id.clone());
     let mut c = start_long_run(&d, &id);
+    // While the run goes on, cleanup keeps it (its process holds the run's lock).
+    let o = l4s().args(["cleanup", "--run", &id]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("kept run {id} (15 namespaces")) && out.contains("--force"),
+        "{out}"
+    );
+    assert!(!out.contains("removed"), "{out}");
+    assert_eq!(namespaces(&id).len(), 15);
+    assert!(c.try_wait().unwrap().is_none(), "the run goes on");
     c.kill().unwrap(); // SIGKILL: no chance to clean up
     c.wait().unwrap();
     let left = namespaces(&id);

@@ -29,6 +29,11 @@
 //! [`cleanup_registered`] can be called from any error path. [`cleanup_all`] removes what
 //! killed runs left behind (by name pattern; it refuses patterns outside `l4s-`).
 //!
+//! A testbed holds an exclusive `flock(2)` on `/run/l4s-lab/<id>.lock` while it exists
+//! ([`RUN_LOCK_DIR`]). The kernel releases it when the process dies, however it dies, so
+//! [`cleanup_all`] can tell a run still going (in any process: its lock is held) from the
+//! leftovers of a killed one (no holder), and keeps the former unless forced.
+//!
 //! # Threads in a namespace
 //!
 //! [`Netns::spawn`] runs a closure on a new thread that first joins the namespace with
@@ -55,6 +60,50 @@ pub const LINK_PREFIX: &str = "l4s";
 pub const IFNAME_MAX: usize = 15;
 /// Where `ip netns add` puts the namespace handles.
 pub const NETNS_RUN_DIR: &str = "/run/netns";
+/// Where running testbeds hold their lock files (`<id>.lock`).
+pub const RUN_LOCK_DIR: &str = "/run/l4s-lab";
+
+fn run_lock_path(id: &str) -> PathBuf {
+    PathBuf::from(RUN_LOCK_DIR).join(format!("{id}.lock"))
+}
+
+/// Take the lock of run `id` (held until the file is closed or the process ends). Best
+/// effort: `None` when it cannot be created (cleanup then cannot tell the run is alive).
+fn take_run_lock(id: &str) -> Option<File> {
+    std::fs::create_dir_all(RUN_LOCK_DIR).ok()?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(run_lock_path(id))
+        .ok()?;
+    // SAFETY: flock on a descriptor we own.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    (r == 0).then_some(f)
+}
+
+/// Whether a process holds the lock of run `id` (a testbed of that run exists). A lock
+/// file without a holder (a killed run's) is removed.
+pub fn run_is_alive(id: &str) -> bool {
+    let path = run_lock_path(id);
+    let Ok(f) = std::fs::OpenOptions::new().write(true).open(&path) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK);
+    }
+    let _ = std::fs::remove_file(&path);
+    false
+}
+
+/// The run id in a name `l4s-<id>-...` (8 lowercase hex digits).
+fn run_id_of(ns_name: &str) -> Option<&str> {
+    let id = ns_name.strip_prefix(NS_PREFIX)?.get(..8)?;
+    id.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        .then_some(id)
+}
 
 /// The identity of one run: 8 lowercase hex digits, unique per process and call.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -635,6 +684,8 @@ pub struct Testbed {
     id: RunId,
     namespaces: Vec<String>,
     links: Vec<String>,
+    /// The run's lock, taken with the first namespace.
+    lock: Option<File>,
 }
 
 impl Testbed {
@@ -644,6 +695,7 @@ impl Testbed {
             id,
             namespaces: Vec::new(),
             links: Vec::new(),
+            lock: None,
         }
     }
 
@@ -659,6 +711,9 @@ impl Testbed {
     /// Create the namespace `l4s-<id>-<role>` with its loopback up.
     pub fn add_netns(&mut self, role: &str) -> Result<Netns, FwdError> {
         let name = self.id.ns_name(role)?;
+        if self.lock.is_none() {
+            self.lock = take_run_lock(self.id.as_str());
+        }
         // Register first: a signal between creation and registration must not leak it.
         registry().namespaces.insert(name.clone());
         if let Err(e) = ip(&["netns", "add", &name]) {
@@ -737,6 +792,9 @@ impl Testbed {
                 first.get_or_insert(e);
             }
             registry().namespaces.remove(&n);
+        }
+        if self.lock.take().is_some() {
+            let _ = std::fs::remove_file(run_lock_path(self.id.as_str()));
         }
         first.map_or(Ok(()), Err)
     }
@@ -867,6 +925,9 @@ fn exit_after_cleanup(sig: i32) -> ! {
 pub struct CleanupReport {
     pub namespaces: Vec<String>,
     pub links: Vec<String>,
+    /// Runs kept because they are still going (their lock is held), with the namespaces
+    /// and links of theirs that matched.
+    pub kept: Vec<(String, usize)>,
 }
 
 /// `*` (any run of characters) and `?` (one character) glob matching.
@@ -927,8 +988,9 @@ fn link_as_ns_name(link: &str) -> Option<String> {
 /// (processes still in it are killed; its veths die with it), and every veth in the
 /// caller's namespace named `l4s<id><tag>` whose `l4s-<id>-<tag>` matches. `pattern` must
 /// start with `l4s-` (e.g. `l4s-*` or `l4s-1a2b3c4d-*`): nothing else is ever touched.
-/// Namespaces of live testbeds in this process are skipped.
-pub fn cleanup_all(pattern: &str) -> Result<CleanupReport, FwdError> {
+/// Namespaces of live testbeds in this process are skipped, and so are those of runs still
+/// going in other processes ([`run_is_alive`]) unless `force`.
+pub fn cleanup_all(pattern: &str, force: bool) -> Result<CleanupReport, FwdError> {
     if !pattern.starts_with(NS_PREFIX) {
         return Err(FwdError::config(
             "pattern",
@@ -941,8 +1003,18 @@ pub fn cleanup_all(pattern: &str) -> Result<CleanupReport, FwdError> {
         let r = registry();
         (r.namespaces.clone(), r.links.clone())
     };
+    let mut alive: std::collections::BTreeMap<String, bool> = Default::default();
+    let mut kept: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut keep = |name: &str| -> bool {
+        let Some(id) = run_id_of(name) else { return false };
+        if force || !*alive.entry(id.to_string()).or_insert_with(|| run_is_alive(id)) {
+            return false;
+        }
+        *kept.entry(id.to_string()).or_default() += 1;
+        true
+    };
     for name in list_netns()? {
-        if glob_match(pattern, &name) && !live.0.contains(&name) {
+        if glob_match(pattern, &name) && !live.0.contains(&name) && !keep(&name) {
             match delete_netns(&name) {
                 Ok(()) => report.namespaces.push(name),
                 Err(e) => {
@@ -954,11 +1026,26 @@ pub fn cleanup_all(pattern: &str) -> Result<CleanupReport, FwdError> {
     let out = ip(&["-o", "link", "show", "type", "veth"])?;
     for link in parse_link_names(&out) {
         let Some(as_ns) = link_as_ns_name(&link) else { continue };
-        if glob_match(pattern, &as_ns) && !live.1.contains(&link) {
+        if glob_match(pattern, &as_ns) && !live.1.contains(&link) && !keep(&as_ns) {
             match delete_link(&link) {
                 Ok(()) => report.links.push(link),
                 Err(e) => {
                     first.get_or_insert(e);
+                }
+            }
+        }
+    }
+    report.kept = kept.into_iter().collect();
+    // Lock files of killed runs whose namespaces are gone already.
+    if let Ok(rd) = std::fs::read_dir(RUN_LOCK_DIR) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(id) = name
+                .strip_suffix(".lock")
+                .filter(|id| run_id_of(&format!("{NS_PREFIX}{id}")).is_some())
+            {
+                if glob_match(pattern, &format!("{NS_PREFIX}{id}-")) {
+                    run_is_alive(id);
                 }
             }
         }
@@ -1006,8 +1093,8 @@ mod tests {
         assert_eq!(link_as_ns_name("l4s1a2b3c4dab").as_deref(), Some("l4s-1a2b3c4d-ab"));
         assert_eq!(link_as_ns_name("l4snothexxx"), None);
         assert_eq!(link_as_ns_name("eth0"), None);
-        assert!(cleanup_all("*").is_err());
-        assert!(cleanup_all("foo-*").is_err());
+        assert!(cleanup_all("*", false).is_err());
+        assert!(cleanup_all("foo-*", true).is_err());
     }
 
     #[test]

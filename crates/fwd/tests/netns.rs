@@ -160,11 +160,110 @@ fn cleanup_all_removes_leftovers_of_a_killed_run() {
         .unwrap();
     let mut child = Netns::named(&name).command("sleep").arg("30").spawn().unwrap();
     wait_until_inside(&name);
-    let report = cleanup_all(&format!("{prefix}*")).unwrap();
+    let report = cleanup_all(&format!("{prefix}*"), false).unwrap();
     assert_eq!(report.namespaces, vec![name.clone()]);
+    assert!(report.kept.is_empty());
     // The local end died with its peer's namespace or was removed by name.
     assert!(!Netns::current().links().unwrap().contains(&local));
     assert!(!list_netns().unwrap().contains(&name));
     let status = child.wait().unwrap();
     assert!(!status.success(), "the process inside was killed");
+}
+
+/// Another process holding `lock` (`flock -o`: only flock itself holds it, not the `cat`
+/// it runs, so killing flock releases it).
+fn hold_lock(lock: &str) -> std::process::Child {
+    std::process::Command::new("flock")
+        .args(["--exclusive", "--close", lock, "cat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("flock (util-linux)")
+}
+
+/// SIGKILL the holder; closing its stdin ends the `cat` it started.
+fn release(holder: &mut std::process::Child) {
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    drop(holder.stdin.take());
+}
+
+/// A run still going in another process (it holds the run's lock; here `flock(1)` from
+/// util-linux plays that process) is kept by cleanup unless forced; once its process is
+/// gone, its leftovers go.
+#[test]
+fn cleanup_keeps_runs_still_going_unless_forced() {
+    if !root() {
+        return;
+    }
+    let id = RunId::generate();
+    let prefix = id.prefix();
+    let name = id.ns_name("z").unwrap();
+    let status = std::process::Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let lock = format!("{}/{}.lock", l4s_fwd::netns::RUN_LOCK_DIR, id.as_str());
+    std::fs::create_dir_all(l4s_fwd::netns::RUN_LOCK_DIR).unwrap();
+    let mut holder = hold_lock(&lock);
+    let t0 = std::time::Instant::now();
+    while !l4s_fwd::netns::run_is_alive(id.as_str()) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "flock never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Alive: kept, and said so.
+    let report = cleanup_all(&format!("{prefix}*"), false).unwrap();
+    assert!(report.namespaces.is_empty(), "{report:?}");
+    assert_eq!(report.kept, vec![(id.as_str().to_string(), 1)]);
+    assert!(list_netns().unwrap().contains(&name));
+    // The lock is not taken over by asking.
+    assert!(l4s_fwd::netns::run_is_alive(id.as_str()));
+    // Its process gone (SIGKILL here): removed, lock file too.
+    release(&mut holder);
+    let report = cleanup_all(&format!("{prefix}*"), false).unwrap();
+    assert_eq!(report.namespaces, vec![name.clone()]);
+    assert!(report.kept.is_empty());
+    assert!(!std::path::Path::new(&lock).exists());
+    // Forced: removed although alive.
+    let status = std::process::Command::new("ip")
+        .args(["netns", "add", &name])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut holder = hold_lock(&lock);
+    while !l4s_fwd::netns::run_is_alive(id.as_str()) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "flock never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let report = cleanup_all(&format!("{prefix}*"), true).unwrap();
+    assert_eq!(report.namespaces, vec![name.clone()]);
+    assert!(report.kept.is_empty());
+    release(&mut holder);
+    let _ = std::fs::remove_file(&lock);
+    assert!(list_netns().unwrap().iter().all(|n| !n.starts_with(&prefix)));
+}
+
+/// A testbed holds its run's lock while it exists and gives it up (and its file) when it
+/// is cleaned up.
+#[test]
+fn a_testbed_holds_its_run_lock() {
+    if !root() {
+        return;
+    }
+    let id = RunId::generate();
+    let mut tb = Testbed::new(id.clone());
+    assert!(!l4s_fwd::netns::run_is_alive(id.as_str()));
+    tb.add_netns("x").unwrap();
+    assert!(l4s_fwd::netns::run_is_alive(id.as_str()));
+    tb.cleanup().unwrap();
+    assert!(!l4s_fwd::netns::run_is_alive(id.as_str()));
+    let lock = format!("{}/{}.lock", l4s_fwd::netns::RUN_LOCK_DIR, id.as_str());
+    assert!(!std::path::Path::new(&lock).exists());
 }
