@@ -244,6 +244,10 @@ struct RunArgs {
     /// Also export every chart of the report as a PNG into DIR/png (for papers).
     #[arg(long)]
     png: bool,
+    /// Run only this variant of a scenario with [[variants]] (repeatable; in file order),
+    /// e.g. the ones a live host can run.
+    #[arg(long = "variant", value_name = "NAME")]
+    variants: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -426,13 +430,29 @@ fn run(a: &RunArgs) -> ExitCode {
         eprintln!("error: --pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)");
         return ExitCode::from(2);
     }
-    let variants = match l4s_scenario::load_variants(path) {
+    let mut variants = match l4s_scenario::load_variants(path) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
+    if !a.variants.is_empty() {
+        let names: Vec<String> = variants.iter().filter_map(|v| v.0.clone()).collect();
+        if names.is_empty() {
+            eprintln!("error: --variant: {} has no [[variants]]", path.display());
+            return ExitCode::from(2);
+        }
+        if let Some(bad) = a.variants.iter().find(|v| !names.contains(v)) {
+            eprintln!(
+                "error: --variant: {} has no variant {bad:?}; expected one of {}",
+                path.display(),
+                names.join(", ")
+            );
+            return ExitCode::from(2);
+        }
+        variants.retain(|v| v.0.as_ref().is_some_and(|n| a.variants.contains(n)));
+    }
     if variants.len() == 1 && variants[0].0.is_none() {
         let sc = variants.into_iter().next().map(|v| v.1).expect("one scenario");
         return run_scenario(a, sc, out);

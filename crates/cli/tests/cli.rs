@@ -606,3 +606,88 @@ fn report_bad_input() {
         assert!(!dir.join("report.html").exists());
     }
 }
+
+/// A scenario with [[variants]] runs each into DIR/<variant>/ and ends with compare.html;
+/// `--variant` picks some of them (in file order); an unknown name is refused with the
+/// names there are.
+#[test]
+fn variants_run_into_their_directories_and_can_be_picked() {
+    let d = tmpdir("variants");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/xr-varying-bandwidth.toml");
+    let dirs = |out: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(out)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let out = d.join("all");
+    let o = l4s()
+        .arg("run")
+        .arg(&file)
+        .args(["-q", "--duration", "6s", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(dirs(&out), ["classic", "compare.html", "l4s", "l4s-classic-background"]);
+    let out = d.join("picked");
+    let o = l4s()
+        .arg("run")
+        .arg(&file)
+        .args([
+            "-q",
+            "--duration",
+            "6s",
+            "--variant",
+            "l4s-classic-background",
+            "--variant",
+            "classic",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(dirs(&out), ["classic", "compare.html", "l4s-classic-background"]);
+    // The web flow ran over CUBIC in both picked variants.
+    for v in ["classic", "l4s-classic-background"] {
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(v).join("summary.json")).unwrap()).unwrap();
+        let web = s["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "web")
+            .unwrap();
+        assert_eq!(web["cc"], "cubic", "{v}: {web}");
+    }
+    // Unknown variant: exit 2, the names there are, nothing written.
+    let o = l4s()
+        .arg("run")
+        .arg(&file)
+        .args(["--variant", "l4s-only", "--out"])
+        .arg(d.join("bad"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("\"l4s-only\"") && err.contains("l4s, classic, l4s-classic-background"),
+        "{err}"
+    );
+    assert!(!d.join("bad").exists());
+    // A scenario without variants.
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/dumbbell-dualpi2.toml");
+    let o = l4s()
+        .arg("run")
+        .arg(&plain)
+        .args(["--variant", "l4s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no [[variants]]"));
+    let _ = std::fs::remove_dir_all(&d);
+}

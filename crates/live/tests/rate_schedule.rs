@@ -171,8 +171,16 @@ fn xr_varying_bandwidth_is_accepted_and_builds_with_its_schedule() {
     if !root() {
         return;
     }
-    // The classic variant uses CUBIC, which every kernel has (the L4S one needs TCP Prague).
+    // The classic variant uses CUBIC, which every kernel has, and so does the L4S stream
+    // beside classic background (the all-L4S variant needs kernel TCP Prague).
     l4s_live::run::preflight(&sc).unwrap();
+    let beside = l4s_scenario::load_variants(&path)
+        .unwrap()
+        .into_iter()
+        .find(|(n, _)| n.as_deref() == Some("l4s-classic-background"))
+        .expect("the l4s-classic-background variant")
+        .1;
+    l4s_live::run::preflight(&beside).unwrap();
     let id = RunId::generate();
     let built = l4s_live::topology::build(&sc, id.clone(), false, 1);
     let built = built.unwrap();
