@@ -457,6 +457,32 @@ fn run(a: &RunArgs) -> ExitCode {
         let sc = variants.into_iter().next().map(|v| v.1).expect("one scenario");
         return run_scenario(a, sc, out);
     }
+    // Live: a variant this host cannot run (say, kernel TCP Prague missing) is refused
+    // before any runs, naming the variants that can.
+    if live {
+        let refused: Vec<(String, String)> = variants
+            .iter()
+            .filter_map(|(n, sc)| {
+                let e = l4s_live::run::preflight(sc).err()?;
+                Some((n.clone().unwrap_or_default(), e.to_string()))
+            })
+            .collect();
+        if !refused.is_empty() {
+            for (n, e) in &refused {
+                eprintln!("error: variant {n}: {e}");
+            }
+            let ok: Vec<String> = variants
+                .iter()
+                .filter_map(|(n, _)| n.clone())
+                .filter(|n| refused.iter().all(|(r, _)| r != n))
+                .map(|n| format!("--variant {n}"))
+                .collect();
+            if !ok.is_empty() {
+                eprintln!("the variants that can run live here: {}", ok.join(" "));
+            }
+            return ExitCode::from(2);
+        }
+    }
     // Variants: each run goes into its own directory under the scenario's, then a
     // comparison of all of them (the first is the reference).
     let base = out.unwrap_or_else(|| PathBuf::from("results").join(&variants[0].1.name));

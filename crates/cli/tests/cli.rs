@@ -691,3 +691,36 @@ fn variants_run_into_their_directories_and_can_be_picked() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("has no [[variants]]"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Live, a variant the host cannot run (kernel TCP Prague missing) is refused before
+/// anything runs, naming the variants that can. (Skipped on a kernel with TCP Prague,
+/// where the command would run all three live.)
+#[test]
+fn live_variants_the_host_cannot_run_are_refused_naming_the_others() {
+    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    if avail.split_whitespace().any(|c| c == "prague") {
+        eprintln!("skipped: this kernel has TCP Prague");
+        return;
+    }
+    let d = tmpdir("live-variants");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/xr-varying-bandwidth.toml");
+    let o = l4s()
+        .arg("run")
+        .arg(&file)
+        .args(["--backend", "live", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("variant l4s: flow \"web\"") && err.contains("\"prague\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("can run live here: --variant classic --variant l4s-classic-background"),
+        "{err}"
+    );
+    assert!(!d.join("out").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
