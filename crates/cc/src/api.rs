@@ -95,6 +95,23 @@ pub struct CcInfo {
     pub rate_mode: bool,
 }
 
+/// Linux `tcp_cwnd_restart` on a window in bytes: `ssthresh` becomes
+/// `max(ssthresh, ¾·cwnd)` (`tcp_current_ssthresh`; out of any reduction, as a connection
+/// with nothing in flight is), and the window halves ⌈idle/rto⌉ − 1 times (once for 1 to
+/// 2 RTOs of idle), but not below `min(iw, cwnd)`. Returns (cwnd, ssthresh).
+pub fn idle_restart(cwnd: u64, ssthresh: u64, iw: u64, idle: Dur, rto: Dur) -> (u64, u64) {
+    let ssthresh = ssthresh.max(cwnd / 2 + cwnd / 4);
+    let restart = iw.min(cwnd);
+    let mut c = cwnd;
+    let mut left = idle.as_nanos();
+    let rto = rto.as_nanos().max(1);
+    while left > rto && c > restart {
+        left -= rto;
+        c /= 2;
+    }
+    (c.max(restart), ssthresh)
+}
+
 /// A window-based congestion controller for a reliable byte stream.
 pub trait CongestionControl: Send + std::fmt::Debug {
     /// Name as used in scenario files and results: "reno", "cubic", "dctcp", "prague".
@@ -120,6 +137,14 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     fn on_rto(&mut self, now: Time);
     /// The last reduction was spurious (e.g. detected by D-SACK or timestamps): undo it.
     fn on_undo(&mut self, now: Time);
+    /// The connection sent no data for `idle`, longer than its retransmission timeout
+    /// `rto`, and has new data to send with nothing in flight: Linux `tcp_cwnd_restart`
+    /// (RFC 2861; the restart window of RFC 5681 §4.1), which Linux applies
+    /// (`net.ipv4.tcp_slow_start_after_idle`, on by default) only to controllers without
+    /// their own `cong_control` — see [`idle_restart`]. The default keeps the window, as
+    /// Linux does for TCP Prague (checked against L4STeam/linux `net/ipv4/tcp_prague.c`
+    /// v0.7: `.cong_control = prague_cong_control`) and BBR.
+    fn on_idle_restart(&mut self, _now: Time, _idle: Dur, _rto: Dur) {}
     /// Congestion window in bytes.
     fn cwnd(&self) -> u64;
     /// Slow-start threshold in bytes.
@@ -144,5 +169,29 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     }
     fn info(&self) -> CcInfo {
         CcInfo::default()
+    }
+}
+
+#[cfg(test)]
+mod idle_tests {
+    use super::*;
+
+    #[test]
+    fn idle_restart_follows_linux_tcp_cwnd_restart() {
+        let ms = Dur::from_millis;
+        let (iw, rto) = (14_480, ms(200));
+        // ⌈idle/rto⌉ − 1 halvings: 250 ms → 1, 450 ms → 2, 400 ms → 1 (exactly 2 RTOs).
+        assert_eq!(idle_restart(160_000, 50_000, iw, ms(250), rto), (80_000, 120_000));
+        assert_eq!(idle_restart(160_000, 50_000, iw, ms(450), rto).0, 40_000);
+        assert_eq!(idle_restart(160_000, 50_000, iw, ms(400), rto).0, 80_000);
+        // Never below the initial window, and a window smaller than it stays.
+        assert_eq!(idle_restart(160_000, 50_000, iw, Dur::from_secs(10), rto).0, iw);
+        assert_eq!(
+            idle_restart(8_000, 50_000, iw, Dur::from_secs(10), rto),
+            (8_000, 50_000)
+        );
+        // ssthresh keeps the larger of itself and ¾ cwnd; infinite stays infinite.
+        assert_eq!(idle_restart(160_000, 200_000, iw, ms(250), rto).1, 200_000);
+        assert_eq!(idle_restart(160_000, u64::MAX, iw, ms(250), rto).1, u64::MAX);
     }
 }

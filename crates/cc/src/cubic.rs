@@ -366,6 +366,14 @@ impl CongestionControl for Cubic {
         self.congestion_event(self.beta);
         self.cwnd = f64::from(self.mss);
     }
+    fn on_idle_restart(&mut self, _now: Time, idle: Dur, rto: Dur) {
+        // The cubic epoch needs no shift here: the idle period is application-limited,
+        // which §4.2 already excludes from t (Linux: CA_EVENT_TX_START).
+        let iw = u64::from(self.cfg.initial_cwnd_pkts.max(1)) * u64::from(self.mss);
+        let (c, s) = crate::api::idle_restart(self.cwnd as u64, self.ssthresh, iw, idle, rto);
+        self.cwnd = c as f64;
+        self.ssthresh = s;
+    }
     fn on_undo(&mut self, _now: Time) {
         // §4.9: restore the state saved before the spurious reduction.
         if let Some(sv) = self.saved.take() {

@@ -7,7 +7,7 @@
 
 use crate::api::{AckSample, CcInfo, CongestionControl, EcnMode};
 use crate::reno::{Reno, RenoConfig};
-use l4s_core::{Ecn, Time};
+use l4s_core::{Dur, Ecn, Time};
 
 /// RFC 8257 §4.2: estimation gain g = 1/16.
 pub const G: f64 = 1.0 / 16.0;
@@ -177,6 +177,9 @@ impl CongestionControl for Dctcp {
     }
     fn on_undo(&mut self, now: Time) {
         self.reno.on_undo(now);
+    }
+    fn on_idle_restart(&mut self, now: Time, idle: Dur, rto: Dur) {
+        self.reno.on_idle_restart(now, idle, rto);
     }
     fn cwnd(&self) -> u64 {
         self.reno.cwnd()

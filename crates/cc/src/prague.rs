@@ -585,6 +585,12 @@ impl CongestionControl for Prague {
         self.frac_cwnd = 1.0;
         self.in_loss = false;
     }
+    fn on_idle_restart(&mut self, now: Time, idle: Dur, rto: Dur) {
+        // Linux applies the restart to `prague-reno` (no `cong_control`) but not to Prague.
+        if let Some(r) = self.fallback.as_mut() {
+            r.on_idle_restart(now, idle, rto);
+        }
+    }
     fn on_undo(&mut self, now: Time) {
         if let Some(r) = self.fallback.as_mut() {
             r.on_undo(now);

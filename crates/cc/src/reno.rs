@@ -7,7 +7,7 @@
 //! [`CongestionControl::cwnd`] rounds it down to whole bytes.
 
 use crate::api::{AckSample, CcInfo, CongestionControl, EcnMode};
-use l4s_core::{Ecn, Time};
+use l4s_core::{Dur, Ecn, Time};
 
 /// Reno multiplicative decrease on loss (RFC 5681 §3.1 eq. 4: FlightSize/2).
 pub const BETA_LOSS: f64 = 0.5;
@@ -192,6 +192,12 @@ impl CongestionControl for Reno {
         self.ssthresh = ((self.cwnd * BETA_LOSS).max(self.min_cwnd())) as u64;
         self.cwnd = f64::from(self.mss);
         self.reductions += 1;
+    }
+    fn on_idle_restart(&mut self, _now: Time, idle: Dur, rto: Dur) {
+        let iw = u64::from(self.cfg.initial_cwnd_pkts.max(1)) * u64::from(self.mss);
+        let (c, s) = crate::api::idle_restart(self.cwnd as u64, self.ssthresh, iw, idle, rto);
+        self.cwnd = c as f64;
+        self.ssthresh = s;
     }
     fn on_undo(&mut self, _now: Time) {
         self.cwnd = self.cwnd.max(self.prior_cwnd);

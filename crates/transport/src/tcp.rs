@@ -445,6 +445,11 @@ pub struct TcpConfig {
     pub paced_is_cwnd_limited: bool,
     /// Tail loss probes (RFC 8985 §7).
     pub tlp: bool,
+    /// Restart the window after an idle period longer than the RTO (Linux
+    /// `net.ipv4.tcp_slow_start_after_idle`, default on; RFC 2861 and RFC 5681 §4.1): when
+    /// new data is sent with nothing in flight, the controller's `on_idle_restart` runs
+    /// (Reno, CUBIC and DCTCP restart; TCP Prague keeps its window, as in Linux).
+    pub slow_start_after_idle: bool,
     /// WCDelAckT: extra PTO allowance when one segment is in flight (RFC 8985 §7.2).
     pub tlp_delack: Dur,
 }
@@ -466,6 +471,7 @@ impl Default for TcpConfig {
             paced_is_cwnd_limited: true,
             tlp: true,
             tlp_delack: Dur::from_millis(200),
+            slow_start_after_idle: true,
         }
     }
 }
@@ -731,6 +737,11 @@ pub struct TcpSender {
     congestion_events: u64,
     rto_count: u64,
     tlp_count: u64,
+    /// When a data segment (new or retransmitted) was last sent (Linux `lsndtime`).
+    last_data_sent: Option<Time>,
+    /// The `last_data_sent` an idle restart was applied for (once per idle period).
+    restarted_after: Option<Time>,
+    idle_restarts: u64,
 }
 
 impl TcpSender {
@@ -816,6 +827,9 @@ impl TcpSender {
             congestion_events: 0,
             rto_count: 0,
             tlp_count: 0,
+            last_data_sent: None,
+            restarted_after: None,
+            idle_restarts: 0,
         }
     }
 
@@ -881,6 +895,10 @@ impl TcpSender {
     /// Tail loss probes sent.
     pub fn tlp_count(&self) -> u64 {
         self.tlp_count
+    }
+    /// Window restarts after idle periods ([`TcpConfig::slow_start_after_idle`]).
+    pub fn idle_restarts(&self) -> u64 {
+        self.idle_restarts
     }
     /// AccECN sender counters `(s.cep, s.ceb, s.e0b, s.e1b)`.
     pub fn accecn_counters(&self) -> (u32, u32, u32, u32) {
@@ -1055,6 +1073,7 @@ impl TcpSender {
     }
 
     fn data_segment(&mut self, now: Time, seq: u64, len: u32, retransmission: bool) -> Transmit<TcpSegment> {
+        self.last_data_sent = Some(now);
         let mut flags = TcpFlags::ACK;
         match self.mode {
             EcnMode::Accurate { .. } => flags = flags.with_ace((self.r_cep & 7) as u8),
@@ -1689,6 +1708,22 @@ impl TcpSender {
         }
     }
 
+    /// Linux `tcp_slow_start_after_idle_check`: new data to send, nothing in flight, and no
+    /// data sent for longer than the RTO: the controller restarts its window, once per
+    /// idle period.
+    fn restart_after_idle(&mut self, now: Time) {
+        if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_nxt {
+            return;
+        }
+        let Some(last) = self.last_data_sent else { return };
+        let (idle, rto) = (now.since(last), self.rto());
+        if idle > rto && self.restarted_after != Some(last) {
+            self.restarted_after = Some(last);
+            self.cc.on_idle_restart(now, idle, rto);
+            self.idle_restarts += 1;
+        }
+    }
+
     fn finished(&self) -> bool {
         self.state == SndState::Established
             && self.app_limit != u64::MAX
@@ -1787,6 +1822,9 @@ impl Endpoint for TcpSender {
         };
         if len == 0 {
             return None;
+        }
+        if lost.is_none() {
+            self.restart_after_idle(now);
         }
         if !self.cwnd_allows(len) {
             self.cwnd_validate(true);

@@ -1119,3 +1119,83 @@ fn deterministic() {
     assert!(a.1.finished && a.1.retransmits > 0 && a.1.congestion_events > 0);
     assert_eq!(a, run());
 }
+
+/// After an idle period longer than the RTO, Reno, CUBIC and DCTCP restart their window as
+/// Linux `tcp_cwnd_restart` does (⌈idle/RTO⌉ − 1 halvings, down to the initial window;
+/// ssthresh keeps ¾ of the old window), TCP Prague keeps it (Linux: `cong_control`), and
+/// with `slow_start_after_idle` off nobody restarts.
+#[test]
+fn window_restarts_after_idle_as_in_linux() {
+    let run = |cc_name: &str, restart: bool, pause: Dur| {
+        let p = l4s_cc::CcParams {
+            mss: MSS as u32,
+            ..Default::default()
+        };
+        let cc = l4s_cc::build(cc_name, &p).unwrap();
+        let s = TcpSender::new(
+            TcpConfig {
+                bytes: Some(2_000_000),
+                slow_start_after_idle: restart,
+                ..Default::default()
+            },
+            cc,
+            Time::ZERO,
+        );
+        let r = TcpReceiver::new(TcpReceiverConfig::default());
+        let fwd = PathCfg {
+            rate: Rate::mbps(100),
+            delay: Dur::from_millis(10),
+            ce_step: Some(Dur::from_millis(1)),
+            ..Default::default()
+        };
+        let rev = PathCfg {
+            delay: Dur::from_millis(10),
+            ..Default::default()
+        };
+        let mut net = Net::new(s, r, fwd, rev);
+        net.s.set_persistent(true);
+        net.run_until(Time::from_secs(10), |n| n.s.acked_bytes() >= 2_000_000);
+        let before = (net.s.cc().cwnd(), net.s.cc().ssthresh());
+        // Idle, then a second chunk.
+        let t = net.now + pause;
+        net.run_until(t, |_| false);
+        net.now = t;
+        net.s.offer(2_000_000);
+        net.run_until(t + Dur::from_millis(1), |_| false);
+        let after = (net.s.cc().cwnd(), net.s.cc().ssthresh(), net.s.rto());
+        net.run_until(Time::from_secs(30), |n| n.s.acked_bytes() >= 4_000_000);
+        assert_eq!(net.s.acked_bytes(), 4_000_000, "{cc_name}: the second chunk completes");
+        (before, after, net.s.idle_restarts())
+    };
+    let iw = 10 * MSS;
+    for name in ["reno", "cubic", "dctcp"] {
+        // 3 s of idle is many RTOs (≥ 200 ms each): back to the initial window.
+        let ((cwnd0, _), (cwnd1, ssth1, _), n) = run(name, true, Dur::from_secs(3));
+        println!("{name}: cwnd {cwnd0} B before the pause, {cwnd1} B after; ssthresh {ssth1} B");
+        assert!(cwnd0 > 4 * iw, "{name}: the first chunk opened the window ({cwnd0} B)");
+        assert_eq!(n, 1, "{name}: one restart");
+        assert_eq!(cwnd1, iw, "{name}");
+        assert!(
+            ssth1 >= cwnd0 / 2 + cwnd0 / 4,
+            "{name}: ssthresh {ssth1} keeps ¾ of {cwnd0}"
+        );
+        // Off: the window is kept.
+        let ((cwnd0, _), (cwnd1, _, _), n) = run(name, false, Dur::from_secs(3));
+        assert_eq!((n, cwnd1), (0, cwnd0), "{name} without restart");
+    }
+    // Between one and two RTOs of idle: one halving.
+    let ((cwnd0, _), (cwnd1, _, rto), n) = run("reno", true, Dur::from_millis(250));
+    assert_eq!(rto, Dur::from_millis(200), "the minimum RTO");
+    assert_eq!(
+        (n, cwnd1),
+        (1, (cwnd0 / 2).max(iw)),
+        "250 ms (+ the last ACK's RTT) of idle"
+    );
+    // Less than one RTO: no restart.
+    let ((cwnd0, _), (cwnd1, _, _), n) = run("reno", true, Dur::from_millis(100));
+    assert_eq!((n, cwnd1), (0, cwnd0), "100 ms of idle");
+    // TCP Prague keeps its window (its own cong_control in Linux).
+    let ((cwnd0, _), (cwnd1, _, _), n) = run("prague", true, Dur::from_secs(3));
+    assert_eq!(n, 1, "the transport saw the idle period");
+    assert_eq!(cwnd1, cwnd0, "prague keeps its window");
+}
