@@ -212,7 +212,32 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
             sender_ecn.insert(f.src, (wants, f.name.as_str()));
         }
     }
+    // net.ipv4.tcp_slow_start_after_idle is per namespace too.
+    let mut restart: BTreeMap<usize, (bool, &str)> = BTreeMap::new();
+    for f in &sc.flows {
+        let Some((node, on)) = idle_restart_of(f) else { continue };
+        if let Some((other, name)) = restart.get(&node) {
+            if *other != on {
+                return Err(LiveError::input(format!(
+                    "flows {name:?} and {:?} send TCP data from the same node {:?} but only one sets sender.slow_start_after_idle = false; net.ipv4.tcp_slow_start_after_idle is per namespace: put them on different nodes",
+                    f.name, sc.nodes[node].name
+                )));
+            }
+        }
+        restart.insert(node, (on, f.name.as_str()));
+    }
     Ok(())
+}
+
+/// A kernel TCP flow's data sender (its source: the server of downloads and responses, the
+/// pusher of sync chunks) and whether it restarts its window after idle
+/// (`sender.slow_start_after_idle`, per namespace in Linux); `None` for other flows.
+fn idle_restart_of(f: &l4s_scenario::Flow) -> Option<(usize, bool)> {
+    match &f.kind {
+        FlowKind::Tcp { sender, .. } => Some((f.src, sender.slow_start_after_idle)),
+        FlowKind::App { cfg } if cfg.kind != l4s_apps::AppKind::Query => Some((f.src, cfg.tcp.slow_start_after_idle)),
+        _ => None,
+    }
 }
 
 /// The node that opens an application flow's TCP connections: the destination (the
@@ -439,6 +464,13 @@ fn run_built(
         built.nodes[initiator].sysctl("net/ipv4/tcp_ecn", v)?;
         if wants {
             built.nodes[acceptor].sysctl("net/ipv4/tcp_ecn", "1")?;
+        }
+    }
+    // Window restart after idle, as the flows' sender.slow_start_after_idle says (on is the
+    // kernel's default and the simulator's).
+    for f in &sc.flows {
+        if let Some((node, false)) = idle_restart_of(f) {
+            built.nodes[node].sysctl("net/ipv4/tcp_slow_start_after_idle", "0")?;
         }
     }
     let mut used_ports: BTreeMap<(usize, bool, u16), usize> = BTreeMap::new();
