@@ -70,16 +70,28 @@ fn run_lock_path(id: &str) -> PathBuf {
 /// Take the lock of run `id` (held until the file is closed or the process ends). Best
 /// effort: `None` when it cannot be created (cleanup then cannot tell the run is alive).
 fn take_run_lock(id: &str) -> Option<File> {
+    use std::os::unix::fs::MetadataExt;
     std::fs::create_dir_all(RUN_LOCK_DIR).ok()?;
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(run_lock_path(id))
-        .ok()?;
-    // SAFETY: flock on a descriptor we own.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    (r == 0).then_some(f)
+    let path = run_lock_path(id);
+    // A cleanup that found the file unlocked (between our open and flock) removes it: lock
+    // again until the locked file is the one at the path.
+    for _ in 0..3 {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok()?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return None;
+        }
+        let (held, there) = (f.metadata().ok()?, std::fs::metadata(&path));
+        if there.is_ok_and(|m| m.ino() == held.ino() && m.dev() == held.dev()) {
+            return Some(f);
+        }
+    }
+    None
 }
 
 /// Whether a process holds the lock of run `id` (a testbed of that run exists). A lock
