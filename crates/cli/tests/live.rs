@@ -7,6 +7,13 @@
 //! * Cross-validation (issue 5 part 6): the same 30 s scenario run in the simulator and
 //!   live agrees on the L4S probe's p99 one-way delay (±1 ms), the classic probe's median
 //!   (±25 %), the bottleneck utilisation (±5 %) and the verdict.
+//! * Timing bands are asserted on a host that kept the testbed's timing. Every live run
+//!   carries its self-check (`summary.testbed`: how late the testbed's own elements handed
+//!   packets on); a run that misses a band on a host that held the testbed back is measured
+//!   again, and if the host held it back in every run (a virtual machine whose hypervisor
+//!   takes its CPU in millisecond slices, as CI's did once), only what host lateness does
+//!   not change is asserted, and the test says so. A run that misses on a quiet host twice
+//!   fails ([`measure_live`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -60,6 +67,57 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A live measurement against its bands, given the run's self-check (how late the
+/// testbed's own elements handed packets on; `summary.testbed`).
+enum Measured<T> {
+    /// Within the bands.
+    Within(T),
+    /// No run was within the bands, and the host held the testbed back: the tails describe
+    /// the host as much as the network, so only what that does not change can be asserted.
+    Disrupted(T, l4s_metrics::summary::TestbedCheck),
+}
+
+/// Runs `attempt` (one live run, its figures and its summary) until `miss` finds nothing
+/// out of band, at most three times. A run that misses on a host that held the testbed
+/// back (the self-check's `disrupted`) is measured again; a run that misses on a quiet
+/// host is measured once more too (a hiccup below the self-check's threshold), but a
+/// second such miss fails the test. Every miss is printed with the self-check.
+fn measure_live<T>(
+    what: &str,
+    mut attempt: impl FnMut(u32) -> (T, l4s_metrics::summary::Summary),
+    miss: impl Fn(&T) -> Option<String>,
+) -> Measured<T> {
+    let mut quiet_misses = 0;
+    let mut n = 0;
+    loop {
+        let (t, summary) = attempt(n);
+        let check = summary
+            .testbed
+            .clone()
+            .expect("a live summary carries the testbed self-check");
+        assert!(check.packets > 0, "{what}: the self-check timed no packet: {check:?}");
+        let Some(why) = miss(&t) else {
+            return Measured::Within(t);
+        };
+        println!("{what}: live run {n} missed a band ({why}); testbed self-check {check:?}");
+        if !check.disrupted {
+            quiet_misses += 1;
+            assert!(
+                quiet_misses < 2,
+                "{what}: missed on a quiet host twice: {why}; self-check {check:?}"
+            );
+        }
+        n += 1;
+        if n == 3 {
+            if !check.disrupted {
+                panic!("{what}: missed on a quiet host: {why}; self-check {check:?}");
+            }
+            println!("{what}: the host held the testbed back in every run; asserting what that does not change");
+            return Measured::Disrupted(t, check);
+        }
+    }
 }
 
 /// Removes the run's namespaces on drop (also when the test fails).
@@ -236,45 +294,51 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = summary(&d.join("sim"));
-    // The live run shares 2 cores with the test harness: a run that misses one of the
-    // three bands is measured once more (both runs are printed), so that one scheduling
-    // hiccup of the host does not decide the comparison; the second run must agree.
-    let mut attempt = 0;
-    let (l, id, live_dir) = loop {
-        let id = run_id(3 + 100 * attempt);
-        let _guard = Cleanup(id.clone());
-        let out = d.join(format!("live{attempt}"));
-        let o = l4s()
-            .arg("run")
-            .arg(&f)
-            .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(namespaces(&id).is_empty());
-        let l = summary(&out);
-        let p = |x: &l4s_metrics::summary::Summary, n: &str| x.flows.iter().find(|f| f.name == n).unwrap().owd_ms;
-        let (dl4s, dcl) = (
-            (p(&l, "probe-l4s").p99 - p(&s, "probe-l4s").p99).abs(),
-            (p(&l, "probe-classic").p50 - p(&s, "probe-classic").p50).abs() / p(&s, "probe-classic").p50,
-        );
-        let du = (l.queues[0].utilization - s.queues[0].utilization).abs() / s.queues[0].utilization;
-        if attempt == 1 || (dl4s <= 1.0 && dcl <= 0.25 && du <= 0.05) {
-            break (l, id, out);
-        }
-        println!(
-            "cross-validation: live run {attempt} missed a band (L4S p99 off by {dl4s:.3} ms, classic p50 by {:.1} %, utilisation by {:.1} %): measuring once more",
-            dcl * 100.0,
-            du * 100.0
-        );
-        attempt += 1;
+    assert!(s.testbed.is_none(), "the simulator has no testbed self-check");
+    let p = |x: &l4s_metrics::summary::Summary, n: &str| x.flows.iter().find(|f| f.name == n).unwrap().clone();
+    let measured = measure_live(
+        "cross-validation",
+        |attempt| {
+            let id = run_id(3 + 100 * attempt);
+            let _guard = Cleanup(id.clone());
+            let out = d.join(format!("live{attempt}"));
+            let o = l4s()
+                .arg("run")
+                .arg(&f)
+                .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(namespaces(&id).is_empty());
+            let l = summary(&out);
+            ((l.clone(), id, out), l)
+        },
+        |(l, _, _)| {
+            let dl4s = (p(l, "probe-l4s").owd_ms.p99 - p(&s, "probe-l4s").owd_ms.p99).abs();
+            let dcl = (p(l, "probe-classic").owd_ms.p50 - p(&s, "probe-classic").owd_ms.p50).abs()
+                / p(&s, "probe-classic").owd_ms.p50;
+            let du = (l.queues[0].utilization - s.queues[0].utilization).abs() / s.queues[0].utilization;
+            let dc = (p(l, "cubic").owd_ms.p50 - p(&s, "cubic").owd_ms.p50).abs() / p(&s, "cubic").owd_ms.p50;
+            (dl4s > 1.0 || dcl > 0.25 || du > 0.05 || dc > 0.25).then(|| {
+                format!(
+                    "L4S probe p99 off by {dl4s:.3} ms, classic probe p50 by {:.1} %, utilisation by {:.1} %, cubic p50 by {:.1} %",
+                    dcl * 100.0,
+                    du * 100.0,
+                    dc * 100.0
+                )
+            })
+        },
+    );
+    let ((l, id, live_dir), disrupted) = match measured {
+        Measured::Within(x) => (x, None),
+        Measured::Disrupted(x, c) => (x, Some(c)),
     };
     assert_eq!(
         (s.scenario.backend.as_str(), l.scenario.backend.as_str()),
         ("sim", "live")
     );
-    let flow = |x: &l4s_metrics::summary::Summary, n: &str| x.flows.iter().find(|f| f.name == n).unwrap().clone();
+    let flow = p;
     let (sl, ll) = (flow(&s, "probe-l4s"), flow(&l, "probe-l4s"));
     let (sc, lc) = (flow(&s, "probe-classic"), flow(&l, "probe-classic"));
     let (su, lu) = (s.queues[0].utilization, l.queues[0].utilization);
@@ -283,7 +347,7 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     let report = format!(
         "L4S probe p99 OWD sim {:.3} live {:.3} ms; classic probe p50 sim {:.3} live {:.3} ms; utilisation sim {su:.4} live {lu:.4}; \
          C sojourn mean sim {:.2} live {:.2} ms; L p99 sim {:.3} live {:.3} ms; throughput prague sim {:.2} live {:.2} Mbit/s, cubic sim {:.2} live {:.2} Mbit/s; \
-         verdict sim {:?} {:?} / live {:?} {:?}",
+         verdict sim {:?} {:?} / live {:?} {:?}; self-check {:?}",
         sl.owd_ms.p99,
         ll.owd_ms.p99,
         sc.owd_ms.p50,
@@ -300,9 +364,36 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
         vs.headline,
         vl.level,
         vl.headline,
+        l.testbed,
     );
     println!("cross-validation: {report}");
     assert!(ll.owd_ms.count > 1000 && sl.owd_ms.count > 1000, "{report}");
+    // Host lateness cannot fool ECN validation: UDP Prague stays L4S-capable.
+    let lp = flow(&l, "prague");
+    assert_eq!(
+        (lp.class.as_str(), lp.ecn_validation.as_str()),
+        ("L4S", "capable"),
+        "{report}"
+    );
+    // The run-info says which backend ran, and the live part names the testbed.
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(live_dir.join("run-info.json")).unwrap()).unwrap();
+    assert_eq!(info["backend"], "live");
+    assert_eq!(info["live"]["run_id"], id.as_str());
+    assert_eq!(info["live"]["namespaces"], 15);
+    assert!(live_dir.join("report.html").exists() && live_dir.join("snapshots-queues.csv").exists());
+    if let Some(c) = disrupted {
+        // The host's lateness is in every delay and every control loop (a hypervisor that
+        // takes half the CPU time leaves the link a third used): no figure of the network
+        // can be compared, but the verdict must say why.
+        assert!(c.disrupted && vl.has("testbed-timing"), "{report}");
+        println!("cross-validation: not compared (the host held the testbed back in every run): {report}");
+        let _ = std::fs::remove_dir_all(&d);
+        return;
+    }
+    // The same finding (the headline before its numbers), e.g. "L4S working".
+    let finding = |h: &str| h.split(':').next().unwrap_or_default().to_string();
+    assert_eq!(finding(&vs.headline), finding(&vl.headline), "verdict: {report}");
     assert!((ll.owd_ms.p99 - sl.owd_ms.p99).abs() <= 1.0, "L4S probe p99: {report}");
     assert!(
         (lc.owd_ms.p50 - sc.owd_ms.p50).abs() <= 0.25 * sc.owd_ms.p50,
@@ -323,17 +414,11 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
         st.owd_ms.p50,
         lt.owd_ms.p50
     );
-    assert_eq!(vs.level, vl.level, "verdict: {report}");
-    // The same finding (the headline before its numbers), e.g. "L4S working".
-    let finding = |h: &str| h.split(':').next().unwrap_or_default().to_string();
-    assert_eq!(finding(&vs.headline), finding(&vl.headline), "verdict: {report}");
-    // The run-info says which backend ran, and the live part names the testbed.
-    let info: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(live_dir.join("run-info.json")).unwrap()).unwrap();
-    assert_eq!(info["backend"], "live");
-    assert_eq!(info["live"]["run_id"], id.as_str());
-    assert_eq!(info["live"]["namespaces"], 15);
-    assert!(live_dir.join("report.html").exists() && live_dir.join("snapshots-queues.csv").exists());
+    // A run within the bands can still carry the self-check's warning, which alone raises
+    // the level.
+    if !vl.has("testbed-timing") {
+        assert_eq!(vs.level, vl.level, "verdict: {report}");
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -688,73 +773,109 @@ fn live_media_flow_delivers_frames_like_the_simulator() {
     let d = tmpdir("media");
     let f = d.join("media.toml");
     std::fs::write(&f, MEDIA).unwrap();
-    let id = run_id(5);
-    let _guard = Cleanup(id.clone());
-    for backend in ["sim", "live"] {
-        let mut c = l4s();
-        c.arg("run")
-            .arg(&f)
-            .args(["-q", "--backend", backend, "--out"])
-            .arg(d.join(backend));
-        if backend == "live" {
-            c.args(["--run-id", &id]);
-        }
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "{backend}: {}", String::from_utf8_lossy(&o.stderr));
-    }
-    assert!(namespaces(&id).is_empty());
-    let (s, l) = (summary(&d.join("sim")), summary(&d.join("live")));
-    let (sf, lf) = (&s.flows[0], &l.flows[0]);
-    let (sm, lm) = (sf.media.as_ref().unwrap(), lf.media.as_ref().unwrap());
-    let report = format!(
-        "received fps sim {:.2} live {:.2}; frames sent/complete/late/incomplete sim {}/{}/{}/{} live {}/{}/{}/{}; \
-         frame delay p50 sim {:.2} live {:.2} ms, p99 sim {:.2} live {:.2} ms; stall live {:.3} s; \
-         target mean sim {:.2} live {:.2} Mbit/s; throughput sim {:.2} live {:.2} Mbit/s; \
-         L sojourn p99 sim {:.3} live {:.3} ms; CE fraction sim {:.4} live {:.4}; ecn sim {} live {}; feedback reports live {}",
-        sm.received_fps,
-        lm.received_fps,
-        sm.frames_sent,
-        sm.frames_complete,
-        sm.frames_late,
-        sm.frames_incomplete,
-        lm.frames_sent,
-        lm.frames_complete,
-        lm.frames_late,
-        lm.frames_incomplete,
-        sm.frame_delay_ms.p50,
-        lm.frame_delay_ms.p50,
-        sm.frame_delay_ms.p99,
-        lm.frame_delay_ms.p99,
-        lm.stall_time_s,
-        sm.target_bitrate_mean_bps / 1e6,
-        lm.target_bitrate_mean_bps / 1e6,
-        sf.throughput_bps / 1e6,
-        lf.throughput_bps / 1e6,
-        s.queues[0].subqueues["L"].sojourn_ms.p99,
-        l.queues[0].subqueues["L"].sojourn_ms.p99,
-        sf.ce_fraction,
-        lf.ce_fraction,
-        sf.ecn_validation,
-        lf.ecn_validation,
-        lm.feedback_reports,
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["-q", "--out"])
+        .arg(d.join("sim"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sim: {}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&d.join("sim"));
+    let figures = |l: &l4s_metrics::summary::Summary| {
+        let (sf, lf) = (&s.flows[0], &l.flows[0]);
+        let (sm, lm) = (sf.media.as_ref().unwrap(), lf.media.as_ref().unwrap());
+        format!(
+            "received fps sim {:.2} live {:.2}; frames sent/complete/late/incomplete sim {}/{}/{}/{} live {}/{}/{}/{}; \
+             frame delay p50 sim {:.2} live {:.2} ms, p99 sim {:.2} live {:.2} ms; stall live {:.3} s; \
+             target mean sim {:.2} live {:.2} Mbit/s; throughput sim {:.2} live {:.2} Mbit/s; \
+             L sojourn p99 sim {:.3} live {:.3} ms; CE fraction sim {:.4} live {:.4}; ecn sim {} live {}; feedback reports live {}; \
+             self-check {:?}",
+            sm.received_fps,
+            lm.received_fps,
+            sm.frames_sent,
+            sm.frames_complete,
+            sm.frames_late,
+            sm.frames_incomplete,
+            lm.frames_sent,
+            lm.frames_complete,
+            lm.frames_late,
+            lm.frames_incomplete,
+            sm.frame_delay_ms.p50,
+            lm.frame_delay_ms.p50,
+            sm.frame_delay_ms.p99,
+            lm.frame_delay_ms.p99,
+            lm.stall_time_s,
+            sm.target_bitrate_mean_bps / 1e6,
+            lm.target_bitrate_mean_bps / 1e6,
+            sf.throughput_bps / 1e6,
+            lf.throughput_bps / 1e6,
+            s.queues[0].subqueues["L"].sojourn_ms.p99,
+            l.queues[0].subqueues["L"].sojourn_ms.p99,
+            sf.ce_fraction,
+            lf.ce_fraction,
+            sf.ecn_validation,
+            lf.ecn_validation,
+            lm.feedback_reports,
+            l.testbed,
+        )
+    };
+    // The timing bands (a quiet host): 60 fps received; frame delay p99 under one frame
+    // interval (16.7 ms) + the 10 ms one-way base delay + 5 ms; the median within 3 ms of the
+    // simulator's; the L queue's p99 within 2 ms of the simulator's (which is 4.2 ms here:
+    // SCReAM's frame bursts against the 1 ms marking step; live adds scheduling noise,
+    // measured 2.1 to 5.2 ms).
+    let timing = |l: &l4s_metrics::summary::Summary| {
+        let (sm, lm) = (s.flows[0].media.as_ref().unwrap(), l.flows[0].media.as_ref().unwrap());
+        (lm.received_fps - 60.0).abs() <= 1.5
+            && lm.frame_delay_ms.p99 < 16.7 + 10.0 + 5.0
+            && lm.frames_incomplete <= 2
+            && lm.stall_time_s < 0.2
+            && l.queues[0].subqueues["L"].sojourn_ms.p99 <= s.queues[0].subqueues["L"].sojourn_ms.p99 + 2.0
+            && (lm.frame_delay_ms.p50 - sm.frame_delay_ms.p50).abs() <= 3.0
+    };
+    let measured = measure_live(
+        "media",
+        |attempt| {
+            let id = run_id(5 + 100 * attempt);
+            let _guard = Cleanup(id.clone());
+            let out = d.join(format!("live{attempt}"));
+            let o = l4s()
+                .arg("run")
+                .arg(&f)
+                .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "live: {}", String::from_utf8_lossy(&o.stderr));
+            assert!(namespaces(&id).is_empty());
+            let l = summary(&out);
+            ((l.clone(), out), l)
+        },
+        |(l, _)| (!timing(l)).then(|| figures(l)),
     );
+    let ((l, out), disrupted) = match measured {
+        Measured::Within(x) => (x, None),
+        Measured::Disrupted(x, c) => (x, Some(c)),
+    };
+    let report = figures(&l);
     println!("media live vs sim: {report}");
+    let (lf, lm) = (&l.flows[0], l.flows[0].media.as_ref().unwrap());
     assert_eq!(lf.class, "L4S", "{report}");
     assert_eq!(lf.ecn_validation, "capable", "{report}");
-    assert!((lm.received_fps - 60.0).abs() <= 1.5, "{report}");
-    // One frame interval (16.7 ms) + the 10 ms one-way base delay + a few ms.
-    assert!(lm.frame_delay_ms.p99 < 16.7 + 10.0 + 5.0, "{report}");
-    assert!(lm.frames_incomplete <= 2 && lm.stall_time_s < 0.2, "{report}");
-    assert!(lm.feedback_reports > 500 && lm.feedback_malformed == 0, "{report}");
-    // The L queue holds at most a few frames' packets briefly (the simulator's p99 is
-    // 4.2 ms here: SCReAM's frame bursts against the 1 ms marking step); live adds up to
-    // a couple of ms of scheduling noise on a shared host (measured 2.1 to 5.2 ms).
-    assert!(
-        l.queues[0].subqueues["L"].sojourn_ms.p99 <= s.queues[0].subqueues["L"].sojourn_ms.p99 + 2.0,
-        "{report}"
-    );
-    assert!((lm.frame_delay_ms.p50 - sm.frame_delay_ms.p50).abs() <= 3.0, "{report}");
-    let snaps = std::fs::read_to_string(d.join("live/snapshots-flows.csv")).unwrap();
+    assert!(lm.feedback_reports > 0 && lm.feedback_malformed == 0, "{report}");
+    // No frame arrives sooner than the 10 ms one-way base delay, on any host.
+    assert!(lm.frame_delay_ms.p50 >= 10.0, "{report}");
+    if let Some(c) = &disrupted {
+        // Late hand-offs are in every frame's delay and in the rate controller's loop: the
+        // verdict must say so; the timing is not compared.
+        assert!(l4s_report::verdict(&l, None).has("testbed-timing"), "{report}; {c:?}");
+        println!("media: timing not compared (the host held the testbed back in every run)");
+    } else {
+        assert!(lm.feedback_reports > 500, "{report}");
+        assert!(timing(&l), "{report}");
+    }
+    let snaps = std::fs::read_to_string(out.join("snapshots-flows.csv")).unwrap();
     let header: Vec<&str> = snaps.lines().next().unwrap().split(',').collect();
     let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
     let frames: u64 = snaps
@@ -812,19 +933,7 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     let d = tmpdir("apps");
     let f = d.join("apps.toml");
     std::fs::write(&f, APPS).unwrap();
-    let id = run_id(6);
-    let _guard = Cleanup(id.clone());
-    let o = l4s()
-        .arg("run")
-        .arg(&f)
-        .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
-        .arg(d.join("live"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(namespaces(&id).is_empty());
-    let l = summary(&d.join("live"));
-    let c = |flow: &str, kind: &str| {
+    let c = |l: &l4s_metrics::summary::Summary, flow: &str, kind: &str| {
         l.flows
             .iter()
             .find(|f| f.name == flow)
@@ -835,34 +944,82 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
             .completions[kind]
             .clone()
     };
-    let (p, n, b) = (
-        c("rr-persistent", "response"),
-        c("rr-new", "response"),
-        c("bulk", "transfer"),
+    let figures = |l: &l4s_metrics::summary::Summary| {
+        let (p, n, b) = (
+            c(l, "rr-persistent", "response"),
+            c(l, "rr-new", "response"),
+            c(l, "bulk", "transfer"),
+        );
+        let report = format!(
+            "persistent: {} completions p50 {:.2} max {:.2} ms; new connection: {} p50 {:.2} max {:.2} ms; \
+             bulk 25 MB: {} transfer in {:.1} ms ({:.2} Mbit/s goodput)",
+            p.count,
+            p.time_ms.p50,
+            p.time_ms.max,
+            n.count,
+            n.time_ms.p50,
+            n.time_ms.max,
+            b.count,
+            b.time_ms.max,
+            b.goodput_bps / 1e6
+        );
+        (p, n, b, report)
+    };
+    let measured = measure_live(
+        "apps",
+        |attempt| {
+            let id = run_id(6 + 100 * attempt);
+            let _guard = Cleanup(id.clone());
+            let out = d.join(format!("live{attempt}"));
+            let o = l4s()
+                .arg("run")
+                .arg(&f)
+                .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(namespaces(&id).is_empty());
+            let l = summary(&out);
+            ((l.clone(), out), l)
+        },
+        |(l, _)| {
+            let (p, n, b, report) = figures(l);
+            // 1 RTT (20 ms) plus serialisation of 1 kB and scheduling: 20 to 23 ms; 2 RTT
+            // with a new connection; 25 MB at 100 Mbit/s is 2.0 s of payload, and slow
+            // start (≈ 0.1 s) and header overhead (≈ 3 %) come on top.
+            let within = (p.count, n.count, b.count) == (20, 20, 1)
+                && (20.0..=23.0).contains(&p.time_ms.p50)
+                && (40.0..=44.0).contains(&n.time_ms.p50)
+                && b.time_ms.max > 2000.0
+                && b.time_ms.max < 2600.0;
+            (!within).then_some(report)
+        },
     );
-    let report = format!(
-        "persistent: {} completions p50 {:.2} max {:.2} ms; new connection: {} p50 {:.2} max {:.2} ms; \
-         bulk 25 MB: {} transfer in {:.1} ms ({:.2} Mbit/s goodput)",
-        p.count,
-        p.time_ms.p50,
-        p.time_ms.max,
-        n.count,
-        n.time_ms.p50,
-        n.time_ms.max,
-        b.count,
-        b.time_ms.max,
-        b.goodput_bps / 1e6
-    );
-    println!("apps live: {report}");
+    let ((l, out), disrupted) = match measured {
+        Measured::Within(x) => (x, None),
+        Measured::Disrupted(x, c) => (x, Some(c)),
+    };
+    let (p, n, b, report) = figures(&l);
+    println!("apps live: {report}; self-check {:?}", l.testbed);
     assert_eq!((p.count, n.count, b.count), (20, 20, 1), "{report}");
-    // 1 RTT (20 ms) plus serialisation of 1 kB and scheduling: 20 to 23 ms.
-    assert!(p.time_ms.p50 >= 20.0 && p.time_ms.p50 <= 23.0, "{report}");
-    // 2 RTT with a new connection.
-    assert!(n.time_ms.p50 >= 40.0 && n.time_ms.p50 <= 44.0, "{report}");
-    // 25 MB at 100 Mbit/s is 2.0 s of payload; slow start (≈ 0.1 s) and header overhead
-    // (≈ 3 %) come on top.
-    assert!(b.time_ms.max > 2000.0 && b.time_ms.max < 2600.0, "{report}");
-    let snaps = std::fs::read_to_string(d.join("live/snapshots-flows.csv")).unwrap();
+    // The round trips cannot be fewer on any host, and the transfer cannot beat the rate.
+    assert!(
+        p.time_ms.p50 >= 20.0 && n.time_ms.p50 >= 40.0 && b.time_ms.max > 2000.0,
+        "{report}"
+    );
+    if let Some(c) = &disrupted {
+        // Late hand-offs add to every round trip and stall the transfer: the verdict must
+        // say so; the times are not compared.
+        assert!(l4s_report::verdict(&l, None).has("testbed-timing"), "{report}; {c:?}");
+        println!("apps: times not compared (the host held the testbed back in every run)");
+    } else {
+        assert!(
+            p.time_ms.p50 <= 23.0 && n.time_ms.p50 <= 44.0 && b.time_ms.max < 2600.0,
+            "{report}"
+        );
+    }
+    let snaps = std::fs::read_to_string(out.join("snapshots-flows.csv")).unwrap();
     let header: Vec<&str> = snaps.lines().next().unwrap().split(',').collect();
     let col = header.iter().position(|h| *h == "completions").unwrap();
     let total: u64 = snaps
@@ -878,8 +1035,11 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     // mistake an application flow for a silent one.
     let bulk = l.flows.iter().find(|f| f.name == "bulk").unwrap();
     assert!(bulk.received_packets > 10_000, "{} packets", bulk.received_packets);
+    // A late hand-off by each of the path's three elements comes on top on a host that
+    // held the testbed back.
+    let late = disrupted.as_ref().map_or(0.0, |c| 3.0 * c.max_ms);
     assert!(
-        bulk.owd_ms.p50 >= 10.0 && bulk.owd_ms.max < 10.0 + 121.2 + 5.0,
+        bulk.owd_ms.p50 >= 10.0 && bulk.owd_ms.max < 10.0 + 121.2 + 5.0 + late,
         "{:?}",
         bulk.owd_ms
     );

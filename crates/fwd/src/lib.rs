@@ -7,6 +7,7 @@
 //!   registry with SIGINT/SIGTERM cleanup, and removal of leftovers of killed runs.
 //! * [`packet`]: the frame parser (Ethernet, VLAN, IPv4, IPv6 extension headers), the
 //!   forwarder's owned [`packet::Frame`] (an [`l4s_core::QueuePacket`]) and its buffer pool.
+//! * [`lateness`]: how late the testbed's own threads hand packets on (a run's self-check).
 //! * [`afpacket`]: AF_PACKET sockets (recvmmsg), the monotonic clock, ppoll waits.
 //! * [`router`]: the forwarder, [`run`] / [`run_recording`] / [`run_recording_with_origin`]
 //!   with [`RouterConfig`] (per-direction rates, rate schedules, AQMs).
@@ -23,6 +24,7 @@ pub mod afpacket;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod error;
+pub mod lateness;
 pub mod netns;
 pub mod packet;
 pub mod router;

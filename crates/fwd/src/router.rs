@@ -367,6 +367,10 @@ pub struct DirectionStats {
     /// it gave up (ns) rather than bursting.
     pub pacer_forfeits: u64,
     pub pacer_forfeit_ns: u64,
+    /// How late frames were handed to the output after their serialisation ended on the
+    /// emulated link (the host's scheduling, or an output that was busy): the forwarder's
+    /// own share of every delay a run measures.
+    pub lateness: crate::lateness::LatenessStats,
     /// Most frame buffers in existence at once, and the cap.
     pub peak_buffers: usize,
     pub buffer_limit: usize,
@@ -501,6 +505,7 @@ struct Direction {
     tx_errors: u64,
     pacer_forfeits: u64,
     pacer_forfeit_ns: u64,
+    lateness: crate::lateness::Lateness,
     last_rx_bytes: u64,
     last_tx_bytes: u64,
     probability: Vec<(f64, f64)>,
@@ -625,6 +630,7 @@ impl Direction {
             tx_errors: 0,
             pacer_forfeits: 0,
             pacer_forfeit_ns: 0,
+            lateness: crate::lateness::Lateness::new(),
             last_rx_bytes: 0,
             last_tx_bytes: 0,
             probability: Vec::new(),
@@ -828,6 +834,7 @@ impl Direction {
                 }
                 match sock.send(f.bytes()) {
                     Ok(true) => {
+                        self.lateness.record(now.since(self.next_free).as_nanos());
                         self.tx_packets += 1;
                         self.tx_bytes += f.len() as u64;
                         self.retry_at = None;
@@ -1015,6 +1022,7 @@ impl Direction {
             tx_errors: self.tx_errors,
             pacer_forfeits: self.pacer_forfeits,
             pacer_forfeit_ns: self.pacer_forfeit_ns,
+            lateness: self.lateness.stats(),
             peak_buffers: self.pool.peak(),
             buffer_limit: self.pool.max(),
             queues,

@@ -16,6 +16,7 @@
 
 use l4s_core::{Dur, Ecn, Time};
 use l4s_fwd::afpacket::{monotonic_now, wait_readable, PacketSocket, Received};
+use l4s_fwd::lateness::{Lateness, LatenessStats};
 use l4s_fwd::FwdError;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,7 +61,7 @@ impl DelayConfig {
 }
 
 /// Counters of a delay element, per direction (0 = A→B, 1 = B→A).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DelayStats {
     pub forwarded: [u64; 2],
     /// Dropped because `max_frames` were held.
@@ -72,6 +73,9 @@ pub struct DelayStats {
     pub rewritten: u64,
     /// Most frames held at once.
     pub peak_frames: [usize; 2],
+    /// How late frames were released after their due time (arrival plus delay): the
+    /// element's own share of every delay a run measures.
+    pub lateness: [LatenessStats; 2],
 }
 
 /// Rewrite the ECN field of an Ethernet frame carrying IPv4 or IPv6 (no VLAN tags: the
@@ -118,6 +122,7 @@ pub fn run(cfg: &DelayConfig, stop: &AtomicBool) -> Result<DelayStats, FwdError>
     let mut held: [VecDeque<(Time, Vec<u8>)>; 2] = [VecDeque::new(), VecDeque::new()];
     let mut free: Vec<Vec<u8>> = Vec::new();
     let mut st = DelayStats::default();
+    let mut late = [Lateness::new(), Lateness::new()];
     crate::endpoints::precise_timers();
     if let Some(p) = cfg.realtime_priority {
         // Best effort: without CAP_SYS_NICE the element still works, only less precisely.
@@ -168,7 +173,8 @@ pub fn run(cfg: &DelayConfig, stop: &AtomicBool) -> Result<DelayStats, FwdError>
                 if *due > now {
                     break;
                 }
-                let Some((_, f)) = held[dir].pop_front() else { break };
+                let Some((due, f)) = held[dir].pop_front() else { break };
+                late[dir].record(now.since(due).as_nanos());
                 match out.send(&f) {
                     Ok(true) => st.forwarded[dir] += 1,
                     // Busy or failed: the frame is lost, as on a congested wire.
@@ -190,6 +196,7 @@ pub fn run(cfg: &DelayConfig, stop: &AtomicBool) -> Result<DelayStats, FwdError>
             wait_readable(&fds, wake.since(now).as_nanos());
         }
     }
+    st.lateness = [late[0].stats(), late[1].stats()];
     Ok(st)
 }
 

@@ -856,6 +856,7 @@ fn run_built(
     }
     // Time 0: queue meters start counting.
     mono0_cell.store(mono0, Ordering::Release);
+    let cpu0 = cpu_times();
     for (i, f) in sc.flows.iter().enumerate() {
         let ctx = ctx_of(i, false);
         let dst = SocketAddr::new(built.node_addr[listen_node(f)], ports[i]);
@@ -949,6 +950,7 @@ fn run_built(
             break;
         }
     }
+    let cpu1 = cpu_times();
     for h in tx_handles {
         let _ = h.join();
     }
@@ -999,24 +1001,35 @@ fn run_built(
     }
     let mut elements = Vec::new();
     let mut router_stats = Vec::new();
+    let mut lateness = Vec::new();
     for (name, r) in &results {
         match r {
             Err(e) => return Err(LiveError::run(format!("{name} failed: {e}"))),
             Ok(ElementResult::Router(st)) => {
                 elements.push(serde_json::json!({"element": name, "stats": st}));
+                lateness.extend(st.directions.iter().map(|d| d.lateness));
                 router_stats.push(st.clone());
             }
-            Ok(ElementResult::Delay(st)) => elements.push(serde_json::json!({
-                "element": name,
-                "forwarded": st.forwarded,
-                "overflow_drops": st.overflow_drops,
-                "oversize_drops": st.oversize_drops,
-                "tx_errors": st.tx_errors,
-                "ecn_rewritten": st.rewritten,
-                "peak_frames": st.peak_frames,
-            })),
+            Ok(ElementResult::Delay(st)) => {
+                elements.push(serde_json::json!({
+                    "element": name,
+                    "forwarded": st.forwarded,
+                    "overflow_drops": st.overflow_drops,
+                    "oversize_drops": st.oversize_drops,
+                    "tx_errors": st.tx_errors,
+                    "ecn_rewritten": st.rewritten,
+                    "peak_frames": st.peak_frames,
+                    "lateness": st.lateness,
+                }));
+                lateness.extend(st.lateness);
+            }
         }
     }
+    let steal = match (cpu0, cpu1) {
+        (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => Some(round6(s1.saturating_sub(s0) as f64 / (t1 - t0) as f64)),
+        _ => None,
+    };
+    let check = testbed_check(&lateness, steal);
     // Mean probability over the window, from the forwarders' samples.
     let mut probs: BTreeMap<usize, (f64, u64)> = BTreeMap::new();
     {
@@ -1045,7 +1058,8 @@ fn run_built(
             .and_then(|_| w.flush())
             .map_err(|e| LiveError::run(format!("cannot write distributions: {e}")))?;
     }
-    let summary = summary(sc, built, &meters, &queues, &probs, window, seed);
+    let mut summary = summary(sc, built, &meters, &queues, &probs, window, seed);
+    summary.testbed = Some(check);
     let bottleneck_packets = queues
         .iter()
         .filter(|q| sc.links[q.link].bottleneck)
@@ -1085,6 +1099,44 @@ fn run_built(
                 .unwrap_or_default(),
         },
     ))
+}
+
+/// CPU time of the whole machine from the first line of `/proc/stat`: (steal, total), in
+/// clock ticks. `None` where the file or the steal column is missing.
+fn cpu_times() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_cpu_line(text.lines().next()?)
+}
+
+fn parse_cpu_line(line: &str) -> Option<(u64, u64)> {
+    let mut it = line.split_whitespace();
+    if it.next()? != "cpu" {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal [guest guest_nice]: guest time is
+    // already counted in user and nice.
+    let v: Vec<u64> = it.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    (v.len() == 8).then(|| (v[7], v.iter().sum()))
+}
+
+/// The run's self-check from every element direction's lateness.
+fn testbed_check(lateness: &[l4s_fwd::lateness::LatenessStats], cpu_steal: Option<f64>) -> TestbedCheck {
+    let packets: u64 = lateness.iter().map(|l| l.packets).sum();
+    let late: u64 = lateness.iter().map(|l| l.over_1ms).sum();
+    let worst = |f: fn(&l4s_fwd::lateness::LatenessStats) -> f64| {
+        round6(lateness.iter().filter(|l| l.packets > 0).map(f).fold(0.0, f64::max) / 1e3)
+    };
+    let late_share = ratio(late, packets);
+    TestbedCheck {
+        packets,
+        late_over_1ms: late,
+        late_share: round6(late_share),
+        worst_p99_ms: worst(|l| l.p99_us),
+        worst_p999_ms: worst(|l| l.p999_us),
+        max_ms: worst(|l| l.max_us),
+        cpu_steal,
+        disrupted: late_share > TestbedCheck::DISRUPTED_SHARE,
+    }
 }
 
 fn opt(x: Option<f64>) -> String {
@@ -1474,4 +1526,53 @@ fn summary(
         out_queues,
         classes,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use l4s_fwd::lateness::LatenessStats;
+
+    #[test]
+    fn steal_from_proc_stat() {
+        assert_eq!(
+            parse_cpu_line("cpu  2397245 834 182638 1944567 15693 0 22330 6336 0 0"),
+            Some((6336, 2397245 + 834 + 182638 + 1944567 + 15693 + 22330 + 6336))
+        );
+        // Old kernels without the steal column, and other lines, give nothing.
+        assert_eq!(parse_cpu_line("cpu  1 2 3 4 5 6 7"), None);
+        assert_eq!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8"), None);
+        assert_eq!(parse_cpu_line("cpu  1 2 x 4 5 6 7 8"), None);
+    }
+
+    #[test]
+    fn testbed_check_flags_more_than_one_late_packet_in_a_thousand() {
+        let el = |packets, over_1ms, p999_us, max_us| LatenessStats {
+            packets,
+            p50_us: 15.0,
+            p99_us: 40.0,
+            p999_us,
+            max_us,
+            over_1ms,
+            over_1ms_total_ms: over_1ms as f64 * 2.0,
+        };
+        let clean = testbed_check(
+            &[
+                el(10_000, 5, 300.0, 2500.0),
+                el(0, 0, 0.0, 0.0),
+                el(10_000, 5, 200.0, 1800.0),
+            ],
+            Some(0.0),
+        );
+        assert_eq!((clean.packets, clean.late_over_1ms), (20_000, 10));
+        assert!(!clean.disrupted, "{clean:?}");
+        assert_eq!(
+            (clean.worst_p99_ms, clean.worst_p999_ms, clean.max_ms),
+            (0.04, 0.3, 2.5)
+        );
+        let bad = testbed_check(&[el(10_000, 30, 2600.0, 3000.0), el(10_000, 0, 100.0, 200.0)], None);
+        assert!((bad.late_share - 0.0015).abs() < 1e-12 && bad.disrupted, "{bad:?}");
+        assert_eq!(bad.cpu_steal, None);
+        assert!(!testbed_check(&[], None).disrupted);
+    }
 }

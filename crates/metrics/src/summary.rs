@@ -21,6 +21,39 @@ pub struct Summary {
     /// Aggregates per traffic class ("L4S", "classic"): throughput and delay of all
     /// flows of that class merged.
     pub classes: Vec<ClassSummary>,
+    /// Live runs only: how well the host kept the testbed's own timing (absent for the
+    /// simulator, whose timing is exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<TestbedCheck>,
+}
+
+/// The self-check of a live run: how late the testbed's own elements (the forwarders'
+/// pacers and the delay lines) handed packets on after they were due, and the CPU time
+/// the hypervisor took from this machine ("steal") during the run. Lateness adds to every
+/// delay the run measures; when more than [`TestbedCheck::DISRUPTED_SHARE`] of the
+/// packets left over 1 ms late, the tails (p99 and beyond) describe the host as much as
+/// the network, and `disrupted` is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TestbedCheck {
+    /// Packet hand-offs the elements timed (a packet crossing three elements counts three
+    /// times).
+    pub packets: u64,
+    /// Of these, left more than 1 ms late.
+    pub late_over_1ms: u64,
+    pub late_share: f64,
+    /// The worst element direction's p99 and p99.9 lateness, and the largest seen (ms).
+    pub worst_p99_ms: f64,
+    pub worst_p999_ms: f64,
+    pub max_ms: f64,
+    /// Share of this machine's CPU time stolen by the hypervisor over the run
+    /// (`/proc/stat`), if the kernel reports it.
+    pub cpu_steal: Option<f64>,
+    pub disrupted: bool,
+}
+
+impl TestbedCheck {
+    /// More than one packet in 1000 over 1 ms late moves a p99.9 by the lateness.
+    pub const DISRUPTED_SHARE: f64 = 0.001;
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -257,6 +290,7 @@ impl Summary {
             flows,
             queues,
             classes,
+            testbed: None,
         }
     }
 

@@ -523,6 +523,28 @@ pub fn verdict(s: &Summary, snaps: Option<&Snapshots>) -> Verdict {
         });
     }
 
+    // A live run whose host held the testbed's own elements back: the tails include it.
+    if let Some(t) = s.testbed.as_ref().filter(|t| t.disrupted) {
+        let steal = match t.cpu_steal {
+            Some(x) if x >= 0.001 => format!("; the hypervisor took {:.1} % of the CPU time (steal)", x * 100.0),
+            _ => String::new(),
+        };
+        w.push(Warning {
+            code: "testbed-timing",
+            severity: Severity::Warn,
+            text: format!(
+                "the host held the testbed back: {} of {} packet hand-offs by the testbed's own elements left over 1 ms late \
+                 ({:.2} %, p99.9 {} ms, worst {} ms){steal}. Delays at p99 and beyond include this lateness, which is the host's, \
+                 not the network's. Run on a quieter machine, or with fewer other processes.",
+                count(t.late_over_1ms),
+                count(t.packets),
+                t.late_share * 100.0,
+                ms(t.worst_p999_ms),
+                ms(t.max_ms)
+            ),
+        });
+    }
+
     let (headline, hl) = headline(s, tol);
     let level = w.iter().fold(hl, |acc, x| {
         acc.max(match x.severity {
@@ -704,6 +726,42 @@ mod tests {
             v,
             "snapshots add detail, never a warning of their own"
         );
+    }
+
+    #[test]
+    fn a_disrupted_live_testbed_is_named_with_its_figures() {
+        let mut s = synth::healthy_dualpi2();
+        let check = l4s_metrics::summary::TestbedCheck {
+            packets: 120_000,
+            late_over_1ms: 600,
+            late_share: 0.005,
+            worst_p99_ms: 0.9,
+            worst_p999_ms: 2.6,
+            max_ms: 4.1,
+            cpu_steal: Some(0.031),
+            disrupted: true,
+        };
+        s.testbed = Some(l4s_metrics::summary::TestbedCheck {
+            disrupted: false,
+            ..check.clone()
+        });
+        assert_eq!(codes(&verdict(&s, None)), Vec::<&str>::new());
+        s.testbed = Some(check);
+        let v = verdict(&s, None);
+        assert_eq!(codes(&v), vec!["testbed-timing"]);
+        assert_eq!(v.level, Level::Warn);
+        let t = &v.warnings[0].text;
+        for part in [
+            "600 of 120 000",
+            "0.50 %",
+            "p99.9 2.60 ms",
+            "worst 4.10 ms",
+            "3.1 % of the CPU time (steal)",
+        ] {
+            assert!(t.contains(part), "{part:?} in {t}");
+        }
+        // The finding itself is unchanged.
+        assert!(v.headline.starts_with("L4S working"), "{}", v.headline);
     }
 
     #[test]
