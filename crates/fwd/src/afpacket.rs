@@ -145,6 +145,9 @@ impl PacketSocket {
         let one: libc::c_int = 1;
         let _ = setsockopt(fdr, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one);
         let _ = setsockopt(fdr, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        // The kernel's receive time of every frame (see `RxStamp`): without it a frame that
+        // waited in the socket while the thread was held back would look younger.
+        let _ = setsockopt(fdr, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one);
         let buf: libc::c_int = 8 << 20;
         if setsockopt(fdr, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &buf).is_err() {
             let _ = setsockopt(fdr, libc::SOL_SOCKET, libc::SO_RCVBUF, &buf);
@@ -186,20 +189,29 @@ impl PacketSocket {
 
     /// Read one frame into `buf` without blocking. `Ok(None)`: nothing waiting.
     pub fn recv_one(&self, buf: &mut [u8]) -> Result<Option<Received>, FwdError> {
-        // SAFETY: sockaddr_ll is plain old data.
+        Ok(self.recv_one_at(buf)?.map(|(r, _)| r))
+    }
+
+    /// [`PacketSocket::recv_one`], with the kernel's receive time of the frame on
+    /// CLOCK_MONOTONIC when it gave one.
+    pub fn recv_one_at(&self, buf: &mut [u8]) -> Result<Option<(Received, Option<l4s_core::Time>)>, FwdError> {
+        // SAFETY: sockaddr_ll and msghdr are plain old data.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut sl = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: recvfrom into a buffer we own, with its true length.
-        let n = unsafe {
-            libc::recvfrom(
-                self.raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                &mut sll as *mut libc::sockaddr_ll as *mut libc::sockaddr,
-                &mut sl,
-            )
+        let mut ctrl = Ctrl([0u8; CTRL_LEN]);
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
         };
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = (&mut sll) as *mut libc::sockaddr_ll as *mut libc::c_void;
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctrl.0.as_mut_ptr().cast();
+        msg.msg_controllen = CTRL_LEN as _;
+        // SAFETY: recvmsg into a buffer we own, with its true length, and a control buffer
+        // of CTRL_LEN bytes; all live across the call.
+        let n = unsafe { libc::recvmsg(self.raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             return match e.raw_os_error() {
@@ -207,7 +219,11 @@ impl PacketSocket {
                 _ => Err(FwdError::io(format!("reading from {}", self.ifname), e)),
             };
         }
-        Ok(Some(classify_rx(n as usize, buf.len(), sll.sll_pkttype, false)))
+        let stamp = RxStamp::now().of(&msg);
+        Ok(Some((
+            classify_rx(n as usize, buf.len(), sll.sll_pkttype, false),
+            stamp,
+        )))
     }
 
     /// Read up to `bufs.len()` frames, one per buffer, with one `recvmmsg(2)`. Results go
@@ -236,6 +252,8 @@ impl PacketSocket {
             scratch.msgs[i].msg_hdr.msg_iovlen = 1;
             scratch.msgs[i].msg_hdr.msg_name = (&mut scratch.addrs[i]) as *mut libc::sockaddr_ll as *mut libc::c_void;
             scratch.msgs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            scratch.msgs[i].msg_hdr.msg_control = scratch.ctrl[i].0.as_mut_ptr().cast();
+            scratch.msgs[i].msg_hdr.msg_controllen = CTRL_LEN as _;
         }
         // SAFETY: every msghdr points to an iovec and sockaddr in `scratch` and to a buffer
         // in `bufs`, all alive and unaliased for the call.
@@ -255,7 +273,10 @@ impl PacketSocket {
                 _ => Err(FwdError::io(format!("reading from {}", self.ifname), e)),
             };
         }
+        let clock = RxStamp::now();
+        scratch.stamps.clear();
         for i in 0..got as usize {
+            scratch.stamps.push(clock.of(&scratch.msgs[i].msg_hdr));
             let m = &scratch.msgs[i];
             let trunc = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             out.push(classify_rx(
@@ -319,12 +340,85 @@ fn classify_rx(n: usize, cap: usize, pkttype: u8, trunc: bool) -> Received {
     }
 }
 
+/// Room for one SCM_TIMESTAMPNS control message (a `cmsghdr` and a `timespec`), aligned
+/// for `cmsghdr`.
+const CTRL_LEN: usize = 64;
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Ctrl([u8; CTRL_LEN]);
+
+/// The kernel's receive time of a frame (`SO_TIMESTAMPNS`: CLOCK_REALTIME, taken when the
+/// frame reached the interface's receive path) brought onto CLOCK_MONOTONIC, the clock of
+/// the forwarder and the testbed. Both clocks are read once per batch; a stamp later than
+/// now or more than a second old (the real-time clock was set meanwhile) is not used.
+#[derive(Clone, Copy, Debug)]
+pub struct RxStamp {
+    real_ns: i128,
+    mono_ns: i128,
+}
+
+impl RxStamp {
+    pub fn now() -> RxStamp {
+        let read = |clock| {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_gettime writes into the timespec we own.
+            unsafe { libc::clock_gettime(clock, &mut ts) };
+            ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+        };
+        let mono_ns = read(libc::CLOCK_MONOTONIC);
+        RxStamp {
+            real_ns: read(libc::CLOCK_REALTIME),
+            mono_ns,
+        }
+    }
+
+    /// A CLOCK_REALTIME stamp (ns) on CLOCK_MONOTONIC, if plausible.
+    pub fn to_monotonic(&self, real_ns: i128) -> Option<l4s_core::Time> {
+        let age = self.real_ns - real_ns;
+        (0..=1_000_000_000)
+            .contains(&age)
+            .then(|| l4s_core::Time((self.mono_ns - age).max(0) as u64))
+    }
+
+    /// The stamp in a received message's control data, if any.
+    fn of(&self, msg: &libc::msghdr) -> Option<l4s_core::Time> {
+        if msg.msg_control.is_null() || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+            return None;
+        }
+        // SAFETY: the control buffer is the one we passed, and the kernel set
+        // msg_controllen to the bytes it wrote; the CMSG_* helpers stay within it.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    if ts.tv_sec == 0 && ts.tv_nsec == 0 {
+                        return None;
+                    }
+                    return self.to_monotonic(ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128);
+                }
+                c = libc::CMSG_NXTHDR(msg, c);
+            }
+        }
+        None
+    }
+}
+
 /// The `recvmmsg` bookkeeping, allocated once.
 pub struct RecvScratch {
     cap: usize,
     msgs: Vec<libc::mmsghdr>,
     iov: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_ll>,
+    ctrl: Vec<Ctrl>,
+    stamps: Vec<Option<l4s_core::Time>>,
+}
+
+impl RecvScratch {
+    /// The kernel's receive time (CLOCK_MONOTONIC) of frame `i` of the last batch.
+    pub fn stamp(&self, i: usize) -> Option<l4s_core::Time> {
+        self.stamps.get(i).copied().flatten()
+    }
 }
 
 impl RecvScratch {
@@ -341,6 +435,8 @@ impl RecvScratch {
                 })
                 .collect(),
             addrs: (0..cap).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            ctrl: vec![Ctrl([0u8; CTRL_LEN]); cap],
+            stamps: Vec::with_capacity(cap),
         }
     }
 }
@@ -423,5 +519,34 @@ pub fn set_realtime(priority: u8) -> Result<(), FwdError> {
             "real-time scheduling of the forwarder",
             "CAP_SYS_NICE",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receive_stamps_move_onto_the_monotonic_clock() {
+        let c = RxStamp {
+            real_ns: 1_700_000_000_000_000_000,
+            mono_ns: 5_000_000_000,
+        };
+        // 250 µs before the clocks were read.
+        assert_eq!(
+            c.to_monotonic(1_700_000_000_000_000_000 - 250_000),
+            Some(l4s_core::Time(5_000_000_000 - 250_000))
+        );
+        assert_eq!(
+            c.to_monotonic(1_700_000_000_000_000_000),
+            Some(l4s_core::Time(5_000_000_000))
+        );
+        // From the future, or older than a second (the real-time clock was set): not used.
+        assert_eq!(c.to_monotonic(1_700_000_000_000_000_001), None);
+        assert_eq!(c.to_monotonic(1_700_000_000_000_000_000 - 1_000_000_001), None);
+        // Read from the real clocks, a stamp just taken lands at or just before now.
+        let now = RxStamp::now();
+        let t = now.to_monotonic(now.real_ns - 1000).unwrap();
+        assert_eq!(t.0 as i128, now.mono_ns - 1000);
     }
 }

@@ -371,6 +371,8 @@ pub struct DirectionStats {
     /// emulated link (the host's scheduling, or an output that was busy): the forwarder's
     /// own share of every delay a run measures.
     pub lateness: crate::lateness::LatenessStats,
+    /// Frames the kernel gave no usable receive time for (timed from when they were read).
+    pub unstamped: u64,
     /// Most frame buffers in existence at once, and the cap.
     pub peak_buffers: usize,
     pub buffer_limit: usize,
@@ -506,6 +508,9 @@ struct Direction {
     pacer_forfeits: u64,
     pacer_forfeit_ns: u64,
     lateness: crate::lateness::Lateness,
+    /// The latest enqueue time so far.
+    last_enqueue: Time,
+    unstamped: u64,
     last_rx_bytes: u64,
     last_tx_bytes: u64,
     probability: Vec<(f64, f64)>,
@@ -631,6 +636,8 @@ impl Direction {
             pacer_forfeits: 0,
             pacer_forfeit_ns: 0,
             lateness: crate::lateness::Lateness::new(),
+            last_enqueue: Time::ZERO,
+            unstamped: 0,
             last_rx_bytes: 0,
             last_tx_bytes: 0,
             probability: Vec::new(),
@@ -657,9 +664,17 @@ impl Direction {
         self.pool.put(d.pkt.into_buffer());
     }
 
-    /// One frame read into `buf` (already counted as received).
-    fn accept(&mut self, buf: Box<[u8]>, len: usize, now: Time, sink: &mut Sink<'_>) {
-        match Frame::new(buf, len, now) {
+    /// One frame read into `buf` (already counted as received) at `now`; `stamp` is the
+    /// kernel's receive time, which the frame's arrival and its queue time count from (a
+    /// frame that waited in the socket while this thread was held back has queued that
+    /// long already). Enqueue times never go backwards, so each queue stays in order.
+    fn accept(&mut self, buf: Box<[u8]>, len: usize, stamp: Option<Time>, now: Time, sink: &mut Sink<'_>) {
+        if stamp.is_none() {
+            self.unstamped += 1;
+        }
+        let arrival = stamp.unwrap_or(now).min(now).max(self.last_enqueue);
+        self.last_enqueue = arrival;
+        match Frame::new(buf, len, arrival) {
             Err((buf, m)) => {
                 self.malformed[m.index()] += 1;
                 self.pool.put(buf);
@@ -668,7 +683,7 @@ impl Direction {
                 if frame.ip().is_none() {
                     self.non_ip += 1;
                 }
-                if let Enqueued::Dropped(d) = self.qdisc.enqueue(frame, now) {
+                if let Enqueued::Dropped(d) = self.qdisc.enqueue(frame, arrival) {
                     self.dropped(d, now, sink);
                 }
                 let mut extra = std::mem::take(&mut self.drops);
@@ -738,7 +753,8 @@ impl Direction {
         // boxed slice does not allocate).
         for (i, r) in results.iter().enumerate() {
             let buf = std::mem::take(&mut self.staging[i]);
-            self.handle_rx(buf, *r, now, sink);
+            let stamp = self.scratch.stamp(i);
+            self.handle_rx(buf, *r, stamp, now, sink);
         }
         self.staging.drain(..got);
         self.results = results;
@@ -746,7 +762,7 @@ impl Direction {
         Ok(got)
     }
 
-    fn handle_rx(&mut self, buf: Box<[u8]>, r: Received, now: Time, sink: &mut Sink<'_>) {
+    fn handle_rx(&mut self, buf: Box<[u8]>, r: Received, stamp: Option<Time>, now: Time, sink: &mut Sink<'_>) {
         match r {
             Received::Skip => self.pool.put(buf),
             Received::Oversize(len) => {
@@ -758,7 +774,7 @@ impl Direction {
             Received::Frame(len) => {
                 self.rx_packets += 1;
                 self.rx_bytes += len as u64;
-                self.accept(buf, len, now, sink);
+                self.accept(buf, len, stamp, now, sink);
             }
         }
     }
@@ -770,10 +786,10 @@ impl Direction {
             let Some(mut buf) = self.pool.get() else {
                 return self.receive_batch(sock, now, sink).map(|m| n + m);
             };
-            match sock.recv_one(&mut buf) {
-                Ok(Some(r)) => {
+            match sock.recv_one_at(&mut buf) {
+                Ok(Some((r, stamp))) => {
                     n += 1;
-                    self.handle_rx(buf, r, now, sink);
+                    self.handle_rx(buf, r, stamp, now, sink);
                 }
                 Ok(None) => {
                     self.pool.put(buf);
@@ -1023,6 +1039,7 @@ impl Direction {
             pacer_forfeits: self.pacer_forfeits,
             pacer_forfeit_ns: self.pacer_forfeit_ns,
             lateness: self.lateness.stats(),
+            unstamped: self.unstamped,
             peak_buffers: self.pool.peak(),
             buffer_limit: self.pool.max(),
             queues,

@@ -82,6 +82,13 @@ fn rate_check(mbps: u64) -> f64 {
         d.queues.iter().map(|q| q.drops).sum::<u64>() > 0,
         "the sender must overload the link"
     );
+    // Every frame's queue time counts from the kernel's receive stamp.
+    assert_eq!(d.unstamped, 0, "frames without a receive stamp");
+    assert!(
+        d.lateness.packets >= d.tx_packets.saturating_sub(1) && d.lateness.packets > 1000,
+        "{:?}",
+        d.lateness
+    );
     err
 }
 

@@ -76,6 +76,8 @@ pub struct DelayStats {
     /// How late frames were released after their due time (arrival plus delay): the
     /// element's own share of every delay a run measures.
     pub lateness: [LatenessStats; 2],
+    /// Frames the kernel gave no usable receive time for (timed from when they were read).
+    pub unstamped: [u64; 2],
 }
 
 /// Rewrite the ECN field of an Ethernet frame carrying IPv4 or IPv6 (no VLAN tags: the
@@ -136,17 +138,17 @@ pub fn run(cfg: &DelayConfig, stop: &AtomicBool) -> Result<DelayStats, FwdError>
             for _ in 0..256 {
                 let mut buf = free.pop().unwrap_or_else(|| vec![0u8; buf_len]);
                 buf.resize(buf_len, 0);
-                match socks[dir].recv_one(&mut buf)? {
+                match socks[dir].recv_one_at(&mut buf)? {
                     None => {
                         free.push(buf);
                         break;
                     }
-                    Some(Received::Skip) => free.push(buf),
-                    Some(Received::Oversize(_)) => {
+                    Some((Received::Skip, _)) => free.push(buf),
+                    Some((Received::Oversize(_), _)) => {
                         st.oversize_drops[dir] += 1;
                         free.push(buf);
                     }
-                    Some(Received::Frame(n)) => {
+                    Some((Received::Frame(n), stamp)) => {
                         if held[dir].len() >= cfg.max_frames {
                             st.overflow_drops[dir] += 1;
                             free.push(buf);
@@ -160,7 +162,15 @@ pub fn run(cfg: &DelayConfig, stop: &AtomicBool) -> Result<DelayStats, FwdError>
                                 }
                             }
                         }
-                        held[dir].push_back((now + delays[dir], buf));
+                        // Due after the delay from the kernel's receive time (a frame that
+                        // waited in the socket while this thread was held back has been on
+                        // the wire that long), never before the frame ahead of it.
+                        if stamp.is_none() {
+                            st.unstamped[dir] += 1;
+                        }
+                        let arrived = stamp.unwrap_or(now).min(now);
+                        let due = (arrived + delays[dir]).max(held[dir].back().map_or(Time::ZERO, |h| h.0));
+                        held[dir].push_back((due, buf));
                         st.peak_frames[dir] = st.peak_frames[dir].max(held[dir].len());
                     }
                 }

@@ -1020,6 +1020,7 @@ fn run_built(
                     "ecn_rewritten": st.rewritten,
                     "peak_frames": st.peak_frames,
                     "lateness": st.lateness,
+                    "unstamped": st.unstamped,
                 }));
                 lateness.extend(st.lateness);
             }
