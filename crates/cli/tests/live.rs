@@ -120,6 +120,38 @@ fn measure_live<T>(
     }
 }
 
+/// The simulator's run of `scenario` into `d/sim`, and its summary.
+fn run_sim(scenario: &Path, d: &Path) -> l4s_metrics::summary::Summary {
+    let o = l4s()
+        .arg("run")
+        .arg(scenario)
+        .args(["-q", "--out"])
+        .arg(d.join("sim"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sim: {}", String::from_utf8_lossy(&o.stderr));
+    summary(&d.join("sim"))
+}
+
+/// One live run of `scenario` (`tag`: the test's own run id; `attempt`: which measurement)
+/// into `d/live{attempt}`, checked to exit cleanly and leave no namespace behind: its
+/// summary, run id and results directory.
+fn run_live(scenario: &Path, d: &Path, tag: u32, attempt: u32) -> (l4s_metrics::summary::Summary, String, PathBuf) {
+    let id = run_id(tag + 100 * attempt);
+    let _guard = Cleanup(id.clone());
+    let out = d.join(format!("live{attempt}"));
+    let o = l4s()
+        .arg("run")
+        .arg(scenario)
+        .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "live: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(namespaces(&id).is_empty());
+    (summary(&out), id, out)
+}
+
 /// Removes the run's namespaces on drop (also when the test fails).
 struct Cleanup(String);
 impl Drop for Cleanup {
@@ -285,33 +317,13 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     let d = tmpdir("xval");
     let f = d.join("xval.toml");
     std::fs::write(&f, XVAL).unwrap();
-    let o = l4s()
-        .arg("run")
-        .arg(&f)
-        .args(["-q", "--out"])
-        .arg(d.join("sim"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let s = summary(&d.join("sim"));
+    let s = run_sim(&f, &d);
     assert!(s.testbed.is_none(), "the simulator has no testbed self-check");
     let p = |x: &l4s_metrics::summary::Summary, n: &str| x.flows.iter().find(|f| f.name == n).unwrap().clone();
     let measured = measure_live(
         "cross-validation",
         |attempt| {
-            let id = run_id(3 + 100 * attempt);
-            let _guard = Cleanup(id.clone());
-            let out = d.join(format!("live{attempt}"));
-            let o = l4s()
-                .arg("run")
-                .arg(&f)
-                .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
-                .arg(&out)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            assert!(namespaces(&id).is_empty());
-            let l = summary(&out);
+            let (l, id, out) = run_live(&f, &d, 3, attempt);
             ((l.clone(), id, out), l)
         },
         |(l, _, _)| {
@@ -773,15 +785,7 @@ fn live_media_flow_delivers_frames_like_the_simulator() {
     let d = tmpdir("media");
     let f = d.join("media.toml");
     std::fs::write(&f, MEDIA).unwrap();
-    let o = l4s()
-        .arg("run")
-        .arg(&f)
-        .args(["-q", "--out"])
-        .arg(d.join("sim"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "sim: {}", String::from_utf8_lossy(&o.stderr));
-    let s = summary(&d.join("sim"));
+    let s = run_sim(&f, &d);
     let figures = |l: &l4s_metrics::summary::Summary| {
         let (sf, lf) = (&s.flows[0], &l.flows[0]);
         let (sm, lm) = (sf.media.as_ref().unwrap(), lf.media.as_ref().unwrap());
@@ -837,19 +841,7 @@ fn live_media_flow_delivers_frames_like_the_simulator() {
     let measured = measure_live(
         "media",
         |attempt| {
-            let id = run_id(5 + 100 * attempt);
-            let _guard = Cleanup(id.clone());
-            let out = d.join(format!("live{attempt}"));
-            let o = l4s()
-                .arg("run")
-                .arg(&f)
-                .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
-                .arg(&out)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "live: {}", String::from_utf8_lossy(&o.stderr));
-            assert!(namespaces(&id).is_empty());
-            let l = summary(&out);
+            let (l, _, out) = run_live(&f, &d, 5, attempt);
             ((l.clone(), out), l)
         },
         |(l, _)| (!timing(l)).then(|| figures(l)),
@@ -968,19 +960,7 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     let measured = measure_live(
         "apps",
         |attempt| {
-            let id = run_id(6 + 100 * attempt);
-            let _guard = Cleanup(id.clone());
-            let out = d.join(format!("live{attempt}"));
-            let o = l4s()
-                .arg("run")
-                .arg(&f)
-                .args(["-q", "--backend", "live", "--run-id", &id, "--out"])
-                .arg(&out)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            assert!(namespaces(&id).is_empty());
-            let l = summary(&out);
+            let (l, _, out) = run_live(&f, &d, 6, attempt);
             ((l.clone(), out), l)
         },
         |(l, _)| {
