@@ -48,6 +48,11 @@ impl Lateness {
         }
     }
 
+    /// Packets over 1 ms late so far.
+    pub fn over_1ms(&self) -> u64 {
+        self.over
+    }
+
     pub fn stats(&self) -> LatenessStats {
         let q = |x: f64| {
             if self.hist.is_empty() {
@@ -100,7 +105,7 @@ mod tests {
         l.record(1_500_000);
         l.record(3_000_000);
         let s = l.stats();
-        assert_eq!((s.packets, s.over_1ms), (1000, 2));
+        assert_eq!((s.packets, s.over_1ms, l.over_1ms()), (1000, 2, 2));
         assert!((s.over_1ms_total_ms - 4.5).abs() < 1e-9, "{s:?}");
         assert!(
             (s.p50_us - 20.0).abs() <= 0.2 && (s.p99_us - 20.0).abs() <= 0.2,

@@ -418,6 +418,9 @@ pub struct DirectionStatus {
     pub tx_rate: Rate,
     pub probability: Option<f64>,
     pub queues: Vec<QueueStatus>,
+    /// Frames handed to the output more than 1 ms after they were due, over the last
+    /// interval: the host held the forwarder back (see [`crate::lateness`]).
+    pub late: u64,
 }
 
 /// What `on_status` receives once per status interval.
@@ -446,6 +449,9 @@ impl std::fmt::Display for RouterStatus {
                     q.marks,
                     q.drops
                 )?;
+            }
+            if d.late > 0 {
+                write!(f, " LATE>1ms={}", d.late)?;
             }
         }
         Ok(())
@@ -511,6 +517,8 @@ struct Direction {
     /// The latest enqueue time so far.
     last_enqueue: Time,
     unstamped: u64,
+    /// Late frames at the last status.
+    last_late: u64,
     last_rx_bytes: u64,
     last_tx_bytes: u64,
     probability: Vec<(f64, f64)>,
@@ -638,6 +646,7 @@ impl Direction {
             lateness: crate::lateness::Lateness::new(),
             last_enqueue: Time::ZERO,
             unstamped: 0,
+            last_late: 0,
             last_rx_bytes: 0,
             last_tx_bytes: 0,
             probability: Vec::new(),
@@ -975,6 +984,8 @@ impl Direction {
             t.last_drops = s.drops;
             t.interval.reset();
         }
+        let late = self.lateness.over_1ms() - self.last_late;
+        self.last_late = self.lateness.over_1ms();
         DirectionStatus {
             name: self.name.clone(),
             rate: self.scheduled(now, origin).0,
@@ -982,6 +993,7 @@ impl Direction {
             tx_rate,
             probability,
             queues,
+            late,
         }
     }
 
@@ -1372,5 +1384,43 @@ mod tests {
         );
         c.rate_repeat_ba = Some(Dur::from_millis(2001));
         c.validate().unwrap();
+    }
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    #[test]
+    fn the_status_line_names_late_frames_only_when_there_are_some() {
+        let dir = |late| DirectionStatus {
+            name: "a->b".into(),
+            rate: Rate::mbps(20),
+            rx_rate: Rate::mbps(25),
+            tx_rate: Rate::mbps(20),
+            probability: Some(0.05),
+            queues: vec![QueueStatus {
+                queue: QueueId::L,
+                backlog_packets: 3,
+                backlog_bytes: 4542,
+                delay_p50: Dur::from_micros(150),
+                delay_p99: Dur::from_micros(900),
+                marks: 12,
+                drops: 0,
+            }],
+            late,
+        };
+        let st = |late| RouterStatus {
+            elapsed: Dur::from_millis(2500),
+            directions: vec![dir(late)],
+        };
+        let quiet = st(0).to_string();
+        assert!(
+            quiet.contains("[L q=3 p50=0.15ms p99=0.90ms mark=12 drop=0]"),
+            "{quiet}"
+        );
+        assert!(!quiet.contains("LATE"), "{quiet}");
+        let held = st(42).to_string();
+        assert!(held.ends_with("drop=0] LATE>1ms=42"), "{held}");
     }
 }
