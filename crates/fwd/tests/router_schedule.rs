@@ -177,14 +177,19 @@ fn router_follows_a_repeating_rate_schedule_from_the_command_line() {
         println!("router rate schedule: [{a}, {b}) s delivered {m:.3} Mbit/s, schedule {want}");
         got.push((a, b, m, want));
     }
+    let (ab, ba) = (&stats.directions[0], &stats.directions[1]);
+    // Link time the pacer forfeited (woken over 2 ms late with frames waiting: a host
+    // that held the forwarder back) is not delivered; none on a quiet host. At most all of
+    // it falls in one window.
+    let forfeited_s = ab.pacer_forfeit_ns as f64 / 1e9;
     for (a, b, m, want) in got {
+        let short = want * forfeited_s / (b - a);
         assert!(
-            (m - want).abs() <= 0.03 * want,
-            "[{a}, {b}) s: {m:.3} Mbit/s delivered, the schedule says {want}"
+            m <= 1.03 * want && m >= 0.97 * want - short,
+            "[{a}, {b}) s: {m:.3} Mbit/s delivered, the schedule says {want} ({forfeited_s:.4} s forfeited)"
         );
     }
 
-    let (ab, ba) = (&stats.directions[0], &stats.directions[1]);
     assert!(
         ab.queues.iter().map(|q| q.drops).sum::<u64>() > 0,
         "the sender must overload the link"

@@ -105,6 +105,17 @@ fn live_fifo_follows_the_rate_schedule_step_by_step() {
         assert!(xs.len() >= 5, "snapshots in [{a}, {b}): {load:?}");
         xs.iter().sum::<f64>() / xs.len() as f64 / 1e6
     };
+    let fwd = info
+        .elements
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["element"] == "forwarder on bottleneck");
+    let dirs = &fwd.unwrap_or_else(|| panic!("{}", info.elements))["stats"]["directions"];
+    // Link time the pacer forfeited (woken over 2 ms late with frames waiting: a host
+    // that held the forwarder back) is not delivered; none on a quiet host. At most all of
+    // it falls in one window.
+    let forfeited_s = dirs[0]["pacer_forfeit_ns"].as_u64().unwrap() as f64 / 1e9;
     let mut got = Vec::new();
     for (a, b, want) in [(0.5, 2.0, 20.0), (2.5, 4.0, 5.0), (4.5, 6.0, 10.0)] {
         let m = mean(a, b);
@@ -112,9 +123,10 @@ fn live_fifo_follows_the_rate_schedule_step_by_step() {
         got.push((a, b, m, want));
     }
     for (a, b, m, want) in got {
+        let short = want * forfeited_s / (b - a - 0.2);
         assert!(
-            (m - want).abs() <= 0.03 * want,
-            "[{a}, {b}) s: {m:.3} Mbit/s delivered, the schedule says {want}; all: {load:?}"
+            m <= 1.03 * want && m >= 0.97 * want - short,
+            "[{a}, {b}) s: {m:.3} Mbit/s delivered, the schedule says {want} ({forfeited_s:.4} s forfeited); all: {load:?}"
         );
     }
     // The queue snapshots report the rate in force, and the summary the final one (as the
@@ -134,15 +146,13 @@ fn live_fifo_follows_the_rate_schedule_step_by_step() {
     }
     let q = &summary.queues[0];
     assert_eq!((q.name.as_str(), q.rate_bps), ("bottleneck", 10_000_000));
-    assert!(q.utilization > 0.97, "saturated link, utilisation {}", q.utilization);
+    let window = summary.scenario.stats_window_s;
+    assert!(
+        q.utilization + forfeited_s / window > 0.97,
+        "saturated link, utilisation {} ({forfeited_s:.4} s forfeited)",
+        q.utilization
+    );
     // The forwarder applied both changes on the bottleneck direction and none on the way back.
-    let fwd = info
-        .elements
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["element"] == "forwarder on bottleneck");
-    let dirs = &fwd.unwrap_or_else(|| panic!("{}", info.elements))["stats"]["directions"];
     assert_eq!(dirs[0]["rate_changes_applied"], 2, "{dirs}");
     assert_eq!(dirs[0]["rate_bps"], 20_000_000u64);
     assert_eq!(dirs[0]["final_rate_bps"], 10_000_000u64);
