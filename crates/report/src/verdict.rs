@@ -533,9 +533,10 @@ pub fn verdict(s: &Summary, snaps: Option<&Snapshots>) -> Verdict {
             code: "testbed-timing",
             severity: Severity::Warn,
             text: format!(
-                "the host held the testbed back: {} of {} packet hand-offs by the testbed's own elements left over 1 ms late \
+                "the testbed fell behind: {} of {} packet hand-offs by its own elements left over 1 ms late \
                  ({:.2} %, p99.9 {} ms, worst {} ms){steal}. Delays at p99 and beyond include this lateness, which is the host's, \
-                 not the network's. Run on a quieter machine, or with fewer other processes.",
+                 not the network's: other processes or the hypervisor took the CPU, or the rates are more than this machine \
+                 forwards. Run on a quieter machine, or at lower rates.",
                 count(t.late_over_1ms),
                 count(t.packets),
                 t.late_share * 100.0,
