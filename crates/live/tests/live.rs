@@ -326,12 +326,18 @@ start = "1s"
 stop = "3s"
 "#,
     );
-    // The delay bands hold on a host that keeps the testbed's timing: a run that misses
-    // them while the self-check says the host held the testbed back is measured again (up
-    // to three runs); if every run was held back, only the bands are left unasserted.
+    // The delay and rate bands hold on a host that keeps the testbed's timing: a run that
+    // misses them while the self-check says the host held the testbed back is measured
+    // again (up to three runs); if every run was held back, only the bands are left
+    // unasserted.
     let within = |s: &l4s_metrics::summary::Summary| {
         let owd = |n: &str| s.flows.iter().find(|f| f.name == n).unwrap().owd_ms;
-        owd("probe-l4s").p99 < 13.0 && owd("probe-late").p50 < 10.0
+        let access = s.queues.iter().find(|q| q.name == "access").unwrap();
+        let bulk = s.flows.iter().find(|f| f.name == "bulk").unwrap();
+        owd("probe-l4s").p99 < 13.0
+            && owd("probe-late").p50 < 10.0
+            && access.utilization > 0.9
+            && bulk.throughput_bps > 0.8 * 20e6
     };
     let mut attempt = 0;
     let (s, info, quiet) = loop {
@@ -347,7 +353,7 @@ stop = "3s"
         if within(&s) || !check.disrupted {
             break (s, info, true);
         }
-        println!("multi-hop: run {attempt} missed a delay band on a host that held the testbed back: {check:?}");
+        println!("multi-hop: run {attempt} missed a band on a host that held the testbed back: {check:?}");
         attempt += 1;
         if attempt == 3 {
             break (s, info, false);
@@ -380,8 +386,14 @@ stop = "3s"
     assert_eq!(probe.lost_packets, 0);
     // The access link is the bottleneck: UDP Prague fills it and is CE-marked there.
     let access = s.queues.iter().find(|q| q.name == "access").unwrap();
-    assert!(access.utilization > 0.9, "access utilisation {}", access.utilization);
-    assert!(bulk.throughput_bps > 0.8 * 20e6, "{}", bulk.throughput_bps);
+    // (A host that held the testbed back in every run also holds back UDP Prague's control
+    // loop: the stalls reach it as CE marks, so its rate is not judged then.)
+    assert!(
+        !quiet || access.utilization > 0.9,
+        "access utilisation {}",
+        access.utilization
+    );
+    assert!(!quiet || bulk.throughput_bps > 0.8 * 20e6, "{}", bulk.throughput_bps);
     assert!(bulk.ce_packets > 0 && access.marks >= bulk.ce_packets);
     let core = s.queues.iter().find(|q| q.name == "core-link").unwrap();
     assert!(core.utilization < 0.2 && core.marks == 0 && core.drops == 0);
@@ -390,7 +402,15 @@ stop = "3s"
     // in the statistics window; a router as the receiver; the path is 9 ms one way.
     let late = s.flows.iter().find(|f| f.name == "probe-late").unwrap();
     assert!((98..=101).contains(&late.sent_packets), "sent {}", late.sent_packets);
-    assert_eq!(late.received_packets, late.sent_packets);
+    // Nothing lost; received counts arrivals in the window, so on a host that held the
+    // testbed back the packet sent 10 ms before the window (due 1 ms before it) can arrive
+    // inside it.
+    assert_eq!(late.lost_packets, 0, "{late:?}");
+    let early = u64::from(!quiet);
+    assert!(
+        (late.sent_packets..=late.sent_packets + early).contains(&late.received_packets),
+        "{late:?}"
+    );
     assert!(
         late.owd_ms.p50 >= 9.0 && (!quiet || late.owd_ms.p50 < 10.0),
         "{:?}",
