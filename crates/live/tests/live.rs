@@ -52,6 +52,39 @@ fn scenario(text: &str) -> l4s_scenario::Scenario {
     l4s_scenario::load_str(text, Path::new("live-test.toml")).unwrap()
 }
 
+/// Live runs of `sc` with `opts()` (a fresh run id each) until `within` holds or the run's
+/// self-check (`summary.testbed`) says the host kept the testbed's timing, at most three
+/// runs. A band missed on a quiet host is the test's to fail; one missed while the host
+/// held the testbed back (a hypervisor's steal) is measured again. Returns the last run
+/// and whether its bands are to be asserted (false: the host held the testbed back in
+/// every run, and only what that does not change can be).
+fn live_until_quiet(
+    what: &str,
+    sc: &l4s_scenario::Scenario,
+    opts: impl Fn() -> LiveOptions,
+    within: impl Fn(&l4s_metrics::summary::Summary) -> bool,
+) -> (l4s_metrics::summary::Summary, l4s_live::run::LiveRunInfo, bool) {
+    for attempt in 0.. {
+        let id = RunId::generate();
+        let o = LiveOptions {
+            run_id: Some(id.clone()),
+            ..opts()
+        };
+        let (s, info) = l4s_live::run(sc.clone(), o, &mut |_| {}).unwrap();
+        no_namespaces_left(&id);
+        let check = s.testbed.clone().expect("a live run carries its self-check");
+        if within(&s) || !check.disrupted {
+            return (s, info, true);
+        }
+        println!("{what}: run {attempt} missed a band on a host that held the testbed back: {check:?}");
+        if attempt == 2 {
+            println!("{what}: the host held the testbed back in every run; its bands are not asserted");
+            return (s, info, false);
+        }
+    }
+    unreachable!()
+}
+
 /// ecn-check from one host to a reflector on another, across the bottleneck whose
 /// forward direction has the given fault.
 fn ecn_check_through(fault: &str) -> ecncheck::Report {
@@ -184,9 +217,7 @@ size = "200B"
 ecn = "not-ect"
 "#
     ));
-    let id = RunId::generate();
-    let opts = LiveOptions {
-        run_id: Some(id.clone()),
+    let opts = || LiveOptions {
         duration: Some(Dur::from_secs(secs)),
         on_ready: Some(Box::new(move |hosts: &[Host]| {
             let src = hosts.iter().find(|h| h.name == "probe.src").ok_or("no probe.src")?;
@@ -224,8 +255,15 @@ ecn = "not-ect"
         })),
         ..LiveOptions::default()
     };
-    let (s, info) = l4s_live::run(sc, opts, &mut |_| {}).unwrap();
-    no_namespaces_left(&id);
+    // specs/dualpi2.md test property 2: 15 ms ± 3 ms once converged, utilisation > 95 %;
+    // the probe beside it sees the base one-way delay (10 ms) plus the classic queue.
+    let within = |s: &l4s_metrics::summary::Summary| {
+        let mean = s.queues[0].subqueues["C"].sojourn_ms.mean;
+        (12.0..=18.0).contains(&mean)
+            && s.queues[0].utilization > 0.95
+            && (s.flows[0].owd_ms.p50 - 10.0 - mean).abs() < 5.0
+    };
+    let (s, info, quiet) = live_until_quiet("iperf3", &sc, opts, within);
     let q = &s.queues[0];
     assert_eq!(q.name, "bottleneck");
     // Link time the pacer forfeited on a host that held the forwarder back (none on a
@@ -246,18 +284,21 @@ ecn = "not-ect"
         "iperf3 through live DualPI2 at 40 Mbit/s: C sojourn mean {mean:.2} ms p99 {:.2} ms, utilisation {:.4}, drops {}, probe OWD p50 {:.2} ms",
         c.sojourn_ms.p99, q.utilization, q.drops, s.flows[0].owd_ms.p50
     );
-    // specs/dualpi2.md test property 2: 15 ms ± 3 ms once converged, utilisation > 95 %.
+    assert!(q.drops > 0, "CUBIC without ECN is controlled by drops");
+    assert!(s.flows[0].lost_packets * 50 <= s.flows[0].sent_packets, "probe loss");
+    let p50 = s.flows[0].owd_ms.p50;
+    assert!(p50 >= 10.0, "probe median {p50} ms");
+    if !quiet {
+        // The host held the testbed back in every run, and with it CUBIC's loop.
+        return;
+    }
     assert!((12.0..=18.0).contains(&mean), "classic queue mean {mean} ms");
     assert!(
         q.utilization + forfeited_s / s.scenario.stats_window_s > 0.95,
         "utilisation {} ({forfeited_s:.4} s forfeited)",
         q.utilization
     );
-    assert!(q.drops > 0, "CUBIC without ECN is controlled by drops");
-    // The probe beside it sees the base one-way delay (10 ms) plus the classic queue.
-    let p50 = s.flows[0].owd_ms.p50;
     assert!((p50 - 10.0 - mean).abs() < 5.0, "probe median {p50} ms vs 10 + {mean}");
-    assert!(s.flows[0].lost_packets * 50 <= s.flows[0].sent_packets, "probe loss");
 }
 
 /// A custom three-hop topology (the shape of `scenarios/multi-hop.toml`, CUBIC for Prague)
@@ -339,26 +380,15 @@ stop = "3s"
             && access.utilization > 0.9
             && bulk.throughput_bps > 0.8 * 20e6
     };
-    let mut attempt = 0;
-    let (s, info, quiet) = loop {
-        let id = RunId::generate();
-        let opts = LiveOptions {
-            run_id: Some(id.clone()),
+    let (s, info, quiet) = live_until_quiet(
+        "multi-hop",
+        &sc,
+        || LiveOptions {
             ipv6: true,
             ..LiveOptions::default()
-        };
-        let (s, info) = l4s_live::run(sc.clone(), opts, &mut |_| {}).unwrap();
-        no_namespaces_left(&id);
-        let check = s.testbed.clone().expect("a live run carries its self-check");
-        if within(&s) || !check.disrupted {
-            break (s, info, true);
-        }
-        println!("multi-hop: run {attempt} missed a band on a host that held the testbed back: {check:?}");
-        attempt += 1;
-        if attempt == 3 {
-            break (s, info, false);
-        }
-    };
+        },
+        within,
+    );
     // 4 nodes, 3 wire namespaces.
     assert_eq!(info.namespaces, 7);
     let flows = info.flows.as_array().unwrap();
