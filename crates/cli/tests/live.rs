@@ -933,8 +933,16 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
             .app
             .as_ref()
             .unwrap()
-            .completions[kind]
-            .clone()
+            .completions
+            .get(kind)
+            .cloned()
+            // None completed in the window (a transfer a held-back host slowed past the end).
+            .unwrap_or(l4s_metrics::summary::CompletionSummary {
+                count: 0,
+                time_ms: Default::default(),
+                bytes: 0,
+                goodput_bps: 0.0,
+            })
     };
     let figures = |l: &l4s_metrics::summary::Summary| {
         let (p, n, b) = (
@@ -982,10 +990,13 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     };
     let (p, n, b, report) = figures(&l);
     println!("apps live: {report}; self-check {:?}", l.testbed);
-    assert_eq!((p.count, n.count, b.count), (20, 20, 1), "{report}");
+    // Every request is answered on any host; the 25 MB transfer (from 3 s of a 6 s run)
+    // may not finish in time on a host that held the testbed back in every run.
+    assert_eq!((p.count, n.count), (20, 20), "{report}");
+    assert!(b.count == 1 || (disrupted.is_some() && b.count == 0), "{report}");
     // The round trips cannot be fewer on any host, and the transfer cannot beat the rate.
     assert!(
-        p.time_ms.p50 >= 20.0 && n.time_ms.p50 >= 40.0 && b.time_ms.max > 2000.0,
+        p.time_ms.p50 >= 20.0 && n.time_ms.p50 >= 40.0 && (b.count == 0 || b.time_ms.max > 2000.0),
         "{report}"
     );
     if let Some(c) = &disrupted {
@@ -1007,7 +1018,7 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
         .skip(1)
         .filter_map(|r| r.split(',').nth(col).and_then(|v| v.parse::<u64>().ok()))
         .sum();
-    assert_eq!(total, 41, "completions in the time series: {report}");
+    assert_eq!(total, 40 + b.count, "completions in the time series: {report}");
     // The packet taps follow application connections too (server port to any client
     // port): the download's data packets have a one-way delay between the 10 ms of
     // propagation and that plus a full 1000-packet FIFO (121 ms at 100 Mbit/s), which
