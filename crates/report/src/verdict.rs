@@ -1335,3 +1335,393 @@ mod tests {
         assert_eq!(v.level, Level::Bad);
     }
 }
+
+/// One focused test per rule: a summary built to trigger it, and ones just on the other
+/// side of its threshold that must not. Each calls the rule's function directly.
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::synth;
+    use l4s_metrics::summary::{MediaSummary, TestbedCheck};
+
+    // The healthy synthetic run (no rule fires): flows 0 'prague' (L4S, bulk, ECT(1)),
+    // 1 'cubic' (classic, bulk), 2 'probe-l4s' (L4S, ECT(1)), 3 'probe-classic'; queues
+    // 0 'bottleneck' (DualPI2, 100 Mbit/s) and 1 'bottleneck-reverse' (FIFO). Base OWD
+    // 10 ms; tolerance 5 ms + 2 × 0.12 ms = 5.24 ms.
+    const PRAGUE: usize = 0;
+    const CUBIC: usize = 1;
+    const PROBE_L4S: usize = 2;
+    const PROBE_CLASSIC: usize = 3;
+
+    /// The healthy run with only the flows at `keep` (indices above), for a rule about them.
+    fn with_flows(keep: &[usize]) -> Summary {
+        let mut s = synth::healthy_dualpi2();
+        s.flows = keep.iter().map(|&i| s.flows[i].clone()).collect();
+        s
+    }
+
+    fn run(rule: fn(&Context) -> Option<Warning>, s: &Summary) -> Option<Warning> {
+        rule(&Context::new(s, None))
+    }
+
+    /// The rule's warning, checked for its code and severity.
+    fn fires(rule: fn(&Context) -> Option<Warning>, s: &Summary, code: &str, severity: Severity) -> String {
+        let w = run(rule, s).unwrap_or_else(|| panic!("{code} should fire"));
+        assert_eq!((w.code, w.severity), (code, severity));
+        w.text
+    }
+
+    #[test]
+    fn the_table_runs_every_rule_once_in_the_documented_order() {
+        let rows: Vec<(&str, &str)> = RULES.iter().map(|r| (r.name, r.code)).collect();
+        assert_eq!(
+            rows,
+            [
+                ("flow_silent", "flow-silent"),
+                ("no_l4s_marking", "no-l4s-marking"),
+                ("l4s_marked_but_queued", "l4s-marked-but-queued"),
+                ("ect1_lost_without_ce", "ecn-bleached"),
+                ("dualpi2_l_queue_empty", "ecn-bleached"),
+                ("ecn_validation_failed", "ecn-validation-failed"),
+                ("media_frames_late", "media-frames-late"),
+                ("ce_saturated", "ce-saturated"),
+                ("link_not_saturated", "link-not-saturated"),
+                ("l4s_starves_classic", "l4s-starves-classic"),
+                ("classic_starves_l4s", "classic-starves-l4s"),
+                ("few_samples_p999", "few-samples-p999"),
+                ("few_samples_p9999", "few-samples-p9999"),
+                ("testbed_timing", "testbed-timing"),
+            ]
+        );
+        let s = synth::healthy_dualpi2();
+        let cx = Context::new(&s, None);
+        assert!(RULES.iter().all(|r| r.run(&cx).is_empty()), "the healthy run is silent");
+    }
+
+    #[test]
+    fn flow_silent_names_flows_without_arrivals() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[1].received_packets = 1;
+        assert_eq!(run(flow_silent, &s), None);
+        s.flows[1].received_packets = 0;
+        let t = fires(flow_silent, &s, "flow-silent", Severity::Warn);
+        assert!(
+            t.starts_with("'cubic' delivered no packet during the statistics window (10.0–60.0 s)"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn no_l4s_marking_needs_no_ce_and_delay_above_the_tolerance() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].ce_packets = 0;
+        s.flows[0].owd_ms.p99 = 15.2; // +5.2 ms: within the tolerance
+        assert_eq!(run(no_l4s_marking, &s), None);
+        s.flows[0].owd_ms.p99 = 15.3;
+        let t = fires(no_l4s_marking, &s, "no-l4s-marking", Severity::Bad);
+        assert!(t.contains("'prague' OWD p99 15.3 ms vs base 10.0 ms (+5.30 ms)"), "{t}");
+        assert!(t.contains("DualPI2, RFC 9332"), "{t}");
+        // Snapshots add how many intervals were delayed without marks.
+        let snaps = synth::snapshots(&s, 60.0, 0.1, 1);
+        let w = no_l4s_marking(&Context::new(&s, Some(&snaps))).unwrap();
+        assert!(w.text.contains("snapshot intervals delayed with no CE"), "{}", w.text);
+        // Too few packets to judge, or marked (another rule), or classic: silent.
+        s.flows[0].received_packets = MIN_PACKETS - 1;
+        assert_eq!(run(no_l4s_marking, &s), None);
+        s.flows[0].received_packets = MIN_PACKETS;
+        s.flows[0].ce_packets = 1;
+        assert_eq!(run(no_l4s_marking, &s), None);
+        s.flows[0].ce_packets = 0;
+        s.flows[0].class = "classic".into();
+        assert_eq!(run(no_l4s_marking, &s), None);
+    }
+
+    #[test]
+    fn l4s_marked_but_queued_needs_ce_and_delay_above_the_tolerance() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].owd_ms.p99 = 15.2;
+        assert_eq!(run(l4s_marked_but_queued, &s), None);
+        s.flows[0].owd_ms.p99 = 22.6;
+        let t = fires(l4s_marked_but_queued, &s, "l4s-marked-but-queued", Severity::Warn);
+        assert!(
+            t.contains("'prague' +12.6 ms at p99 with 2.5 % CE (more than 5.24 ms above"),
+            "{t}"
+        );
+        assert!(t.contains("RFC 3168"), "{t}");
+        s.flows[0].ce_packets = 0;
+        assert_eq!(run(l4s_marked_but_queued, &s), None, "unmarked is no-l4s-marking");
+    }
+
+    #[test]
+    fn ect1_lost_without_ce_needs_a_dualpi2_queue_on_the_path() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[0].ce_packets = 0;
+        assert_eq!(run(ect1_lost_without_ce, &s), None, "no loss, no evidence");
+        s.flows[0].lost_packets = 1200;
+        let t = fires(ect1_lost_without_ce, &s, "ecn-bleached", Severity::Bad);
+        assert!(t.contains(": 'prague' lost 1 200 packets, 0 CE."), "{t}");
+        // A sender that never sent ECT(1) is not bleached.
+        s.flows[0].ecn = "ect0".into();
+        assert_eq!(run(ect1_lost_without_ce, &s), None);
+        // Under a FIFO, losses without CE are expected.
+        s.flows[0].ecn = "ect1".into();
+        s.queues[0].aqm = "fifo".into();
+        assert_eq!(run(ect1_lost_without_ce, &s), None);
+    }
+
+    #[test]
+    fn dualpi2_l_queue_empty_is_checked_per_queue() {
+        let mut s = with_flows(&[PRAGUE, CUBIC, PROBE_L4S]);
+        let cx = Context::new(&s, None);
+        assert_eq!(dualpi2_l_queue_empty(&cx, &s.queues[0]), None);
+        s.queues[0].subqueues.get_mut("L").unwrap().enqueued_packets = 0;
+        let cx = Context::new(&s, None);
+        let w = dualpi2_l_queue_empty(&cx, &s.queues[0]).expect("fires");
+        assert_eq!((w.code, w.severity), ("ecn-bleached", Severity::Bad));
+        assert!(
+            w.text.starts_with(
+                "DualPI2 queue 'bottleneck' put no packet in its L4S (L) queue, although 'prague', 'probe-l4s' \
+                 delivered 299 893 ECT(1) packets."
+            ),
+            "{}",
+            w.text
+        );
+        assert_eq!(dualpi2_l_queue_empty(&cx, &s.queues[1]), None, "a FIFO has no L queue");
+        // Too little ECT(1) traffic to expect anything in L.
+        s.flows[0].received_packets = 50;
+        s.flows[2].received_packets = 49;
+        let cx = Context::new(&s, None);
+        assert_eq!(dualpi2_l_queue_empty(&cx, &s.queues[0]), None);
+    }
+
+    #[test]
+    fn ecn_validation_failed_says_when_and_why() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[0].ecn_validation = "capable".into();
+        assert_eq!(run(ecn_validation_failed, &s), None);
+        s.flows[0].ecn_validation = "failed".into();
+        s.flows[0].ecn_failed_at_s = Some(10.016);
+        s.flows[0].ecn_failure = Some("bleached".into());
+        s.flows[1].ecn_validation = "failed".into();
+        let t = fires(ecn_validation_failed, &s, "ecn-validation-failed", Severity::Bad);
+        assert!(
+            t.contains("flows: 'prague' at 10.016 s (bleached), 'cubic' at ? s (unknown)."),
+            "{t}"
+        );
+        assert!(t.contains("RFC 9000 §13.4.2 and RFC 9331 §4"), "{t}");
+    }
+
+    fn media(frames_sent: u64, bad: f64, stall: f64) -> MediaSummary {
+        MediaSummary {
+            profile: "cloud-gaming".into(),
+            controller: "scream".into(),
+            l4s: true,
+            fps: 60.0,
+            frames_sent,
+            frames_complete: frames_sent,
+            frames_late: 0,
+            frames_incomplete: 0,
+            bad_frame_fraction: bad,
+            frame_delay_ms: synth::healthy_dualpi2().flows[0].owd_ms,
+            deadline_ms: 16.7,
+            stall_time_s: 0.0,
+            stall_fraction: stall,
+            stall_gap_ms: 100.0,
+            received_fps: 59.8,
+            target_bitrate_mean_bps: 2e7,
+            target_bitrate_min_bps: 1e7,
+            target_bitrate_max_bps: 3e7,
+            frames_discarded: 0,
+            feedback_reports: 3000,
+            feedback_malformed: 0,
+        }
+    }
+
+    #[test]
+    fn media_frames_late_on_bad_frames_or_stalls() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].media = Some(media(3000, 0.0999, 0.0199));
+        assert_eq!(run(media_frames_late, &s), None, "just under both limits");
+        s.flows[0].media = Some(media(MIN_FRAMES - 1, 0.5, 0.5));
+        assert_eq!(run(media_frames_late, &s), None, "too few frames to judge");
+        s.flows[0].media = Some(media(3000, 0.1, 0.0));
+        let t = fires(media_frames_late, &s, "media-frames-late", Severity::Warn);
+        assert!(
+            t.contains(
+                "'prague' 10.0 % of frames late or incomplete (frame delay p99 10.35 ms), stalled 0 of the time"
+            ),
+            "{t}"
+        );
+        s.flows[0].media = Some(media(3000, 0.0, 0.02));
+        let t = fires(media_frames_late, &s, "media-frames-late", Severity::Warn);
+        assert!(t.contains("stalled 2.0 % of the time"), "{t}");
+    }
+
+    #[test]
+    fn ce_saturated_at_95_percent() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[0].ce_fraction = 0.949;
+        assert_eq!(run(ce_saturated, &s), None);
+        s.flows[0].ce_fraction = CE_SATURATED;
+        let t = fires(ce_saturated, &s, "ce-saturated", Severity::Warn);
+        assert!(
+            t.starts_with("Nearly every ECT(1) packet arrived CE-marked: 'prague' 95.0 % CE."),
+            "{t}"
+        );
+        s.flows[0].received_packets = MIN_PACKETS - 1;
+        assert_eq!(run(ce_saturated, &s), None, "too few packets");
+        s.flows[0].received_packets = MIN_PACKETS;
+        s.flows[1].ce_fraction = 1.0;
+        s.flows[0].ce_fraction = 0.0;
+        assert_eq!(run(ce_saturated, &s), None, "classic flows are not judged");
+    }
+
+    #[test]
+    fn link_not_saturated_judges_the_busiest_queue() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.queues[0].utilization = MIN_UTILIZATION;
+        assert_eq!(run(link_not_saturated, &s), None);
+        s.queues[0].utilization = 0.79;
+        let t = fires(link_not_saturated, &s, "link-not-saturated", Severity::Warn);
+        assert!(
+            t.starts_with("No link was saturated: the busiest queue, 'bottleneck', was busy 79 % of the statistics window (< 80 %). Latency here"),
+            "{t}"
+        );
+        let snaps = synth::snapshots(&s, 60.0, 0.1, 1);
+        let w = link_not_saturated(&Context::new(&s, Some(&snaps))).unwrap();
+        assert!(w.text.contains("% busy in 0 of 500 snapshot intervals."), "{}", w.text);
+        s.queues[0].utilization = f64::NAN;
+        s.queues[1].utilization = f64::NAN;
+        assert_eq!(run(link_not_saturated, &s), None, "unknown utilisation");
+        s.queues.clear();
+        assert_eq!(run(link_not_saturated, &s), None, "no queue");
+    }
+
+    #[test]
+    fn l4s_starves_classic_on_ratio_or_share() {
+        let mut s = with_flows(&[PRAGUE, CUBIC, PROBE_L4S, PROBE_CLASSIC]);
+        s.flows[0].throughput_bps = 79e6;
+        s.flows[1].throughput_bps = 21e6; // ratio 3.76
+        assert_eq!(run(l4s_starves_classic, &s), None);
+        s.flows[0].throughput_bps = 81e6;
+        s.flows[1].throughput_bps = 19e6; // ratio 4.26
+        let t = fires(l4s_starves_classic, &s, "l4s-starves-classic", Severity::Warn);
+        assert!(
+            t.starts_with("Scalable (L4S) flows starve classic ones: per-flow throughput L4S 81.00 Mbit/s vs classic 19.00 Mbit/s (ratio 4.3, limit 4)."),
+            "{t}"
+        );
+        assert!(t.contains("RFC 9332 §2.4"), "{t}");
+        // Two L4S flows at 40 Mbit/s, classic ones at 18 and 2: the ratio is exactly 4 (not
+        // above it), but 'cubic-2' has 8 % of the fair share of 25 Mbit/s.
+        let mut s = with_flows(&[PRAGUE, CUBIC, PRAGUE, CUBIC]);
+        s.flows[2].name = "prague-2".into();
+        s.flows[3].name = "cubic-2".into();
+        s.flows[0].throughput_bps = 40e6;
+        s.flows[2].throughput_bps = 40e6;
+        s.flows[1].throughput_bps = 18e6;
+        s.flows[3].throughput_bps = 2e6;
+        let t = fires(l4s_starves_classic, &s, "l4s-starves-classic", Severity::Warn);
+        assert!(
+            t.contains("(ratio 4.0, limit 4). Starved below 10 % of the fair share 25.00 Mbit/s: 'cubic-2' 2.00 Mbit/s (8 % of the fair share)."),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn classic_starves_l4s_is_the_mirror() {
+        let mut s = with_flows(&[PRAGUE, CUBIC, PROBE_L4S]);
+        s.flows[0].throughput_bps = 21e6;
+        s.flows[1].throughput_bps = 79e6;
+        assert_eq!(run(classic_starves_l4s, &s), None);
+        s.flows[0].throughput_bps = 10e6;
+        s.flows[1].throughput_bps = 90e6;
+        let t = fires(classic_starves_l4s, &s, "classic-starves-l4s", Severity::Warn);
+        assert_eq!(
+            t,
+            "Classic flows starve scalable (L4S) ones: per-flow throughput classic 90.00 Mbit/s vs L4S 10.00 Mbit/s \
+             (ratio 9.0, limit 4)."
+        );
+        assert_eq!(run(l4s_starves_classic, &s), None);
+        // Within the ratio, but one of two L4S flows below a tenth of the fair share.
+        let mut s = with_flows(&[PRAGUE, CUBIC, PRAGUE]);
+        s.flows[2].name = "prague-2".into();
+        s.flows[0].throughput_bps = 1e6;
+        s.flows[1].throughput_bps = 50e6;
+        s.flows[2].throughput_bps = 50e6;
+        let t = fires(classic_starves_l4s, &s, "classic-starves-l4s", Severity::Warn);
+        assert!(
+            t.ends_with(
+                "Starved below 10 % of the fair share 33.67 Mbit/s: 'prague' 1.00 Mbit/s (3 % of the fair share)."
+            ),
+            "{t}"
+        );
+        // Probes do not compete: without a classic bulk flow there is no one to starve.
+        let s = with_flows(&[PRAGUE, PROBE_CLASSIC]);
+        assert_eq!(run(classic_starves_l4s, &s), None);
+        assert_eq!(run(l4s_starves_classic, &s), None);
+    }
+
+    #[test]
+    fn few_samples_p999_below_1000() {
+        let mut s = with_flows(&[PROBE_CLASSIC]);
+        s.flows[0].owd_ms.count = SAMPLES_P999;
+        assert_eq!(run(few_samples_p999, &s), None);
+        s.flows[0].owd_ms.count = 0;
+        assert_eq!(run(few_samples_p999, &s), None, "an empty series shows no percentile");
+        s.flows[0].owd_ms.count = 999;
+        s.queues[0].subqueues.get_mut("L").unwrap().sojourn_ms.count = 5;
+        let t = fires(few_samples_p999, &s, "few-samples-p999", Severity::Note);
+        assert_eq!(
+            t,
+            "p99.9 and p99.99 rest on fewer than 1 000 samples for OWD of 'probe-classic' (999), sojourn of \
+             'bottleneck/L' (5): both are in effect the maximum. Run longer or raise the probe rate."
+        );
+    }
+
+    #[test]
+    fn few_samples_p9999_from_1000_to_9999() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].rtt_ms.as_mut().unwrap().count = 999;
+        assert_eq!(run(few_samples_p9999, &s), None, "that is the p99.9 rule's");
+        s.flows[0].rtt_ms.as_mut().unwrap().count = SAMPLES_P9999;
+        assert_eq!(run(few_samples_p9999, &s), None);
+        s.flows[0].rtt_ms.as_mut().unwrap().count = 9_999;
+        s.queues[1].subqueues.get_mut("single").unwrap().sojourn_ms.count = 1_000; // not shown
+        let t = fires(few_samples_p9999, &s, "few-samples-p9999", Severity::Note);
+        assert_eq!(
+            t,
+            "p99.99 rests on fewer than 10 000 samples for RTT of 'prague' (9 999): it is in effect the maximum \
+             (p99.9 is sound)."
+        );
+    }
+
+    #[test]
+    fn testbed_timing_only_when_disrupted() {
+        let mut s = with_flows(&[PRAGUE]);
+        assert_eq!(run(testbed_timing, &s), None, "simulator: no self-check");
+        let check = TestbedCheck {
+            packets: 120_000,
+            late_over_1ms: 600,
+            late_share: 0.005,
+            worst_p99_ms: 0.9,
+            worst_p999_ms: 2.6,
+            max_ms: 4.1,
+            cpu_steal: Some(0.0009),
+            disrupted: false,
+        };
+        s.testbed = Some(check.clone());
+        assert_eq!(run(testbed_timing, &s), None);
+        s.testbed = Some(TestbedCheck {
+            disrupted: true,
+            ..check
+        });
+        let t = fires(testbed_timing, &s, "testbed-timing", Severity::Warn);
+        assert!(
+            t.starts_with(
+                "the testbed fell behind: 600 of 120 000 packet hand-offs by its own elements left over 1 ms late \
+                 (0.50 %, p99.9 2.60 ms, worst 4.10 ms). Delays"
+            ),
+            "steal under 0.1 % is not mentioned: {t}"
+        );
+    }
+}
