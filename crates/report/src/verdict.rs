@@ -1,8 +1,10 @@
 //! The verdict: one headline and warnings that explain themselves, computed from
 //! `summary.json` (and, for extra detail, the snapshot time series).
 //!
-//! Every rule uses only what the results contain, and its thresholds are the constants
-//! below. Definitions used by the rules:
+//! The warnings come from a table of rules, run in order; each rule is a small function
+//! that checks one thing, and the warnings appear in the order of the table. Every rule
+//! uses only what the results contain, and its thresholds are the constants below.
+//! Definitions used by the rules:
 //!
 //! * **L4S flow**: `class == "L4S"` (its data is sent ECT(1)); **classic flow**: otherwise.
 //! * **bulk flow**: a congestion-controlled flow (`kind != "probe"` and `cc != "none"`);
@@ -12,11 +14,53 @@
 //! * **queueing excess** of a flow: `owd_ms.p99 - base_rtt_ms / 2`.
 //! * **tolerance**: [`DELAY_EXCESS_MS`] plus the serialisation time of two 1500-byte packets at
 //!   the slowest queue's rate, so slow links are not mistaken for standing queues.
+//! * **bottleneck**: the queue with the highest utilisation ([`bottleneck`]).
+//!
+//! The rules, in the order they run (warning code, severity: when it fires). "Enough
+//! packets" means at least [`MIN_PACKETS`] arrivals.
+//!
+//! 1. `flow-silent`, warn: a flow delivered no packet in the statistics window.
+//! 2. `no-l4s-marking`, bad: an L4S flow with enough packets got no CE mark while its
+//!    queueing excess is above the tolerance: the queue where the delay builds is not an
+//!    L4S-aware AQM (RFC 9332).
+//! 3. `l4s-marked-but-queued`, warn: an L4S flow with enough packets got CE marks but its
+//!    queueing excess is above the tolerance (an RFC 3168 AQM, or an overloaded L queue).
+//! 4. `ecn-bleached`, bad: the path has a DualPI2 queue, and an L4S flow that sends
+//!    ECT(1) and has enough packets lost some but got no CE mark.
+//! 5. `ecn-bleached`, bad, once per queue: a DualPI2 queue that dequeued at least
+//!    [`MIN_PACKETS`] put no packet in its L queue although the L4S flows sent ECT(1)
+//!    delivered at least [`MIN_PACKETS`] between them.
+//! 6. `ecn-validation-failed`, bad: a sender's own ECN validation failed (RFC 9000
+//!    §13.4.2, RFC 9331 §4).
+//! 7. `media-frames-late`, warn: a media flow that sent at least 100 frames had 10 % or
+//!    more of them late or incomplete, or stalled 2 % or more of the time.
+//! 8. `ce-saturated`, warn: an L4S flow with enough packets had at least
+//!    [`CE_SATURATED`] of them arrive CE-marked.
+//! 9. `link-not-saturated`, warn: the bottleneck's utilisation is below
+//!    [`MIN_UTILIZATION`].
+//! 10. `l4s-starves-classic`, warn: with bulk flows of both classes, the mean L4S per-flow
+//!     throughput is more than [`STARVE_RATIO`] times the classic one, or a classic bulk
+//!     flow has less than [`STARVE_SHARE`] of the fair share (RFC 9332 §2.4).
+//! 11. `classic-starves-l4s`, warn: the mirror case.
+//! 12. `few-samples-p999`, note: a shown p99.9 rests on fewer than [`SAMPLES_P999`]
+//!     samples.
+//! 13. `few-samples-p9999`, note: a shown p99.99 rests on fewer than [`SAMPLES_P9999`]
+//!     samples (and its p99.9 on enough).
+//! 14. `testbed-timing`, warn: a live run's own timing check says the host held the
+//!     testbed back.
+//!
+//! The headline sums up the L4S and classic one-way delay p99 at the bottleneck ("L4S
+//! working", "L4S degraded: marked but queued", "L4S not working: ECT(1) traffic got no
+//! CE marks while delay built", "No queue built, so no CE marks were needed", "Classic
+//! traffic only", or "No traffic arrived in the statistics window"), with a level of its
+//! own. The verdict's level is that level raised by every `warn` or `bad` warning; a
+//! `note` does not change it.
 
 use crate::fmt::{count, ms, pct, rate};
 use crate::Snapshots;
 use l4s_metrics::summary::{FlowSummary, QueueSummary, Summary};
 use l4s_metrics::Percentiles;
+use std::ops::Range;
 
 /// Queueing delay (p99 of one-way delay above the base) that counts as "delay builds":
 /// five times DualPI2's 1 ms L4S marking step (RFC 9332 §A.1) and far above what an
@@ -151,178 +195,350 @@ fn pct0(u: f64) -> String {
     }
 }
 
+/// What every rule may look at: the run's results and the facts several rules share,
+/// worked out once per verdict.
+struct Context<'a> {
+    /// The run's `summary.json`.
+    s: &'a Summary,
+    /// The snapshot time series, when the caller has them. They add per-interval detail
+    /// to a warning, never a warning of their own.
+    snaps: Option<&'a Snapshots>,
+    /// Queueing excess above which "delay builds", ms ([`tolerance_ms`]).
+    tol: f64,
+    /// The statistics window, `(warmup_s, duration_s)`: snapshot intervals outside it
+    /// are not counted.
+    window: (f64, f64),
+    /// The L4S flows ([`is_l4s`]), in summary order.
+    l4s: Vec<&'a FlowSummary>,
+    /// The classic flows (all others), in summary order.
+    classic: Vec<&'a FlowSummary>,
+}
+
+impl<'a> Context<'a> {
+    fn new(s: &'a Summary, snaps: Option<&'a Snapshots>) -> Context<'a> {
+        Context {
+            s,
+            snaps,
+            tol: tolerance_ms(s),
+            window: (s.scenario.warmup_s, s.scenario.duration_s),
+            l4s: s.flows.iter().filter(|f| is_l4s(f)).collect(),
+            classic: s.flows.iter().filter(|f| !is_l4s(f)).collect(),
+        }
+    }
+}
+
+/// How a rule is run.
+#[derive(Clone, Copy)]
+enum Check {
+    /// Once per verdict: at most one warning.
+    Once(fn(&Context) -> Option<Warning>),
+    /// Once per queue, in summary order: at most one warning per queue.
+    EachQueue(fn(&Context, &QueueSummary) -> Option<Warning>),
+}
+
+/// One row of [`RULES`].
+struct Rule {
+    /// The rule's function, by name (for messages).
+    name: &'static str,
+    /// The code of every warning it gives.
+    code: &'static str,
+    check: Check,
+}
+
+impl Rule {
+    const fn once(name: &'static str, code: &'static str, f: fn(&Context) -> Option<Warning>) -> Rule {
+        Rule {
+            name,
+            code,
+            check: Check::Once(f),
+        }
+    }
+
+    const fn each_queue(
+        name: &'static str,
+        code: &'static str,
+        f: fn(&Context, &QueueSummary) -> Option<Warning>,
+    ) -> Rule {
+        Rule {
+            name,
+            code,
+            check: Check::EachQueue(f),
+        }
+    }
+
+    /// The rule's warnings for this run, in order.
+    fn run(&self, cx: &Context) -> Vec<Warning> {
+        let found: Vec<Warning> = match self.check {
+            Check::Once(f) => f(cx).into_iter().collect(),
+            Check::EachQueue(f) => cx.s.queues.iter().filter_map(|q| f(cx, q)).collect(),
+        };
+        debug_assert!(
+            found.iter().all(|w| w.code == self.code),
+            "rule {} gives only {} warnings",
+            self.name,
+            self.code
+        );
+        found
+    }
+}
+
+/// The rules, in the order their warnings appear (the module documentation lists them).
+const RULES: &[Rule] = &[
+    Rule::once("flow_silent", "flow-silent", flow_silent),
+    Rule::once("no_l4s_marking", "no-l4s-marking", no_l4s_marking),
+    Rule::once("l4s_marked_but_queued", "l4s-marked-but-queued", l4s_marked_but_queued),
+    Rule::once("ect1_lost_without_ce", "ecn-bleached", ect1_lost_without_ce),
+    Rule::each_queue("dualpi2_l_queue_empty", "ecn-bleached", dualpi2_l_queue_empty),
+    Rule::once("ecn_validation_failed", "ecn-validation-failed", ecn_validation_failed),
+    Rule::once("media_frames_late", "media-frames-late", media_frames_late),
+    Rule::once("ce_saturated", "ce-saturated", ce_saturated),
+    Rule::once("link_not_saturated", "link-not-saturated", link_not_saturated),
+    Rule::once("l4s_starves_classic", "l4s-starves-classic", l4s_starves_classic),
+    Rule::once("classic_starves_l4s", "classic-starves-l4s", classic_starves_l4s),
+    Rule::once("few_samples_p999", "few-samples-p999", few_samples_p999),
+    Rule::once("few_samples_p9999", "few-samples-p9999", few_samples_p9999),
+    Rule::once("testbed_timing", "testbed-timing", testbed_timing),
+];
+
 /// Compute the verdict. `snaps`, when given, adds per-interval detail to some warnings.
 pub fn verdict(s: &Summary, snaps: Option<&Snapshots>) -> Verdict {
-    let tol = tolerance_ms(s);
-    let window = (s.scenario.warmup_s, s.scenario.duration_s);
-    let mut w: Vec<Warning> = Vec::new();
-    let l4s: Vec<&FlowSummary> = s.flows.iter().filter(|f| is_l4s(f)).collect();
-    let classic: Vec<&FlowSummary> = s.flows.iter().filter(|f| !is_l4s(f)).collect();
-
-    // Flows that delivered nothing.
-    let silent: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.received_packets == 0).collect();
-    if !silent.is_empty() {
-        w.push(Warning {
-            code: "flow-silent",
-            severity: Severity::Warn,
-            text: format!(
-                "{} delivered no packet during the statistics window ({:.1}–{:.1} s): their numbers are empty. \
-                 Check the flow's start/stop times and that the warm-up is shorter than the run.",
-                names(&silent),
-                window.0,
-                window.1
-            ),
-        });
+    let cx = Context::new(s, snaps);
+    let w: Vec<Warning> = RULES.iter().flat_map(|r| r.run(&cx)).collect();
+    let (headline, hl) = headline(s, cx.tol);
+    let level = w.iter().fold(hl, |acc, x| {
+        acc.max(match x.severity {
+            Severity::Note => Level::Good,
+            Severity::Warn => Level::Warn,
+            Severity::Bad => Level::Bad,
+        })
+    });
+    Verdict {
+        headline,
+        level,
+        warnings: w,
     }
+}
 
-    // 1. ECT(1) traffic unmarked while delay builds: no L4S-aware AQM at the bottleneck.
-    let unmarked: Vec<&FlowSummary> = l4s
+/// Enough arrivals for the ECN rules to judge a flow ([`MIN_PACKETS`]).
+fn enough_packets(f: &FlowSummary) -> bool {
+    f.received_packets >= MIN_PACKETS
+}
+
+/// `flow-silent`: flows that delivered no packet in the statistics window. Their
+/// statistics are empty, which usually means the flow's start/stop times or the warm-up
+/// do not fit the run, not that the network lost everything.
+fn flow_silent(cx: &Context) -> Option<Warning> {
+    let silent: Vec<&FlowSummary> = cx.s.flows.iter().filter(|f| f.received_packets == 0).collect();
+    if silent.is_empty() {
+        return None;
+    }
+    Some(Warning {
+        code: "flow-silent",
+        severity: Severity::Warn,
+        text: format!(
+            "{} delivered no packet during the statistics window ({:.1}–{:.1} s): their numbers are empty. \
+             Check the flow's start/stop times and that the warm-up is shorter than the run.",
+            names(&silent),
+            cx.window.0,
+            cx.window.1
+        ),
+    })
+}
+
+/// `no-l4s-marking`: ECT(1) traffic unmarked while delay builds, i.e. L4S flows with
+/// enough packets, no CE mark and a queueing excess above the tolerance. An L4S-aware
+/// AQM (DualPI2, RFC 9332) marks ECT(1) packets once they queue for about 1 ms, so the
+/// queue where the delay builds has no L4S support (a FIFO, or an AQM that drops), or the
+/// L4S AQM is not the bottleneck. With snapshots, says in how many intervals of the window
+/// the flow was delayed with no CE.
+fn no_l4s_marking(cx: &Context) -> Option<Warning> {
+    let unmarked: Vec<&FlowSummary> = cx
+        .l4s
         .iter()
         .copied()
-        .filter(|f| f.received_packets >= MIN_PACKETS && f.ce_packets == 0 && excess(f) > tol)
+        .filter(|f| enough_packets(f) && f.ce_packets == 0 && excess(f) > cx.tol)
         .collect();
-    if !unmarked.is_empty() {
-        let detail: Vec<String> = unmarked
-            .iter()
-            .map(|f| {
-                let mut d = format!(
-                    "'{}' OWD p99 {} ms vs base {} ms (+{} ms)",
-                    f.name,
-                    ms(f.owd_ms.p99),
-                    ms(base_owd(f)),
-                    ms(excess(f))
-                );
-                if let Some(sr) = snaps.and_then(|sn| sn.flow(&f.name)) {
-                    let (n, of) = intervals_unmarked_with_delay(sr, base_owd(f) + tol, window);
-                    if of > 0 {
-                        d.push_str(&format!(", {n} of {of} snapshot intervals delayed with no CE"));
-                    }
-                }
-                d
-            })
-            .collect();
-        w.push(Warning {
-            code: "no-l4s-marking",
-            severity: Severity::Bad,
-            text: format!(
-                "No CE marks on ECT(1) traffic while delay builds: {}. An L4S-aware AQM (DualPI2, RFC 9332) \
-                 marks ECT(1) packets once they queue for about 1 ms, so the queue where the delay builds \
-                 does not support L4S (a FIFO, or an AQM that drops), or the L4S AQM is not the bottleneck.",
-                list(&detail)
-            ),
-        });
+    if unmarked.is_empty() {
+        return None;
     }
-
-    // 2. ECT(1) traffic marked but still queued like classic traffic.
-    let queued: Vec<&FlowSummary> = l4s
+    let detail: Vec<String> = unmarked
         .iter()
-        .copied()
-        .filter(|f| f.received_packets >= MIN_PACKETS && f.ce_packets > 0 && excess(f) > tol)
-        .collect();
-    if !queued.is_empty() {
-        let detail: Vec<String> = queued
-            .iter()
-            .map(|f| {
-                format!(
-                    "'{}' +{} ms at p99 with {} CE",
-                    f.name,
-                    ms(excess(f)),
-                    pct(f.ce_fraction)
-                )
-            })
-            .collect();
-        w.push(Warning {
-            code: "l4s-marked-but-queued",
-            severity: Severity::Warn,
-            text: format!(
-                "ECT(1) traffic is CE-marked but still queues like classic traffic: {} (more than {} ms above the \
-                 base one-way delay). The marking AQM treats ECT(1) like ECT(0) with a classic delay target (an RFC 3168 \
-                 AQM such as fq-codel or PIE with ECN), or the L queue is overloaded by unresponsive traffic.",
-                list(&detail),
-                ms(tol)
-            ),
-        });
-    }
-
-    // 3. ECN bleached or remarked.
-    let has_dualpi2 = s.queues.iter().any(|q| q.aqm == "dualpi2");
-    if has_dualpi2 {
-        let lost_unmarked: Vec<&FlowSummary> = l4s
-            .iter()
-            .copied()
-            .filter(|f| f.ecn == "ect1" && f.received_packets >= MIN_PACKETS && f.ce_packets == 0 && f.lost_packets > 0)
-            .collect();
-        if !lost_unmarked.is_empty() {
-            let detail: Vec<String> = lost_unmarked
-                .iter()
-                .map(|f| format!("'{}' lost {} packets, 0 CE", f.name, count(f.lost_packets)))
-                .collect();
-            w.push(Warning {
-                code: "ecn-bleached",
-                severity: Severity::Bad,
-                text: format!(
-                    "ECT(1) flows lost packets but none arrived CE-marked although the path has a DualPI2 queue, which \
-                     marks ECT(1) long before it drops: {}. If these flows cross that queue, their ECN field was bleached \
-                     to Not-ECT or remarked to ECT(0) before it (a classifier, tunnel or middlebox).",
-                    list(&detail)
-                ),
-            });
-        }
-        let ect1_sent: u64 = l4s
-            .iter()
-            .filter(|f| f.ecn == "ect1")
-            .map(|f| f.received_packets)
-            .fold(0, u64::saturating_add);
-        for q in s.queues.iter().filter(|q| q.aqm == "dualpi2") {
-            if let Some(lq) = q.subqueues.get("L") {
-                if lq.enqueued_packets == 0 && q.dequeued_packets >= MIN_PACKETS && ect1_sent >= MIN_PACKETS {
-                    w.push(Warning {
-                        code: "ecn-bleached",
-                        severity: Severity::Bad,
-                        text: format!(
-                            "DualPI2 queue '{}' put no packet in its L4S (L) queue, although {} delivered {} ECT(1) \
-                             packets. If they cross this queue, their ECT(1) codepoint was remarked before it.",
-                            q.name,
-                            names(&l4s),
-                            count(ect1_sent)
-                        ),
-                    });
+        .map(|f| {
+            let mut d = format!(
+                "'{}' OWD p99 {} ms vs base {} ms (+{} ms)",
+                f.name,
+                ms(f.owd_ms.p99),
+                ms(base_owd(f)),
+                ms(excess(f))
+            );
+            if let Some(sr) = cx.snaps.and_then(|sn| sn.flow(&f.name)) {
+                let (n, of) = intervals_unmarked_with_delay(sr, base_owd(f) + cx.tol, cx.window);
+                if of > 0 {
+                    d.push_str(&format!(", {n} of {of} snapshot intervals delayed with no CE"));
                 }
             }
-        }
-    }
+            d
+        })
+        .collect();
+    Some(Warning {
+        code: "no-l4s-marking",
+        severity: Severity::Bad,
+        text: format!(
+            "No CE marks on ECT(1) traffic while delay builds: {}. An L4S-aware AQM (DualPI2, RFC 9332) \
+             marks ECT(1) packets once they queue for about 1 ms, so the queue where the delay builds \
+             does not support L4S (a FIFO, or an AQM that drops), or the L4S AQM is not the bottleneck.",
+            list(&detail)
+        ),
+    })
+}
 
-    // 3b. A sender's own ECN validation failed: it says when and why.
-    let failed: Vec<&FlowSummary> = s.flows.iter().filter(|f| f.ecn_validation == "failed").collect();
-    if !failed.is_empty() {
-        let detail: Vec<String> = failed
-            .iter()
-            .map(|f| {
-                format!(
-                    "'{}' at {} s ({})",
-                    f.name,
-                    f.ecn_failed_at_s
-                        .map(|t| format!("{t:.3}"))
-                        .unwrap_or_else(|| "?".into()),
-                    f.ecn_failure.as_deref().unwrap_or("unknown")
-                )
-            })
-            .collect();
-        w.push(Warning {
-            code: "ecn-validation-failed",
-            severity: Severity::Bad,
-            text: format!(
-                "ECN validation failed, so these senders stopped sending ECT(1) and now behave as classic, loss-based \
-                 flows: {}. Their feedback showed the path rewriting the ECN field (bleached: ECT arrived as Not-ECT; \
-                 remarked: ECT(1) arrived as ECT(0); all-ce: every packet arrived CE; not-ect1: the receiver saw a \
-                 packet that was neither ECT(1) nor CE), as RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.",
-                list(&detail)
-            ),
-        });
+/// `l4s-marked-but-queued`: ECT(1) traffic marked but still queued like classic traffic,
+/// i.e. L4S flows with enough packets, CE marks and a queueing excess above the
+/// tolerance. The marking AQM treats ECT(1) like ECT(0) with a classic delay target (an
+/// RFC 3168 AQM such as fq-codel or PIE with ECN), or unresponsive traffic overloads the
+/// L queue.
+fn l4s_marked_but_queued(cx: &Context) -> Option<Warning> {
+    let queued: Vec<&FlowSummary> = cx
+        .l4s
+        .iter()
+        .copied()
+        .filter(|f| enough_packets(f) && f.ce_packets > 0 && excess(f) > cx.tol)
+        .collect();
+    if queued.is_empty() {
+        return None;
     }
+    let detail: Vec<String> = queued
+        .iter()
+        .map(|f| {
+            format!(
+                "'{}' +{} ms at p99 with {} CE",
+                f.name,
+                ms(excess(f)),
+                pct(f.ce_fraction)
+            )
+        })
+        .collect();
+    Some(Warning {
+        code: "l4s-marked-but-queued",
+        severity: Severity::Warn,
+        text: format!(
+            "ECT(1) traffic is CE-marked but still queues like classic traffic: {} (more than {} ms above the \
+             base one-way delay). The marking AQM treats ECT(1) like ECT(0) with a classic delay target (an RFC 3168 \
+             AQM such as fq-codel or PIE with ECN), or the L queue is overloaded by unresponsive traffic.",
+            list(&detail),
+            ms(cx.tol)
+        ),
+    })
+}
 
-    // Media flows whose users would notice: frames late or missing, or the picture stalling.
-    let hurt: Vec<String> = s
+/// `ecn-bleached` (losses): ECN bleached or remarked before a DualPI2 queue. When the path
+/// has a DualPI2 queue, L4S flows sent ECT(1) with enough packets that lost packets but got
+/// no CE mark: DualPI2 marks ECT(1) long before it drops, so if they cross it their ECN
+/// field was bleached to Not-ECT or remarked to ECT(0) on the way (a classifier, tunnel or
+/// middlebox). Without a DualPI2 queue, losses without CE are what a FIFO does.
+fn ect1_lost_without_ce(cx: &Context) -> Option<Warning> {
+    if !cx.s.queues.iter().any(|q| q.aqm == "dualpi2") {
+        return None;
+    }
+    let lost_unmarked: Vec<&FlowSummary> = cx
+        .l4s
+        .iter()
+        .copied()
+        .filter(|f| f.ecn == "ect1" && enough_packets(f) && f.ce_packets == 0 && f.lost_packets > 0)
+        .collect();
+    if lost_unmarked.is_empty() {
+        return None;
+    }
+    let detail: Vec<String> = lost_unmarked
+        .iter()
+        .map(|f| format!("'{}' lost {} packets, 0 CE", f.name, count(f.lost_packets)))
+        .collect();
+    Some(Warning {
+        code: "ecn-bleached",
+        severity: Severity::Bad,
+        text: format!(
+            "ECT(1) flows lost packets but none arrived CE-marked although the path has a DualPI2 queue, which \
+             marks ECT(1) long before it drops: {}. If these flows cross that queue, their ECN field was bleached \
+             to Not-ECT or remarked to ECT(0) before it (a classifier, tunnel or middlebox).",
+            list(&detail)
+        ),
+    })
+}
+
+/// `ecn-bleached` (empty L queue), checked for each queue `q`: a DualPI2 queue that
+/// dequeued at least [`MIN_PACKETS`] classified none of them into its L4S (L) queue,
+/// although the L4S flows sent ECT(1) delivered at least [`MIN_PACKETS`] between them.
+/// DualPI2 classifies on the ECT(1) codepoint (RFC 9332 §2.3), so if those packets cross
+/// `q` their codepoint was remarked before it.
+fn dualpi2_l_queue_empty(cx: &Context, q: &QueueSummary) -> Option<Warning> {
+    if q.aqm != "dualpi2" {
+        return None;
+    }
+    let lq = q.subqueues.get("L")?;
+    let ect1_sent: u64 = cx
+        .l4s
+        .iter()
+        .filter(|f| f.ecn == "ect1")
+        .map(|f| f.received_packets)
+        .fold(0, u64::saturating_add);
+    let fires = lq.enqueued_packets == 0 && q.dequeued_packets >= MIN_PACKETS && ect1_sent >= MIN_PACKETS;
+    if !fires {
+        return None;
+    }
+    Some(Warning {
+        code: "ecn-bleached",
+        severity: Severity::Bad,
+        text: format!(
+            "DualPI2 queue '{}' put no packet in its L4S (L) queue, although {} delivered {} ECT(1) \
+             packets. If they cross this queue, their ECT(1) codepoint was remarked before it.",
+            q.name,
+            names(&cx.l4s),
+            count(ect1_sent)
+        ),
+    })
+}
+
+/// `ecn-validation-failed`: a sender's own ECN validation failed; the warning says when
+/// and why. Such a sender stops sending ECT(1) and falls back to classic, loss-based
+/// congestion control, because its feedback showed the path rewriting the ECN field, as
+/// RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.
+fn ecn_validation_failed(cx: &Context) -> Option<Warning> {
+    let failed: Vec<&FlowSummary> = cx.s.flows.iter().filter(|f| f.ecn_validation == "failed").collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let detail: Vec<String> = failed
+        .iter()
+        .map(|f| {
+            format!(
+                "'{}' at {} s ({})",
+                f.name,
+                f.ecn_failed_at_s
+                    .map(|t| format!("{t:.3}"))
+                    .unwrap_or_else(|| "?".into()),
+                f.ecn_failure.as_deref().unwrap_or("unknown")
+            )
+        })
+        .collect();
+    Some(Warning {
+        code: "ecn-validation-failed",
+        severity: Severity::Bad,
+        text: format!(
+            "ECN validation failed, so these senders stopped sending ECT(1) and now behave as classic, loss-based \
+             flows: {}. Their feedback showed the path rewriting the ECN field (bleached: ECT arrived as Not-ECT; \
+             remarked: ECT(1) arrived as ECT(0); all-ce: every packet arrived CE; not-ect1: the receiver saw a \
+             packet that was neither ECT(1) nor CE), as RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.",
+            list(&detail)
+        ),
+    })
+}
+
+/// `media-frames-late`: real-time media whose users would notice. A media flow that sent
+/// at least `MIN_FRAMES` (100) frames had `MEDIA_BAD_FRAMES` (10 %) or more of them late or
+/// incomplete, or stalled `MEDIA_STALL` (2 %) or more of the time.
+fn media_frames_late(cx: &Context) -> Option<Warning> {
+    let hurt: Vec<String> = cx
+        .s
         .flows
         .iter()
         .filter_map(|f| f.media.as_ref().map(|m| (f, m)))
@@ -339,226 +555,293 @@ pub fn verdict(s: &Summary, snaps: Option<&Snapshots>) -> Verdict {
             )
         })
         .collect();
-    if !hurt.is_empty() {
-        w.push(Warning {
-            code: "media-frames-late",
-            severity: Severity::Warn,
-            text: format!(
-                "Real-time media is suffering: {}. A frame is late when it completes more than its deadline (one frame \
-                 interval by default) after its expected display time; a stall is a gap of more than 100 ms with no new \
-                 frame.",
-                list(&hurt)
-            ),
-        });
+    if hurt.is_empty() {
+        return None;
     }
+    Some(Warning {
+        code: "media-frames-late",
+        severity: Severity::Warn,
+        text: format!(
+            "Real-time media is suffering: {}. A frame is late when it completes more than its deadline (one frame \
+             interval by default) after its expected display time; a stall is a gap of more than 100 ms with no new \
+             frame.",
+            list(&hurt)
+        ),
+    })
+}
 
-    // 4. Nearly every L4S packet CE.
-    let saturated: Vec<&FlowSummary> = l4s
+/// `ce-saturated`: nearly every L4S packet arrives CE-marked ([`CE_SATURATED`] or more of
+/// a flow with enough packets), where a healthy L4S flow sees a few percent. Something
+/// sets CE on every packet (remarking), or the L queue is overloaded (unresponsive ECT(1)
+/// traffic, or capacity far below the offered load).
+fn ce_saturated(cx: &Context) -> Option<Warning> {
+    let saturated: Vec<&FlowSummary> = cx
+        .l4s
         .iter()
         .copied()
-        .filter(|f| f.received_packets >= MIN_PACKETS && f.ce_fraction >= CE_SATURATED)
+        .filter(|f| enough_packets(f) && f.ce_fraction >= CE_SATURATED)
         .collect();
-    if !saturated.is_empty() {
-        let detail: Vec<String> = saturated
-            .iter()
-            .map(|f| format!("'{}' {} CE", f.name, pct(f.ce_fraction)))
-            .collect();
-        w.push(Warning {
-            code: "ce-saturated",
-            severity: Severity::Warn,
-            text: format!(
-                "Nearly every ECT(1) packet arrived CE-marked: {}. A healthy L4S flow sees a few percent. Either \
-                 something sets CE on every packet (remarking) or the L queue is overloaded (unresponsive ECT(1) traffic, \
-                 or capacity far below the offered load).",
-                list(&detail)
-            ),
-        });
+    if saturated.is_empty() {
+        return None;
     }
+    let detail: Vec<String> = saturated
+        .iter()
+        .map(|f| format!("'{}' {} CE", f.name, pct(f.ce_fraction)))
+        .collect();
+    Some(Warning {
+        code: "ce-saturated",
+        severity: Severity::Warn,
+        text: format!(
+            "Nearly every ECT(1) packet arrived CE-marked: {}. A healthy L4S flow sees a few percent. Either \
+             something sets CE on every packet (remarking) or the L queue is overloaded (unresponsive ECT(1) traffic, \
+             or capacity far below the offered load).",
+            list(&detail)
+        ),
+    })
+}
 
-    // 5. Link never saturated.
-    if let Some(busiest) = bottleneck(s) {
-        if busiest.utilization < MIN_UTILIZATION {
-            let mut text = format!(
-                "No link was saturated: the busiest queue, '{}', was busy {} of the statistics window (< {}).",
-                busiest.name,
-                pct0(busiest.utilization),
-                pct0(MIN_UTILIZATION)
-            );
-            if let Some(sr) = snaps.and_then(|sn| sn.queue(&busiest.name)) {
-                let (n, of) = intervals_busy(sr, 0.95, window);
-                if of > 0 {
-                    text.push_str(&format!(" It was ≥ 95 % busy in {n} of {of} snapshot intervals."));
-                }
-            }
-            text.push_str(
-                " Latency here is not latency under load: the senders were limited elsewhere (application, receive \
-                 window, an upstream link) or the run is too short for them to ramp up.",
-            );
-            w.push(Warning {
-                code: "link-not-saturated",
-                severity: Severity::Warn,
-                text,
-            });
+/// `link-not-saturated`: the bottleneck was busy less than [`MIN_UTILIZATION`] of the
+/// window, so the latency measured is not latency under load: the senders were limited
+/// elsewhere or did not ramp up. With snapshots, says in how many intervals it was
+/// at least 95 % busy.
+fn link_not_saturated(cx: &Context) -> Option<Warning> {
+    let busiest = bottleneck(cx.s).filter(|q| q.utilization < MIN_UTILIZATION)?;
+    let mut text = format!(
+        "No link was saturated: the busiest queue, '{}', was busy {} of the statistics window (< {}).",
+        busiest.name,
+        pct0(busiest.utilization),
+        pct0(MIN_UTILIZATION)
+    );
+    if let Some(sr) = cx.snaps.and_then(|sn| sn.queue(&busiest.name)) {
+        let (n, of) = intervals_busy(sr, 0.95, cx.window);
+        if of > 0 {
+            text.push_str(&format!(" It was ≥ 95 % busy in {n} of {of} snapshot intervals."));
         }
     }
+    text.push_str(
+        " Latency here is not latency under load: the senders were limited elsewhere (application, receive \
+         window, an upstream link) or the run is too short for them to ramp up.",
+    );
+    Some(Warning {
+        code: "link-not-saturated",
+        severity: Severity::Warn,
+        text,
+    })
+}
 
-    // 6. One class starving the other (bulk flows only).
-    let bl: Vec<&FlowSummary> = l4s.iter().copied().filter(|f| is_bulk(f)).collect();
-    let bc: Vec<&FlowSummary> = classic.iter().copied().filter(|f| is_bulk(f)).collect();
-    if !bl.is_empty() && !bc.is_empty() {
-        let mean = |v: &[&FlowSummary]| v.iter().map(|f| f.throughput_bps).sum::<f64>() / v.len() as f64;
-        let (ml, mc) = (mean(&bl), mean(&bc));
-        let total: f64 = bl.iter().chain(bc.iter()).map(|f| f.throughput_bps).sum();
-        let fair = total / (bl.len() + bc.len()) as f64;
-        let ratio = ml / mc;
-        let starved = |v: &[&FlowSummary]| -> Vec<String> {
-            v.iter()
-                .filter(|f| f.throughput_bps < STARVE_SHARE * fair)
-                .map(|f| {
-                    format!(
-                        "'{}' {} ({} of the fair share)",
-                        f.name,
-                        rate(f.throughput_bps),
-                        pct0(f.throughput_bps / fair)
-                    )
-                })
-                .collect()
-        };
-        let (sc, sl) = (starved(&bc), starved(&bl));
-        if total > 0.0 && (ml > STARVE_RATIO * mc || !sc.is_empty()) {
-            let mut text = format!(
-                "Scalable (L4S) flows starve classic ones: per-flow throughput L4S {} vs classic {} (ratio {}, limit {}).",
-                rate(ml),
-                rate(mc),
-                ratio_str(ratio),
-                STARVE_RATIO
-            );
-            if !sc.is_empty() {
-                text.push_str(&format!(
-                    " Starved below {} of the fair share {}: {}.",
-                    pct0(STARVE_SHARE),
-                    rate(fair),
-                    list(&sc)
-                ));
-            }
-            text.push_str(
-                " A coupled DualQ AQM (RFC 9332 §2.4) should give roughly equal rates; a shared queue with a classic ECN \
-                 AQM or a missing coupling lets scalable flows take over.",
-            );
-            w.push(Warning {
-                code: "l4s-starves-classic",
-                severity: Severity::Warn,
-                text,
-            });
-        }
-        if total > 0.0 && (mc > STARVE_RATIO * ml || !sl.is_empty()) {
-            let mut text = format!(
-                "Classic flows starve scalable (L4S) ones: per-flow throughput classic {} vs L4S {} (ratio {}, limit {}).",
-                rate(mc),
-                rate(ml),
-                ratio_str(1.0 / ratio),
-                STARVE_RATIO
-            );
-            if !sl.is_empty() {
-                text.push_str(&format!(
-                    " Starved below {} of the fair share {}: {}.",
-                    pct0(STARVE_SHARE),
-                    rate(fair),
-                    list(&sl)
-                ));
-            }
-            w.push(Warning {
-                code: "classic-starves-l4s",
-                severity: Severity::Warn,
-                text,
-            });
-        }
+/// The bulk flows of both classes and their throughput, for the starvation rules.
+struct BulkShares<'a> {
+    /// Bulk L4S flows and bulk classic flows, in summary order.
+    l4s: Vec<&'a FlowSummary>,
+    classic: Vec<&'a FlowSummary>,
+    /// Mean per-flow throughput of each class, bit/s.
+    mean_l4s: f64,
+    mean_classic: f64,
+    /// Throughput of all bulk flows, and its equal share per bulk flow, bit/s.
+    total: f64,
+    fair: f64,
+}
+
+/// `None` unless both classes have a bulk flow: starvation needs two classes competing.
+fn bulk_shares<'a>(cx: &Context<'a>) -> Option<BulkShares<'a>> {
+    let l4s: Vec<&FlowSummary> = cx.l4s.iter().copied().filter(|f| is_bulk(f)).collect();
+    let classic: Vec<&FlowSummary> = cx.classic.iter().copied().filter(|f| is_bulk(f)).collect();
+    if l4s.is_empty() || classic.is_empty() {
+        return None;
     }
+    let mean = |v: &[&FlowSummary]| v.iter().map(|f| f.throughput_bps).sum::<f64>() / v.len() as f64;
+    let (mean_l4s, mean_classic) = (mean(&l4s), mean(&classic));
+    let total: f64 = l4s.iter().chain(classic.iter()).map(|f| f.throughput_bps).sum();
+    let fair = total / (l4s.len() + classic.len()) as f64;
+    Some(BulkShares {
+        l4s,
+        classic,
+        mean_l4s,
+        mean_classic,
+        total,
+        fair,
+    })
+}
 
-    // 7. Percentiles shown with too few samples.
-    let mut few999 = Vec::new();
-    let mut few9999 = Vec::new();
-    let mut check = |what: String, p: &Percentiles| {
-        if p.count > 0 && p.count < SAMPLES_P999 {
-            few999.push(format!("{what} ({})", count(p.count)));
-        } else if p.count > 0 && p.count < SAMPLES_P9999 {
-            few9999.push(format!("{what} ({})", count(p.count)));
-        }
-    };
+/// The flows of `v` below [`STARVE_SHARE`] of the fair share, described.
+fn starved(v: &[&FlowSummary], fair: f64) -> Vec<String> {
+    v.iter()
+        .filter(|f| f.throughput_bps < STARVE_SHARE * fair)
+        .map(|f| {
+            format!(
+                "'{}' {} ({} of the fair share)",
+                f.name,
+                rate(f.throughput_bps),
+                pct0(f.throughput_bps / fair)
+            )
+        })
+        .collect()
+}
+
+/// `l4s-starves-classic`: scalable flows take the capacity from classic ones. Among bulk
+/// flows, the mean L4S per-flow throughput is more than [`STARVE_RATIO`] times the classic
+/// one, or a classic flow has less than [`STARVE_SHARE`] of the fair share. A coupled
+/// DualQ AQM (RFC 9332 §2.4) should give roughly equal rates; a shared queue with a classic
+/// ECN AQM, or a missing coupling, lets scalable flows take over.
+fn l4s_starves_classic(cx: &Context) -> Option<Warning> {
+    let b = bulk_shares(cx)?;
+    let sc = starved(&b.classic, b.fair);
+    let fires = b.total > 0.0 && (b.mean_l4s > STARVE_RATIO * b.mean_classic || !sc.is_empty());
+    if !fires {
+        return None;
+    }
+    let mut text = format!(
+        "Scalable (L4S) flows starve classic ones: per-flow throughput L4S {} vs classic {} (ratio {}, limit {}).",
+        rate(b.mean_l4s),
+        rate(b.mean_classic),
+        ratio_str(b.mean_l4s / b.mean_classic),
+        STARVE_RATIO
+    );
+    if !sc.is_empty() {
+        text.push_str(&format!(
+            " Starved below {} of the fair share {}: {}.",
+            pct0(STARVE_SHARE),
+            rate(b.fair),
+            list(&sc)
+        ));
+    }
+    text.push_str(
+        " A coupled DualQ AQM (RFC 9332 §2.4) should give roughly equal rates; a shared queue with a classic ECN \
+         AQM or a missing coupling lets scalable flows take over.",
+    );
+    Some(Warning {
+        code: "l4s-starves-classic",
+        severity: Severity::Warn,
+        text,
+    })
+}
+
+/// `classic-starves-l4s`: the mirror of [`l4s_starves_classic`]. Among bulk flows, the mean
+/// classic per-flow throughput is more than [`STARVE_RATIO`] times the L4S one, or an L4S
+/// flow has less than [`STARVE_SHARE`] of the fair share.
+fn classic_starves_l4s(cx: &Context) -> Option<Warning> {
+    let b = bulk_shares(cx)?;
+    let sl = starved(&b.l4s, b.fair);
+    let fires = b.total > 0.0 && (b.mean_classic > STARVE_RATIO * b.mean_l4s || !sl.is_empty());
+    if !fires {
+        return None;
+    }
+    // The ratio as the L4S rule computes it, inverted: the same digits in both warnings.
+    let ratio = b.mean_l4s / b.mean_classic;
+    let mut text = format!(
+        "Classic flows starve scalable (L4S) ones: per-flow throughput classic {} vs L4S {} (ratio {}, limit {}).",
+        rate(b.mean_classic),
+        rate(b.mean_l4s),
+        ratio_str(1.0 / ratio),
+        STARVE_RATIO
+    );
+    if !sl.is_empty() {
+        text.push_str(&format!(
+            " Starved below {} of the fair share {}: {}.",
+            pct0(STARVE_SHARE),
+            rate(b.fair),
+            list(&sl)
+        ));
+    }
+    Some(Warning {
+        code: "classic-starves-l4s",
+        severity: Severity::Warn,
+        text,
+    })
+}
+
+/// Every percentile series the report shows, named: each flow's OWD and RTT, then each
+/// queue's sojourn and its sub-queues' (not the lone "single" one).
+fn shown_percentiles(s: &Summary) -> Vec<(String, &Percentiles)> {
+    let mut v = Vec::new();
     for f in &s.flows {
-        check(format!("OWD of '{}'", f.name), &f.owd_ms);
+        v.push((format!("OWD of '{}'", f.name), &f.owd_ms));
         if let Some(r) = &f.rtt_ms {
-            check(format!("RTT of '{}'", f.name), r);
+            v.push((format!("RTT of '{}'", f.name), r));
         }
     }
     for q in &s.queues {
-        check(format!("sojourn of '{}'", q.name), &q.sojourn_ms);
+        v.push((format!("sojourn of '{}'", q.name), &q.sojourn_ms));
         for (k, sq) in &q.subqueues {
             if k != "single" {
-                check(format!("sojourn of '{}/{k}'", q.name), &sq.sojourn_ms);
+                v.push((format!("sojourn of '{}/{k}'", q.name), &sq.sojourn_ms));
             }
         }
     }
-    if !few999.is_empty() {
-        w.push(Warning {
-            code: "few-samples-p999",
-            severity: Severity::Note,
-            text: format!(
-                "p99.9 and p99.99 rest on fewer than {} samples for {}: both are in effect the maximum. \
-                 Run longer or raise the probe rate.",
-                count(SAMPLES_P999),
-                list(&few999)
-            ),
-        });
-    }
-    if !few9999.is_empty() {
-        w.push(Warning {
-            code: "few-samples-p9999",
-            severity: Severity::Note,
-            text: format!(
-                "p99.99 rests on fewer than {} samples for {}: it is in effect the maximum (p99.9 is sound).",
-                count(SAMPLES_P9999),
-                list(&few9999)
-            ),
-        });
-    }
+    v
+}
 
-    // A live run whose host held the testbed's own elements back: the tails include it.
-    if let Some(t) = s.testbed.as_ref().filter(|t| t.disrupted) {
-        let steal = match t.cpu_steal {
-            Some(x) if x >= 0.001 => format!("; the hypervisor took {:.1} % of the CPU time (steal)", x * 100.0),
-            _ => String::new(),
-        };
-        w.push(Warning {
-            code: "testbed-timing",
-            severity: Severity::Warn,
-            text: format!(
-                "the testbed fell behind: {} of {} packet hand-offs by its own elements left over 1 ms late \
-                 ({:.2} %, p99.9 {} ms, worst {} ms){steal}. Delays at p99 and beyond include this lateness, which is the host's, \
-                 not the network's: other processes or the hypervisor took the CPU, or the rates are more than this machine \
-                 forwards. Run on a quieter machine, or at lower rates.",
-                count(t.late_over_1ms),
-                count(t.packets),
-                t.late_share * 100.0,
-                ms(t.worst_p999_ms),
-                ms(t.max_ms)
-            ),
-        });
-    }
+/// The shown series whose sample count is in `samples`, described with the count.
+fn series_with_samples(s: &Summary, samples: Range<u64>) -> Vec<String> {
+    shown_percentiles(s)
+        .into_iter()
+        .filter(|(_, p)| samples.contains(&p.count))
+        .map(|(what, p)| format!("{what} ({})", count(p.count)))
+        .collect()
+}
 
-    let (headline, hl) = headline(s, tol);
-    let level = w.iter().fold(hl, |acc, x| {
-        acc.max(match x.severity {
-            Severity::Note => Level::Good,
-            Severity::Warn => Level::Warn,
-            Severity::Bad => Level::Bad,
-        })
-    });
-    Verdict {
-        headline,
-        level,
-        warnings: w,
+/// `few-samples-p999` (a note): percentiles shown with too few samples. A series with
+/// fewer than [`SAMPLES_P999`] samples has no sample beyond its p99.9 and p99.99, so both
+/// are in effect its maximum.
+fn few_samples_p999(cx: &Context) -> Option<Warning> {
+    let few = series_with_samples(cx.s, 1..SAMPLES_P999);
+    if few.is_empty() {
+        return None;
     }
+    Some(Warning {
+        code: "few-samples-p999",
+        severity: Severity::Note,
+        text: format!(
+            "p99.9 and p99.99 rest on fewer than {} samples for {}: both are in effect the maximum. \
+             Run longer or raise the probe rate.",
+            count(SAMPLES_P999),
+            list(&few)
+        ),
+    })
+}
+
+/// `few-samples-p9999` (a note): a series with at least [`SAMPLES_P999`] but fewer than
+/// [`SAMPLES_P9999`] samples has a sound p99.9, but its p99.99 is in effect its maximum.
+fn few_samples_p9999(cx: &Context) -> Option<Warning> {
+    let few = series_with_samples(cx.s, SAMPLES_P999..SAMPLES_P9999);
+    if few.is_empty() {
+        return None;
+    }
+    Some(Warning {
+        code: "few-samples-p9999",
+        severity: Severity::Note,
+        text: format!(
+            "p99.99 rests on fewer than {} samples for {}: it is in effect the maximum (p99.9 is sound).",
+            count(SAMPLES_P9999),
+            list(&few)
+        ),
+    })
+}
+
+/// `testbed-timing`: a live run whose host held the testbed's own elements back (its
+/// self-check, [`l4s_metrics::summary::TestbedCheck`], says `disrupted`). The lateness is
+/// the host's, not the network's, and the delays at p99 and beyond include it.
+fn testbed_timing(cx: &Context) -> Option<Warning> {
+    let t = cx.s.testbed.as_ref().filter(|t| t.disrupted)?;
+    let steal = match t.cpu_steal {
+        Some(x) if x >= 0.001 => format!("; the hypervisor took {:.1} % of the CPU time (steal)", x * 100.0),
+        _ => String::new(),
+    };
+    Some(Warning {
+        code: "testbed-timing",
+        severity: Severity::Warn,
+        text: format!(
+            "the testbed fell behind: {} of {} packet hand-offs by its own elements left over 1 ms late \
+             ({:.2} %, p99.9 {} ms, worst {} ms){steal}. Delays at p99 and beyond include this lateness, which is the host's, \
+             not the network's: other processes or the hypervisor took the CPU, or the rates are more than this machine \
+             forwards. Run on a quieter machine, or at lower rates.",
+            count(t.late_over_1ms),
+            count(t.packets),
+            t.late_share * 100.0,
+            ms(t.worst_p999_ms),
+            ms(t.max_ms)
+        ),
+    })
 }
 
 /// The bottleneck: the queue with the highest utilisation (the first of equals). The summary
@@ -1050,5 +1333,395 @@ mod tests {
         let w = v.warnings.iter().find(|w| w.code == "ecn-validation-failed").unwrap();
         assert!(w.text.contains("at 10.016 s (bleached)"), "{}", w.text);
         assert_eq!(v.level, Level::Bad);
+    }
+}
+
+/// One focused test per rule: a summary built to trigger it, and ones just on the other
+/// side of its threshold that must not. Each calls the rule's function directly.
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::synth;
+    use l4s_metrics::summary::{MediaSummary, TestbedCheck};
+
+    // The healthy synthetic run (no rule fires): flows 0 'prague' (L4S, bulk, ECT(1)),
+    // 1 'cubic' (classic, bulk), 2 'probe-l4s' (L4S, ECT(1)), 3 'probe-classic'; queues
+    // 0 'bottleneck' (DualPI2, 100 Mbit/s) and 1 'bottleneck-reverse' (FIFO). Base OWD
+    // 10 ms; tolerance 5 ms + 2 × 0.12 ms = 5.24 ms.
+    const PRAGUE: usize = 0;
+    const CUBIC: usize = 1;
+    const PROBE_L4S: usize = 2;
+    const PROBE_CLASSIC: usize = 3;
+
+    /// The healthy run with only the flows at `keep` (indices above), for a rule about them.
+    fn with_flows(keep: &[usize]) -> Summary {
+        let mut s = synth::healthy_dualpi2();
+        s.flows = keep.iter().map(|&i| s.flows[i].clone()).collect();
+        s
+    }
+
+    fn run(rule: fn(&Context) -> Option<Warning>, s: &Summary) -> Option<Warning> {
+        rule(&Context::new(s, None))
+    }
+
+    /// The rule's warning, checked for its code and severity.
+    fn fires(rule: fn(&Context) -> Option<Warning>, s: &Summary, code: &str, severity: Severity) -> String {
+        let w = run(rule, s).unwrap_or_else(|| panic!("{code} should fire"));
+        assert_eq!((w.code, w.severity), (code, severity));
+        w.text
+    }
+
+    #[test]
+    fn the_table_runs_every_rule_once_in_the_documented_order() {
+        let rows: Vec<(&str, &str)> = RULES.iter().map(|r| (r.name, r.code)).collect();
+        assert_eq!(
+            rows,
+            [
+                ("flow_silent", "flow-silent"),
+                ("no_l4s_marking", "no-l4s-marking"),
+                ("l4s_marked_but_queued", "l4s-marked-but-queued"),
+                ("ect1_lost_without_ce", "ecn-bleached"),
+                ("dualpi2_l_queue_empty", "ecn-bleached"),
+                ("ecn_validation_failed", "ecn-validation-failed"),
+                ("media_frames_late", "media-frames-late"),
+                ("ce_saturated", "ce-saturated"),
+                ("link_not_saturated", "link-not-saturated"),
+                ("l4s_starves_classic", "l4s-starves-classic"),
+                ("classic_starves_l4s", "classic-starves-l4s"),
+                ("few_samples_p999", "few-samples-p999"),
+                ("few_samples_p9999", "few-samples-p9999"),
+                ("testbed_timing", "testbed-timing"),
+            ]
+        );
+        let s = synth::healthy_dualpi2();
+        let cx = Context::new(&s, None);
+        assert!(RULES.iter().all(|r| r.run(&cx).is_empty()), "the healthy run is silent");
+    }
+
+    #[test]
+    fn flow_silent_names_flows_without_arrivals() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[1].received_packets = 1;
+        assert_eq!(run(flow_silent, &s), None);
+        s.flows[1].received_packets = 0;
+        let t = fires(flow_silent, &s, "flow-silent", Severity::Warn);
+        assert!(
+            t.starts_with("'cubic' delivered no packet during the statistics window (10.0–60.0 s)"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn no_l4s_marking_needs_no_ce_and_delay_above_the_tolerance() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].ce_packets = 0;
+        s.flows[0].owd_ms.p99 = 15.2; // +5.2 ms: within the tolerance
+        assert_eq!(run(no_l4s_marking, &s), None);
+        s.flows[0].owd_ms.p99 = 15.3;
+        let t = fires(no_l4s_marking, &s, "no-l4s-marking", Severity::Bad);
+        assert!(t.contains("'prague' OWD p99 15.3 ms vs base 10.0 ms (+5.30 ms)"), "{t}");
+        assert!(t.contains("DualPI2, RFC 9332"), "{t}");
+        // Snapshots add how many intervals were delayed without marks.
+        let snaps = synth::snapshots(&s, 60.0, 0.1, 1);
+        let w = no_l4s_marking(&Context::new(&s, Some(&snaps))).unwrap();
+        assert!(w.text.contains("snapshot intervals delayed with no CE"), "{}", w.text);
+        // Too few packets to judge, or marked (another rule), or classic: silent.
+        s.flows[0].received_packets = MIN_PACKETS - 1;
+        assert_eq!(run(no_l4s_marking, &s), None);
+        s.flows[0].received_packets = MIN_PACKETS;
+        s.flows[0].ce_packets = 1;
+        assert_eq!(run(no_l4s_marking, &s), None);
+        s.flows[0].ce_packets = 0;
+        s.flows[0].class = "classic".into();
+        assert_eq!(run(no_l4s_marking, &s), None);
+    }
+
+    #[test]
+    fn l4s_marked_but_queued_needs_ce_and_delay_above_the_tolerance() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].owd_ms.p99 = 15.2;
+        assert_eq!(run(l4s_marked_but_queued, &s), None);
+        s.flows[0].owd_ms.p99 = 22.6;
+        let t = fires(l4s_marked_but_queued, &s, "l4s-marked-but-queued", Severity::Warn);
+        assert!(
+            t.contains("'prague' +12.6 ms at p99 with 2.5 % CE (more than 5.24 ms above"),
+            "{t}"
+        );
+        assert!(t.contains("RFC 3168"), "{t}");
+        s.flows[0].ce_packets = 0;
+        assert_eq!(run(l4s_marked_but_queued, &s), None, "unmarked is no-l4s-marking");
+    }
+
+    #[test]
+    fn ect1_lost_without_ce_needs_a_dualpi2_queue_on_the_path() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[0].ce_packets = 0;
+        assert_eq!(run(ect1_lost_without_ce, &s), None, "no loss, no evidence");
+        s.flows[0].lost_packets = 1200;
+        let t = fires(ect1_lost_without_ce, &s, "ecn-bleached", Severity::Bad);
+        assert!(t.contains(": 'prague' lost 1 200 packets, 0 CE."), "{t}");
+        // A sender that never sent ECT(1) is not bleached.
+        s.flows[0].ecn = "ect0".into();
+        assert_eq!(run(ect1_lost_without_ce, &s), None);
+        // Under a FIFO, losses without CE are expected.
+        s.flows[0].ecn = "ect1".into();
+        s.queues[0].aqm = "fifo".into();
+        assert_eq!(run(ect1_lost_without_ce, &s), None);
+    }
+
+    #[test]
+    fn dualpi2_l_queue_empty_is_checked_per_queue() {
+        let mut s = with_flows(&[PRAGUE, CUBIC, PROBE_L4S]);
+        let cx = Context::new(&s, None);
+        assert_eq!(dualpi2_l_queue_empty(&cx, &s.queues[0]), None);
+        s.queues[0].subqueues.get_mut("L").unwrap().enqueued_packets = 0;
+        let cx = Context::new(&s, None);
+        let w = dualpi2_l_queue_empty(&cx, &s.queues[0]).expect("fires");
+        assert_eq!((w.code, w.severity), ("ecn-bleached", Severity::Bad));
+        assert!(
+            w.text.starts_with(
+                "DualPI2 queue 'bottleneck' put no packet in its L4S (L) queue, although 'prague', 'probe-l4s' \
+                 delivered 299 893 ECT(1) packets."
+            ),
+            "{}",
+            w.text
+        );
+        assert_eq!(dualpi2_l_queue_empty(&cx, &s.queues[1]), None, "a FIFO has no L queue");
+        // Too little ECT(1) traffic to expect anything in L.
+        s.flows[0].received_packets = 50;
+        s.flows[2].received_packets = 49;
+        let cx = Context::new(&s, None);
+        assert_eq!(dualpi2_l_queue_empty(&cx, &s.queues[0]), None);
+    }
+
+    #[test]
+    fn ecn_validation_failed_says_when_and_why() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[0].ecn_validation = "capable".into();
+        assert_eq!(run(ecn_validation_failed, &s), None);
+        s.flows[0].ecn_validation = "failed".into();
+        s.flows[0].ecn_failed_at_s = Some(10.016);
+        s.flows[0].ecn_failure = Some("bleached".into());
+        s.flows[1].ecn_validation = "failed".into();
+        let t = fires(ecn_validation_failed, &s, "ecn-validation-failed", Severity::Bad);
+        assert!(
+            t.contains("flows: 'prague' at 10.016 s (bleached), 'cubic' at ? s (unknown)."),
+            "{t}"
+        );
+        assert!(t.contains("RFC 9000 §13.4.2 and RFC 9331 §4"), "{t}");
+    }
+
+    fn media(frames_sent: u64, bad: f64, stall: f64) -> MediaSummary {
+        MediaSummary {
+            profile: "cloud-gaming".into(),
+            controller: "scream".into(),
+            l4s: true,
+            fps: 60.0,
+            frames_sent,
+            frames_complete: frames_sent,
+            frames_late: 0,
+            frames_incomplete: 0,
+            bad_frame_fraction: bad,
+            frame_delay_ms: synth::healthy_dualpi2().flows[0].owd_ms,
+            deadline_ms: 16.7,
+            stall_time_s: 0.0,
+            stall_fraction: stall,
+            stall_gap_ms: 100.0,
+            received_fps: 59.8,
+            target_bitrate_mean_bps: 2e7,
+            target_bitrate_min_bps: 1e7,
+            target_bitrate_max_bps: 3e7,
+            frames_discarded: 0,
+            feedback_reports: 3000,
+            feedback_malformed: 0,
+        }
+    }
+
+    #[test]
+    fn media_frames_late_on_bad_frames_or_stalls() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].media = Some(media(3000, 0.0999, 0.0199));
+        assert_eq!(run(media_frames_late, &s), None, "just under both limits");
+        s.flows[0].media = Some(media(MIN_FRAMES - 1, 0.5, 0.5));
+        assert_eq!(run(media_frames_late, &s), None, "too few frames to judge");
+        s.flows[0].media = Some(media(3000, 0.1, 0.0));
+        let t = fires(media_frames_late, &s, "media-frames-late", Severity::Warn);
+        assert!(
+            t.contains(
+                "'prague' 10.0 % of frames late or incomplete (frame delay p99 10.35 ms), stalled 0 of the time"
+            ),
+            "{t}"
+        );
+        s.flows[0].media = Some(media(3000, 0.0, 0.02));
+        let t = fires(media_frames_late, &s, "media-frames-late", Severity::Warn);
+        assert!(t.contains("stalled 2.0 % of the time"), "{t}");
+    }
+
+    #[test]
+    fn ce_saturated_at_95_percent() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[0].ce_fraction = 0.949;
+        assert_eq!(run(ce_saturated, &s), None);
+        s.flows[0].ce_fraction = CE_SATURATED;
+        let t = fires(ce_saturated, &s, "ce-saturated", Severity::Warn);
+        assert!(
+            t.starts_with("Nearly every ECT(1) packet arrived CE-marked: 'prague' 95.0 % CE."),
+            "{t}"
+        );
+        s.flows[0].received_packets = MIN_PACKETS - 1;
+        assert_eq!(run(ce_saturated, &s), None, "too few packets");
+        s.flows[0].received_packets = MIN_PACKETS;
+        s.flows[1].ce_fraction = 1.0;
+        s.flows[0].ce_fraction = 0.0;
+        assert_eq!(run(ce_saturated, &s), None, "classic flows are not judged");
+    }
+
+    #[test]
+    fn link_not_saturated_judges_the_busiest_queue() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.queues[0].utilization = MIN_UTILIZATION;
+        assert_eq!(run(link_not_saturated, &s), None);
+        s.queues[0].utilization = 0.79;
+        let t = fires(link_not_saturated, &s, "link-not-saturated", Severity::Warn);
+        assert!(
+            t.starts_with("No link was saturated: the busiest queue, 'bottleneck', was busy 79 % of the statistics window (< 80 %). Latency here"),
+            "{t}"
+        );
+        let snaps = synth::snapshots(&s, 60.0, 0.1, 1);
+        let w = link_not_saturated(&Context::new(&s, Some(&snaps))).unwrap();
+        assert!(w.text.contains("% busy in 0 of 500 snapshot intervals."), "{}", w.text);
+        s.queues[0].utilization = f64::NAN;
+        s.queues[1].utilization = f64::NAN;
+        assert_eq!(run(link_not_saturated, &s), None, "unknown utilisation");
+        s.queues.clear();
+        assert_eq!(run(link_not_saturated, &s), None, "no queue");
+    }
+
+    #[test]
+    fn l4s_starves_classic_on_ratio_or_share() {
+        let mut s = with_flows(&[PRAGUE, CUBIC, PROBE_L4S, PROBE_CLASSIC]);
+        s.flows[0].throughput_bps = 79e6;
+        s.flows[1].throughput_bps = 21e6; // ratio 3.76
+        assert_eq!(run(l4s_starves_classic, &s), None);
+        s.flows[0].throughput_bps = 81e6;
+        s.flows[1].throughput_bps = 19e6; // ratio 4.26
+        let t = fires(l4s_starves_classic, &s, "l4s-starves-classic", Severity::Warn);
+        assert!(
+            t.starts_with("Scalable (L4S) flows starve classic ones: per-flow throughput L4S 81.00 Mbit/s vs classic 19.00 Mbit/s (ratio 4.3, limit 4)."),
+            "{t}"
+        );
+        assert!(t.contains("RFC 9332 §2.4"), "{t}");
+        // Two L4S flows at 40 Mbit/s, classic ones at 18 and 2: the ratio is exactly 4 (not
+        // above it), but 'cubic-2' has 8 % of the fair share of 25 Mbit/s.
+        let mut s = with_flows(&[PRAGUE, CUBIC, PRAGUE, CUBIC]);
+        s.flows[2].name = "prague-2".into();
+        s.flows[3].name = "cubic-2".into();
+        s.flows[0].throughput_bps = 40e6;
+        s.flows[2].throughput_bps = 40e6;
+        s.flows[1].throughput_bps = 18e6;
+        s.flows[3].throughput_bps = 2e6;
+        let t = fires(l4s_starves_classic, &s, "l4s-starves-classic", Severity::Warn);
+        assert!(
+            t.contains("(ratio 4.0, limit 4). Starved below 10 % of the fair share 25.00 Mbit/s: 'cubic-2' 2.00 Mbit/s (8 % of the fair share)."),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn classic_starves_l4s_is_the_mirror() {
+        let mut s = with_flows(&[PRAGUE, CUBIC, PROBE_L4S]);
+        s.flows[0].throughput_bps = 21e6;
+        s.flows[1].throughput_bps = 79e6;
+        assert_eq!(run(classic_starves_l4s, &s), None);
+        s.flows[0].throughput_bps = 10e6;
+        s.flows[1].throughput_bps = 90e6;
+        let t = fires(classic_starves_l4s, &s, "classic-starves-l4s", Severity::Warn);
+        assert_eq!(
+            t,
+            "Classic flows starve scalable (L4S) ones: per-flow throughput classic 90.00 Mbit/s vs L4S 10.00 Mbit/s \
+             (ratio 9.0, limit 4)."
+        );
+        assert_eq!(run(l4s_starves_classic, &s), None);
+        // Within the ratio, but one of two L4S flows below a tenth of the fair share.
+        let mut s = with_flows(&[PRAGUE, CUBIC, PRAGUE]);
+        s.flows[2].name = "prague-2".into();
+        s.flows[0].throughput_bps = 1e6;
+        s.flows[1].throughput_bps = 50e6;
+        s.flows[2].throughput_bps = 50e6;
+        let t = fires(classic_starves_l4s, &s, "classic-starves-l4s", Severity::Warn);
+        assert!(
+            t.ends_with(
+                "Starved below 10 % of the fair share 33.67 Mbit/s: 'prague' 1.00 Mbit/s (3 % of the fair share)."
+            ),
+            "{t}"
+        );
+        // Probes do not compete: without a classic bulk flow there is no one to starve.
+        let s = with_flows(&[PRAGUE, PROBE_CLASSIC]);
+        assert_eq!(run(classic_starves_l4s, &s), None);
+        assert_eq!(run(l4s_starves_classic, &s), None);
+    }
+
+    #[test]
+    fn few_samples_p999_below_1000() {
+        let mut s = with_flows(&[PROBE_CLASSIC]);
+        s.flows[0].owd_ms.count = SAMPLES_P999;
+        assert_eq!(run(few_samples_p999, &s), None);
+        s.flows[0].owd_ms.count = 0;
+        assert_eq!(run(few_samples_p999, &s), None, "an empty series shows no percentile");
+        s.flows[0].owd_ms.count = 999;
+        s.queues[0].subqueues.get_mut("L").unwrap().sojourn_ms.count = 5;
+        let t = fires(few_samples_p999, &s, "few-samples-p999", Severity::Note);
+        assert_eq!(
+            t,
+            "p99.9 and p99.99 rest on fewer than 1 000 samples for OWD of 'probe-classic' (999), sojourn of \
+             'bottleneck/L' (5): both are in effect the maximum. Run longer or raise the probe rate."
+        );
+    }
+
+    #[test]
+    fn few_samples_p9999_from_1000_to_9999() {
+        let mut s = with_flows(&[PRAGUE]);
+        s.flows[0].rtt_ms.as_mut().unwrap().count = 999;
+        assert_eq!(run(few_samples_p9999, &s), None, "that is the p99.9 rule's");
+        s.flows[0].rtt_ms.as_mut().unwrap().count = SAMPLES_P9999;
+        assert_eq!(run(few_samples_p9999, &s), None);
+        s.flows[0].rtt_ms.as_mut().unwrap().count = 9_999;
+        s.queues[1].subqueues.get_mut("single").unwrap().sojourn_ms.count = 1_000; // not shown
+        let t = fires(few_samples_p9999, &s, "few-samples-p9999", Severity::Note);
+        assert_eq!(
+            t,
+            "p99.99 rests on fewer than 10 000 samples for RTT of 'prague' (9 999): it is in effect the maximum \
+             (p99.9 is sound)."
+        );
+    }
+
+    #[test]
+    fn testbed_timing_only_when_disrupted() {
+        let mut s = with_flows(&[PRAGUE]);
+        assert_eq!(run(testbed_timing, &s), None, "simulator: no self-check");
+        let check = TestbedCheck {
+            packets: 120_000,
+            late_over_1ms: 600,
+            late_share: 0.005,
+            worst_p99_ms: 0.9,
+            worst_p999_ms: 2.6,
+            max_ms: 4.1,
+            cpu_steal: Some(0.0009),
+            disrupted: false,
+        };
+        s.testbed = Some(check.clone());
+        assert_eq!(run(testbed_timing, &s), None);
+        s.testbed = Some(TestbedCheck {
+            disrupted: true,
+            ..check
+        });
+        let t = fires(testbed_timing, &s, "testbed-timing", Severity::Warn);
+        assert!(
+            t.starts_with(
+                "the testbed fell behind: 600 of 120 000 packet hand-offs by its own elements left over 1 ms late \
+                 (0.50 %, p99.9 2.60 ms, worst 4.10 ms). Delays"
+            ),
+            "steal under 0.1 % is not mentioned: {t}"
+        );
     }
 }
