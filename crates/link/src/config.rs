@@ -1,0 +1,74 @@
+//! A link from its description: the wire's rate, delay, queue, fault and rate schedule,
+//! and an optional loss model around it.
+
+use crate::{FaultKind, GilbertElliott, GilbertElliottConfig, Link, LinkPacket, RateSchedule, Wired};
+use l4s_aqm::AqmConfig;
+use l4s_core::{Dur, Rate, Rng};
+
+/// Loss on the wire.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LossModel {
+    GilbertElliott(GilbertElliottConfig),
+}
+
+impl LossModel {
+    /// The name used in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LossModel::GilbertElliott(_) => "gilbert-elliott",
+        }
+    }
+}
+
+/// Everything a link is built from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkConfig {
+    /// `None`: unlimited (no queue, no serialiser).
+    pub rate: Option<Rate>,
+    pub delay: Dur,
+    pub aqm: AqmConfig,
+    pub fault: Option<crate::Fault>,
+    pub schedule: RateSchedule,
+    pub loss: Option<LossModel>,
+    /// Longest lateness a real-time driver's serialiser makes up for (see [`crate::wired`]).
+    pub max_lag: Dur,
+}
+
+impl LinkConfig {
+    /// A wire of this rate and delay with this queue; no fault, schedule or loss.
+    pub fn new(rate: Option<Rate>, delay: Dur, aqm: AqmConfig) -> LinkConfig {
+        LinkConfig {
+            rate,
+            delay,
+            aqm,
+            fault: None,
+            schedule: RateSchedule::default(),
+            loss: None,
+            max_lag: Dur::from_millis(2),
+        }
+    }
+
+    /// The fault's kind, for reports.
+    pub fn fault_kind(&self) -> Option<FaultKind> {
+        self.fault.map(|f| f.kind)
+    }
+}
+
+/// Build a link. `rng` seeds the queue discipline exactly as [`l4s_aqm::build`] would; a
+/// loss model draws from its own stream derived from it.
+pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Link<P>> {
+    let loss_seed = rng.clone().next_u64();
+    let wire: Box<dyn Link<P>> = Box::new(Wired::new(
+        cfg.rate,
+        cfg.delay,
+        &cfg.aqm,
+        cfg.fault,
+        cfg.schedule.clone(),
+        cfg.max_lag,
+        rng,
+    ));
+    match cfg.loss {
+        None => wire,
+        Some(LossModel::GilbertElliott(ge)) => Box::new(GilbertElliott::new(wire, ge, Rng::derive(loss_seed, 0x6745))),
+    }
+}

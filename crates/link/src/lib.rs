@@ -1,0 +1,362 @@
+//! # l4s-link
+//!
+//! Sans-IO link models: what lies between two nodes of a scenario, as one object that the
+//! simulator's event loop and the live forwarder's pacer drive the same way. A link is
+//! handed packets and the current time; it hands back packets that leave it and the times
+//! it wants to be woken. It never reads a clock, opens a socket or keeps global state, and
+//! randomness comes from an [`l4s_core::Rng`] handed to its constructor (the shape of the
+//! queue disciplines behind [`l4s_aqm::Qdisc`], one level up).
+//!
+//! * [`Link`]: the trait. A link has numbered *ports* where nodes attach (a wire has two;
+//!   a shared medium such as a Wi-Fi cell one per station and one for the access point)
+//!   and any number of *queues* that the measurement layer reports.
+//! * [`Io`]: what a link writes to while it runs: [`Action::Deliver`] (a packet leaves at
+//!   a port), [`Action::Wake`] (call [`Link::handle_timeout`] at a time), and the
+//!   [`Observer`] that measurement hangs on (packets leaving a queue, packets lost).
+//! * [`wired::Wired`]: one direction of a wire: a faulty middlebox ([`fault`]), a queue
+//!   discipline, a serialiser at the link rate with its [`schedule::RateSchedule`], and a
+//!   propagation delay line.
+//! * [`gilbert_elliott::GilbertElliott`]: bursty loss on the wire (two-state Markov
+//!   chain), around any other link.
+//! * [`config::LinkConfig`] and [`build`]: a link from its scenario description.
+//!
+//! ## Why wake-ups are requested by reason
+//!
+//! A link asks to be woken with a timer number of its own (the wired link has one for the
+//! end of the serialisation, one for the head of the delay line, one for the queue
+//! discipline's timer and one for the rate schedule) rather than offering one
+//! `poll_timeout`. The simulator turns each request into an event in its queue at once, so
+//! that simultaneous events run in the order they were caused (the deterministic
+//! tie-breaking by insertion order of the simulator), and a run is byte-identical however
+//! many links it has. A real-time driver keeps the requests in a small heap and calls the
+//! link for each one that is due ([`Timers`]). A link ignores a wake-up it no longer needs
+//! (a superseded request), so drivers need not cancel anything.
+
+pub mod config;
+pub mod fault;
+pub mod gilbert_elliott;
+pub mod schedule;
+pub mod wired;
+
+pub use config::{build, LinkConfig, LossModel};
+pub use fault::{Fault, FaultKind};
+pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
+pub use schedule::RateSchedule;
+pub use wired::Wired;
+
+use l4s_aqm::{DropReason, QueueId, QueueStats};
+use l4s_core::{Dur, Ecn, QueuePacket, Rate, Time};
+
+/// A port of a link: where a node attaches.
+pub type Port = usize;
+
+/// A link's own timer number (see [`Action::Wake`]).
+pub type Timer = u16;
+
+/// What a link needs of a packet beyond what a queue needs.
+pub trait LinkPacket: QueuePacket {
+    /// Rewrite the ECN field, as a faulty middlebox does (see [`fault`]).
+    fn set_ecn(&mut self, ecn: Ecn);
+}
+
+/// What a link asks of its driver.
+#[derive(Debug)]
+pub enum Action<P> {
+    /// `pkt` leaves the link at `port`. `due` is when it leaves in the model; a driver that
+    /// was woken late hands it on now and may count the lateness.
+    Deliver { port: Port, pkt: P, due: Time },
+    /// Call [`Link::handle_timeout`] with `timer` and `at` at time `at` (at once if it is
+    /// already past).
+    Wake { timer: Timer, at: Time },
+}
+
+/// A packet leaving one of a link's queues to be sent.
+#[derive(Debug)]
+pub struct Departure<'a, P> {
+    pub pkt: &'a P,
+    /// Which of the link's queues ([`Link::queues`]).
+    pub queue: usize,
+    /// The queue discipline's sub-queue.
+    pub sub: QueueId,
+    /// Time from enqueue to this dequeue.
+    pub sojourn: Dur,
+    /// When its serialisation starts, and how long it occupies the link (at the rate in
+    /// force then).
+    pub start: Time,
+    pub serialisation: Dur,
+    /// The queue discipline set CE on it.
+    pub marked: bool,
+}
+
+/// Where a packet was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossKind {
+    /// Dropped by a queue: at its buffer limit or by its AQM.
+    Queue {
+        queue: usize,
+        sub: QueueId,
+        reason: DropReason,
+    },
+    /// Lost on the wire after it was sent (a loss model such as
+    /// [`gilbert_elliott::GilbertElliott`]).
+    Wire,
+}
+
+/// A packet a link lost, handed to the [`Observer`] (which owns it from then on).
+#[derive(Debug)]
+pub struct Loss<P> {
+    pub pkt: P,
+    pub kind: LossKind,
+    /// Time spent queued before the drop (zero for drops at enqueue and on the wire).
+    pub sojourn: Dur,
+}
+
+/// Measurement's view of a link: told of every packet leaving a queue and every packet lost.
+pub trait Observer<P> {
+    fn departed(&mut self, now: Time, d: &Departure<'_, P>);
+    fn lost(&mut self, now: Time, l: Loss<P>);
+}
+
+/// An observer that keeps nothing.
+pub struct NoObserver;
+
+impl<P> Observer<P> for NoObserver {
+    fn departed(&mut self, _: Time, _: &Departure<'_, P>) {}
+    fn lost(&mut self, _: Time, _: Loss<P>) {}
+}
+
+/// The current time and where a link's output goes, for one call into the link.
+pub struct Io<'a, P> {
+    pub now: Time,
+    actions: &'a mut Vec<Action<P>>,
+    observer: &'a mut dyn Observer<P>,
+}
+
+impl<'a, P> Io<'a, P> {
+    /// Actions are appended to `actions` in the order the link takes them.
+    pub fn new(now: Time, actions: &'a mut Vec<Action<P>>, observer: &'a mut dyn Observer<P>) -> Io<'a, P> {
+        Io { now, actions, observer }
+    }
+    #[inline]
+    pub fn deliver(&mut self, port: Port, pkt: P, due: Time) {
+        self.actions.push(Action::Deliver { port, pkt, due });
+    }
+    #[inline]
+    pub fn wake(&mut self, timer: Timer, at: Time) {
+        self.actions.push(Action::Wake { timer, at });
+    }
+    #[inline]
+    pub fn departed(&mut self, d: &Departure<'_, P>) {
+        self.observer.departed(self.now, d);
+    }
+    #[inline]
+    pub fn lost(&mut self, l: Loss<P>) {
+        self.observer.lost(self.now, l);
+    }
+    /// The actions taken so far in this call and before it (a decorator such as
+    /// [`gilbert_elliott::GilbertElliott`] rewrites those its inner link took).
+    pub fn actions_mut(&mut self) -> &mut Vec<Action<P>> {
+        self.actions
+    }
+    /// The observer, for a decorator to report what it does.
+    pub fn observer(&mut self) -> &mut dyn Observer<P> {
+        self.observer
+    }
+}
+
+/// One of a link's queues, as measurement reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueInfo {
+    /// Empty for a link's only queue (it is reported under the link's name); otherwise
+    /// appended to it (`link/label`).
+    pub label: String,
+    /// The queue discipline's kind ("dualpi2", "fifo", ...).
+    pub aqm: &'static str,
+    /// Its sub-queues, in a fixed order.
+    pub subqueues: &'static [QueueId],
+}
+
+/// A sans-IO link model; see the crate documentation.
+///
+/// The call order: [`Link::start`] once, then [`Link::send`] for every packet a node puts
+/// on the link and [`Link::handle_timeout`] for every [`Action::Wake`] when it falls due,
+/// each with an [`Io`] holding the current time (never earlier than in the previous call).
+pub trait Link<P: LinkPacket> {
+    /// Short name of the model ("wired", "gilbert-elliott", ...).
+    fn kind(&self) -> &'static str;
+    /// Number of ports.
+    fn ports(&self) -> usize;
+    /// Time 0 of the run is `origin`: behaviour over time (rate schedules, faults) counts
+    /// from it. Until it is called the link runs with its configured rate and no fault.
+    fn start(&mut self, origin: Time, io: &mut Io<'_, P>);
+    /// A node at port `from` puts `pkt` on the link towards the node at port `to`.
+    fn send(&mut self, from: Port, to: Port, pkt: P, io: &mut Io<'_, P>);
+    /// A wake-up this link asked for with `timer` at `at` is due (`io.now >= at`).
+    fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>);
+    /// The queues measurement reports, in a fixed order.
+    fn queues(&self) -> &[QueueInfo];
+    /// Counters of queue `q`'s sub-queues, in the order of [`QueueInfo::subqueues`].
+    fn queue_stats(&self, q: usize) -> Vec<(QueueId, QueueStats)>;
+    /// Packets and bytes waiting in queue `q`.
+    fn backlog(&self, q: usize) -> (u64, u64);
+    /// Queue `q`'s congestion probability for monitoring (DualPI2's p', PIE's), if any.
+    fn probability(&self, q: usize) -> Option<f64>;
+    /// The rate from port `from` to port `to` in force now (`None`: unlimited).
+    fn rate(&self, from: Port, to: Port) -> Option<Rate>;
+    /// What the link counted (a driver reports it).
+    fn stats(&self) -> LinkStats {
+        LinkStats::default()
+    }
+}
+
+/// Counters a link keeps beside its queues'.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Times a serialisation started more than its catch-up limit after the link was free
+    /// with a packet waiting (a real-time driver that was woken late), and the link time
+    /// given up (ns) rather than sent as a burst; zero in virtual time.
+    pub forfeits: u64,
+    pub forfeit_ns: u64,
+    /// Scheduled rate changes that took effect.
+    pub rate_changes: u64,
+    /// Packets lost on the wire (a loss model).
+    pub wire_losses: u64,
+}
+
+/// Wake-ups a real-time driver keeps for a link: the requests in time order, the earliest
+/// first. Superseded requests stay until due and are handed to the link, which ignores
+/// them.
+#[derive(Debug, Default)]
+pub struct Timers {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(Time, u64, Timer)>>,
+    seq: u64,
+}
+
+impl Timers {
+    pub fn push(&mut self, timer: Timer, at: Time) {
+        self.seq += 1;
+        self.heap.push(std::cmp::Reverse((at, self.seq, timer)));
+    }
+    /// The earliest request.
+    pub fn next(&self) -> Option<Time> {
+        self.heap.peek().map(|r| r.0 .0)
+    }
+    /// The earliest request if it is due at `now`.
+    pub fn pop_due(&mut self, now: Time) -> Option<(Timer, Time)> {
+        match self.heap.peek() {
+            Some(r) if r.0 .0 <= now => self.heap.pop().map(|r| (r.0 .2, r.0 .0)),
+            _ => None,
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! A packet and a driver for the models' unit tests.
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Pkt {
+        pub id: u64,
+        pub size: u32,
+        pub ecn: Ecn,
+    }
+
+    impl QueuePacket for Pkt {
+        fn wire_len(&self) -> u32 {
+            self.size
+        }
+        fn ecn(&self) -> Ecn {
+            self.ecn
+        }
+        fn set_ce(&mut self) -> bool {
+            if self.ecn.is_ect() {
+                self.ecn = Ecn::Ce;
+                true
+            } else {
+                false
+            }
+        }
+        fn flow_hash(&self) -> u32 {
+            0
+        }
+    }
+
+    impl LinkPacket for Pkt {
+        fn set_ecn(&mut self, ecn: Ecn) {
+            self.ecn = ecn;
+        }
+    }
+
+    /// What the observer saw.
+    #[derive(Default)]
+    pub struct Seen {
+        pub departed: Vec<(Time, u64, Dur)>,
+        pub lost: Vec<(Time, u64, LossKind)>,
+    }
+
+    impl Observer<Pkt> for Seen {
+        fn departed(&mut self, now: Time, d: &Departure<'_, Pkt>) {
+            self.departed.push((now, d.pkt.id, d.sojourn));
+        }
+        fn lost(&mut self, now: Time, l: Loss<Pkt>) {
+            self.lost.push((now, l.pkt.id, l.kind));
+        }
+    }
+
+    /// Drives a link in virtual time: packets offered at given times, every wake-up run
+    /// when due; returns each delivery (time, port, packet).
+    pub fn drive(
+        link: &mut dyn Link<Pkt>,
+        mut offers: Vec<(Time, Port, Port, Pkt)>,
+        until: Time,
+        seen: &mut Seen,
+    ) -> Vec<(Time, Port, Pkt)> {
+        offers.sort_by_key(|o| o.0);
+        let mut offers = std::collections::VecDeque::from(offers);
+        let mut timers = Timers::default();
+        let mut actions = Vec::new();
+        let mut out = Vec::new();
+        let handle = |actions: &mut Vec<Action<Pkt>>, timers: &mut Timers, out: &mut Vec<_>, now| {
+            for a in actions.drain(..) {
+                match a {
+                    Action::Deliver { port, pkt, due } => {
+                        assert_eq!(due, now, "a virtual-time driver is never late");
+                        out.push((now, port, pkt));
+                    }
+                    Action::Wake { timer, at } => timers.push(timer, at.max(now)),
+                }
+            }
+        };
+        link.start(Time::ZERO, &mut Io::new(Time::ZERO, &mut actions, seen));
+        handle(&mut actions, &mut timers, &mut out, Time::ZERO);
+        loop {
+            let next_offer = offers.front().map(|o| o.0);
+            let next_timer = timers.next();
+            let now = match (next_offer, next_timer) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
+            };
+            if now > until {
+                break;
+            }
+            if next_timer == Some(now) {
+                let (timer, at) = timers.pop_due(now).expect("due");
+                link.handle_timeout(timer, at, &mut Io::new(now, &mut actions, seen));
+            } else {
+                let (_, from, to, p) = offers.pop_front().expect("offer");
+                link.send(from, to, p, &mut Io::new(now, &mut actions, seen));
+            }
+            handle(&mut actions, &mut timers, &mut out, now);
+        }
+        out
+    }
+}

@@ -1,0 +1,479 @@
+//! One direction of a wire: port 0 to port 1.
+//!
+//! ```text
+//!   port 0 ──▶ [fault] ──▶ [queue discipline] ──▶ serialiser (rate, schedule) ──▶ delay line ──▶ port 1
+//! ```
+//!
+//! * **Fault**: a middlebox that rewrites the ECN field of every packet entering the link
+//!   from its start time on ([`crate::fault`]), before the queue classifies it.
+//! * **Queue**: any [`l4s_aqm::Qdisc`] (DualPI2 and the baselines), fed and drained with
+//!   the time the driver passes in.
+//! * **Serialiser**: when the link is free the queue is asked for a packet, which then
+//!   occupies the link for `size·8/rate` at the rate in force when its serialisation starts
+//!   ([`crate::schedule`]: a packet being serialised when the rate changes finishes at the
+//!   old rate). A serialisation starts at `max(link free, the packet's arrival, now −
+//!   max_lag)`: a driver that was woken late (a real-time one) starts the next packets
+//!   back to back from where the link should have been, so the long-run rate stays exact;
+//!   after a stall longer than `max_lag` the missed link time is forfeited (counted in
+//!   [`LinkStats`]) rather than sent as a burst. In virtual time the driver is never late
+//!   and a serialisation always starts now.
+//! * **Delay line**: every packet then takes the constant propagation delay. Constant
+//!   delays keep the order, so the line is a FIFO and only its head has a wake-up.
+//!
+//! A link without a rate has no queue and no serialiser: a pure delay line, or, without a
+//! delay either, a packet leaves the moment it enters.
+//!
+//! Each of the four stages asks for its own wake-ups ([`TX_DONE`], [`ARRIVE`], [`QDISC`],
+//! [`RATE`]), one per packet finishing its serialisation, one per head of the delay line,
+//! so that the simulator orders simultaneous events exactly as they were caused.
+
+use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Port, QueueInfo, RateSchedule, Timer};
+use l4s_aqm::{AqmConfig, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use l4s_core::{Dur, Rate, Rng, Time};
+use std::collections::VecDeque;
+
+/// A packet finished its serialisation.
+pub const TX_DONE: Timer = 0;
+/// The head of the delay line reaches port 1.
+pub const ARRIVE: Timer = 1;
+/// The queue discipline's timer (PI probability update).
+pub const QDISC: Timer = 2;
+/// The next change of the rate schedule.
+pub const RATE: Timer = 3;
+
+/// One direction of a wire; see the module documentation.
+pub struct Wired<P> {
+    /// The configured rate (`None`: no queue, no serialiser).
+    base_rate: Option<Rate>,
+    /// The rate in force.
+    rate: Option<Rate>,
+    schedule: RateSchedule,
+    delay: Dur,
+    fault: Option<Fault>,
+    max_lag: Dur,
+    qdisc: Box<dyn Qdisc<P>>,
+    queues: [QueueInfo; 1],
+    /// Time 0 of the run, once known.
+    origin: Option<Time>,
+    /// The packet being serialised.
+    tx: Option<P>,
+    /// When the link is free again (the end of the last serialisation).
+    free_at: Time,
+    /// Packets on the wire, with the time they reach port 1.
+    line: VecDeque<(Time, P)>,
+    /// Deadline of the queue discipline's pending timer request.
+    qdisc_timer: Option<Time>,
+    drops: Vec<Dropped<P>>,
+    stats: LinkStats,
+}
+
+impl<P: LinkPacket + 'static> Wired<P> {
+    /// A wire with the given rate (`None`: unlimited), propagation delay, queue, fault,
+    /// rate schedule and catch-up limit; `rng` seeds the queue discipline.
+    pub fn new(
+        rate: Option<Rate>,
+        delay: Dur,
+        aqm: &AqmConfig,
+        fault: Option<Fault>,
+        schedule: RateSchedule,
+        max_lag: Dur,
+        rng: Rng,
+    ) -> Wired<P> {
+        let qdisc: Box<dyn Qdisc<P>> = l4s_aqm::build(aqm, rng);
+        let queues = [QueueInfo {
+            label: String::new(),
+            aqm: qdisc.kind(),
+            subqueues: qdisc.queue_ids(),
+        }];
+        Wired {
+            base_rate: rate,
+            rate,
+            schedule,
+            delay,
+            fault,
+            max_lag,
+            qdisc,
+            queues,
+            origin: None,
+            tx: None,
+            free_at: Time::ZERO,
+            line: VecDeque::new(),
+            qdisc_timer: None,
+            drops: Vec::new(),
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// Packets in the delay line.
+    pub fn in_flight(&self) -> usize {
+        self.line.len()
+    }
+
+    /// Ask for the queue discipline's timer when it moved.
+    fn arm_qdisc_timer(&mut self, io: &mut Io<'_, P>) {
+        match self.qdisc.next_timeout() {
+            Some(t) if self.qdisc_timer != Some(t) => {
+                self.qdisc_timer = Some(t);
+                io.wake(QDISC, t);
+            }
+            Some(_) => {}
+            None => self.qdisc_timer = None,
+        }
+    }
+
+    /// Report the packets the queue discipline dropped.
+    fn flush_drops(&mut self, io: &mut Io<'_, P>) {
+        for d in self.drops.drain(..) {
+            io.lost(Loss {
+                kind: LossKind::Queue {
+                    queue: 0,
+                    sub: d.queue,
+                    reason: d.reason,
+                },
+                sojourn: d.sojourn,
+                pkt: d.pkt,
+            });
+        }
+    }
+
+    /// Start serialising the next packet if the queue has one.
+    fn start_tx(&mut self, io: &mut Io<'_, P>) {
+        let now = io.now;
+        if let Some(d) = self.qdisc.dequeue(now, &mut self.drops) {
+            let arrival = Time(now.as_nanos().saturating_sub(d.sojourn.as_nanos()));
+            let catch_up_from = Time(now.as_nanos().saturating_sub(self.max_lag.as_nanos()));
+            if self.free_at >= arrival && catch_up_from > self.free_at {
+                // Woken too late to make it all up: forfeit link time rather than burst.
+                self.stats.forfeits += 1;
+                self.stats.forfeit_ns += catch_up_from.since(self.free_at).as_nanos();
+            }
+            let start = self.free_at.max(arrival).max(catch_up_from);
+            let serialisation = self.rate.unwrap_or(Rate::ZERO).tx_time(d.pkt.wire_len() as u64);
+            self.free_at = start + serialisation;
+            io.departed(&Departure {
+                pkt: &d.pkt,
+                queue: 0,
+                sub: d.queue,
+                sojourn: d.sojourn,
+                start,
+                serialisation,
+                marked: d.marked,
+            });
+            self.tx = Some(d.pkt);
+            io.wake(TX_DONE, self.free_at);
+        }
+        self.flush_drops(io);
+        self.arm_qdisc_timer(io);
+    }
+
+    /// Put a packet on the wire at `at` (the end of its serialisation).
+    fn propagate(&mut self, pkt: P, at: Time, io: &mut Io<'_, P>) {
+        let due = at + self.delay;
+        self.line.push_back((due, pkt));
+        if self.line.len() == 1 {
+            io.wake(ARRIVE, due);
+        }
+    }
+}
+
+impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
+    fn kind(&self) -> &'static str {
+        "wired"
+    }
+
+    fn ports(&self) -> usize {
+        2
+    }
+
+    fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
+        self.origin = Some(origin);
+        if self.base_rate.is_some() {
+            if let Some(first) = self.schedule.first_change() {
+                io.wake(RATE, origin + first);
+            }
+        }
+        self.arm_qdisc_timer(io);
+    }
+
+    fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
+        let now = io.now;
+        if let (Some(f), Some(origin)) = (self.fault, self.origin) {
+            if now >= origin + f.start {
+                let e = f.kind.apply(pkt.ecn());
+                if e != pkt.ecn() {
+                    pkt.set_ecn(e);
+                }
+            }
+        }
+        if self.rate.is_none() {
+            if self.delay.is_zero() {
+                io.deliver(1, pkt, now);
+            } else {
+                self.propagate(pkt, now, io);
+            }
+            return;
+        }
+        match self.qdisc.enqueue(pkt, now) {
+            Enqueued::Queued { .. } => {
+                if self.tx.is_none() {
+                    self.start_tx(io);
+                }
+            }
+            Enqueued::Dropped(d) => io.lost(Loss {
+                kind: LossKind::Queue {
+                    queue: 0,
+                    sub: d.queue,
+                    reason: d.reason,
+                },
+                sojourn: d.sojourn,
+                pkt: d.pkt,
+            }),
+        }
+        // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
+        self.qdisc.drain_enqueue_drops(&mut self.drops);
+        self.flush_drops(io);
+        self.arm_qdisc_timer(io);
+    }
+
+    fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
+        match timer {
+            TX_DONE => {
+                let Some(pkt) = self.tx.take() else { return };
+                let end = self.free_at;
+                if self.delay.is_zero() {
+                    self.start_tx(io);
+                    io.deliver(1, pkt, end);
+                } else {
+                    self.propagate(pkt, end, io);
+                    self.start_tx(io);
+                }
+            }
+            ARRIVE => {
+                if self.line.front().is_none_or(|(due, _)| *due > io.now) {
+                    return;
+                }
+                let Some((due, pkt)) = self.line.pop_front() else {
+                    return;
+                };
+                if let Some((next, _)) = self.line.front() {
+                    io.wake(ARRIVE, *next);
+                }
+                io.deliver(1, pkt, due);
+            }
+            QDISC => {
+                // Superseded requests are ignored.
+                if self.qdisc_timer != Some(at) {
+                    return;
+                }
+                self.qdisc_timer = None;
+                self.qdisc.on_timeout(io.now);
+                self.arm_qdisc_timer(io);
+            }
+            RATE => {
+                let (Some(base), Some(origin)) = (self.base_rate, self.origin) else {
+                    return;
+                };
+                let t = at.since(origin);
+                let (rate, applied) = self.schedule.at(base, t);
+                self.rate = Some(rate);
+                self.stats.rate_changes = applied;
+                if let Some(next) = self.schedule.next_change_after(t) {
+                    io.wake(RATE, origin + next);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn queues(&self) -> &[QueueInfo] {
+        if self.base_rate.is_some() {
+            &self.queues
+        } else {
+            &[]
+        }
+    }
+
+    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
+        self.qdisc.stats()
+    }
+
+    fn backlog(&self, _q: usize) -> (u64, u64) {
+        (self.qdisc.len_packets() as u64, self.qdisc.len_bytes())
+    }
+
+    fn probability(&self, _q: usize) -> Option<f64> {
+        self.qdisc.probability()
+    }
+
+    fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
+        self.rate
+    }
+
+    fn stats(&self) -> LinkStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{drive, Pkt, Seen};
+    use crate::FaultKind;
+    use l4s_aqm::FifoConfig;
+    use l4s_core::Ecn;
+
+    fn pkt(id: u64, size: u32) -> Pkt {
+        Pkt {
+            id,
+            size,
+            ecn: Ecn::Ect1,
+        }
+    }
+
+    fn fifo(limit: u32) -> AqmConfig {
+        AqmConfig::Fifo(FifoConfig {
+            limit,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn packets_are_serialised_back_to_back_then_delayed() {
+        // 12 Mbit/s: 1500 B take 1 ms; 5 ms of propagation.
+        let mut w = Wired::new(
+            Some(Rate::mbps(12)),
+            Dur::from_millis(5),
+            &fifo(100),
+            None,
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        let offers = (0..3).map(|i| (Time::ZERO, 0, 1, pkt(i, 1500))).collect();
+        let mut seen = Seen::default();
+        let out = drive(&mut w, offers, Time::from_secs(1), &mut seen);
+        let times: Vec<u64> = out.iter().map(|o| o.0.as_nanos() / 1_000_000).collect();
+        assert_eq!(times, [6, 7, 8]);
+        assert!(out.iter().all(|o| o.1 == 1));
+        // Sojourns: 0, 1 ms, 2 ms.
+        let soj: Vec<u64> = seen.departed.iter().map(|d| d.2.as_nanos() / 1_000_000).collect();
+        assert_eq!(soj, [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_the_observer_owns_the_packet() {
+        let mut w = Wired::new(
+            Some(Rate::mbps(12)),
+            Dur::ZERO,
+            &fifo(2),
+            None,
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        // One on the wire, two queued, the fourth dropped.
+        let offers = (0..4).map(|i| (Time::ZERO, 0, 1, pkt(i, 1500))).collect();
+        let mut seen = Seen::default();
+        let out = drive(&mut w, offers, Time::from_secs(1), &mut seen);
+        assert_eq!(out.len(), 3);
+        assert_eq!(seen.lost.len(), 1);
+        assert_eq!(seen.lost[0].1, 3);
+        assert!(matches!(seen.lost[0].2, LossKind::Queue { queue: 0, .. }));
+    }
+
+    #[test]
+    fn the_rate_follows_its_schedule_between_packets() {
+        // 12 Mbit/s, 1.2 Mbit/s from 10 ms: a packet started before the change keeps the
+        // old rate; the next one takes ten times as long.
+        let schedule = RateSchedule {
+            steps: vec![(Dur::from_millis(10), Rate::kbps(1200))],
+            ..Default::default()
+        };
+        let mut w = Wired::new(
+            Some(Rate::mbps(12)),
+            Dur::ZERO,
+            &fifo(100),
+            None,
+            schedule,
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        let offers = vec![
+            (Time::from_micros(9_500), 0, 1, pkt(0, 1500)),
+            (Time::from_micros(9_600), 0, 1, pkt(1, 1500)),
+        ];
+        let mut seen = Seen::default();
+        let out = drive(&mut w, offers, Time::from_secs(1), &mut seen);
+        assert_eq!(out[0].0, Time::from_micros(10_500));
+        assert_eq!(out[1].0, Time::from_micros(20_500));
+        assert_eq!(w.rate(0, 1), Some(Rate::kbps(1200)));
+        assert_eq!(w.stats().rate_changes, 1);
+    }
+
+    #[test]
+    fn a_fault_rewrites_ecn_from_its_start() {
+        let mut w: Wired<Pkt> = Wired::new(
+            None,
+            Dur::ZERO,
+            &fifo(100),
+            Some(Fault {
+                kind: FaultKind::Bleach,
+                start: Dur::from_millis(5),
+            }),
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        let offers = vec![
+            (Time::from_millis(1), 0, 1, pkt(0, 100)),
+            (Time::from_millis(6), 0, 1, pkt(1, 100)),
+        ];
+        let out = drive(&mut w, offers, Time::from_secs(1), &mut Seen::default());
+        assert_eq!(out[0].2.ecn, Ecn::Ect1);
+        assert_eq!(out[1].2.ecn, Ecn::NotEct);
+        assert!(w.queues().is_empty(), "a link without a rate has no queue");
+    }
+
+    #[test]
+    fn a_late_driver_catches_up_within_max_lag_and_forfeits_beyond() {
+        let mut w = Wired::new(
+            Some(Rate::mbps(12)),
+            Dur::ZERO,
+            &fifo(100),
+            None,
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        let mut actions = Vec::new();
+        let mut seen = Seen::default();
+        macro_rules! io {
+            ($t:expr) => {
+                &mut Io::new($t, &mut actions, &mut seen)
+            };
+        }
+        w.start(Time::ZERO, io!(Time::ZERO));
+        for i in 0..3 {
+            w.send(0, 1, pkt(i, 1500), io!(Time::ZERO));
+        }
+        // Woken 1.5 ms after the first packet ended (1 ms): the second one started at 1 ms.
+        w.handle_timeout(TX_DONE, Time::from_millis(1), io!(Time::from_micros(2_500)));
+        assert_eq!(w.free_at, Time::from_millis(2));
+        assert_eq!(w.stats().forfeits, 0);
+        // Woken 5 ms late: only the last 2 ms are made up.
+        w.handle_timeout(TX_DONE, Time::from_millis(2), io!(Time::from_millis(7)));
+        assert_eq!(w.free_at, Time::from_millis(6));
+        assert_eq!(
+            (w.stats().forfeits, w.stats().forfeit_ns),
+            (1, Dur::from_millis(3).as_nanos())
+        );
+        let due: Vec<Time> = actions
+            .iter()
+            .filter_map(|a| match a {
+                crate::Action::Deliver { due, .. } => Some(*due),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(due, [Time::from_millis(1), Time::from_millis(2)]);
+    }
+}
