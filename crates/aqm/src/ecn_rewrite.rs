@@ -130,6 +130,39 @@ pub fn ip_set_ce(pkt: &mut [u8]) -> Result<bool, RewriteError> {
     }
 }
 
+/// Rewrite the ECN field of an IP packet of either version to `ecn`, as a faulty middlebox
+/// does (bleaching, remarking; RFC 9331 §5 forbids both, the testbed plays them): the IPv4
+/// header checksum is updated incrementally (RFC 1624 eqn. 3). `Ok(true)` if the field
+/// changed.
+pub fn ip_set_ecn(pkt: &mut [u8], ecn: Ecn) -> Result<bool, RewriteError> {
+    match pkt.first().map(|b| b >> 4) {
+        None => Err(RewriteError::Truncated),
+        Some(4) => {
+            ipv4_header_len(pkt)?;
+            let new_tos = (pkt[1] & !3) | ecn.bits();
+            if new_tos == pkt[1] {
+                return Ok(false);
+            }
+            let m = u16::from_be_bytes([pkt[0], pkt[1]]);
+            let m_new = u16::from_be_bytes([pkt[0], new_tos]);
+            let hc = u16::from_be_bytes([pkt[10], pkt[11]]);
+            pkt[1] = new_tos;
+            pkt[10..12].copy_from_slice(&checksum_update(hc, m, m_new).to_be_bytes());
+            Ok(true)
+        }
+        Some(6) => {
+            if pkt.len() < 40 {
+                return Err(RewriteError::Truncated);
+            }
+            let new = (pkt[1] & 0xCF) | (ecn.bits() << 4);
+            let changed = new != pkt[1];
+            pkt[1] = new;
+            Ok(changed)
+        }
+        Some(_) => Err(RewriteError::NotIp),
+    }
+}
+
 /// The ECN field of an IP packet; Not-ECT for anything that is not a complete IP header
 /// (brief §6.4: such packets go to the C-queue and can only be dropped).
 pub fn ip_ecn(pkt: &[u8]) -> Ecn {

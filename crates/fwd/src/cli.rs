@@ -22,7 +22,8 @@ use l4s_core::{Dur, Rate};
 use crate::afpacket::IoMode;
 use crate::error::FwdError;
 use crate::netns::{ethtool_available, Netns};
-use crate::router::{run, RouterConfig, RouterStats};
+use crate::router::{run, RouterConfig, RouterStats, RATE_RANGE};
+use l4s_link::RateSchedule;
 
 /// Arguments of `l4s router`.
 #[derive(Clone, Debug, clap::Args)]
@@ -88,33 +89,6 @@ fn parse_dur_arg(s: &str) -> Result<Dur, String> {
     parse_dur(s)
 }
 
-/// The slowest and fastest link rate the forwarder accepts ([`RouterConfig::validate`]).
-const RATE_RANGE: (u64, u64) = (8_000, 100_000_000_000);
-
-/// A direction's rate schedule from the command line (`--rate-schedule`,
-/// `--rate-schedule-back`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RateSchedule {
-    /// (offset, new rate): offsets above zero, strictly increasing, counted from the start
-    /// of forwarding, or from the start of each period with `repeat`.
-    pub steps: Vec<(Dur, Rate)>,
-    /// Period after which the pattern starts again from the direction's configured rate;
-    /// longer than the last offset.
-    pub repeat: Option<Dur>,
-}
-
-impl std::fmt::Display for RateSchedule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, (at, r)) in self.steps.iter().enumerate() {
-            write!(f, "{}{at}={r}", if i > 0 { "," } else { "" })?;
-        }
-        if let Some(p) = self.repeat {
-            write!(f, ",repeat={p}")?;
-        }
-        Ok(())
-    }
-}
-
 /// Parse a rate schedule such as `4s=5Mbit,8s=12Mbit` or `4s=5Mbit,8s=12Mbit,repeat=12s`
 /// (durations and rates as in scenario files). The error says what was expected and what
 /// was found; clap puts the flag's name in front of it.
@@ -171,7 +145,11 @@ pub fn parse_rate_schedule(spec: &str) -> Result<RateSchedule, String> {
             ));
         }
     }
-    Ok(RateSchedule { steps, repeat })
+    Ok(RateSchedule {
+        steps,
+        repeat,
+        end: None,
+    })
 }
 
 /// A `KEY=VALUE` as a JSON value: numbers and booleans as such, lists in brackets
@@ -215,15 +193,13 @@ pub fn router_config(args: &RouterArgs) -> Result<RouterConfig, FwdError> {
     back.extend(args.set_back.iter().cloned());
     let aqm_ba = aqm_from_args(&args.aqm, &back)?;
     let mut cfg = RouterConfig::new(&args.input, &args.output, args.rate, aqm_ab);
-    cfg.aqm_ba = aqm_ba;
-    cfg.rate_ba = args.rate_back.unwrap_or(args.rate);
+    cfg.ba.aqm = aqm_ba;
+    cfg.ba.rate = Some(args.rate_back.unwrap_or(args.rate));
     if let Some(s) = &args.rate_schedule {
-        cfg.rate_changes_ab = s.steps.clone();
-        cfg.rate_repeat_ab = s.repeat;
+        cfg.ab.schedule = s.clone();
     }
     if let Some(s) = &args.rate_schedule_back {
-        cfg.rate_changes_ba = s.steps.clone();
-        cfg.rate_repeat_ba = s.repeat;
+        cfg.ba.schedule = s.clone();
     }
     cfg.seed = args.seed;
     cfg.status_interval = args.status_interval;
@@ -301,6 +277,7 @@ pub fn summary(stats: &RouterStats) -> String {
                     .map(|&(at, r)| (Dur::from_secs_f64(at), Rate(r)))
                     .collect(),
                 repeat: d.rate_repeat_s.map(Dur::from_secs_f64),
+                end: None,
             };
             s.push_str(&format!(
                 "    rate schedule {sched}: {} changes applied, rate at the end {}\n",
@@ -416,8 +393,8 @@ mod tests {
         ])
         .unwrap();
         let c = router_config(&a).unwrap();
-        assert_eq!((c.rate_ab, c.rate_ba), (Rate::mbps(50), Rate::mbps(10)));
-        let (AqmConfig::DualPi2(ab), AqmConfig::DualPi2(ba)) = (&c.aqm_ab, &c.aqm_ba) else {
+        assert_eq!((c.ab.rate, c.ba.rate), (Some(Rate::mbps(50)), Some(Rate::mbps(10))));
+        let (AqmConfig::DualPi2(ab), AqmConfig::DualPi2(ba)) = (&c.ab.aqm, &c.ba.aqm) else {
             panic!()
         };
         assert_eq!((ab.target, ab.limit), (Dur::from_millis(10), 5000));
@@ -436,7 +413,7 @@ mod tests {
         ])
         .unwrap();
         let c = router_config(&a).unwrap();
-        assert_eq!(c.aqm_ab.kind(), "fq-codel");
+        assert_eq!(c.ab.aqm.kind(), "fq-codel");
         assert_eq!(c.io, IoMode::Single);
     }
 
@@ -460,6 +437,7 @@ mod tests {
             RateSchedule {
                 steps: vec![(Dur::from_secs(4), Rate::mbps(5)), (Dur::from_secs(8), Rate::mbps(12))],
                 repeat: None,
+                end: None,
             }
         );
         // Spaces around elements, repeat anywhere, other units.
@@ -499,19 +477,18 @@ mod tests {
         .unwrap();
         let c = router_config(&a).unwrap();
         assert_eq!(
-            c.rate_changes_ab,
+            c.ab.schedule.steps,
             [(Dur::from_secs(4), Rate::mbps(5)), (Dur::from_secs(8), Rate::mbps(12))]
         );
-        assert_eq!(c.rate_repeat_ab, Some(Dur::from_secs(12)));
-        assert_eq!(c.rate_changes_ba, [(Dur::from_secs(1), Rate::mbps(1))]);
+        assert_eq!(c.ab.schedule.repeat, Some(Dur::from_secs(12)));
+        assert_eq!(c.ba.schedule.steps, [(Dur::from_secs(1), Rate::mbps(1))]);
         assert_eq!(
-            (c.rate_repeat_ba, c.rate_ab, c.rate_ba),
-            (None, Rate::mbps(20), Rate::mbps(4))
+            (c.ba.schedule.repeat, c.ab.rate, c.ba.rate),
+            (None, Some(Rate::mbps(20)), Some(Rate::mbps(4)))
         );
         // Without the flags nothing changes.
         let c = router_config(&args(&["--in", "a", "--out", "b", "--rate", "20Mbit"]).unwrap()).unwrap();
-        assert!(c.rate_changes_ab.is_empty() && c.rate_changes_ba.is_empty());
-        assert_eq!((c.rate_repeat_ab, c.rate_repeat_ba), (None, None));
+        assert!(c.ab.schedule.is_empty() && c.ba.schedule.is_empty());
     }
 
     #[test]

@@ -450,6 +450,21 @@ impl QueuePacket for Frame {
     }
 }
 
+impl l4s_link::LinkPacket for Frame {
+    /// Rewrite the ECN field in the frame's IP header (checksum included) and in its
+    /// classification; a non-IP frame has none.
+    fn set_ecn(&mut self, ecn: Ecn) {
+        let Class::Ip(info) = &mut self.class else { return };
+        let start = info.l3_offset as usize;
+        let end = (info.l3_end as usize).min(self.len as usize);
+        if let Some(hdr) = self.buf.get_mut(start..end) {
+            if ecn_rewrite::ip_set_ecn(hdr, ecn).is_ok() {
+                info.ecn = ecn;
+            }
+        }
+    }
+}
+
 /// Fixed-size frame buffers, reused. At most `max` buffers exist at a time; when all are
 /// out, [`BufferPool::get`] says so and the caller drops the incoming frame. The forwarder
 /// sizes `max` from the AQM's packet limit, so memory stays bounded under any overload.

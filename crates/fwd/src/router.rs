@@ -11,35 +11,30 @@
 //! [`l4s_aqm::build`] and driven with the real clock ([`crate::afpacket::monotonic_now`],
 //! CLOCK_MONOTONIC in ns) exactly as the simulator drives it with the virtual one.
 //!
-//! # The pacer
+//! # The links
 //!
-//! Each direction is a link of the configured rate, modelled like the simulator's: when the
-//! link is free the AQM is asked for a packet, the packet is then "on the wire" for
-//! `size·8/rate` and handed to the output interface when its serialisation ends; the link is
-//! free again at that moment. A packet's serialisation starts at
-//! `max(link free, its arrival, now − max_lag)`: when the forwarder wakes late (the scheduler,
-//! a busy core) the next packets start back-to-back from where the link should have been,
-//! so the long-run rate is exact; after a stall longer than `max_lag` (default 2 ms) the
-//! missed time is forfeited rather than sent as a burst.
+//! Each direction is an [`l4s_link`] model, the very object the simulator drives: by
+//! default a [`l4s_link::Wired`] link (a faulty middlebox, the AQM, a serialiser at the
+//! link rate with its [`l4s_link::RateSchedule`], a propagation delay line), optionally
+//! inside a loss model. The forwarder is its real-time driver: a frame read from the
+//! input goes in with the kernel's receive time, the link's wake-up requests are kept in
+//! a [`l4s_link::Timers`] heap and run when due, and a frame the link delivers is sent on
+//! the output, its lateness (now minus when the model says it leaves) recorded. The wired
+//! link's serialiser starts a packet at `max(link free, its arrival, now − max_lag)`: when
+//! the forwarder wakes late (the scheduler, a busy core) the next packets start back to
+//! back from where the link should have been, so the long-run rate is exact; after a
+//! stall longer than `max_lag` (default 2 ms) the missed time is forfeited rather than sent
+//! as a burst.
 //!
-//! # Rate schedules
+//! A link's behaviour over time (rate schedule, fault) counts from an origin:
+//! [`RouterConfig::schedule_origin`], the start of forwarding when that is `None`, or an
+//! instant the caller publishes later through [`run_recording_with_origin`] (the live
+//! testbed fixes its time 0 only after the forwarder is up). Until then the links run at
+//! their configured rates without faults. A periodic schedule is a function of time, so it
+//! holds for as long as the forwarder runs.
 //!
-//! Each direction's rate can change over the run ([`RouterConfig::rate_changes_ab`] and
-//! [`RouterConfig::rate_changes_ba`]: offsets from a schedule origin and the new rate), the
-//! live counterpart of the simulator's link rate changes and with the same rule: the packet
-//! being serialised when a change falls due finishes at the old rate, and the next packet is
-//! serialised at the rate in force when its serialisation starts. The change is applied by
-//! the pacer between packets, so an idle link simply picks up the new rate with its next
-//! packet. The origin is [`RouterConfig::schedule_origin`], the start of forwarding when
-//! that is `None`, or an instant the caller publishes later through
-//! [`run_recording_with_origin`] (the live testbed fixes its time 0 only after the forwarder
-//! is up); until the origin is known the directions run at their configured rates.
-//!
-//! A schedule can repeat ([`RouterConfig::rate_repeat_ab`], `rate_repeat_ba`): at every
-//! multiple of the period the link returns to its configured rate and the changes (offsets
-//! within the period) apply anew. The rate in force is a function of the serialisation start
-//! alone (the last change due within the current period), so a periodic schedule needs no
-//! expansion and holds for as long as the forwarder runs.
+//! An output that is busy keeps its frames, in order, and is tried again every 20 µs for
+//! up to 100 ms after the frame was due; then the frame counts as a send error.
 //!
 //! Waits shorter than `spin` are busy-polled (non-blocking reads), longer ones sleep in
 //! `ppoll(2)` with a nanosecond timeout and 1 ns timer slack.
@@ -47,16 +42,18 @@
 //! # Memory
 //!
 //! Frames live in fixed-size buffers from a per-direction [`BufferPool`] capped at the AQM's
-//! packet limit plus one receive batch plus the frame on the wire; the buffers are reused, so
-//! the hot path does not allocate. When all are out (possible only if the AQM holds its
-//! limit), incoming frames are read into a scratch buffer and dropped (`no_buffer_drops`).
+//! packet limit plus one receive batch plus the frame on the wire, plus, on a link with a
+//! propagation delay, [`MAX_IN_FLIGHT`] frames on the wire; the buffers are reused, so the
+//! hot path does not allocate. When all are out, incoming frames are read into a scratch
+//! buffer and dropped (`no_buffer_drops`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
-use l4s_aqm::{AqmConfig, Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId};
+use l4s_aqm::{AqmConfig, DropReason, QueueId};
 use l4s_core::{Dur, Ecn, QueuePacket, Rate, Rng, Time};
+use l4s_link::{Action, Departure, Io, Link, LinkConfig, Loss, LossKind, Observer, Timers};
 use serde::Serialize;
 
 use crate::afpacket::{monotonic_now, precise_timers, wait_readable, IoMode, PacketSocket, Received, RecvScratch};
@@ -70,28 +67,15 @@ pub struct RouterConfig {
     pub a: String,
     /// Interface on side B.
     pub b: String,
-    /// Rate of the A→B link.
-    pub rate_ab: Rate,
-    /// Rate of the B→A link.
-    pub rate_ba: Rate,
-    /// Rate changes of the A→B link: (time after the schedule origin, new rate), in
-    /// non-decreasing time order; empty keeps `rate_ab` for the whole run. See the module
-    /// documentation (rate schedules).
-    pub rate_changes_ab: Vec<(Dur, Rate)>,
-    /// Rate changes of the B→A link, as `rate_changes_ab`.
-    pub rate_changes_ba: Vec<(Dur, Rate)>,
-    /// Period after which the A→B schedule starts again: the link returns to `rate_ab` at
-    /// every multiple of it and `rate_changes_ab` (then offsets within the period, all
-    /// before its end) apply anew. `None`: the changes apply once.
-    pub rate_repeat_ab: Option<Dur>,
-    /// Period of the B→A schedule, as `rate_repeat_ab`.
-    pub rate_repeat_ba: Option<Dur>,
-    /// CLOCK_MONOTONIC instant the rate changes count from; `None`: when forwarding starts.
-    /// (Ignored by [`run_recording_with_origin`], which is given the origin at run time.)
+    /// The A→B link: rate, delay, queue, fault, rate schedule, loss (see [`l4s_link`]).
+    pub ab: LinkConfig,
+    /// The B→A link.
+    pub ba: LinkConfig,
+    /// CLOCK_MONOTONIC instant the links' behaviour over time counts from; `None`: when
+    /// forwarding starts. (Ignored by [`run_recording_with_origin`], which is given the
+    /// origin at run time.)
     pub schedule_origin: Option<Time>,
-    pub aqm_ab: AqmConfig,
-    pub aqm_ba: AqmConfig,
-    /// Seed of the AQMs' random sources (A→B gets stream 0, B→A stream 1).
+    /// Seed of the links' random sources (A→B gets stream 0, B→A stream 1).
     pub seed: u64,
     /// How frames are read.
     pub io: IoMode,
@@ -101,8 +85,6 @@ pub struct RouterConfig {
     /// thread hits the kernel's real-time throttling (`kernel.sched_rt_runtime_us`) and is
     /// then stopped for tens of milliseconds, which costs far more than `ppoll` wake-ups.
     pub spin: Dur,
-    /// Longest lateness the pacer makes up for by sending back-to-back.
-    pub max_lag: Dur,
     /// How often `on_status` is called and the probability is sampled.
     pub status_interval: Dur,
     /// Run the forwarding thread under SCHED_FIFO at this priority (1 to 99) so that other
@@ -112,26 +94,27 @@ pub struct RouterConfig {
     pub realtime_priority: Option<u8>,
 }
 
+/// The slowest and fastest link rate the forwarder accepts.
+pub const RATE_RANGE: (u64, u64) = (8_000, 100_000_000_000);
+
+/// Frames a link with a propagation delay may hold on its wire (beyond them the forwarder
+/// has no buffer and drops, counted as `no_buffer_drops`): 200 000 frames is 2 s of a
+/// 1 Gbit/s link in full-size frames.
+pub const MAX_IN_FLIGHT: usize = 200_000;
+
 impl RouterConfig {
-    /// Both directions at `rate` with the same AQM; defaults for the rest.
+    /// Both directions at `rate` with the same AQM, no delay; defaults for the rest.
     pub fn new(a: &str, b: &str, rate: Rate, aqm: AqmConfig) -> RouterConfig {
         RouterConfig {
             a: a.to_string(),
             b: b.to_string(),
-            rate_ab: rate,
-            rate_ba: rate,
-            rate_changes_ab: Vec::new(),
-            rate_changes_ba: Vec::new(),
-            rate_repeat_ab: None,
-            rate_repeat_ba: None,
+            ab: LinkConfig::new(Some(rate), Dur::ZERO, aqm.clone()),
+            ba: LinkConfig::new(Some(rate), Dur::ZERO, aqm),
             schedule_origin: None,
-            aqm_ab: aqm.clone(),
-            aqm_ba: aqm,
             seed: 1,
             io: IoMode::Batched,
             batch: 64,
             spin: Dur::ZERO,
-            max_lag: Dur::from_millis(2),
             status_interval: Dur::from_secs(1),
             realtime_priority: Some(10),
         }
@@ -149,54 +132,37 @@ impl RouterConfig {
                 format!("expected an interface other than the input {:?}", self.a),
             ));
         }
-        for (key, r) in [("rate", self.rate_ab), ("rate-back", self.rate_ba)] {
-            if r.bits_per_sec() < 8_000 || r.bits_per_sec() > 100_000_000_000 {
+        let (lo, hi) = RATE_RANGE;
+        let in_range = |r: Rate| (lo..=hi).contains(&r.bits_per_sec());
+        for (dir, key, l) in [("ab", "rate", &self.ab), ("ba", "rate-back", &self.ba)] {
+            if let Some(r) = l.rate.filter(|r| !in_range(*r)) {
                 return Err(FwdError::config(
                     key,
                     format!("expected a rate from 8kbit to 100Gbit, found {r}"),
                 ));
             }
-        }
-        for (key, changes) in [
-            ("rate_changes_ab", &self.rate_changes_ab),
-            ("rate_changes_ba", &self.rate_changes_ba),
-        ] {
-            for (i, (at, r)) in changes.iter().enumerate() {
-                if r.bits_per_sec() < 8_000 || r.bits_per_sec() > 100_000_000_000 {
-                    return Err(FwdError::config(
-                        &format!("{key}[{i}]"),
-                        format!("expected a rate from 8kbit to 100Gbit, found {r}"),
-                    ));
-                }
-                if i > 0 && *at < changes[i - 1].0 {
-                    return Err(FwdError::config(
-                        &format!("{key}[{i}]"),
-                        format!("expected changes in time order, found {at} after {}", changes[i - 1].0),
-                    ));
-                }
+            if let Err((k, m)) = l.schedule.validate() {
+                return Err(FwdError::config(&format!("rate_schedule_{dir} {k}"), m));
             }
-        }
-        for (key, repeat, changes) in [
-            ("rate_repeat_ab", self.rate_repeat_ab, &self.rate_changes_ab),
-            ("rate_repeat_ba", self.rate_repeat_ba, &self.rate_changes_ba),
-        ] {
-            let Some(period) = repeat else { continue };
-            let Some(&(last, _)) = changes.last() else {
+            if let Some((i, (_, r))) = l.schedule.steps.iter().enumerate().find(|(_, (_, r))| !in_range(*r)) {
                 return Err(FwdError::config(
-                    key,
-                    "expected rate changes to repeat, found an empty schedule",
-                ));
-            };
-            if period <= last {
-                return Err(FwdError::config(
-                    key,
-                    format!("expected a period longer than the last change ({last}), found {period}"),
+                    &format!("rate_schedule_{dir} steps[{i}]"),
+                    format!("expected a rate from 8kbit to 100Gbit, found {r}"),
                 ));
             }
-        }
-        for (key, c) in [("aqm (a->b)", &self.aqm_ab), ("aqm (b->a)", &self.aqm_ba)] {
-            c.validate()
-                .map_err(|e| FwdError::config(&format!("{key} {}", e.key), e.message))?;
+            if !l.schedule.is_empty() && l.rate.is_none() {
+                return Err(FwdError::config(
+                    &format!("rate_schedule_{dir}"),
+                    "a rate schedule needs a link rate to start from",
+                ));
+            }
+            l.aqm
+                .validate()
+                .map_err(|e| FwdError::config(&format!("aqm ({dir}) {}", e.key), e.message))?;
+            if let Some(l4s_link::LossModel::GilbertElliott(ge)) = &l.loss {
+                ge.validate()
+                    .map_err(|(k, m)| FwdError::config(&format!("loss ({dir}) {k}"), m))?;
+            }
         }
         if !(1..=1024).contains(&self.batch) {
             return Err(FwdError::config(
@@ -239,6 +205,8 @@ pub enum Decision {
     Mark,
     /// Dropped (AQM or buffer limit).
     Drop,
+    /// Lost on the wire after the queue (a loss model such as Gilbert–Elliott).
+    Lost,
 }
 
 /// One packet's passage through the bottleneck, for the per-packet timeline. Plain data.
@@ -332,8 +300,10 @@ pub struct DirectionStats {
     pub name: String,
     pub from: String,
     pub to: String,
-    /// The configured rate (the rate at the start).
+    /// The configured rate (the rate at the start); 0 for a link without a rate.
     pub rate_bps: u64,
+    /// The propagation delay, ms.
+    pub delay_ms: f64,
     /// The rate at the end, after the schedule's changes.
     pub final_rate_bps: u64,
     /// Scheduled rate changes that took effect (with a repeat, each period's return to
@@ -344,7 +314,10 @@ pub struct DirectionStats {
     pub rate_schedule: Vec<(f64, u64)>,
     /// The schedule's repeat period in seconds (each period starts at `rate_bps`), if any.
     pub rate_repeat_s: Option<f64>,
+    /// The queue discipline ("none" for a link without a rate).
     pub aqm: &'static str,
+    /// Frames lost on the wire by the loss model.
+    pub wire_losses: u64,
     pub rx_packets: u64,
     pub rx_bytes: u64,
     pub tx_packets: u64,
@@ -411,8 +384,8 @@ pub struct QueueStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirectionStatus {
     pub name: String,
-    /// The link rate in force now.
-    pub rate: Rate,
+    /// The link rate in force now (`None`: unlimited).
+    pub rate: Option<Rate>,
     /// Over the last interval.
     pub rx_rate: Rate,
     pub tx_rate: Rate,
@@ -434,7 +407,10 @@ impl std::fmt::Display for RouterStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:>7.1}s", self.elapsed.as_secs_f64())?;
         for d in &self.directions {
-            write!(f, " | {} at {} in {} out {}", d.name, d.rate, d.rx_rate, d.tx_rate)?;
+            match d.rate {
+                Some(r) => write!(f, " | {} at {r} in {} out {}", d.name, d.rx_rate, d.tx_rate)?,
+                None => write!(f, " | {} unlimited in {} out {}", d.name, d.rx_rate, d.tx_rate)?,
+            }
             if let Some(p) = d.probability {
                 write!(f, " p'={p:.3}")?;
             }
@@ -469,59 +445,6 @@ struct QueueTrack {
 fn new_hist() -> Histogram<u64> {
     // 1 ns to 100 s, 3 significant digits.
     Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant bounds are valid")
-}
-
-/// One direction: input socket index, AQM, pacer, buffers, counters.
-struct Direction {
-    index: u8,
-    name: String,
-    from: String,
-    to: String,
-    rx: usize,
-    tx: usize,
-    qdisc: Box<dyn Qdisc<Frame>>,
-    aqm_kind: &'static str,
-    /// The configured rate, and the one in force.
-    base_rate: Rate,
-    rate: Rate,
-    /// Scheduled changes (offset from the origin, or within the period), the repeat period,
-    /// and how many changes have taken effect.
-    schedule: Vec<(Dur, Rate)>,
-    repeat: Option<Dur>,
-    changes_applied: u64,
-    next_free: Time,
-    on_wire: Option<Frame>,
-    retry_at: Option<Time>,
-    pool: BufferPool,
-    batch: usize,
-    staging: Vec<Box<[u8]>>,
-    results: Vec<Received>,
-    scratch: RecvScratch,
-    spare: Box<[u8]>,
-    drops: Vec<Dropped<Frame>>,
-    queues: Vec<QueueTrack>,
-    rx_packets: u64,
-    rx_bytes: u64,
-    tx_packets: u64,
-    tx_bytes: u64,
-    non_ip: u64,
-    malformed: [u64; 6],
-    oversize: u64,
-    no_buffer: u64,
-    kernel_drops: u64,
-    tx_retries: u64,
-    tx_errors: u64,
-    pacer_forfeits: u64,
-    pacer_forfeit_ns: u64,
-    lateness: crate::lateness::Lateness,
-    /// The latest enqueue time so far.
-    last_enqueue: Time,
-    unstamped: u64,
-    /// Late frames at the last status.
-    last_late: u64,
-    last_rx_bytes: u64,
-    last_tx_bytes: u64,
-    probability: Vec<(f64, f64)>,
 }
 
 type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
@@ -576,6 +499,104 @@ fn record_of(
     }
 }
 
+/// What the forwarder measures of a direction's link: per-queue sojourn histograms, the
+/// per-packet records, and the buffers of lost frames back to the pool.
+struct DirObserver<'a, 'b> {
+    index: u8,
+    pool: &'a mut BufferPool,
+    tracks: &'a mut [QueueTrack],
+    sink: &'a mut Sink<'b>,
+}
+
+impl Observer<Frame> for DirObserver<'_, '_> {
+    fn departed(&mut self, _now: Time, d: &Departure<'_, Frame>) {
+        if let Some(t) = self.tracks.iter_mut().find(|t| t.id == d.sub) {
+            let ns = d.sojourn.as_nanos().max(1);
+            let _ = t.hist.record(ns);
+            let _ = t.interval.record(ns);
+        }
+        if let Some(s) = self.sink.as_mut() {
+            let decision = if d.marked { Decision::Mark } else { Decision::Pass };
+            s(&record_of(
+                self.index,
+                d.pkt,
+                d.start + d.serialisation,
+                d.sub,
+                d.sojourn,
+                d.serialisation,
+                decision,
+                None,
+            ));
+        }
+    }
+
+    fn lost(&mut self, now: Time, l: Loss<Frame>) {
+        if let Some(s) = self.sink.as_mut() {
+            let (queue, decision, reason) = match l.kind {
+                LossKind::Queue { sub, reason, .. } => (sub, Decision::Drop, Some(reason)),
+                LossKind::Wire => (QueueId::Single, Decision::Lost, None),
+            };
+            s(&record_of(
+                self.index,
+                &l.pkt,
+                now,
+                queue,
+                l.sojourn,
+                Dur::ZERO,
+                decision,
+                reason,
+            ));
+        }
+        self.pool.put(l.pkt.into_buffer());
+    }
+}
+
+/// One direction: input and output socket indices, the link, its timers, buffers, counters.
+struct Direction {
+    index: u8,
+    name: String,
+    from: String,
+    to: String,
+    rx: usize,
+    tx: usize,
+    cfg: LinkConfig,
+    link: Box<dyn Link<Frame>>,
+    /// The link's wake-up requests.
+    timers: Timers,
+    /// What the link asked for in the current call.
+    actions: Vec<Action<Frame>>,
+    /// Frames the output refused (busy), with when they were due, to send again in order.
+    backlog: VecDeque<(Frame, Time)>,
+    retry_at: Option<Time>,
+    pool: BufferPool,
+    batch: usize,
+    staging: Vec<Box<[u8]>>,
+    results: Vec<Received>,
+    scratch: RecvScratch,
+    spare: Box<[u8]>,
+    tracks: Vec<QueueTrack>,
+    rx_packets: u64,
+    rx_bytes: u64,
+    tx_packets: u64,
+    tx_bytes: u64,
+    non_ip: u64,
+    malformed: [u64; 6],
+    oversize: u64,
+    no_buffer: u64,
+    kernel_drops: u64,
+    tx_retries: u64,
+    tx_errors: u64,
+    lateness: crate::lateness::Lateness,
+    /// The latest receive time so far.
+    last_enqueue: Time,
+    unstamped: u64,
+    /// Late frames at the last status.
+    last_late: u64,
+    last_rx_bytes: u64,
+    last_tx_bytes: u64,
+    probability: Vec<(f64, f64)>,
+}
+
 impl Direction {
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -584,18 +605,24 @@ impl Direction {
         to: &str,
         rx: usize,
         tx: usize,
-        rate: Rate,
-        schedule: &[(Dur, Rate)],
-        repeat: Option<Dur>,
-        aqm: &AqmConfig,
+        cfg: &LinkConfig,
         rng: Rng,
         buf_size: usize,
         batch: usize,
     ) -> Direction {
-        let qdisc: Box<dyn Qdisc<Frame>> = l4s_aqm::build(aqm, rng);
-        let limit = aqm_packet_limit(aqm) + batch + 2;
-        let queues = qdisc
-            .queue_ids()
+        let link: Box<dyn Link<Frame>> = l4s_link::build(cfg, rng);
+        let mut limit = batch + 2;
+        if cfg.rate.is_some() {
+            limit += aqm_packet_limit(&cfg.aqm);
+        }
+        if !cfg.delay.is_zero() {
+            limit += MAX_IN_FLIGHT;
+        }
+        let tracks = link
+            .queues()
+            .first()
+            .map(|q| q.subqueues)
+            .unwrap_or(&[])
             .iter()
             .map(|&id| QueueTrack {
                 id,
@@ -612,15 +639,11 @@ impl Direction {
             to: to.to_string(),
             rx,
             tx,
-            aqm_kind: qdisc.kind(),
-            qdisc,
-            base_rate: rate,
-            rate,
-            schedule: schedule.to_vec(),
-            repeat,
-            changes_applied: 0,
-            next_free: Time::ZERO,
-            on_wire: None,
+            cfg: cfg.clone(),
+            link,
+            timers: Timers::default(),
+            actions: Vec::new(),
+            backlog: VecDeque::new(),
             retry_at: None,
             pool: BufferPool::new(buf_size, limit, (batch * 2).min(limit)),
             batch,
@@ -628,8 +651,7 @@ impl Direction {
             results: Vec::with_capacity(batch),
             scratch: RecvScratch::new(batch),
             spare: vec![0u8; buf_size].into_boxed_slice(),
-            drops: Vec::with_capacity(64),
-            queues,
+            tracks,
             rx_packets: 0,
             rx_bytes: 0,
             tx_packets: 0,
@@ -641,8 +663,6 @@ impl Direction {
             kernel_drops: 0,
             tx_retries: 0,
             tx_errors: 0,
-            pacer_forfeits: 0,
-            pacer_forfeit_ns: 0,
             lateness: crate::lateness::Lateness::new(),
             last_enqueue: Time::ZERO,
             unstamped: 0,
@@ -653,31 +673,109 @@ impl Direction {
         }
     }
 
-    fn track(&mut self, q: QueueId) -> Option<&mut QueueTrack> {
-        self.queues.iter_mut().find(|t| t.id == q)
+    /// Call into the link at `now`, then carry out what it asked for: wake-ups into the
+    /// timer heap, delivered frames to the output.
+    fn call(
+        &mut self,
+        out: &PacketSocket,
+        now: Time,
+        sink: &mut Sink<'_>,
+        f: impl FnOnce(&mut dyn Link<Frame>, &mut Io<'_, Frame>),
+    ) {
+        let mut obs = DirObserver {
+            index: self.index,
+            pool: &mut self.pool,
+            tracks: &mut self.tracks,
+            sink,
+        };
+        f(&mut *self.link, &mut Io::new(now, &mut self.actions, &mut obs));
+        let mut actions = std::mem::take(&mut self.actions);
+        for a in actions.drain(..) {
+            match a {
+                Action::Wake { timer, at } => self.timers.push(timer, at),
+                Action::Deliver { pkt, due, .. } => self.output(out, pkt, due),
+            }
+        }
+        self.actions = actions;
     }
 
-    fn dropped(&mut self, d: Dropped<Frame>, now: Time, sink: &mut Sink<'_>) {
-        if let Some(s) = sink.as_mut() {
-            s(&record_of(
-                self.index,
-                &d.pkt,
-                now,
-                d.queue,
-                d.sojourn,
-                Dur::ZERO,
-                Decision::Drop,
-                Some(d.reason),
-            ));
+    /// Time 0 of the run: the links' schedules and faults count from `origin`.
+    fn start(&mut self, out: &PacketSocket, origin: Time, sink: &mut Sink<'_>) {
+        let now = monotonic_now();
+        self.call(out, now, sink, |l, io| l.start(origin, io));
+    }
+
+    /// Send a frame the link delivered (after any the output refused before).
+    fn output(&mut self, sock: &PacketSocket, f: Frame, due: Time) {
+        if self.backlog.is_empty() {
+            if let Some(f) = self.try_send(sock, f, due) {
+                self.backlog.push_back((f, due));
+            }
+        } else {
+            self.backlog.push_back((f, due));
         }
-        self.pool.put(d.pkt.into_buffer());
+    }
+
+    /// Send one frame; give it back if the output is busy and it is not too late to wait.
+    fn try_send(&mut self, sock: &PacketSocket, f: Frame, due: Time) -> Option<Frame> {
+        let now = monotonic_now();
+        match sock.send(f.bytes()) {
+            Ok(true) => {
+                self.lateness.record(now.since(due).as_nanos());
+                self.tx_packets += 1;
+                self.tx_bytes += f.len() as u64;
+                self.retry_at = None;
+                self.pool.put(f.into_buffer());
+                None
+            }
+            Ok(false) if now.since(due) < Dur::from_millis(100) => {
+                // The output is busy: keep the frame and try again shortly.
+                self.tx_retries += 1;
+                self.retry_at = Some(now + Dur::from_micros(20));
+                Some(f)
+            }
+            Ok(false) | Err(_) => {
+                self.tx_errors += 1;
+                self.retry_at = None;
+                self.pool.put(f.into_buffer());
+                None
+            }
+        }
+    }
+
+    /// Try the frames the output refused again, in order.
+    fn flush_backlog(&mut self, sock: &PacketSocket, now: Time) {
+        if self.retry_at.is_some_and(|t| now < t) {
+            return;
+        }
+        while let Some((f, due)) = self.backlog.pop_front() {
+            if let Some(f) = self.try_send(sock, f, due) {
+                self.backlog.push_front((f, due));
+                return;
+            }
+        }
+    }
+
+    /// Run the link's wake-ups that are due.
+    fn timers(&mut self, out: &PacketSocket, now: Time, sink: &mut Sink<'_>) {
+        while let Some((timer, at)) = self.timers.pop_due(now) {
+            self.call(out, now, sink, |l, io| l.handle_timeout(timer, at, io));
+        }
     }
 
     /// One frame read into `buf` (already counted as received) at `now`; `stamp` is the
-    /// kernel's receive time, which the frame's arrival and its queue time count from (a
-    /// frame that waited in the socket while this thread was held back has queued that
-    /// long already). Enqueue times never go backwards, so each queue stays in order.
-    fn accept(&mut self, buf: Box<[u8]>, len: usize, stamp: Option<Time>, now: Time, sink: &mut Sink<'_>) {
+    /// kernel's receive time, which the frame enters the link at (a frame that waited in
+    /// the socket while this thread was held back has queued that long already). Entry
+    /// times never go backwards, so each queue stays in order.
+    fn accept(
+        &mut self,
+        out: &PacketSocket,
+        buf: Box<[u8]>,
+        len: usize,
+        stamp: Option<Time>,
+        now: Time,
+        sink: &mut Sink<'_>,
+    ) {
         if stamp.is_none() {
             self.unstamped += 1;
         }
@@ -692,15 +790,7 @@ impl Direction {
                 if frame.ip().is_none() {
                     self.non_ip += 1;
                 }
-                if let Enqueued::Dropped(d) = self.qdisc.enqueue(frame, arrival) {
-                    self.dropped(d, now, sink);
-                }
-                let mut extra = std::mem::take(&mut self.drops);
-                self.qdisc.drain_enqueue_drops(&mut extra);
-                for d in extra.drain(..) {
-                    self.dropped(d, now, sink);
-                }
-                self.drops = extra;
+                self.call(out, arrival, sink, |l, io| l.send(0, 1, frame, io));
             }
         }
     }
@@ -709,6 +799,7 @@ impl Direction {
     fn receive(
         &mut self,
         sock: &PacketSocket,
+        out: &PacketSocket,
         mode: IoMode,
         now: Time,
         sink: &mut Sink<'_>,
@@ -716,22 +807,24 @@ impl Direction {
         let mut total = 0;
         for _ in 0..4 {
             let got = match mode {
-                IoMode::Batched => self.receive_batch(sock, now, sink)?,
-                IoMode::Single => self.receive_single(sock, now, sink)?,
+                IoMode::Batched => self.receive_batch(sock, out, now, sink)?,
+                IoMode::Single => self.receive_single(sock, out, now, sink)?,
             };
             total += got;
-            if got < self.scratch_cap() {
+            if got < self.batch {
                 break;
             }
         }
         Ok(total)
     }
 
-    fn scratch_cap(&self) -> usize {
-        self.batch
-    }
-
-    fn receive_batch(&mut self, sock: &PacketSocket, now: Time, sink: &mut Sink<'_>) -> Result<usize, FwdError> {
+    fn receive_batch(
+        &mut self,
+        sock: &PacketSocket,
+        out: &PacketSocket,
+        now: Time,
+        sink: &mut Sink<'_>,
+    ) -> Result<usize, FwdError> {
         let want = self.batch;
         while self.staging.len() < want {
             match self.pool.get() {
@@ -740,7 +833,7 @@ impl Direction {
             }
         }
         if self.staging.is_empty() {
-            // Every buffer is queued: read into the spare one and drop.
+            // Every buffer is in use: read into the spare one and drop.
             let mut n = 0;
             while let Some(r) = sock.recv_one(&mut self.spare)? {
                 if let Received::Frame(len) | Received::Oversize(len) = r {
@@ -763,7 +856,7 @@ impl Direction {
         for (i, r) in results.iter().enumerate() {
             let buf = std::mem::take(&mut self.staging[i]);
             let stamp = self.scratch.stamp(i);
-            self.handle_rx(buf, *r, stamp, now, sink);
+            self.handle_rx(out, buf, *r, stamp, now, sink);
         }
         self.staging.drain(..got);
         self.results = results;
@@ -771,7 +864,15 @@ impl Direction {
         Ok(got)
     }
 
-    fn handle_rx(&mut self, buf: Box<[u8]>, r: Received, stamp: Option<Time>, now: Time, sink: &mut Sink<'_>) {
+    fn handle_rx(
+        &mut self,
+        out: &PacketSocket,
+        buf: Box<[u8]>,
+        r: Received,
+        stamp: Option<Time>,
+        now: Time,
+        sink: &mut Sink<'_>,
+    ) {
         match r {
             Received::Skip => self.pool.put(buf),
             Received::Oversize(len) => {
@@ -783,22 +884,28 @@ impl Direction {
             Received::Frame(len) => {
                 self.rx_packets += 1;
                 self.rx_bytes += len as u64;
-                self.accept(buf, len, stamp, now, sink);
+                self.accept(out, buf, len, stamp, now, sink);
             }
         }
     }
 
-    fn receive_single(&mut self, sock: &PacketSocket, now: Time, sink: &mut Sink<'_>) -> Result<usize, FwdError> {
+    fn receive_single(
+        &mut self,
+        sock: &PacketSocket,
+        out: &PacketSocket,
+        now: Time,
+        sink: &mut Sink<'_>,
+    ) -> Result<usize, FwdError> {
         let want = self.batch;
         let mut n = 0;
         while n < want {
             let Some(mut buf) = self.pool.get() else {
-                return self.receive_batch(sock, now, sink).map(|m| n + m);
+                return self.receive_batch(sock, out, now, sink).map(|m| n + m);
             };
             match sock.recv_one_at(&mut buf) {
                 Ok(Some((r, stamp))) => {
                     n += 1;
-                    self.handle_rx(buf, r, stamp, now, sink);
+                    self.handle_rx(out, buf, r, stamp, now, sink);
                 }
                 Ok(None) => {
                     self.pool.put(buf);
@@ -813,151 +920,29 @@ impl Direction {
         Ok(n)
     }
 
-    fn timers(&mut self, now: Time) {
-        if self.qdisc.next_timeout().is_some_and(|t| t <= now) {
-            self.qdisc.on_timeout(now);
-        }
-    }
-
-    /// The rate in force at `t` and how many scheduled changes are due by then (with a
-    /// repeat, each period's return to the configured rate counts as one). `origin` is the
-    /// instant the schedule counts from; the configured rate holds while it is unknown or
-    /// still ahead. A function of `t` alone: a periodic schedule needs no expansion, and a
-    /// link idle for many periods costs nothing to catch up.
-    fn scheduled(&self, t: Time, origin: Option<Time>) -> (Rate, u64) {
-        let Some(origin) = origin.filter(|&o| t >= o && !self.schedule.is_empty()) else {
-            return (self.base_rate, 0);
-        };
-        let elapsed = t.since(origin);
-        let (periods, within) = match self.repeat {
-            Some(p) if p.0 > 0 => (elapsed.0 / p.0, Dur(elapsed.0 % p.0)),
-            _ => (0, elapsed),
-        };
-        let due = self.schedule.partition_point(|&(at, _)| at <= within);
-        let rate = due.checked_sub(1).map_or(self.base_rate, |i| self.schedule[i].1);
-        let per_period = self.schedule.len() as u64 + 1;
-        (rate, periods.saturating_mul(per_period).saturating_add(due as u64))
-    }
-
-    /// Apply the scheduled rate changes due at or before `t` (a serialisation start; these
-    /// never go backwards).
-    fn apply_rate_changes(&mut self, t: Time, origin: Option<Time>) {
-        if origin.is_none() {
-            return;
-        }
-        (self.rate, self.changes_applied) = self.scheduled(t, origin);
-    }
-
-    /// Hand finished packets to the output and start the next ones. `origin` is the
-    /// instant the rate schedule counts from, if known.
-    fn transmit(&mut self, sock: &PacketSocket, now: Time, max_lag: Dur, origin: Option<Time>, sink: &mut Sink<'_>) {
-        loop {
-            if let Some(f) = self.on_wire.take() {
-                if now < self.next_free || self.retry_at.is_some_and(|t| now < t) {
-                    self.on_wire = Some(f);
-                    return;
-                }
-                match sock.send(f.bytes()) {
-                    Ok(true) => {
-                        self.lateness.record(now.since(self.next_free).as_nanos());
-                        self.tx_packets += 1;
-                        self.tx_bytes += f.len() as u64;
-                        self.retry_at = None;
-                        self.pool.put(f.into_buffer());
-                    }
-                    Ok(false) if now.since(self.next_free) < Dur::from_millis(100) => {
-                        // The output is busy: keep the link occupied and try again shortly.
-                        self.tx_retries += 1;
-                        self.retry_at = Some(now + Dur::from_micros(20));
-                        self.on_wire = Some(f);
-                        return;
-                    }
-                    Ok(false) | Err(_) => {
-                        self.tx_errors += 1;
-                        self.retry_at = None;
-                        self.pool.put(f.into_buffer());
-                    }
-                }
-            }
-            if self.qdisc.len_packets() == 0 {
-                return;
-            }
-            let mut drops = std::mem::take(&mut self.drops);
-            let d = self.qdisc.dequeue(now, &mut drops);
-            for x in drops.drain(..) {
-                self.dropped(x, now, sink);
-            }
-            self.drops = drops;
-            let Some(Dequeued {
-                pkt,
-                queue,
-                sojourn,
-                marked,
-            }) = d
-            else {
-                return;
-            };
-            let catch_up_from = Time(now.0.saturating_sub(max_lag.0));
-            if self.next_free >= pkt.arrival && catch_up_from > self.next_free {
-                // Woken too late to make it all up: forfeit link time rather than burst.
-                self.pacer_forfeits += 1;
-                self.pacer_forfeit_ns += catch_up_from.since(self.next_free).as_nanos();
-            }
-            let start = self.next_free.max(pkt.arrival).max(catch_up_from);
-            // The previous packet finished at the old rate; this one goes at the rate in
-            // force when it starts (as the simulator's link).
-            self.apply_rate_changes(start, origin);
-            let serialisation = self.rate.tx_time(pkt.len() as u64);
-            self.next_free = start + serialisation;
-            if let Some(t) = self.track(queue) {
-                let ns = sojourn.as_nanos().max(1);
-                let _ = t.hist.record(ns);
-                let _ = t.interval.record(ns);
-            }
-            if let Some(s) = sink.as_mut() {
-                let decision = if marked { Decision::Mark } else { Decision::Pass };
-                s(&record_of(
-                    self.index,
-                    &pkt,
-                    self.next_free,
-                    queue,
-                    sojourn,
-                    serialisation,
-                    decision,
-                    None,
-                ));
-            }
-            self.on_wire = Some(pkt);
-        }
-    }
-
     /// The next time this direction has work, if any.
-    fn next_event(&self, now: Time) -> Option<Time> {
-        let mut t = self.qdisc.next_timeout();
-        let mut take = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
-        if self.on_wire.is_some() {
-            take(self.next_free.max(self.retry_at.unwrap_or(Time::ZERO)));
-        } else if self.qdisc.len_packets() > 0 {
-            take(self.next_free.max(now));
+    fn next_event(&self) -> Option<Time> {
+        match (self.timers.next(), self.retry_at.filter(|_| !self.backlog.is_empty())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        t
     }
 
-    /// The last interval's figures, and the rate in force at `now` (an idle link has not
-    /// applied a change that fell due yet, but shows it).
-    fn status(&mut self, interval: Dur, elapsed: Dur, now: Time, origin: Option<Time>) -> DirectionStatus {
+    /// The last interval's figures and the rate in force now.
+    fn status(&mut self, interval: Dur, elapsed: Dur) -> DirectionStatus {
         let secs = interval.as_secs_f64().max(1e-9);
         let rx_rate = Rate(((self.rx_bytes - self.last_rx_bytes) as f64 * 8.0 / secs) as u64);
         let tx_rate = Rate(((self.tx_bytes - self.last_tx_bytes) as f64 * 8.0 / secs) as u64);
         self.last_rx_bytes = self.rx_bytes;
         self.last_tx_bytes = self.tx_bytes;
-        let probability = self.qdisc.probability();
+        let queued = !self.link.queues().is_empty();
+        let probability = if queued { self.link.probability(0) } else { None };
         if let Some(p) = probability {
             self.probability.push((elapsed.as_secs_f64(), p));
         }
-        let stats = self.qdisc.stats();
+        let stats = if queued { self.link.queue_stats(0) } else { Vec::new() };
         let mut queues = Vec::new();
-        for t in &mut self.queues {
+        for t in &mut self.tracks {
             let s = stats
                 .iter()
                 .find(|(id, _)| *id == t.id)
@@ -988,7 +973,7 @@ impl Direction {
         self.last_late = self.lateness.over_1ms();
         DirectionStatus {
             name: self.name.clone(),
-            rate: self.scheduled(now, origin).0,
+            rate: self.link.rate(0, 1),
             rx_rate,
             tx_rate,
             probability,
@@ -998,9 +983,10 @@ impl Direction {
     }
 
     fn stats(&self) -> DirectionStats {
-        let qs = self.qdisc.stats();
+        let queued = !self.link.queues().is_empty();
+        let qs = if queued { self.link.queue_stats(0) } else { Vec::new() };
         let queues = self
-            .queues
+            .tracks
             .iter()
             .map(|t| {
                 let s = qs.iter().find(|(id, _)| *id == t.id).map(|x| x.1).unwrap_or_default();
@@ -1020,20 +1006,25 @@ impl Direction {
                 }
             })
             .collect();
+        let ls = self.link.stats();
         DirectionStats {
             name: self.name.clone(),
             from: self.from.clone(),
             to: self.to.clone(),
-            rate_bps: self.base_rate.bits_per_sec(),
-            final_rate_bps: self.rate.bits_per_sec(),
-            rate_changes_applied: self.changes_applied,
+            rate_bps: self.cfg.rate.map_or(0, |r| r.bits_per_sec()),
+            delay_ms: self.cfg.delay.as_millis_f64(),
+            final_rate_bps: self.link.rate(0, 1).map_or(0, |r| r.bits_per_sec()),
+            rate_changes_applied: ls.rate_changes,
             rate_schedule: self
+                .cfg
                 .schedule
+                .steps
                 .iter()
                 .map(|(at, r)| (at.as_secs_f64(), r.bits_per_sec()))
                 .collect(),
-            rate_repeat_s: self.repeat.map(|p| p.as_secs_f64()),
-            aqm: self.aqm_kind,
+            rate_repeat_s: self.cfg.schedule.repeat.map(|p| p.as_secs_f64()),
+            aqm: self.link.queues().first().map_or("none", |q| q.aqm),
+            wire_losses: ls.wire_losses,
             rx_packets: self.rx_packets,
             rx_bytes: self.rx_bytes,
             tx_packets: self.tx_packets,
@@ -1048,8 +1039,8 @@ impl Direction {
             kernel_drops: self.kernel_drops,
             tx_retries: self.tx_retries,
             tx_errors: self.tx_errors,
-            pacer_forfeits: self.pacer_forfeits,
-            pacer_forfeit_ns: self.pacer_forfeit_ns,
+            pacer_forfeits: ls.forfeits,
+            pacer_forfeit_ns: ls.forfeit_ns,
             lateness: self.lateness.stats(),
             unstamped: self.unstamped,
             peak_buffers: self.pool.peak(),
@@ -1114,10 +1105,7 @@ fn run_inner(
             &cfg.b,
             0,
             1,
-            cfg.rate_ab,
-            &cfg.rate_changes_ab,
-            cfg.rate_repeat_ab,
-            &cfg.aqm_ab,
+            &cfg.ab,
             Rng::derive(cfg.seed, 0),
             buf_size,
             cfg.batch,
@@ -1128,10 +1116,7 @@ fn run_inner(
             &cfg.a,
             1,
             0,
-            cfg.rate_ba,
-            &cfg.rate_changes_ba,
-            cfg.rate_repeat_ba,
-            &cfg.aqm_ba,
+            &cfg.ba,
             Rng::derive(cfg.seed, 1),
             buf_size,
             cfg.batch,
@@ -1150,19 +1135,28 @@ fn run_inner(
     let mut next_status = start + cfg.status_interval;
     let mut last_status = start;
     let fixed_origin = cfg.schedule_origin.unwrap_or(start);
+    let mut started = false;
     while !stop.load(Ordering::Relaxed) {
-        let origin = match origin_cell {
-            None => Some(fixed_origin),
-            Some(c) => Some(c.load(Ordering::Acquire)).filter(|&t| t != u64::MAX).map(Time),
-        };
-        let now = monotonic_now();
-        for d in dirs.iter_mut() {
-            d.receive(&socks[d.rx], cfg.io, now, &mut sink)?;
+        if !started {
+            let origin = match origin_cell {
+                None => Some(fixed_origin),
+                Some(c) => Some(c.load(Ordering::Acquire)).filter(|&t| t != u64::MAX).map(Time),
+            };
+            if let Some(origin) = origin {
+                for d in dirs.iter_mut() {
+                    d.start(&socks[d.tx], origin, &mut sink);
+                }
+                started = true;
+            }
         }
         let now = monotonic_now();
         for d in dirs.iter_mut() {
-            d.timers(now);
-            d.transmit(&socks[d.tx], now, cfg.max_lag, origin, &mut sink);
+            d.receive(&socks[d.rx], &socks[d.tx], cfg.io, now, &mut sink)?;
+        }
+        let now = monotonic_now();
+        for d in dirs.iter_mut() {
+            d.flush_backlog(&socks[d.tx], now);
+            d.timers(&socks[d.tx], now, &mut sink);
         }
         if now >= next_status {
             for d in dirs.iter_mut() {
@@ -1172,10 +1166,7 @@ fn run_inner(
             let interval = now.since(last_status);
             let status = RouterStatus {
                 elapsed,
-                directions: dirs
-                    .iter_mut()
-                    .map(|d| d.status(interval, elapsed, now, origin))
-                    .collect(),
+                directions: dirs.iter_mut().map(|d| d.status(interval, elapsed)).collect(),
             };
             on_status(&status);
             last_status = now;
@@ -1183,9 +1174,13 @@ fn run_inner(
         }
         let mut wake = next_status;
         for d in &dirs {
-            if let Some(t) = d.next_event(now) {
+            if let Some(t) = d.next_event() {
                 wake = wake.min(t);
             }
+        }
+        if !started {
+            // Waiting for the origin: look again soon.
+            wake = wake.min(monotonic_now() + Dur::from_millis(1));
         }
         let now = monotonic_now();
         if wake > now {
@@ -1256,133 +1251,39 @@ mod tests {
     #[test]
     fn rate_schedule_is_validated_with_the_key_named() {
         let mut c = RouterConfig::new("a", "b", Rate::mbps(20), fifo());
-        c.rate_changes_ab = vec![(Dur::from_secs(2), Rate::mbps(5)), (Dur::from_secs(2), Rate::mbps(7))];
+        c.ab.schedule.steps = vec![(Dur::from_secs(2), Rate::mbps(5)), (Dur::from_secs(2), Rate::mbps(7))];
         c.validate()
             .expect("equal times are allowed (a repeat period can start with a step at 0)");
-        c.rate_changes_ba = vec![(Dur::from_secs(3), Rate::mbps(5)), (Dur::from_secs(1), Rate::mbps(7))];
+        c.ba.schedule.steps = vec![(Dur::from_secs(3), Rate::mbps(5)), (Dur::from_secs(1), Rate::mbps(7))];
         let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("rate_changes_ba[1]") && e.contains("time order"), "{e}");
-        c.rate_changes_ba = vec![(Dur::from_secs(1), Rate(100))];
+        assert!(
+            e.contains("rate_schedule_ba steps[1]") && e.contains("time order"),
+            "{e}"
+        );
+        c.ba.schedule.steps = vec![(Dur::from_secs(1), Rate(100))];
         let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("rate_changes_ba[0]") && e.contains("8kbit"), "{e}");
-    }
-
-    #[test]
-    fn rate_changes_apply_at_serialisation_start_once_the_origin_is_known() {
-        let sched = [(Dur::from_secs(2), Rate::mbps(5)), (Dur::from_secs(4), Rate::mbps(10))];
-        let mut d = Direction::new(
-            0,
-            "a",
-            "b",
-            0,
-            1,
-            Rate::mbps(20),
-            &sched,
-            None,
-            &fifo(),
-            Rng::new(1),
-            2048,
-            8,
-        );
-        let origin = Time::from_secs(100);
-        // Unknown origin: the configured rate stays.
-        d.apply_rate_changes(Time::from_secs(1_000), None);
-        assert_eq!(d.rate, Rate::mbps(20));
-        // Just before the first change: still 20 Mbit/s (1500 B take 600 µs).
-        d.apply_rate_changes(Time(origin.0 + 2_000_000_000 - 1), Some(origin));
-        assert_eq!(d.rate.tx_time(1500), Dur::from_micros(600));
-        // At the change: 5 Mbit/s (2.4 ms per 1500 B).
-        d.apply_rate_changes(Time(origin.0 + 2_000_000_000), Some(origin));
-        assert_eq!(d.rate.tx_time(1500), Dur::from_micros(2400));
-        // Long after both: the last one holds, and both count as applied.
-        d.apply_rate_changes(Time::from_secs(200), Some(origin));
-        assert_eq!(d.rate, Rate::mbps(10));
-        let st = d.stats();
-        assert_eq!(
-            (st.rate_bps, st.final_rate_bps, st.rate_changes_applied),
-            (20_000_000, 10_000_000, 2)
-        );
-    }
-
-    #[test]
-    fn a_repeating_schedule_restarts_from_the_configured_rate_every_period() {
-        // 20 Mbit/s, 5 from 1 s, 10 from 1.5 s, the whole pattern again every 2 s.
-        let sched = [
-            (Dur::from_secs(1), Rate::mbps(5)),
-            (Dur::from_millis(1500), Rate::mbps(10)),
-        ];
-        let mut d = Direction::new(
-            0,
-            "a",
-            "b",
-            0,
-            1,
-            Rate::mbps(20),
-            &sched,
-            Some(Dur::from_secs(2)),
-            &fifo(),
-            Rng::new(1),
-            2048,
-            8,
-        );
-        let o = Time::from_secs(100);
-        let at = |ms: u64| Time(o.0 + ms * 1_000_000);
-        for (ms, mbps, applied) in [
-            (0, 20, 0),
-            (999, 20, 0),
-            (1000, 5, 1),
-            (1499, 5, 1),
-            (1500, 10, 2),
-            (1999, 10, 2),
-            (2000, 20, 3),
-            (3000, 5, 4),
-            (3600, 10, 5),
-            (4000, 20, 6),
-        ] {
-            assert_eq!(d.scheduled(at(ms), Some(o)), (Rate::mbps(mbps), applied), "at {ms} ms");
-        }
-        // A day on (43 200 periods of 3 changes each), with nothing expanded or replayed.
-        assert_eq!(
-            d.scheduled(at(86_400_000 + 1_200), Some(o)),
-            (Rate::mbps(5), 43_200 * 3 + 1)
-        );
-        // Before the origin, and while it is unknown: the configured rate.
-        assert_eq!(d.scheduled(Time::from_secs(99), Some(o)), (Rate::mbps(20), 0));
-        assert_eq!(d.scheduled(at(1200), None), (Rate::mbps(20), 0));
-        d.apply_rate_changes(at(3600), Some(o));
-        assert_eq!(d.rate.tx_time(1500), Dur::from_micros(1200));
-        // The status shows the rate in force now, even on an idle link that has not
-        // applied it yet; the line prints it.
-        let st = d.status(Dur::from_secs(1), Dur::from_millis(4100), at(4100), Some(o));
-        assert_eq!(st.rate, Rate::mbps(20));
-        let line = RouterStatus {
-            elapsed: Dur::from_millis(4100),
-            directions: vec![st],
-        }
-        .to_string();
-        assert!(line.contains("a->b at 20.000Mbit in "), "{line}");
-        // The statistics carry the schedule as configured.
-        let st = d.stats();
-        assert_eq!(
-            (st.final_rate_bps, st.rate_changes_applied, st.rate_repeat_s),
-            (10_000_000, 5, Some(2.0))
-        );
-        assert_eq!(st.rate_schedule, vec![(1.0, 5_000_000), (1.5, 10_000_000)]);
+        assert!(e.contains("rate_schedule_ba steps[0]") && e.contains("8kbit"), "{e}");
+        c.ba.schedule.steps.clear();
+        c.ba.rate = None;
+        c.validate().expect("a direction without a rate is a delay line");
+        c.ba.schedule.steps = vec![(Dur::from_secs(1), Rate::mbps(1))];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("needs a link rate"), "{e}");
     }
 
     #[test]
     fn a_repeat_period_needs_changes_that_end_before_it() {
         let mut c = RouterConfig::new("a", "b", Rate::mbps(20), fifo());
-        c.rate_repeat_ba = Some(Dur::from_secs(2));
+        c.ba.schedule.repeat = Some(Dur::from_secs(2));
         let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("rate_repeat_ba") && e.contains("empty schedule"), "{e}");
-        c.rate_changes_ba = vec![(Dur::from_secs(1), Rate::mbps(5)), (Dur::from_secs(2), Rate::mbps(7))];
+        assert!(e.contains("rate_schedule_ba repeat") && e.contains("found none"), "{e}");
+        c.ba.schedule.steps = vec![(Dur::from_secs(1), Rate::mbps(5)), (Dur::from_secs(2), Rate::mbps(7))];
         let e = c.validate().unwrap_err().to_string();
         assert!(
-            e.contains("rate_repeat_ba") && e.contains("longer than the last change"),
+            e.contains("rate_schedule_ba repeat") && e.contains("longer than the last step"),
             "{e}"
         );
-        c.rate_repeat_ba = Some(Dur::from_millis(2001));
+        c.ba.schedule.repeat = Some(Dur::from_millis(2001));
         c.validate().unwrap();
     }
 }
@@ -1395,7 +1296,7 @@ mod status_tests {
     fn the_status_line_names_late_frames_only_when_there_are_some() {
         let dir = |late| DirectionStatus {
             name: "a->b".into(),
-            rate: Rate::mbps(20),
+            rate: Some(Rate::mbps(20)),
             rx_rate: Rate::mbps(25),
             tx_rate: Rate::mbps(20),
             probability: Some(0.05),

@@ -21,7 +21,6 @@
 //! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
 
 pub mod apps;
-pub mod delay;
 pub mod ecncheck;
 pub mod endpoints;
 pub mod media;

@@ -4,7 +4,7 @@
 //! Order of a run:
 //! 1. Checks that need nothing built: root, `ip` and `ethtool`, the kernel's congestion
 //!    controls for every TCP flow, per-namespace `tcp_ecn` consistency.
-//! 2. The testbed ([`crate::topology::build`]), its queue and delay elements started on
+//! 2. The testbed ([`crate::topology::build`]), its forwarders started on
 //!    threads inside the wire namespaces.
 //! 3. Receivers bound in their namespaces, then the run clock starts (time 0 of the
 //!    scenario) and senders start at their flows' start times.
@@ -20,7 +20,7 @@
 
 use crate::endpoints::{self, Clock, FlowCtx, UdpReceiver, UdpSender};
 use crate::meter::{FlowMeter, SharedMeter, Window};
-use crate::topology::{self, Built, Element};
+use crate::topology::{self, Built};
 use crate::udp::EcnUdpSocket;
 use crate::{LiveError, LiveErrorKind};
 use l4s_aqm::{DropReason, QueueId};
@@ -51,7 +51,7 @@ const GRACE: Dur = Dur::from_millis(500);
 pub type SnapshotSinks = (Dur, Box<dyn Write>, Box<dyn Write>);
 
 /// What an element thread returns: its result, or the error that stopped it.
-type ElementJoin = JoinHandle<Result<Result<ElementResult, String>, l4s_fwd::FwdError>>;
+type ElementJoin = JoinHandle<Result<Result<RouterStats, String>, l4s_fwd::FwdError>>;
 
 /// Options of a live run.
 pub struct LiveOptions {
@@ -322,6 +322,10 @@ impl QueueMeter {
         mono.as_nanos().checked_sub(self.mono0).map(Time)
     }
     fn record(&mut self, r: &PacketRecord) {
+        if r.decision == Decision::Lost {
+            // Lost on the wire after it left the queue (already counted as it left).
+            return;
+        }
         let i = qi(r.queue);
         // Link time at the rate in force when the frame started (rate schedules).
         let tx = r.serialisation;
@@ -350,7 +354,7 @@ impl QueueMeter {
                     self.busy += tx;
                 }
             }
-            Decision::Drop => {
+            Decision::Drop | Decision::Lost => {
                 self.snap_drops += 1;
                 if dec_in {
                     self.drops[i] += 1;
@@ -387,11 +391,6 @@ struct LiveQueue {
     ids: Vec<QueueId>,
 }
 
-enum ElementResult {
-    Router(RouterStats),
-    Delay(crate::delay::DelayStats),
-}
-
 /// Run `sc` live. `progress` is called with the run time every snapshot interval (at
 /// least every 100 ms).
 pub fn run(
@@ -423,7 +422,7 @@ pub fn run(
         end,
     };
     let id = opts.run_id.clone().unwrap_or_else(RunId::generate);
-    let built = topology::build(&sc, id, opts.ipv6, seed)?;
+    let built = topology::build(&sc, id, opts.ipv6, seed, duration)?;
     // From here on, `built.testbed` deletes everything when dropped (any return below).
     let result = run_built(&sc, &built, &mut opts, seed, window, progress);
     let ns_count = built.testbed.namespaces().len();
@@ -503,8 +502,9 @@ fn run_built(
     let mut elem_handles: Vec<(String, ElementJoin)> = Vec::new();
     let mono0_cell = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
     for el in &built.elements {
-        match el {
-            Element::Router { ns, cfg, segment } => {
+        {
+            {
+                let (ns, cfg, segment) = (&el.ns, &el.cfg, &el.segment);
                 let seg = &built.segments[*segment];
                 let mut metas = Vec::new();
                 for (dir, link) in [(0u8, seg.ab), (1u8, seg.ba)] {
@@ -555,7 +555,7 @@ fn run_built(
                             let decision = match r.decision {
                                 Decision::Pass => l4s_sim::timeline::Decision::Pass,
                                 Decision::Mark => l4s_sim::timeline::Decision::Mark,
-                                Decision::Drop => l4s_sim::timeline::Decision::Drop,
+                                Decision::Drop | Decision::Lost => l4s_sim::timeline::Decision::Drop,
                             };
                             if let (Some(seq), Some(ip)) = (r.tcp_seq, r.ip) {
                                 if let (Some(src_port), Some(dst_port)) = (ip.src_port, ip.dst_port) {
@@ -588,33 +588,6 @@ fn run_built(
                     };
                     // The rate schedule counts from time 0 (u64::MAX until it is fixed).
                     l4s_fwd::run_recording_with_origin(&cfg, &st, &origin, &mut on_status, &mut sink)
-                        .map(ElementResult::Router)
-                        .map_err(|e| e.to_string())
-                })?;
-                elem_handles.push((name, h));
-            }
-            Element::Delay {
-                ns,
-                cfg,
-                segment,
-                fault,
-            } => {
-                let mut cfg = cfg.clone();
-                let st = elem_stop.clone();
-                let mono0 = mono0_cell.clone();
-                let fault = *fault;
-                let name = format!("delay on {}", sc.links[built.segments[*segment].ab].name);
-                let h = ns.spawn("l4s-delay", move || {
-                    if let Some((kind, after)) = fault {
-                        // Wait for time 0 so that the fault's start is on the run clock.
-                        while mono0.load(Ordering::Acquire) == u64::MAX && !st.load(Ordering::Relaxed) {
-                            std::thread::sleep(std::time::Duration::from_millis(1));
-                        }
-                        let t0 = mono0.load(Ordering::Acquire);
-                        cfg.fault = Some((kind, Time(t0.saturating_add(after.as_nanos()))));
-                    }
-                    crate::delay::run(&cfg, &st)
-                        .map(ElementResult::Delay)
                         .map_err(|e| e.to_string())
                 })?;
                 elem_handles.push((name, h));
@@ -625,7 +598,7 @@ fn run_built(
         elem_stop.store(true, Ordering::Relaxed);
         let mut out = Vec::new();
         for (name, h) in handles {
-            let r: Result<Result<ElementResult, String>, l4s_fwd::FwdError> = match h.join() {
+            let r: Result<Result<RouterStats, String>, l4s_fwd::FwdError> = match h.join() {
                 Ok(r) => r,
                 Err(_) => Ok(Err("panicked".to_string())),
             };
@@ -664,7 +637,7 @@ fn run_built(
                         frame_interval: params.frame_interval,
                         deadline: params.frame_deadline,
                         stall_gap: params.stall_gap,
-                        base_owd: path_delay(sc, built, f.src, f.dst),
+                        base_owd: sc.path_delay(f.src, f.dst),
                     };
                     m.media = Some(Box::new(crate::meter::MediaMeter::new(cfg, window)));
                 }
@@ -805,7 +778,7 @@ fn run_built(
     if let Some(t) = tracker.as_mut() {
         t.set_tcp_flows(tcp_matches);
         // Data goes from a flow's source to its destination (servers are sources).
-        t.set_min_owd(sc.flows.iter().map(|f| path_delay(sc, built, f.src, f.dst)).collect());
+        t.set_min_owd(sc.flows.iter().map(|f| sc.path_delay(f.src, f.dst)).collect());
     }
     let expected_ready = sc.flows.len() + tap_handles.len();
     drop(ready_tx);
@@ -939,7 +912,7 @@ fn run_built(
         }
         if now >= next {
             if let Some((_, fw, qw)) = snap.as_mut() {
-                if let Err(e) = write_snapshot(sc, &meters, &queues, interval, next, fw, qw) {
+                if let Err(e) = write_snapshot(sc, &meters, &queues, interval, next, end, fw, qw) {
                     snap_err.get_or_insert(e);
                 }
             }
@@ -1005,24 +978,10 @@ fn run_built(
     for (name, r) in &results {
         match r {
             Err(e) => return Err(LiveError::run(format!("{name} failed: {e}"))),
-            Ok(ElementResult::Router(st)) => {
+            Ok(st) => {
                 elements.push(serde_json::json!({"element": name, "stats": st}));
                 lateness.extend(st.directions.iter().map(|d| d.lateness));
                 router_stats.push(st.clone());
-            }
-            Ok(ElementResult::Delay(st)) => {
-                elements.push(serde_json::json!({
-                    "element": name,
-                    "forwarded": st.forwarded,
-                    "overflow_drops": st.overflow_drops,
-                    "oversize_drops": st.oversize_drops,
-                    "tx_errors": st.tx_errors,
-                    "ecn_rewritten": st.rewritten,
-                    "peak_frames": st.peak_frames,
-                    "lateness": st.lateness,
-                    "unstamped": st.unstamped,
-                }));
-                lateness.extend(st.lateness);
             }
         }
     }
@@ -1033,24 +992,16 @@ fn run_built(
     let check = testbed_check(&lateness, steal);
     // Mean probability over the window, from the forwarders' samples.
     let mut probs: BTreeMap<usize, (f64, u64)> = BTreeMap::new();
-    {
-        let mut ri = 0;
-        for el in &built.elements {
-            if let Element::Router { segment, .. } = el {
-                let seg = &built.segments[*segment];
-                if let Some(st) = router_stats.get(ri) {
-                    for (d, link) in st.directions.iter().zip([seg.ab, seg.ba]) {
-                        for (secs, p) in &d.probability {
-                            let t = st.started_ns as f64 + secs * 1e9 - mono0 as f64;
-                            if t >= window.start.as_nanos() as f64 && t <= window.end.as_nanos() as f64 {
-                                let e = probs.entry(link).or_insert((0.0, 0));
-                                e.0 += p;
-                                e.1 += 1;
-                            }
-                        }
-                    }
+    for (el, st) in built.elements.iter().zip(&router_stats) {
+        let seg = &built.segments[el.segment];
+        for (d, link) in st.directions.iter().zip([seg.ab, seg.ba]) {
+            for (secs, p) in &d.probability {
+                let t = st.started_ns as f64 + secs * 1e9 - mono0 as f64;
+                if t >= window.start.as_nanos() as f64 && t <= window.end.as_nanos() as f64 {
+                    let e = probs.entry(link).or_insert((0.0, 0));
+                    e.0 += p;
+                    e.1 += 1;
                 }
-                ri += 1;
             }
         }
     }
@@ -1145,20 +1096,19 @@ fn opt(x: Option<f64>) -> String {
 }
 
 /// The rate of a scenario link at run time `t` (its `rate_schedule` applied).
-fn rate_at(link: &l4s_scenario::Link, t: Time) -> Option<Rate> {
-    let due = link
-        .rate_changes
-        .iter()
-        .take_while(|(at, _)| at.as_nanos() <= t.as_nanos());
-    due.last().map(|&(_, r)| r).or(link.rate)
+fn rate_at(link: &l4s_scenario::Link, t: Time, end: Time) -> Option<Rate> {
+    let sched = link.schedule.clone().ending_at(Dur(end.as_nanos()));
+    link.rate.map(|base| sched.rate_at(base, Dur(t.as_nanos())))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_snapshot(
     sc: &Scenario,
     meters: &[SharedMeter],
     queues: &[LiveQueue],
     interval: Dur,
     t: Time,
+    end: Time,
     fw: &mut Box<dyn Write>,
     qw: &mut Box<dyn Write>,
 ) -> std::io::Result<()> {
@@ -1263,7 +1213,9 @@ fn write_snapshot(
             opt(m.probability),
             m.snap_marks,
             m.snap_drops,
-            rate_at(&sc.links[q.link], t).map(|r| r.bits_per_sec()).unwrap_or(0),
+            rate_at(&sc.links[q.link], t, end)
+                .map(|r| r.bits_per_sec())
+                .unwrap_or(0),
         )?;
         m.snap_max = [Dur::ZERO; 3];
         m.snap_sum = Dur::ZERO;
@@ -1316,28 +1268,6 @@ fn ratio(a: u64, b: u64) -> f64 {
     } else {
         round6(a as f64 / b as f64)
     }
-}
-
-/// Propagation delay from `from` to `to` (sum of the link delays on the route).
-fn path_delay(sc: &Scenario, built: &Built, from: usize, to: usize) -> Dur {
-    let hops = topology::next_hops(sc.nodes.len(), &built.segments);
-    let mut d = Dur::ZERO;
-    let mut cur = from;
-    let mut n = 0;
-    while cur != to && n <= sc.nodes.len() {
-        let Some((nb, k)) = hops[cur][to] else { break };
-        let s = &built.segments[k];
-        let link = if s.a == cur { s.ab } else { s.ba };
-        d += sc.links[link].delay;
-        cur = nb;
-        n += 1;
-    }
-    d
-}
-
-/// Propagation RTT of a flow's path (sum of link delays there and back).
-fn base_rtt(sc: &Scenario, built: &Built, src: usize, dst: usize) -> Dur {
-    path_delay(sc, built, src, dst) + path_delay(sc, built, dst, src)
 }
 
 /// Per-frame metrics of a media flow over the statistics window: the computation of the
@@ -1421,7 +1351,7 @@ fn summary(
             class: class.to_string(),
             src: sc.nodes[f.src].name.clone(),
             dst: sc.nodes[f.dst].name.clone(),
-            base_rtt_ms: round6(base_rtt(sc, built, f.src, f.dst).as_millis_f64()),
+            base_rtt_ms: round6(sc.base_rtt(f.src, f.dst).as_millis_f64()),
             throughput_bps: throughput,
             goodput_bps: goodput,
             owd_ms: m.owd.percentiles_ms(),
@@ -1496,7 +1426,9 @@ fn summary(
             to: sc.nodes[spec.to].name.clone(),
             aqm: spec.aqm.kind().to_string(),
             // The rate at the end of the run, as the simulator reports it.
-            rate_bps: rate_at(spec, Time(u64::MAX)).map(|r| r.bits_per_sec()).unwrap_or(0),
+            rate_bps: rate_at(spec, window.end, window.end)
+                .map(|r| r.bits_per_sec())
+                .unwrap_or(0),
             utilization: if secs > 0.0 {
                 round6((m.busy.as_secs_f64() / secs).min(1.0))
             } else {

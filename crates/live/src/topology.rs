@@ -5,15 +5,13 @@
 //! * Every pair of links between two nodes (a→b and b→a) is one layer-2 segment with the
 //!   subnet `10.<k/256>.<k%256>.0/24` (and `fd00:4c:0:<k>::/64` with IPv6): `.1` on the a
 //!   side, `.2` on the b side, each on an interface called `e<k>`.
-//! * A segment whose links have no rate and no delay is a plain veth pair. Otherwise a
-//!   "wire" namespace `l4s-<run>-w<k>` sits in the middle with the elements in series, as
-//!   transparent layer-2 bumps (hosts on both sides share the subnet; ARP/NDP cross them):
-//!   the l4s-fwd forwarder (the queue: the scenario's AQM at the link rate, each direction
-//!   its own queue, following the link's `rate_schedule` on the run clock) for links with
-//!   a rate, and a [`crate::delay`] element for the
-//!   propagation delay (and the scenario's ECN `fault`, applied before the queue as in the
-//!   simulator). With both, a veth pair inside the wire namespace joins them:
-//!   `a ─[delay]─ m1 ══ m2 ─[forwarder]─ b`.
+//! * A segment whose links are ideal wires (no rate, delay, fault or loss) is a plain veth
+//!   pair. Otherwise a "wire" namespace `l4s-<run>-w<k>` sits in the middle with the
+//!   l4s-fwd forwarder in it, a transparent layer-2 bump (hosts on both sides share the
+//!   subnet; ARP/NDP cross it) that runs each direction's link model, the very
+//!   [`l4s_link`] object the simulator drives: the scenario's ECN `fault`, its AQM at the
+//!   link rate following the `rate_schedule` on the run clock, the propagation delay, and a
+//!   `loss` model (`a ─[forwarder]─ b`).
 //! * Routes: shortest paths in hops (a default route on hosts with one neighbour).
 //! * Segmentation and receive offloads are switched off on every interface (`ethtool`), so
 //!   that queues see frames of wire size.
@@ -21,19 +19,15 @@
 //! Everything is owned by an [`l4s_fwd::netns::Testbed`] guard: dropped (normal end, error,
 //! panic) it deletes the namespaces, which destroys the veths in them.
 
-use crate::delay::{DelayConfig, EcnFault};
 use crate::LiveError;
-use l4s_core::{Dur, Rate};
+use l4s_core::Dur;
 use l4s_fwd::netns::{Netns, RunId, Testbed, VethEnd};
 use l4s_fwd::RouterConfig;
-use l4s_scenario::{FaultKind, Scenario};
+use l4s_scenario::Scenario;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::process::{Command, Stdio};
-
-/// The fastest a link "without a rate" is in the forwarder (its other direction has one).
-pub const UNLIMITED: Rate = Rate::gbps(100);
 
 /// One segment (a pair of scenario links).
 #[derive(Clone, Debug)]
@@ -45,21 +39,12 @@ pub struct Segment {
     pub ba: usize,
 }
 
-/// A queue or delay element to run in a wire namespace.
+/// The forwarder to run in a wire namespace: both directions of a segment.
 #[derive(Clone, Debug)]
-pub enum Element {
-    Router {
-        ns: Netns,
-        cfg: Box<RouterConfig>,
-        segment: usize,
-    },
-    Delay {
-        ns: Netns,
-        cfg: DelayConfig,
-        segment: usize,
-        /// The fault starts this long after the run starts (converted to the clock then).
-        fault: Option<(EcnFault, Dur)>,
-    },
+pub struct Element {
+    pub ns: Netns,
+    pub cfg: Box<RouterConfig>,
+    pub segment: usize,
 }
 
 /// A built testbed.
@@ -92,19 +77,7 @@ pub fn segments(sc: &Scenario) -> Result<Vec<Segment>, LiveError> {
         };
         used[i] = true;
         used[j] = true;
-        // The delay element plays a link's faulty middlebox on its A→B direction, before the
-        // queue (as in the simulator): orient the segment so that a faulty link is A→B.
-        let (ab, ba) = if l.fault.is_none() && sc.links[j].fault.is_some() {
-            (j, i)
-        } else {
-            (i, j)
-        };
-        if sc.links[ba].fault.is_some() {
-            return Err(LiveError::input(format!(
-                "links {:?} and {:?}: faults on both directions of a link are not supported live (the middlebox rewrites one direction, before its queue); keep one",
-                sc.links[ab].name, sc.links[ba].name
-            )));
-        }
+        let (ab, ba) = (i, j);
         out.push(Segment {
             a: sc.links[ab].from,
             b: sc.links[ab].to,
@@ -192,16 +165,9 @@ fn ip_batch(ns: &Netns, v6: bool, lines: &[String]) -> Result<(), LiveError> {
     Ok(())
 }
 
-fn fault_of(k: FaultKind) -> EcnFault {
-    match k {
-        FaultKind::Bleach => EcnFault::Bleach,
-        FaultKind::Remark => EcnFault::Remark,
-        FaultKind::MarkAll => EcnFault::MarkAll,
-    }
-}
-
-/// Build the testbed of `sc` under run id `id`. `seed` seeds the AQMs.
-pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, LiveError> {
+/// Build the testbed of `sc` under run id `id`. `seed` seeds the links; their schedules end
+/// at `duration`, the end of the run.
+pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> Result<Built, LiveError> {
     let segs = segments(sc)?;
     let mut tb = Testbed::new(id);
     let mut nodes = Vec::with_capacity(sc.nodes.len());
@@ -212,9 +178,9 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
     for (k, s) in segs.iter().enumerate() {
         let (lab, lba) = (&sc.links[s.ab], &sc.links[s.ba]);
         let e = format!("e{k}");
-        let has_rate = lab.rate.is_some() || lba.rate.is_some();
-        let has_delay = !lab.delay.is_zero() || !lba.delay.is_zero() || lab.fault.is_some() || lba.fault.is_some();
-        if !has_rate && !has_delay {
+        let ideal =
+            |l: &l4s_scenario::Link| l.rate.is_none() && l.delay.is_zero() && l.fault.is_none() && l.loss.is_none();
+        if ideal(lab) && ideal(lba) {
             tb.add_veth(
                 VethEnd {
                     ns: &nodes[s.a],
@@ -241,48 +207,25 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64) -> Result<Built, L
                     name: &e,
                 },
             )?;
-            // Delay (and fault) first, so that a faulty middlebox rewrites ECN before the
-            // queue classifies the packet, as in the simulator.
-            let (delay_b, router_a) = if has_rate && has_delay {
-                tb.add_veth(VethEnd { ns: &w, name: "m1" }, VethEnd { ns: &w, name: "m2" })?;
-                ("m1", "m2")
-            } else {
-                ("b", "a")
-            };
-            let mut ports = vec!["a", "b"];
-            if has_rate && has_delay {
-                ports.extend(["m1", "m2"]);
-            }
-            for p in ports {
+            for p in ["a", "b"] {
                 w.disable_ipv6(p)?;
                 w.link_up(p)?;
                 w.disable_offloads(p)?;
             }
-            if has_rate {
-                let mut cfg = RouterConfig::new(router_a, "b", lab.rate.unwrap_or(UNLIMITED), lab.aqm.clone());
-                cfg.rate_ba = lba.rate.unwrap_or(UNLIMITED);
-                // Offsets from the scenario's time 0: the run publishes that instant to the
-                // forwarder (`l4s_fwd::run_recording_with_origin`) when its clock starts.
-                cfg.rate_changes_ab = lab.rate_changes.clone();
-                cfg.rate_changes_ba = lba.rate_changes.clone();
-                cfg.aqm_ba = lba.aqm.clone();
-                cfg.seed = seed.wrapping_add(k as u64);
-                cfg.status_interval = Dur::from_millis(100);
-                cfg.validate()?;
-                elements.push(Element::Router {
-                    ns: w.clone(),
-                    cfg: Box::new(cfg),
-                    segment: k,
-                });
-            }
-            if has_delay {
-                elements.push(Element::Delay {
-                    ns: w.clone(),
-                    cfg: DelayConfig::new("a", delay_b, lab.delay, lba.delay),
-                    segment: k,
-                    fault: lab.fault.map(|f| (fault_of(f.kind), f.start)),
-                });
-            }
+            let mut cfg = RouterConfig::new("a", "b", l4s_core::Rate::mbps(1), lab.aqm.clone());
+            // The links as the simulator builds them; their schedules and faults count from
+            // the scenario's time 0, which the run publishes to the forwarder
+            // (`l4s_fwd::run_recording_with_origin`) when its clock starts.
+            cfg.ab = lab.config(duration);
+            cfg.ba = lba.config(duration);
+            cfg.seed = seed.wrapping_add(k as u64);
+            cfg.status_interval = Dur::from_millis(100);
+            cfg.validate()?;
+            elements.push(Element {
+                ns: w.clone(),
+                cfg: Box::new(cfg),
+                segment: k,
+            });
         }
         for (n, host) in [(s.a, 1u8), (s.b, 2u8)] {
             let ns = &nodes[n];
@@ -497,28 +440,19 @@ to = "server"
     }
 
     #[test]
-    fn a_faulty_link_is_the_a_to_b_direction_of_its_segment() {
+    fn faults_on_either_or_both_directions_stay_on_their_link() {
+        // Each direction of a segment is its own link model in the forwarder, with its own
+        // fault: the segment keeps the order the links were written in, whichever has one.
         let fault = r#"fault = { kind = "bleach", start = "1s" }"#;
-        // The fault on the link written second: the segment turns round.
-        let sc = one_way_pair("", fault);
-        let segs = segments(&sc).unwrap();
-        assert_eq!(segs.len(), 1);
-        assert_eq!(sc.links[segs[0].ab].name, "up");
-        assert_eq!(
-            (segs[0].a, segs[0].b),
-            (sc.links[segs[0].ab].from, sc.links[segs[0].ab].to)
-        );
-        assert!(sc.links[segs[0].ab].fault.is_some() && sc.links[segs[0].ba].fault.is_none());
-        // On the first: as written. Without faults: as written.
-        for sc in [one_way_pair(fault, ""), one_way_pair("", "")] {
+        for (fa, fb) in [("", fault), (fault, ""), ("", ""), (fault, fault)] {
+            let sc = one_way_pair(fa, fb);
             let segs = segments(&sc).unwrap();
+            assert_eq!(segs.len(), 1);
             assert_eq!(sc.links[segs[0].ab].name, "down");
+            assert_eq!(sc.links[segs[0].ab].fault.is_some(), !fa.is_empty());
+            assert_eq!(sc.links[segs[0].ba].fault.is_some(), !fb.is_empty());
+            let cfg = sc.links[segs[0].ba].config(sc.duration);
+            assert_eq!(cfg.fault.is_some(), !fb.is_empty());
         }
-        // On both: refused before anything is built, naming both links.
-        let e = segments(&one_way_pair(fault, fault)).unwrap_err().to_string();
-        assert!(
-            e.contains("\"down\"") && e.contains("\"up\"") && e.contains("both directions"),
-            "{e}"
-        );
     }
 }

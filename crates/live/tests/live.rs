@@ -449,8 +449,8 @@ stop = "3s"
 }
 
 /// A fault on the upstream link of a two-link custom topology (the link written second):
-/// the segment is built with the faulty link as the delay element's A→B direction, so the
-/// middlebox rewrites ECN before the upstream queue, as in the simulator.
+/// the forwarder runs each direction's link model with its own fault, which rewrites ECN
+/// before the upstream queue, as in the simulator.
 #[test]
 fn a_fault_on_the_upstream_link_is_applied_and_detected_live() {
     if !root() {

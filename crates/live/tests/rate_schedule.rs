@@ -168,16 +168,14 @@ fn xr_varying_bandwidth_is_accepted_and_builds_with_its_schedule() {
         .find(|(n, _)| n.as_deref() == Some("classic"))
         .expect("the classic variant");
     let bottleneck = sc.links.iter().position(|l| l.name == "bottleneck").unwrap();
-    let want: Vec<(Dur, Rate)> = sc.links[bottleneck].rate_changes.clone();
-    assert_eq!(want.len(), 14, "20/5/12 Mbit/s every 4 s for 60 s: {want:?}");
+    let sched = sc.links[bottleneck].schedule.clone();
+    let want: Vec<(Dur, Rate)> = sched.steps.clone();
     assert_eq!(
-        want[..3],
-        [
-            (Dur::from_secs(4), Rate::mbps(5)),
-            (Dur::from_secs(8), Rate::mbps(12)),
-            (Dur::from_secs(12), Rate::mbps(20))
-        ]
+        want,
+        [(Dur::from_secs(4), Rate::mbps(5)), (Dur::from_secs(8), Rate::mbps(12))],
+        "20/5/12 Mbit/s every 4 s"
     );
+    assert_eq!(sched.repeat, Some(Dur::from_secs(12)));
     if !root() {
         return;
     }
@@ -192,20 +190,20 @@ fn xr_varying_bandwidth_is_accepted_and_builds_with_its_schedule() {
         .1;
     l4s_live::run::preflight(&beside).unwrap();
     let id = RunId::generate();
-    let built = l4s_live::topology::build(&sc, id.clone(), false, 1);
+    let built = l4s_live::topology::build(&sc, id.clone(), false, 1, sc.duration);
     let built = built.unwrap();
     let seg = built.segments.iter().position(|s| s.ab == bottleneck).unwrap();
     let cfg = built
         .elements
         .iter()
-        .find_map(|e| match e {
-            l4s_live::topology::Element::Router { cfg, segment, .. } if *segment == seg => Some(cfg.clone()),
-            _ => None,
-        })
+        .find(|e| e.segment == seg)
+        .map(|e| e.cfg.clone())
         .expect("a forwarder on the bottleneck");
     built.testbed.cleanup().unwrap();
     no_namespaces_left(&id);
-    assert_eq!((cfg.rate_ab, cfg.rate_ba), (Rate::mbps(20), Rate::mbps(20)));
-    assert_eq!(cfg.rate_changes_ab, want);
-    assert!(cfg.rate_changes_ba.is_empty());
+    assert_eq!((cfg.ab.rate, cfg.ba.rate), (Some(Rate::mbps(20)), Some(Rate::mbps(20))));
+    assert_eq!(cfg.ab.schedule.steps, want);
+    assert_eq!(cfg.ab.schedule.repeat, Some(Dur::from_secs(12)));
+    assert_eq!(cfg.ab.schedule.end, Some(sc.duration));
+    assert!(cfg.ba.schedule.is_empty());
 }

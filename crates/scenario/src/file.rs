@@ -58,6 +58,8 @@ pub struct TopologyTable {
     pub fault: Option<FaultTable>,
     /// Changes of the bottleneck's forward rate over time.
     pub rate_schedule: Option<RateScheduleTable>,
+    /// Loss on the bottleneck's forward wire.
+    pub loss: Option<LossTable>,
     // --- custom ---
     #[serde(default)]
     pub nodes: Vec<NodeTable>,
@@ -92,6 +94,20 @@ pub struct LinkTable {
     pub fault: Option<FaultTable>,
     /// Changes of the forward rate over time.
     pub rate_schedule: Option<RateScheduleTable>,
+    /// Loss on the forward wire.
+    pub loss: Option<LossTable>,
+}
+
+/// `loss = { model = "gilbert-elliott", loss_good = 0.0, loss_bad = 0.5, mean_good = "1s",
+/// mean_bad = "20ms" }`: bursty loss on the wire (see `l4s_link::gilbert_elliott`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossTable {
+    pub model: String,
+    pub loss_good: Option<f64>,
+    pub loss_bad: Option<f64>,
+    pub mean_good: Option<Dur>,
+    pub mean_bad: Option<Dur>,
 }
 
 /// `rate_schedule = { steps = [{ at = "5s", rate = "5Mbit" }, ...], repeat = "10s" }`:

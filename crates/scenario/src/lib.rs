@@ -11,10 +11,13 @@ pub mod error;
 pub mod file;
 mod flows;
 mod load;
+pub mod routes;
 pub mod variants;
 
 pub use error::ScenarioError;
+pub use l4s_link::{Fault, FaultKind, LossModel, RateSchedule};
 pub use load::{load_file, load_str};
+pub use routes::Routes;
 pub use variants::{load_variants, variants_of, Variant};
 
 use l4s_aqm::config::AqmConfig;
@@ -33,6 +36,23 @@ pub struct Scenario {
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
     pub flows: Vec<Flow>,
+    /// Shortest routes between the nodes over the links, computed once when the scenario
+    /// is loaded; both backends forward along them.
+    pub routes: Routes,
+}
+
+impl Scenario {
+    /// Propagation delay from node `from` to node `to` along the routes.
+    pub fn path_delay(&self, from: usize, to: usize) -> Dur {
+        self.routes
+            .path(from, to)
+            .fold(Dur::ZERO, |d, l| d + self.links[l].delay)
+    }
+
+    /// Propagation RTT between two nodes (the sum of the link delays there and back).
+    pub fn base_rtt(&self, a: usize, b: usize) -> Dur {
+        self.path_delay(a, b) + self.path_delay(b, a)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -54,28 +74,23 @@ pub struct Link {
     pub bottleneck: bool,
     /// A middlebox that rewrites the ECN field of packets entering this link.
     pub fault: Option<Fault>,
-    /// Rate changes over the run, in time order, expanded from the scenario's
-    /// `rate_schedule` (empty: the rate is constant).
-    pub rate_changes: Vec<(Dur, Rate)>,
+    /// Changes of the rate over the run (empty: the rate is constant), from the scenario's
+    /// `rate_schedule`.
+    pub schedule: RateSchedule,
+    /// Loss on the wire (`loss`).
+    pub loss: Option<LossModel>,
 }
 
-/// What a faulty middlebox does to the ECN field (RFC 9331 §5 forbids all three; they
-/// exist on real paths and an L4S sender must detect them, RFC 9000 §13.4.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultKind {
-    /// Clear the ECN field: ECT(0), ECT(1) and CE become Not-ECT.
-    Bleach,
-    /// Rewrite ECT(1) to ECT(0).
-    Remark,
-    /// Set CE on every ECN-capable packet.
-    MarkAll,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fault {
-    pub kind: FaultKind,
-    /// From this time on (before it the middlebox is harmless).
-    pub start: Dur,
+impl Link {
+    /// What the link model is built from. The schedule ends at `end`, the end of the run.
+    pub fn config(&self, end: Dur) -> l4s_link::LinkConfig {
+        l4s_link::LinkConfig {
+            fault: self.fault,
+            schedule: self.schedule.clone().ending_at(end),
+            loss: self.loss,
+            ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
+        }
+    }
 }
 
 /// ECN feedback a TCP flow asks for.

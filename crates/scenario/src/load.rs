@@ -6,7 +6,7 @@ use crate::{Flow, Link, Node, Scenario, TcpEcn};
 use l4s_aqm::config::{AqmConfig, FifoConfig};
 use l4s_core::{units, Dur, Ecn, Rate};
 use serde::de::DeserializeOwned;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Read and validate a scenario file.
@@ -142,16 +142,14 @@ fn parse_fault(
     duration: Dur,
 ) -> Result<Option<crate::Fault>, ScenarioError> {
     let Some(f) = f else { return Ok(None) };
-    let kind = match f.kind.as_str() {
-        "bleach" => crate::FaultKind::Bleach,
-        "remark" => crate::FaultKind::Remark,
-        "mark-all" => crate::FaultKind::MarkAll,
-        other => {
-            return Err(cx.at(
-                &join(at, &[key("kind")]),
-                format!("unknown fault {other:?}: expected \"bleach\", \"remark\" or \"mark-all\""),
-            ))
-        }
+    let Some(kind) = crate::FaultKind::parse(&f.kind) else {
+        return Err(cx.at(
+            &join(at, &[key("kind")]),
+            format!(
+                "unknown fault {:?}: expected \"bleach\", \"remark\" or \"mark-all\"",
+                f.kind
+            ),
+        ));
     };
     if f.start >= duration {
         return Err(cx.at(
@@ -162,18 +160,21 @@ fn parse_fault(
     Ok(Some(crate::Fault { kind, start: f.start }))
 }
 
-/// A `rate_schedule` table, expanded into `(time, rate)` changes over the run.
+/// A `rate_schedule` table: steps in time order before the end of the run, optionally
+/// repeating.
 fn parse_rate_schedule(
     cx: &ErrCtx,
     at: &[Seg],
     t: Option<&crate::file::RateScheduleTable>,
     base_rate: Option<Rate>,
     duration: Dur,
-) -> Result<Vec<(Dur, Rate)>, ScenarioError> {
-    let Some(t) = t else { return Ok(Vec::new()) };
-    let Some(base_rate) = base_rate else {
-        return Err(cx.at(at, "a rate schedule needs a link `rate` to start from"));
+) -> Result<crate::RateSchedule, ScenarioError> {
+    let Some(t) = t else {
+        return Ok(crate::RateSchedule::default());
     };
+    if base_rate.is_none() {
+        return Err(cx.at(at, "a rate schedule needs a link `rate` to start from"));
+    }
     if t.steps.is_empty() {
         return Err(cx.at(
             &join(at, &[key("steps")]),
@@ -195,7 +196,6 @@ fn parse_rate_schedule(
         }
         last = Some(s.at);
     }
-    let mut out: Vec<(Dur, Rate)> = t.steps.iter().map(|s| (s.at, s.rate)).collect();
     if let Some(period) = t.repeat {
         let lastat = t.steps[t.steps.len() - 1].at;
         if period <= lastat {
@@ -204,23 +204,47 @@ fn parse_rate_schedule(
                 format!("the repeat period ({period}) must be longer than the last step ({lastat})"),
             ));
         }
-        // Each period starts again from the link's configured rate.
-        let mut k = 1u64;
-        while let Some(base) = period.as_nanos().checked_mul(k) {
-            if base >= duration.as_nanos() {
-                break;
-            }
-            out.push((Dur(base), base_rate));
-            for s in &t.steps {
-                let when = base + s.at.as_nanos();
-                if when < duration.as_nanos() {
-                    out.push((Dur(when), s.rate));
-                }
-            }
-            k += 1;
-        }
     }
-    Ok(out)
+    Ok(crate::RateSchedule {
+        steps: t.steps.iter().map(|s| (s.at, s.rate)).collect(),
+        repeat: t.repeat,
+        end: None,
+    })
+}
+
+/// A `loss` table: the model and its parameters.
+fn parse_loss(
+    cx: &ErrCtx,
+    at: &[Seg],
+    t: Option<&crate::file::LossTable>,
+) -> Result<Option<crate::LossModel>, ScenarioError> {
+    let Some(t) = t else { return Ok(None) };
+    match t.model.as_str() {
+        "gilbert-elliott" => {
+            let need = |k: &str, v: Option<Dur>| {
+                v.ok_or_else(|| {
+                    cx.at(
+                        at,
+                        format!("required key `{k}` is missing: the mean stay in that state, such as \"20ms\""),
+                    )
+                })
+            };
+            let cfg = l4s_link::GilbertElliottConfig {
+                loss_good: t.loss_good.unwrap_or(0.0),
+                loss_bad: t.loss_bad.unwrap_or(1.0),
+                mean_good: need("mean_good", t.mean_good)?,
+                mean_bad: need("mean_bad", t.mean_bad)?,
+            };
+            if let Err((k, m)) = cfg.validate() {
+                return Err(cx.at(&join(at, &[key(k)]), m));
+            }
+            Ok(Some(crate::LossModel::GilbertElliott(cfg)))
+        }
+        other => Err(cx.at(
+            &join(at, &[key("model")]),
+            format!("unknown loss model {other:?}: expected \"gilbert-elliott\""),
+        )),
+    }
 }
 
 fn default_reverse_aqm() -> AqmConfig {
@@ -324,13 +348,14 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 aqm,
                 bottleneck: true,
                 fault: parse_fault(cx, &join(&tp, &[key("fault")]), topo.fault.as_ref(), sc.duration)?,
-                rate_changes: parse_rate_schedule(
+                schedule: parse_rate_schedule(
                     cx,
                     &join(&tp, &[key("rate_schedule")]),
                     topo.rate_schedule.as_ref(),
                     Some(rate),
                     sc.duration,
                 )?,
+                loss: parse_loss(cx, &join(&tp, &[key("loss")]), topo.loss.as_ref())?,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -341,7 +366,8 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 aqm: raqm,
                 bottleneck: false,
                 fault: None,
-                rate_changes: Vec::new(),
+                schedule: Default::default(),
+                loss: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -391,7 +417,8 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
-                    rate_changes: Vec::new(),
+                    schedule: Default::default(),
+                    loss: None,
                 });
                 links.push(Link {
                     name: format!("left->{}.src", f.name),
@@ -402,7 +429,8 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
-                    rate_changes: Vec::new(),
+                    schedule: Default::default(),
+                    loss: None,
                 });
                 links.push(Link {
                     name: format!("right->{}.dst", f.name),
@@ -413,7 +441,8 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
-                    rate_changes: Vec::new(),
+                    schedule: Default::default(),
+                    loss: None,
                 });
                 links.push(Link {
                     name: format!("{}.dst->right", f.name),
@@ -424,7 +453,8 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     aqm: fifo(),
                     bottleneck: false,
                     fault: None,
-                    rate_changes: Vec::new(),
+                    schedule: Default::default(),
+                    loss: None,
                 });
                 flow_ends.push((s, d));
             }
@@ -440,6 +470,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 ("reverse_aqm", topo.reverse_aqm.is_some()),
                 ("fault", topo.fault.is_some()),
                 ("rate_schedule", topo.rate_schedule.is_some()),
+                ("loss", topo.loss.is_some()),
             ] {
                 if present {
                     return Err(cx.at(&join(&tp, &[key(k)]), "this key belongs to a dumbbell; a custom topology sets rates, delays and queues on each [[topology.links]]"));
@@ -510,9 +541,10 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
     }
 
     // Every flow needs a path both ways.
+    let routes = crate::Routes::compute(nodes.len(), &links);
     for (i, &(s, d)) in flow_ends.iter().enumerate() {
         for (a, b, dir) in [(s, d, "forward"), (d, s, "reverse")] {
-            if !reachable(&links, nodes.len(), a, b) {
+            if !routes.reachable(a, b) {
                 return Err(cx.at(
                     &[key("flows"), Seg::Index(i)],
                     format!(
@@ -539,6 +571,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
         nodes,
         links,
         flows,
+        routes,
     })
 }
 
@@ -586,13 +619,14 @@ fn add_custom_link(
         aqm,
         bottleneck: has_aqm,
         fault: parse_fault(cx, &join(lp, &[key("fault")]), l.fault.as_ref(), duration)?,
-        rate_changes: parse_rate_schedule(
+        schedule: parse_rate_schedule(
             cx,
             &join(lp, &[key("rate_schedule")]),
             l.rate_schedule.as_ref(),
             l.rate,
             duration,
         )?,
+        loss: parse_loss(cx, &join(lp, &[key("loss")]), l.loss.as_ref())?,
     });
     if l.bidirectional {
         let raqm = parse_aqm(
@@ -610,7 +644,8 @@ fn add_custom_link(
             aqm: raqm,
             bottleneck: false,
             fault: None,
-            rate_changes: Vec::new(),
+            schedule: Default::default(),
+            loss: None,
         });
     } else {
         for (k, p) in [
@@ -627,24 +662,6 @@ fn add_custom_link(
         }
     }
     Ok(())
-}
-
-fn reachable(links: &[Link], n: usize, from: usize, to: usize) -> bool {
-    let mut seen = vec![false; n];
-    let mut q = VecDeque::from([from]);
-    seen[from] = true;
-    while let Some(x) = q.pop_front() {
-        if x == to {
-            return true;
-        }
-        for l in links.iter().filter(|l| l.from == x) {
-            if !seen[l.to] {
-                seen[l.to] = true;
-                q.push_back(l.to);
-            }
-        }
-    }
-    false
 }
 
 fn build_flow(

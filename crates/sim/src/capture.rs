@@ -6,6 +6,7 @@
 
 use crate::packet::{Packet, Payload};
 use crate::world::Sim;
+use l4s_core::Time;
 use l4s_metrics::pcap::{IpVersion, PcapWriter, TcpFlagBits, Transport, WirePacket, DEFAULT_SNAPLEN};
 use std::io::{self, Write};
 
@@ -30,20 +31,32 @@ impl Sim {
         Ok(())
     }
 
+    /// Flush the capture; returns the first write error.
+    pub fn finish_pcap(&mut self) -> io::Result<()> {
+        if let Some(mut cap) = self.capture.take() {
+            if let Some(e) = cap.error.take() {
+                return Err(e);
+            }
+            cap.w.finish()?;
+        }
+        Ok(())
+    }
+}
+
+impl Capture {
+    /// Record `pkt` of a flow between nodes `src` and `dst` whose receiver uses `port`,
+    /// leaving a bottleneck at `now`.
     #[inline]
-    pub(crate) fn capture_packet(&mut self, pkt: &Packet) {
-        let Some(cap) = self.capture.as_mut() else { return };
-        let f = &self.flows[pkt.flow as usize];
-        let port = self.scenario.flows[pkt.flow as usize].port;
+    pub(crate) fn record(&mut self, now: Time, pkt: &Packet, payload: &Payload, src: u32, dst: u32, port: u16) {
         let eph = 32768u16.wrapping_add(pkt.flow as u16);
         let (src, dst, sport, dport) = if pkt.forward {
-            (f.src, f.dst, eph, port)
+            (src, dst, eph, port)
         } else {
-            (f.dst, f.src, port, eph)
+            (dst, src, port, eph)
         };
         // Connections inside one application flow get their own client port.
-        let (sport, dport) = match &pkt.payload {
-            Payload::App(h) if matches!(**h, l4s_apps::AppHeader::Tcp { .. }) => {
+        let (sport, dport) = match payload {
+            Payload::App(h) if matches!(h, l4s_apps::AppHeader::Tcp { .. }) => {
                 let conn = h.conn().unwrap_or(0);
                 let c = (conn as u16).wrapping_mul(512);
                 if pkt.forward {
@@ -54,14 +67,11 @@ impl Sim {
             }
             _ => (sport, dport),
         };
-        let app_seg = match &pkt.payload {
-            Payload::App(h) => match &**h {
-                l4s_apps::AppHeader::Tcp { seg, .. } => Some(seg),
-                _ => None,
-            },
+        let app_seg = match payload {
+            Payload::App(l4s_apps::AppHeader::Tcp { seg, .. }) => Some(seg),
             _ => None,
         };
-        let transport = match (&pkt.payload, app_seg) {
+        let transport = match (payload, app_seg) {
             (Payload::Tcp(seg), _) | (_, Some(seg)) => Transport::Tcp {
                 src_port: sport,
                 dst_port: dport,
@@ -79,28 +89,17 @@ impl Sim {
         };
         let wire = WirePacket {
             frame_len: pkt.size,
-            ip: cap.ip,
+            ip: self.ip,
             src,
             dst,
             ecn: pkt.ecn,
             dscp: pkt.dscp,
             transport,
         };
-        if cap.error.is_none() {
-            if let Err(e) = cap.w.write(self.now, &wire) {
-                cap.error = Some(e);
+        if self.error.is_none() {
+            if let Err(e) = self.w.write(now, &wire) {
+                self.error = Some(e);
             }
         }
-    }
-
-    /// Flush the capture; returns the first write error.
-    pub fn finish_pcap(&mut self) -> io::Result<()> {
-        if let Some(mut cap) = self.capture.take() {
-            if let Some(e) = cap.error.take() {
-                return Err(e);
-            }
-            cap.w.finish()?;
-        }
-        Ok(())
     }
 }

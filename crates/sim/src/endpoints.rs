@@ -168,13 +168,13 @@ impl Ep {
             }),
             Ep::AppS(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: t.header.is_data(),
-                payload: Payload::App(Box::new(t.header)),
+                payload: Payload::App(t.header),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::AppR(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: false,
-                payload: Payload::App(Box::new(t.header)),
+                payload: Payload::App(t.header),
                 size: t.size,
                 ecn: t.ecn,
             }),

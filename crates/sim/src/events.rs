@@ -7,12 +7,8 @@ use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ev {
-    /// A link finished serialising its current packet.
-    TxDone(u32),
-    /// The head of a link's delay line reaches the far node.
-    Arrive(u32),
-    /// A queue discipline's timer (PI update).
-    QdiscTimer(u32),
+    /// A wake-up a link asked for: link index, the link's own timer number.
+    Link(u32, l4s_link::Timer),
     /// An endpoint's timer: flow index, side (0 = sender, 1 = receiver).
     Endpoint(u32, u8),
     FlowStart(u32),
@@ -23,8 +19,6 @@ pub enum Ev {
     Sample,
     /// Periodic time-series snapshot.
     Snapshot,
-    /// A link's rate changes to its next scheduled rate.
-    RateChange(u32),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -96,17 +90,17 @@ mod tests {
     fn time_then_insertion_order() {
         let mut q = EventQueue::default();
         q.push(Time(5), Ev::Sample);
-        q.push(Time(3), Ev::TxDone(1));
-        q.push(Time(5), Ev::TxDone(2));
-        q.push(Time(3), Ev::TxDone(3));
+        q.push(Time(3), Ev::Link(1, 0));
+        q.push(Time(5), Ev::Link(2, 0));
+        q.push(Time(3), Ev::Link(3, 0));
         let order: Vec<_> = std::iter::from_fn(|| q.pop_until(Time(10))).collect();
         assert_eq!(
             order,
             vec![
-                (Time(3), Ev::TxDone(1)),
-                (Time(3), Ev::TxDone(3)),
+                (Time(3), Ev::Link(1, 0)),
+                (Time(3), Ev::Link(3, 0)),
                 (Time(5), Ev::Sample),
-                (Time(5), Ev::TxDone(2))
+                (Time(5), Ev::Link(2, 0))
             ]
         );
         q.push(Time(20), Ev::Sample);

@@ -100,7 +100,13 @@ impl Sim {
             .iter()
             .zip(&self.links)
             .filter(|(s, _)| s.bottleneck)
-            .map(|(_, l)| l.qdisc.stats().iter().map(|(_, s)| s.dequeued_packets).sum::<u64>())
+            .map(|(_, l)| {
+                l.model
+                    .queue_stats(0)
+                    .iter()
+                    .map(|(_, s)| s.dequeued_packets)
+                    .sum::<u64>()
+            })
             .sum()
     }
 }

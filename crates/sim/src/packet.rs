@@ -1,6 +1,8 @@
-//! The simulator's packet: common IP-level fields plus the transport header of the
-//! endpoint that sent it. Packets move by value through queues and delay lines; nothing
-//! is allocated per packet.
+//! The simulator's packet: common IP-level fields and a handle to the transport header of
+//! the endpoint that sent it. The headers (a TCP segment with its SACK blocks and AccECN
+//! option is over 100 bytes) stay in one [`Payloads`] slab for the packet's whole life,
+//! so what moves through links, queues and delay lines is a 48-byte packet; slots are
+//! reused, so nothing is allocated per packet.
 
 use l4s_core::{Ecn, FlowId, QueuePacket, Time};
 use l4s_transport::probe::ProbeHeader;
@@ -14,9 +16,47 @@ pub enum Payload {
     UdpPrague(UdpPragueHeader),
     Probe(ProbeHeader),
     Media(l4s_media::MediaHeader),
-    /// Boxed: an application header (a TCP segment plus connection fields) is larger than
-    /// the others, and every packet of every flow would pay for it.
-    App(Box<l4s_apps::AppHeader>),
+    App(l4s_apps::AppHeader),
+    /// A free slot of the slab.
+    Free,
+}
+
+/// Where a packet's transport header is in the [`Payloads`] slab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PayloadId(u32);
+
+/// The transport headers of the packets alive in a run, by [`PayloadId`].
+#[derive(Default)]
+pub struct Payloads {
+    slots: Vec<Payload>,
+    free: Vec<u32>,
+}
+
+impl Payloads {
+    /// Keep `p` until [`Payloads::free`].
+    #[inline]
+    pub fn insert(&mut self, p: Payload) -> PayloadId {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = p;
+                PayloadId(i)
+            }
+            None => {
+                self.slots.push(p);
+                PayloadId(self.slots.len() as u32 - 1)
+            }
+        }
+    }
+    #[inline]
+    pub fn get(&self, id: PayloadId) -> &Payload {
+        &self.slots[id.0 as usize]
+    }
+    /// The packet is gone (delivered or lost): its slot is reused.
+    #[inline]
+    pub fn free(&mut self, id: PayloadId) {
+        self.slots[id.0 as usize] = Payload::Free;
+        self.free.push(id.0);
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -40,7 +80,8 @@ pub struct Packet {
     pub sent_at: Time,
     /// Carries application data (counted for throughput, delay and loss).
     pub is_data: bool,
-    pub payload: Payload,
+    /// The transport header, in the run's [`Payloads`].
+    pub payload: PayloadId,
 }
 
 impl QueuePacket for Packet {
@@ -73,5 +114,12 @@ impl QueuePacket for Packet {
     fn flow_hash(&self) -> u32 {
         // Fibonacci hashing of (flow, direction): distinct flows spread over FQ buckets.
         ((self.flow as u64 * 2 + self.forward as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+    }
+}
+
+impl l4s_link::LinkPacket for Packet {
+    #[inline]
+    fn set_ecn(&mut self, ecn: Ecn) {
+        self.ecn = ecn;
     }
 }

@@ -54,7 +54,7 @@ impl Sim {
         )?;
         writeln!(queues, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops,rate_bps")?;
         for link in &mut self.links {
-            link.meter.snap_last = link.qdisc.stats();
+            link.meter.snap_last = link.model.queue_stats(0);
         }
         self.snapshots = Some(Snapshots {
             interval,
@@ -156,7 +156,7 @@ impl Sim {
             m.snap_owd.clear();
         }
         for (spec, link) in self.scenario.links.iter().zip(self.links.iter_mut()) {
-            if link.rate.is_none() {
+            if !link.queued() {
                 continue;
             }
             let m = &mut link.meter;
@@ -166,7 +166,7 @@ impl Sim {
             } else {
                 0.0
             };
-            let now_stats = link.qdisc.stats();
+            let now_stats = link.model.queue_stats(0);
             let (mut marks, mut drops) = (0, 0);
             for (q, st) in &now_stats {
                 let before = m
@@ -183,14 +183,14 @@ impl Sim {
                     snap.queues,
                     "{t:.3},{},{},{},{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{marks},{drops},{}",
                     spec.name,
-                    link.qdisc.len_packets(),
-                    link.qdisc.len_bytes(),
+                    link.model.backlog(0).0,
+                    link.model.backlog(0).1,
                     all.as_millis_f64(),
                     m.snap_sojourn_max[1].as_millis_f64(),
                     m.snap_sojourn_max[2].as_millis_f64(),
                     (m.snap_busy.as_secs_f64() / secs).min(1.0),
-                    opt(link.qdisc.probability()),
-                    link.rate.map(|r| r.bits_per_sec()).unwrap_or(0),
+                    opt(link.model.probability(0)),
+                    link.model.rate(0, 1).map(|r| r.bits_per_sec()).unwrap_or(0),
                 )
             });
             m.snap_last = now_stats;
@@ -229,10 +229,10 @@ impl Sim {
             }
         }
         for (spec, link) in self.scenario.links.iter().zip(&self.links) {
-            if link.rate.is_none() {
+            if !link.queued() {
                 continue;
             }
-            let ids = link.qdisc.queue_ids();
+            let ids = link.model.queues()[0].subqueues;
             let mut all = l4s_metrics::LatencyHist::new();
             for q in ids {
                 all.merge(&link.meter.sojourn[crate::measure::qidx(*q)]);

@@ -115,15 +115,13 @@ impl Sim {
             });
         }
         let mut queues = Vec::new();
-        let mut order: Vec<usize> = (0..self.links.len())
-            .filter(|&l| self.links[l].rate.is_some())
-            .collect();
+        let mut order: Vec<usize> = (0..self.links.len()).filter(|&l| self.links[l].queued()).collect();
         // Bottlenecks first, then the rest in scenario order.
         order.sort_by_key(|&l| !sc.links[l].bottleneck);
         for l in order {
             let link = &self.links[l];
             let spec = &sc.links[l];
-            let now_stats = link.qdisc.stats();
+            let now_stats = link.model.queue_stats(0);
             let mut all = LatencyHist::new();
             let mut subqueues = BTreeMap::new();
             let mut tot = QueueStats::default();
@@ -155,8 +153,8 @@ impl Sim {
                 name: spec.name.clone(),
                 from: sc.nodes[spec.from].name.clone(),
                 to: sc.nodes[spec.to].name.clone(),
-                aqm: link.qdisc.kind().to_string(),
-                rate_bps: link.rate.map(|r| r.bits_per_sec()).unwrap_or(0),
+                aqm: link.model.queues()[0].aqm.to_string(),
+                rate_bps: link.model.rate(0, 1).map(|r| r.bits_per_sec()).unwrap_or(0),
                 utilization: if window > 0.0 {
                     round6((busy / window).min(1.0))
                 } else {

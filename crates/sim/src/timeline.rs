@@ -59,19 +59,20 @@ pub(crate) struct Tracker {
     error: Option<io::Error>,
 }
 
-fn seq_of(p: &Packet) -> u64 {
-    match &p.payload {
+fn seq_of(payload: &Payload) -> u64 {
+    match payload {
         Payload::Tcp(s) => s.seq,
         Payload::UdpPrague(UdpPragueHeader::Data { seq, .. }) => *seq as u64,
         Payload::UdpPrague(_) => 0,
         Payload::Probe(h) => h.seq,
         Payload::Media(l4s_media::MediaHeader::Data(d)) => d.seq as u64,
         Payload::Media(_) => 0,
-        Payload::App(h) => match **h {
+        Payload::App(h) => match *h {
             l4s_apps::AppHeader::Tcp { seg, .. } => seg.seq,
             l4s_apps::AppHeader::Reply { id, .. } => id as u64,
             _ => 0,
         },
+        Payload::Free => 0,
     }
 }
 
@@ -86,6 +87,26 @@ impl Tracker {
     fn add_hop(row: &mut PacketRow, hop: Hop) {
         if let Some(slot) = row.hops.iter_mut().find(|h| h.is_none()) {
             *slot = Some(hop);
+        }
+    }
+
+    /// Packet `p` passed (or was dropped by) a queue of link `link`.
+    #[inline]
+    pub(crate) fn hop(&mut self, p: &Packet, link: usize, subqueue: QueueId, sojourn: Dur, decision: Decision) {
+        let hop = Hop {
+            link: link as u32,
+            subqueue,
+            sojourn,
+            decision,
+        };
+        if decision == Decision::Drop {
+            if let Some(mut row) = self.open.remove(&p.id) {
+                Tracker::add_hop(&mut row, hop);
+                row.lost = true;
+                self.emit(row);
+            }
+        } else if let Some(row) = self.open.get_mut(&p.id) {
+            Tracker::add_hop(row, hop);
         }
     }
 }
@@ -108,7 +129,7 @@ impl Sim {
                     p.id,
                     PacketRow {
                         flow: p.flow,
-                        seq: seq_of(p),
+                        seq: seq_of(self.payloads.get(p.payload)),
                         size: p.size,
                         sent: p.sent_at,
                         arrival: None,
@@ -116,37 +137,6 @@ impl Sim {
                         ecn_sent: p.ecn_sent,
                         ecn_received: None,
                         hops: [None; MAX_HOPS],
-                    },
-                );
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn track_hop(&mut self, p: &Packet, link: usize, subqueue: QueueId, sojourn: Dur, decision: Decision) {
-        if let Some(t) = self.tracker.as_mut() {
-            if decision == Decision::Drop {
-                if let Some(mut row) = t.open.remove(&p.id) {
-                    Tracker::add_hop(
-                        &mut row,
-                        Hop {
-                            link: link as u32,
-                            subqueue,
-                            sojourn,
-                            decision,
-                        },
-                    );
-                    row.lost = true;
-                    t.emit(row);
-                }
-            } else if let Some(row) = t.open.get_mut(&p.id) {
-                Tracker::add_hop(
-                    row,
-                    Hop {
-                        link: link as u32,
-                        subqueue,
-                        sojourn,
-                        decision,
                     },
                 );
             }

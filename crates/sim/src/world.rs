@@ -5,37 +5,33 @@
 use crate::endpoints::{Ep, Out};
 use crate::events::{Ev, EventQueue};
 use crate::measure::{FlowMeter, LinkMeter};
-use crate::packet::Packet;
+use crate::packet::{Packet, Payloads};
 use crate::timeline::Decision;
-use l4s_aqm::{Dropped, Enqueued, Qdisc};
-use l4s_core::{Dur, Rate, Rng, Time};
+use l4s_core::{Dur, Rng, Time};
+use l4s_link::{Action, Departure, Io, Link, Loss, LossKind, Observer, Timer};
 use l4s_scenario::Scenario;
-use std::collections::VecDeque;
-
-const NO_ROUTE: u32 = u32::MAX;
 
 /// How often AQM probabilities are sampled for the summary's `mean_probability`.
 pub const SAMPLE_INTERVAL: Dur = Dur::from_millis(10);
 
+/// A scenario link: its model (port 0 at the sending node, port 1 at the receiving one)
+/// and its measurement.
 pub(crate) struct LinkRt {
-    pub from: u32,
     pub to: u32,
-    pub rate: Option<Rate>,
-    pub delay: Dur,
-    pub qdisc: Box<dyn Qdisc<Packet>>,
-    /// Packet being serialised.
-    pub tx: Option<Packet>,
-    /// Packets on the wire, in arrival order.
-    pub line: VecDeque<(Time, Packet)>,
-    /// Deadline of the queue discipline's pending timer event.
-    pub timer_at: Option<Time>,
+    /// An ideal wire (no rate, delay, fault or loss): a packet put on it is at the far
+    /// node at once, as the model would hand it on, without calling the model.
+    pub ideal: bool,
+    pub model: Box<dyn Link<Packet>>,
     pub meter: LinkMeter,
     /// Recorded by `--pcap` (the scenario's bottleneck links).
     pub capture: bool,
-    /// A middlebox rewriting the ECN field of packets entering the link.
-    pub fault: Option<l4s_scenario::Fault>,
-    /// Index of the next entry of the scenario link's `rate_changes`.
-    pub next_rate_change: usize,
+}
+
+impl LinkRt {
+    /// The link has a queue (a rate): it is measured and reported.
+    pub fn queued(&self) -> bool {
+        !self.model.queues().is_empty()
+    }
 }
 
 pub(crate) struct FlowRt {
@@ -60,12 +56,13 @@ pub struct Sim {
     pub(crate) end: Time,
     pub(crate) window_start: Time,
     pub(crate) q: EventQueue,
-    /// routes[node][dst] = link index.
-    routes: Vec<Vec<u32>>,
     pub(crate) links: Vec<LinkRt>,
     pub(crate) flows: Vec<FlowRt>,
     pub(crate) scenario: Scenario,
-    drops: Vec<Dropped<Packet>>,
+    /// The actions of the link calls in progress (see [`Sim::with_link`]).
+    actions: Vec<Action<Packet>>,
+    /// The transport headers of the packets alive.
+    pub(crate) payloads: Payloads,
     next_id: u64,
     pub(crate) in_window: bool,
     /// Packets that reached a node with no route to their destination (a bug if non-zero).
@@ -94,26 +91,17 @@ impl Sim {
                 ));
             }
         }
-        let n = scenario.nodes.len();
         let mut links = Vec::with_capacity(scenario.links.len());
         for (i, l) in scenario.links.iter().enumerate() {
             let rng = Rng::derive(scenario.seed, 0x1000 + i as u64);
             links.push(LinkRt {
-                from: l.from as u32,
                 to: l.to as u32,
-                rate: l.rate,
-                delay: l.delay,
-                qdisc: l4s_aqm::config::build(&l.aqm, rng),
-                tx: None,
-                line: VecDeque::new(),
-                timer_at: None,
+                ideal: l.rate.is_none() && l.delay.is_zero() && l.fault.is_none() && l.loss.is_none(),
+                model: l4s_link::build(&l.config(scenario.duration), rng),
                 meter: LinkMeter::default(),
                 capture: l.bottleneck,
-                fault: l.fault,
-                next_rate_change: 0,
             });
         }
-        let routes = compute_routes(n, &links);
         let flows = scenario
             .flows
             .iter()
@@ -141,11 +129,11 @@ impl Sim {
             end,
             window_start,
             q: EventQueue::default(),
-            routes,
             links,
             flows,
             scenario,
-            drops: Vec::new(),
+            actions: Vec::new(),
+            payloads: Payloads::default(),
             next_id: 0,
             in_window: false,
             unroutable: 0,
@@ -160,7 +148,7 @@ impl Sim {
                     frame_interval: params.frame_interval,
                     deadline: params.frame_deadline,
                     stall_gap: params.stall_gap,
-                    base_owd: sim.path_delay(f.src, f.dst),
+                    base_owd: sim.scenario.path_delay(f.src as usize, f.dst as usize),
                 };
                 sim.flows[i].media = Some(Box::new(crate::measure::MediaMeter::new(cfg)));
             }
@@ -176,13 +164,9 @@ impl Sim {
             }
         }
         sim.q.push(window_start, Ev::Sample);
-        for (l, link) in sim.scenario.links.iter().enumerate() {
-            if let Some((at, _)) = link.rate_changes.first() {
-                sim.q.push(Time(at.as_nanos()), Ev::RateChange(l as u32));
-            }
-        }
+        // Time 0 of the run: the links' rate schedules and queue timers start.
         for l in 0..sim.links.len() {
-            sim.arm_qdisc_timer(l);
+            sim.with_link(l, |model, io| model.start(Time::ZERO, io));
         }
         Ok(sim)
     }
@@ -190,22 +174,7 @@ impl Sim {
     /// Base (propagation-only) RTT of a flow's path.
     pub fn base_rtt(&self, flow: usize) -> Dur {
         let f = &self.flows[flow];
-        self.path_delay(f.src, f.dst) + self.path_delay(f.dst, f.src)
-    }
-
-    fn path_delay(&self, mut at: u32, dst: u32) -> Dur {
-        let mut d = Dur::ZERO;
-        let mut hops = 0;
-        while at != dst && hops <= self.links.len() {
-            let l = self.routes[at as usize][dst as usize];
-            if l == NO_ROUTE {
-                break;
-            }
-            d += self.links[l as usize].delay;
-            at = self.links[l as usize].to;
-            hops += 1;
-        }
-        d
+        self.scenario.base_rtt(f.src as usize, f.dst as usize)
     }
 
     /// Run to the end of the scenario. `progress` is called about every simulated second
@@ -219,16 +188,13 @@ impl Sim {
                 next_progress = Time(t.as_nanos() - t.as_nanos() % 1_000_000_000) + Dur::from_secs(1);
             }
             match ev {
-                Ev::TxDone(l) => self.tx_done(l as usize),
-                Ev::Arrive(l) => self.arrive(l as usize),
-                Ev::QdiscTimer(l) => self.qdisc_timer(l as usize),
+                Ev::Link(l, timer) => self.link_timer(l as usize, timer),
                 Ev::Endpoint(f, side) => self.endpoint_timer(f as usize, side as usize),
                 Ev::FlowStart(f) => self.flow_start(f as usize),
                 Ev::FlowStop(f) => self.flow_stop(f as usize),
                 Ev::WindowStart => self.window_start_now(),
                 Ev::Sample => self.sample(),
                 Ev::Snapshot => self.snapshot(),
-                Ev::RateChange(l) => self.rate_change(l as usize),
             }
         }
         self.now = self.end;
@@ -241,161 +207,62 @@ impl Sim {
 
     // ---- links ----
 
-    /// The next scheduled rate of link `l` takes effect. The packet being serialised
-    /// finishes at the old rate; the next one goes at the new rate.
-    fn rate_change(&mut self, l: usize) {
-        let changes = &self.scenario.links[l].rate_changes;
-        let link = &mut self.links[l];
-        if let Some(&(_, rate)) = changes.get(link.next_rate_change) {
-            link.rate = Some(rate);
-            link.next_rate_change += 1;
-            if let Some(&(at, _)) = changes.get(link.next_rate_change) {
-                self.q.push(Time(at.as_nanos()), Ev::RateChange(l as u32));
+    /// Call into link `l`'s model with the current time, then carry out what it asked for
+    /// in order: wake-ups become events, departing packets go on to the next node.
+    /// Actions are appended to one buffer; a delivery that leads into another link
+    /// appends that link's actions after the rest and takes them off again before this
+    /// call goes on with its own.
+    #[inline]
+    fn with_link(&mut self, l: usize, call: impl FnOnce(&mut dyn Link<Packet>, &mut Io<'_, Packet>)) {
+        let now = self.now;
+        let mark = self.actions.len();
+        {
+            let link = &mut self.links[l];
+            let mut obs = LinkObs {
+                link: l,
+                in_window: self.in_window,
+                snapshots: self.snapshots.is_some(),
+                meter: &mut link.meter,
+                capture: if link.capture { self.capture.as_mut() } else { None },
+                tracker: self.tracker.as_mut(),
+                flows: &mut self.flows,
+                scenario: &self.scenario,
+                payloads: &mut self.payloads,
+            };
+            call(&mut *link.model, &mut Io::new(now, &mut self.actions, &mut obs));
+        }
+        let mut i = mark;
+        while i < self.actions.len() {
+            let a = std::mem::replace(&mut self.actions[i], TAKEN);
+            i += 1;
+            match a {
+                Action::Wake { timer, at } => {
+                    debug_assert!(at >= now, "link {l} asked to be woken in the past");
+                    self.q.push(at.max(now), Ev::Link(l as u32, timer));
+                }
+                Action::Deliver { pkt, .. } => {
+                    let to = self.links[l].to;
+                    self.node_receive(to, pkt);
+                }
             }
         }
+        self.actions.truncate(mark);
     }
 
-    fn arm_qdisc_timer(&mut self, l: usize) {
-        let link = &mut self.links[l];
-        if let Some(t) = link.qdisc.next_timeout() {
-            if link.timer_at != Some(t) {
-                link.timer_at = Some(t);
-                self.q.push(t.max(self.now), Ev::QdiscTimer(l as u32));
-            }
-        } else {
-            link.timer_at = None;
-        }
-    }
-
-    fn qdisc_timer(&mut self, l: usize) {
-        if self.links[l].timer_at != Some(self.now) {
-            return; // superseded
-        }
-        self.links[l].timer_at = None;
-        self.links[l].qdisc.on_timeout(self.now);
-        self.arm_qdisc_timer(l);
+    fn link_timer(&mut self, l: usize, timer: Timer) {
+        let at = self.now;
+        self.with_link(l, |model, io| model.handle_timeout(timer, at, io));
     }
 
     /// A packet enters link `l` at its sending node.
-    fn link_send(&mut self, l: usize, mut pkt: Packet) {
-        let now = self.now;
-        let link = &mut self.links[l];
-        if let Some(f) = link.fault {
-            if now.as_nanos() >= f.start.as_nanos() {
-                apply_fault(f.kind, &mut pkt);
-            }
-        }
-        if link.rate.is_none() {
-            if link.delay.is_zero() {
-                let to = link.to;
-                self.node_receive(to, pkt);
-            } else {
-                let at = now + link.delay;
-                link.line.push_back((at, pkt));
-                if link.line.len() == 1 {
-                    self.q.push(at, Ev::Arrive(l as u32));
-                }
-            }
-            return;
-        }
-        match link.qdisc.enqueue(pkt, now) {
-            Enqueued::Queued { .. } => {
-                if link.tx.is_none() {
-                    self.start_tx(l);
-                }
-            }
-            Enqueued::Dropped(d) => {
-                let in_window = self.in_window;
-                self.account_drop(&d.pkt, in_window);
-                self.track_hop(&d.pkt, l, d.queue, d.sojourn, Decision::Drop);
-            }
-        }
-        // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
-        self.links[l].qdisc.drain_enqueue_drops(&mut self.drops);
-        self.flush_drops(l);
-        self.arm_qdisc_timer(l);
-    }
-
-    fn account_drop(&mut self, pkt: &Packet, in_window: bool) {
-        if pkt.forward && pkt.is_data {
-            let m = &mut self.flows[pkt.flow as usize].meter;
-            m.snap_lost += 1;
-            if in_window {
-                m.lost += 1;
-            }
-        }
-    }
-
-    fn start_tx(&mut self, l: usize) {
-        let now = self.now;
-        let in_window = self.in_window;
-        let snapshots = self.snapshots.is_some();
-        let link = &mut self.links[l];
-        let got = link.qdisc.dequeue(now, &mut self.drops);
-        if let Some(d) = got {
-            let rate = link.rate.unwrap_or(Rate::ZERO);
-            let tx_time = rate.tx_time(d.pkt.size as u64);
-            if in_window {
-                link.meter.on_dequeue(d.queue, d.sojourn, tx_time);
-            }
-            if snapshots {
-                link.meter.on_dequeue_any(d.queue, d.sojourn, tx_time);
-            }
-            let capture = link.capture && self.capture.is_some();
-            if capture {
-                self.capture_packet(&d.pkt);
-            }
-            let decision = if d.marked { Decision::Mark } else { Decision::Pass };
-            self.track_hop(&d.pkt, l, d.queue, d.sojourn, decision);
-            let link = &mut self.links[l];
-            link.tx = Some(d.pkt);
-            self.q.push(now + tx_time, Ev::TxDone(l as u32));
-        }
-        self.flush_drops(l);
-        self.arm_qdisc_timer(l);
-    }
-
-    /// Account the packets link `l`'s discipline dropped.
-    fn flush_drops(&mut self, l: usize) {
-        if !self.drops.is_empty() {
-            let in_window = self.in_window;
-            let mut drops = std::mem::take(&mut self.drops);
-            for d in drops.drain(..) {
-                self.account_drop(&d.pkt, in_window);
-                self.track_hop(&d.pkt, l, d.queue, d.sojourn, Decision::Drop);
-            }
-            self.drops = drops;
-        }
-    }
-
-    fn tx_done(&mut self, l: usize) {
-        let now = self.now;
-        let link = &mut self.links[l];
-        let Some(pkt) = link.tx.take() else { return };
-        if link.delay.is_zero() {
-            let to = link.to;
-            self.start_tx(l);
+    #[inline]
+    fn link_send(&mut self, l: usize, pkt: Packet) {
+        if self.links[l].ideal {
+            let to = self.links[l].to;
             self.node_receive(to, pkt);
             return;
         }
-        let at = now + link.delay;
-        link.line.push_back((at, pkt));
-        if link.line.len() == 1 {
-            self.q.push(at, Ev::Arrive(l as u32));
-        }
-        self.start_tx(l);
-    }
-
-    fn arrive(&mut self, l: usize) {
-        let link = &mut self.links[l];
-        let Some((_, pkt)) = link.line.pop_front() else {
-            return;
-        };
-        if let Some((next, _)) = link.line.front() {
-            self.q.push(*next, Ev::Arrive(l as u32));
-        }
-        let to = link.to;
-        self.node_receive(to, pkt);
+        self.with_link(l, |model, io| model.send(0, 1, pkt, io));
     }
 
     fn node_receive(&mut self, node: u32, pkt: Packet) {
@@ -403,12 +270,12 @@ impl Sim {
             self.deliver(pkt);
             return;
         }
-        let l = self.routes[node as usize][pkt.dst as usize];
-        if l == NO_ROUTE {
+        let Some(l) = self.scenario.routes.next_link(node as usize, pkt.dst as usize) else {
             self.unroutable += 1;
+            self.payloads.free(pkt.payload);
             return;
-        }
-        self.link_send(l as usize, pkt);
+        };
+        self.link_send(l, pkt);
     }
 
     // ---- endpoints ----
@@ -430,9 +297,11 @@ impl Sim {
         }
         let fl = &mut self.flows[f];
         let Some(ep) = fl.ep[side].as_mut() else {
+            self.payloads.free(pkt.payload);
             return;
         };
-        ep.handle(now, &pkt.payload, pkt.size, pkt.ecn);
+        ep.handle(now, self.payloads.get(pkt.payload), pkt.size, pkt.ecn);
+        self.payloads.free(pkt.payload);
         if side == 0 {
             if let Some(rtt) = ep.take_rtt_sample() {
                 if self.in_window {
@@ -508,6 +377,7 @@ impl Sim {
         if forward && out.is_data {
             fl.meter.on_send(self.in_window, out.ecn);
         }
+        let payload = self.payloads.insert(out.payload);
         let pkt = Packet {
             id: self.next_id,
             flow: f as u32,
@@ -520,16 +390,16 @@ impl Sim {
             dst_port: spec.port,
             sent_at: now,
             is_data: out.is_data,
-            payload: out.payload,
+            payload,
         };
         self.next_id += 1;
         self.track_sent(&pkt);
-        let l = self.routes[from as usize][dst as usize];
-        if l == NO_ROUTE {
+        let Some(l) = self.scenario.routes.next_link(from as usize, dst as usize) else {
             self.unroutable += 1;
+            self.payloads.free(payload);
             return;
-        }
-        self.link_send(l as usize, pkt);
+        };
+        self.link_send(l, pkt);
     }
 
     fn endpoint_timer(&mut self, f: usize, side: usize) {
@@ -588,7 +458,7 @@ impl Sim {
             }
         }
         for link in &mut self.links {
-            link.meter.baseline = link.qdisc.stats();
+            link.meter.baseline = link.model.queue_stats(0);
         }
     }
 
@@ -599,7 +469,7 @@ impl Sim {
             }
         }
         for link in &mut self.links {
-            if let Some(p) = link.qdisc.probability() {
+            if let Some(p) = link.model.probability(0) {
                 link.meter.prob_sum += p;
                 link.meter.prob_samples += 1;
             }
@@ -616,44 +486,63 @@ impl Sim {
     }
 }
 
-/// A faulty middlebox rewrites the ECN field (RFC 9331 §5 forbids each of these).
-fn apply_fault(kind: l4s_scenario::FaultKind, pkt: &mut Packet) {
-    use l4s_core::Ecn;
-    use l4s_scenario::FaultKind;
-    pkt.ecn = match (kind, pkt.ecn) {
-        (FaultKind::Bleach, _) => Ecn::NotEct,
-        (FaultKind::Remark, Ecn::Ect1) => Ecn::Ect0,
-        (FaultKind::MarkAll, e) if e.is_ect() => Ecn::Ce,
-        (_, e) => e,
-    };
+/// A placeholder for an action already taken out of the buffer.
+const TAKEN: Action<Packet> = Action::Wake {
+    timer: 0,
+    at: Time::ZERO,
+};
+
+/// What the simulator measures of a link's queue and losses: the queue's sojourn and busy
+/// time, the flows' drops, the pcap of a bottleneck's egress and the packet timeline.
+struct LinkObs<'a> {
+    link: usize,
+    in_window: bool,
+    snapshots: bool,
+    meter: &'a mut LinkMeter,
+    capture: Option<&'a mut crate::capture::Capture>,
+    tracker: Option<&'a mut crate::timeline::Tracker>,
+    flows: &'a mut [FlowRt],
+    scenario: &'a Scenario,
+    payloads: &'a mut Payloads,
 }
 
-/// Shortest-hop routes, ties broken by link order (deterministic).
-fn compute_routes(n: usize, links: &[LinkRt]) -> Vec<Vec<u32>> {
-    let mut routes = vec![vec![NO_ROUTE; n]; n];
-    for (src, row) in routes.iter_mut().enumerate() {
-        // BFS from src; remember the first link taken.
-        let mut first = vec![NO_ROUTE; n];
-        let mut seen = vec![false; n];
-        seen[src] = true;
-        let mut q = VecDeque::new();
-        for (i, l) in links.iter().enumerate() {
-            if l.from as usize == src && !seen[l.to as usize] {
-                seen[l.to as usize] = true;
-                first[l.to as usize] = i as u32;
-                q.push_back(l.to as usize);
-            }
+impl Observer<Packet> for LinkObs<'_> {
+    #[inline]
+    fn departed(&mut self, now: Time, d: &Departure<'_, Packet>) {
+        if self.in_window {
+            self.meter.on_dequeue(d.sub, d.sojourn, d.serialisation);
         }
-        while let Some(x) = q.pop_front() {
-            for l in links.iter() {
-                if l.from as usize == x && !seen[l.to as usize] {
-                    seen[l.to as usize] = true;
-                    first[l.to as usize] = first[x];
-                    q.push_back(l.to as usize);
-                }
-            }
+        if self.snapshots {
+            self.meter.on_dequeue_any(d.sub, d.sojourn, d.serialisation);
         }
-        *row = first;
+        if let Some(cap) = self.capture.as_mut() {
+            let f = &self.flows[d.pkt.flow as usize];
+            let port = self.scenario.flows[d.pkt.flow as usize].port;
+            cap.record(now, d.pkt, self.payloads.get(d.pkt.payload), f.src, f.dst, port);
+        }
+        if let Some(t) = self.tracker.as_mut() {
+            let decision = if d.marked { Decision::Mark } else { Decision::Pass };
+            t.hop(d.pkt, self.link, d.sub, d.sojourn, decision);
+        }
     }
-    routes
+
+    #[inline]
+    fn lost(&mut self, _now: Time, l: Loss<Packet>) {
+        let pkt = &l.pkt;
+        if pkt.forward && pkt.is_data {
+            let m = &mut self.flows[pkt.flow as usize].meter;
+            m.snap_lost += 1;
+            if self.in_window {
+                m.lost += 1;
+            }
+        }
+        if let Some(t) = self.tracker.as_mut() {
+            let sub = match l.kind {
+                LossKind::Queue { sub, .. } => sub,
+                LossKind::Wire => l4s_aqm::QueueId::Single,
+            };
+            t.hop(pkt, self.link, sub, l.sojourn, Decision::Drop);
+        }
+        self.payloads.free(pkt.payload);
+    }
 }
