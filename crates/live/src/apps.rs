@@ -1088,7 +1088,7 @@ pub fn run_sync_sink(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
 mod tests {
     use super::*;
     use crate::endpoints::Clock;
-    use crate::meter::{AppMeter, FlowMeter, SharedMeter, Window};
+    use crate::meter::{flow_meter, AppMeter, SharedMeter, Window};
     use l4s_apps::Size;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
@@ -1096,7 +1096,7 @@ mod tests {
     fn ctx(secs: u64) -> FlowCtx {
         let end = Time::from_secs(secs);
         let window = Window { start: Time::ZERO, end };
-        let mut m = FlowMeter::new(window, None);
+        let mut m = flow_meter(window, None, true);
         m.app = Some(Box::new(AppMeter::new(window)));
         FlowCtx {
             index: 0,

@@ -713,7 +713,7 @@ pub fn run_tcp_receiver(ctx: &FlowCtx, listener: TcpListener) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meter::{FlowMeter, Window};
+    use crate::meter::{flow_meter, Window};
 
     fn ctx(index: u32, secs: u64) -> FlowCtx {
         let clock = Clock::start();
@@ -726,7 +726,7 @@ mod tests {
             stop: end,
             end,
             stop_flag: Arc::new(AtomicBool::new(false)),
-            meter: SharedMeter::new(FlowMeter::new(Window { start: Time::ZERO, end }, None)),
+            meter: SharedMeter::new(flow_meter(Window { start: Time::ZERO, end }, None, true)),
             ipv6: false,
             timeline: None,
         }

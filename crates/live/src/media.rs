@@ -262,7 +262,7 @@ pub fn run_media_receiver(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: MediaReceiv
 mod tests {
     use super::*;
     use crate::endpoints::Clock;
-    use crate::meter::{FlowMeter, MediaMeter, SharedMeter, Window};
+    use crate::meter::{flow_meter, MediaMeter, SharedMeter, Window};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
@@ -276,12 +276,13 @@ mod tests {
             stop: Time::from_secs(1),
             end: Time::from_secs(1),
             stop_flag: Arc::new(AtomicBool::new(false)),
-            meter: SharedMeter::new(FlowMeter::new(
+            meter: SharedMeter::new(flow_meter(
                 Window {
                     start: Time::ZERO,
                     end: Time::from_secs(1),
                 },
                 None,
+                true,
             )),
             ipv6: false,
             timeline: None,
@@ -312,7 +313,7 @@ mod tests {
         let end = Time::from_secs(secs);
         let window = Window { start: Time::ZERO, end };
         let params = l4s_media::MediaParams::profile("cloud-gaming", "scream", true).unwrap();
-        let mut fm = FlowMeter::new(window, None);
+        let mut fm = flow_meter(window, None, true);
         let cfg = l4s_media::FrameMeterConfig {
             frame_interval: params.frame_interval,
             deadline: params.frame_deadline,
@@ -361,7 +362,8 @@ mod tests {
             m.sent
         );
         assert!(mm.targets.count >= 150, "{}", mm.targets.count);
-        assert!(mm.latest.feedback_reports >= 100, "{:?}", mm.latest);
+        let latest = mm.latest.unwrap();
+        assert!(latest.feedback_reports >= 100, "{latest:?}");
         assert!(m.rtt.count() > 50, "RTT samples {}", m.rtt.count());
     }
 }

@@ -19,7 +19,7 @@
 //! dequeues, marks, drops, busy time for the utilisation) within the statistics window.
 
 use crate::endpoints::{self, Clock, FlowCtx, UdpReceiver, UdpSender};
-use crate::meter::{FlowMeter, SharedMeter, Window};
+use crate::meter::{flow_meter, SharedMeter, Window};
 use crate::topology::{self, Built};
 use crate::udp::EcnUdpSocket;
 use crate::{LiveError, LiveErrorKind};
@@ -30,7 +30,6 @@ use l4s_fwd::router::Decision;
 use l4s_fwd::{PacketRecord, RouterStats, RouterStatus};
 use l4s_metrics::hist::round6;
 use l4s_metrics::summary::*;
-use l4s_metrics::LatencyHist;
 use l4s_scenario::{FlowKind, Scenario};
 use l4s_transport::probe::{ProbeReceiver, ProbeSender};
 use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
@@ -73,7 +72,7 @@ pub struct LiveOptions {
     pub on_ready: Option<ReadyHook>,
     /// Record every data packet of the datagram flows (`packets.parquet`, see
     /// [`crate::timeline`]).
-    pub timeline: Option<Box<dyn l4s_sim::timeline::TimelineSink>>,
+    pub timeline: Option<Box<dyn l4s_measure::timeline::TimelineSink>>,
 }
 
 /// See [`LiveOptions::on_ready`].
@@ -258,61 +257,24 @@ fn listen_node(f: &l4s_scenario::Flow) -> usize {
     }
 }
 
-/// Per-queue measurement from the forwarder's records (one per direction of a router).
+/// Per-queue measurement from the forwarder's records (one per direction of a forwarder):
+/// the shared [`l4s_measure::QueueMeter`] fed on the run's clock, and what the forwarder's
+/// status says of the queue now.
 #[derive(Debug)]
 struct QueueMeter {
-    window: Window,
+    meter: l4s_measure::QueueMeter,
     /// CLOCK_MONOTONIC at run time 0.
     mono0: u64,
-    sojourn: [LatencyHist; 3],
-    enq: [u64; 3],
-    deq: [u64; 3],
-    deq_bytes: [u64; 3],
-    marks: [u64; 3],
-    drops: [u64; 3],
-    overlimit: [u64; 3],
-    busy: Dur,
-    total_forwarded: u64,
-    // since the last snapshot
-    snap_max: [Dur; 3],
-    snap_sum: Dur,
-    snap_n: u64,
-    snap_busy: Dur,
-    snap_marks: u64,
-    snap_drops: u64,
     backlog_packets: u64,
     backlog_bytes: u64,
     probability: Option<f64>,
 }
 
-fn qi(q: QueueId) -> usize {
-    match q {
-        QueueId::Single => 0,
-        QueueId::L => 1,
-        QueueId::C => 2,
-    }
-}
-
 impl QueueMeter {
-    fn new(window: Window, mono0: u64) -> QueueMeter {
+    fn new(window: Window, subqueues: &'static [QueueId]) -> QueueMeter {
         QueueMeter {
-            window,
-            mono0,
-            sojourn: Default::default(),
-            enq: [0; 3],
-            deq: [0; 3],
-            deq_bytes: [0; 3],
-            marks: [0; 3],
-            drops: [0; 3],
-            overlimit: [0; 3],
-            busy: Dur::ZERO,
-            total_forwarded: 0,
-            snap_max: [Dur::ZERO; 3],
-            snap_sum: Dur::ZERO,
-            snap_n: 0,
-            snap_busy: Dur::ZERO,
-            snap_marks: 0,
-            snap_drops: 0,
+            meter: l4s_measure::QueueMeter::new(window, subqueues, true),
+            mono0: u64::MAX,
             backlog_packets: 0,
             backlog_bytes: 0,
             probability: None,
@@ -322,47 +284,28 @@ impl QueueMeter {
         mono.as_nanos().checked_sub(self.mono0).map(Time)
     }
     fn record(&mut self, r: &PacketRecord) {
-        if r.decision == Decision::Lost {
-            // Lost on the wire after it left the queue (already counted as it left).
+        // Lost on the wire after it left the queue (counted as it left); or decided before
+        // the run's time 0.
+        let (Some(decided), false) = (self.run_time(r.time), r.decision == Decision::Lost) else {
             return;
-        }
-        let i = qi(r.queue);
-        // Link time at the rate in force when the frame started (rate schedules).
-        let tx = r.serialisation;
-        let decided = self.run_time(r.time);
-        let arrived = self.run_time(r.arrival);
-        let in_w = |t: Option<Time>| t.is_some_and(|t| self.window.contains(t));
-        let (dec_in, arr_in) = (in_w(decided), in_w(arrived));
+        };
         let at_enqueue_drop = r.decision == Decision::Drop && r.drop_reason == Some(DropReason::Overlimit);
-        if arr_in && !at_enqueue_drop {
-            self.enq[i] += 1;
+        if !at_enqueue_drop {
+            if let Some(arrived) = self.run_time(r.arrival) {
+                self.meter.on_enqueue(arrived, r.queue);
+            }
         }
         match r.decision {
-            Decision::Pass | Decision::Mark => {
-                self.total_forwarded += 1;
-                let mark = r.decision == Decision::Mark;
-                self.snap_max[i] = self.snap_max[i].max(r.sojourn);
-                self.snap_sum += r.sojourn;
-                self.snap_n += 1;
-                self.snap_busy += tx;
-                self.snap_marks += mark as u64;
-                if dec_in {
-                    self.sojourn[i].record(r.sojourn);
-                    self.deq[i] += 1;
-                    self.deq_bytes[i] += r.size as u64;
-                    self.marks[i] += mark as u64;
-                    self.busy += tx;
-                }
-            }
-            Decision::Drop | Decision::Lost => {
-                self.snap_drops += 1;
-                if dec_in {
-                    self.drops[i] += 1;
-                    if at_enqueue_drop {
-                        self.overlimit[i] += 1;
-                    }
-                }
-            }
+            // Link time at the rate in force when the frame started (rate schedules).
+            Decision::Pass | Decision::Mark => self.meter.on_dequeue(
+                decided,
+                r.queue,
+                r.sojourn,
+                r.serialisation,
+                r.size,
+                r.decision == Decision::Mark,
+            ),
+            Decision::Drop | Decision::Lost => self.meter.on_drop(decided, r.queue, at_enqueue_drop),
         }
     }
 }
@@ -384,11 +327,10 @@ fn lockq(q: &SharedQueue) -> std::sync::MutexGuard<'_, QueueMeter> {
     q.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A queue of the run: which scenario link, its meter and sub-queue ids.
+/// A queue of the run: which scenario link, and its meter.
 struct LiveQueue {
     link: usize,
     meter: SharedQueue,
-    ids: Vec<QueueId>,
 }
 
 /// Run `sc` live. `progress` is called with the run time every snapshot interval (at
@@ -504,20 +446,15 @@ fn run_built(
     for el in &built.elements {
         {
             {
-                let (ns, cfg, segment) = (&el.ns, &el.cfg, &el.segment);
-                let seg = &built.segments[*segment];
+                let (ns, cfg) = (&el.ns, &el.cfg);
+                let seg = &built.segments[el.segment];
                 let mut metas = Vec::new();
                 for (dir, link) in [(0u8, seg.ab), (1u8, seg.ba)] {
-                    let m = Arc::new(Mutex::new(QueueMeter::new(window, u64::MAX)));
+                    let ids = l4s_aqm::build::<l4s_fwd::packet::Frame>(&sc.links[link].aqm, l4s_core::Rng::new(0))
+                        .queue_ids();
+                    let m = Arc::new(Mutex::new(QueueMeter::new(window, ids)));
                     if sc.links[link].rate.is_some() {
-                        let ids = l4s_aqm::build::<l4s_fwd::packet::Frame>(&sc.links[link].aqm, l4s_core::Rng::new(0))
-                            .queue_ids()
-                            .to_vec();
-                        queues.push(LiveQueue {
-                            link,
-                            meter: m.clone(),
-                            ids,
-                        });
+                        queues.push(LiveQueue { link, meter: m.clone() });
                     }
                     metas.push((dir, m));
                 }
@@ -553,9 +490,9 @@ fn run_built(
                         if let (Some(tl), Some(link)) = (&tl, hop_link.get(r.direction as usize).copied().flatten()) {
                             let p = &r.payload[..(r.payload_len as usize).min(r.payload.len())];
                             let decision = match r.decision {
-                                Decision::Pass => l4s_sim::timeline::Decision::Pass,
-                                Decision::Mark => l4s_sim::timeline::Decision::Mark,
-                                Decision::Drop | Decision::Lost => l4s_sim::timeline::Decision::Drop,
+                                Decision::Pass => l4s_measure::timeline::Decision::Pass,
+                                Decision::Mark => l4s_measure::timeline::Decision::Mark,
+                                Decision::Drop | Decision::Lost => l4s_measure::timeline::Decision::Drop,
                             };
                             if let (Some(seq), Some(ip)) = (r.tcp_seq, r.ip) {
                                 if let (Some(src_port), Some(dst_port)) = (ip.src_port, ip.dst_port) {
@@ -630,7 +567,9 @@ fn run_built(
         .flows
         .iter()
         .map(|f| {
-            let mut m = FlowMeter::new(window, f.latency_budget);
+            // Kernel TCP flows are measured on the wire by the taps, where a retransmission
+            // is a send again: their time series has no per-interval loss.
+            let mut m = flow_meter(window, f.latency_budget, !matches!(f.kind, FlowKind::Tcp { .. }));
             match &f.kind {
                 FlowKind::Media { params } => {
                     let cfg = l4s_media::FrameMeterConfig {
@@ -639,9 +578,9 @@ fn run_built(
                         stall_gap: params.stall_gap,
                         base_owd: sc.path_delay(f.src, f.dst),
                     };
-                    m.media = Some(Box::new(crate::meter::MediaMeter::new(cfg, window)));
+                    m.media = Some(Box::new(l4s_measure::MediaMeter::new(cfg, window)));
                 }
-                FlowKind::App { .. } => m.app = Some(Box::new(crate::meter::AppMeter::new(window))),
+                FlowKind::App { .. } => m.app = Some(Box::new(l4s_measure::AppMeter::new(window))),
                 _ => {}
             }
             SharedMeter::new(m)
@@ -876,23 +815,19 @@ fn run_built(
     }
 
     // Snapshots and progress on this thread.
-    let mut snap = opts.snapshots.take();
-    let interval = snap
+    let interval = opts
+        .snapshots
         .as_ref()
         .map(|s| s.0)
         .unwrap_or(Dur::from_millis(100))
         .max(Dur::from_millis(10));
-    let mut snap_err: Option<std::io::Error> = None;
-    if let Some((_, fw, qw)) = snap.as_mut() {
-        let r = writeln!(
-            fw,
-            "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed,frames,frames_late,stall_ms,frame_delay_max_ms,target_bps,completions,completion_max_ms"
-        )
-        .and_then(|_| writeln!(qw, "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops,rate_bps"));
-        if let Err(e) = r {
-            snap_err = Some(e);
-        }
-    }
+    let mut snap = match opts.snapshots.take() {
+        Some((_, fw, qw)) => Some(
+            l4s_measure::snapshot::Snapshots::new(interval, fw, qw)
+                .map_err(|e| LiveError::run(format!("cannot write snapshots: {e}")))?,
+        ),
+        None => None,
+    };
     let mut next = Time::ZERO + interval;
     let mut interrupted = false;
     loop {
@@ -911,10 +846,8 @@ fn run_built(
             t.expire(now);
         }
         if now >= next {
-            if let Some((_, fw, qw)) = snap.as_mut() {
-                if let Err(e) = write_snapshot(sc, &meters, &queues, interval, next, end, fw, qw) {
-                    snap_err.get_or_insert(e);
-                }
+            if let Some(snap) = snap.as_mut() {
+                write_snapshot(sc, &meters, &queues, next, end, snap);
             }
             progress(next);
             next += interval;
@@ -959,12 +892,8 @@ fn run_built(
             message: "interrupted: the testbed was removed and no results were written".into(),
         });
     }
-    if let Some(e) = snap_err {
-        return Err(LiveError::run(format!("cannot write snapshots: {e}")));
-    }
-    if let Some((_, mut fw, mut qw)) = snap {
-        fw.flush()
-            .and_then(|_| qw.flush())
+    if let Some(snap) = snap {
+        snap.finish()
             .map_err(|e| LiveError::run(format!("cannot write snapshots: {e}")))?;
     }
     for (i, m) in meters.iter().enumerate() {
@@ -1015,7 +944,7 @@ fn run_built(
     let bottleneck_packets = queues
         .iter()
         .filter(|q| sc.links[q.link].bottleneck)
-        .map(|q| lockq(&q.meter).total_forwarded)
+        .map(|q| lockq(&q.meter).meter.forwarded)
         .sum();
     let flows = sc
         .flows
@@ -1091,140 +1020,36 @@ fn testbed_check(lateness: &[l4s_fwd::lateness::LatenessStats], cpu_steal: Optio
     }
 }
 
-fn opt(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.6}")).unwrap_or_default()
-}
-
 /// The rate of a scenario link at run time `t` (its `rate_schedule` applied).
 fn rate_at(link: &l4s_scenario::Link, t: Time, end: Time) -> Option<Rate> {
     let sched = link.schedule.clone().ending_at(Dur(end.as_nanos()));
     link.rate.map(|base| sched.rate_at(base, Dur(t.as_nanos())))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One row per flow and per queue at run time `t` (`end`: the end of the run).
 fn write_snapshot(
     sc: &Scenario,
     meters: &[SharedMeter],
     queues: &[LiveQueue],
-    interval: Dur,
     t: Time,
     end: Time,
-    fw: &mut Box<dyn Write>,
-    qw: &mut Box<dyn Write>,
-) -> std::io::Result<()> {
-    let secs = interval.as_secs_f64();
-    let ts = t.as_secs_f64();
+    snap: &mut l4s_measure::snapshot::Snapshots,
+) {
     for (f, m) in sc.flows.iter().zip(meters) {
-        let mut m = m.lock();
-        let st = m.sender;
-        let ce = if m.snap_pkts > 0 {
-            m.snap_ce as f64 / m.snap_pkts as f64
-        } else {
-            0.0
-        };
-        // Media: frames, late frames, stall and the largest frame delay in the interval,
-        // the encoder target now; apps: completions in the interval and the longest.
-        let mut extra = String::new();
-        if let Some(mm) = m.media.as_mut() {
-            let iv = mm.snap.interval(t);
-            extra = format!(
-                ",{},{},{:.3},{},{},,",
-                iv.frames,
-                iv.late,
-                iv.stall_time.as_millis_f64(),
-                if iv.frames > 0 {
-                    format!("{:.3}", iv.max_delay.as_millis_f64())
-                } else {
-                    String::new()
-                },
-                mm.latest.target_bitrate.bits_per_sec()
-            );
-        } else if let Some(a) = m.app.as_mut() {
-            extra = format!(
-                ",,,,,,{},{}",
-                a.snap_count,
-                if a.snap_count > 0 {
-                    format!("{:.3}", a.snap_max.as_millis_f64())
-                } else {
-                    String::new()
-                }
-            );
-            a.snap_count = 0;
-            a.snap_max = Dur::ZERO;
-        } else {
-            extra.push_str(",,,,,,,");
-        }
-        let h = &m.snap_owd;
-        let d = |ns: f64| {
-            if h.is_empty() {
-                String::new()
-            } else {
-                format!("{:.3}", ns / 1e6)
-            }
-        };
-        let lost = m.snap_sent.saturating_sub(m.snap_arrived_of_sent);
-        writeln!(
-            fw,
-            "{ts:.3},{},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}{extra}",
-            f.name,
-            m.snap_bytes as f64 * 8.0 / secs,
-            m.snap_pkts,
-            d(h.min_ns() as f64),
-            d(h.mean_ns()),
-            d(h.quantile_ns(0.99) as f64),
-            d(h.max_ns() as f64),
-            if matches!(f.kind, FlowKind::Tcp { .. }) {
-                0
-            } else {
-                lost
-            },
-            st.cwnd,
-            st.srtt.as_millis_f64(),
-            st.pacing_rate.map(|r| r.bits_per_sec().to_string()).unwrap_or_default(),
-            opt(st.alpha),
-            if st.ecn_mode.is_empty() { "none" } else { st.ecn_mode },
-            st.ce_packets,
-        )?;
-        m.snap_bytes = 0;
-        m.snap_pkts = 0;
-        m.snap_ce = 0;
-        m.snap_sent = 0;
-        m.snap_arrived_of_sent = 0;
-        m.snap_owd.clear();
+        snap.flow_row(t, &f.name, &mut m.lock());
     }
     for q in queues {
         let mut m = lockq(&q.meter);
-        let all = m.snap_max.iter().copied().max().unwrap_or_default();
-        let mean = if m.snap_n > 0 {
-            m.snap_sum.as_millis_f64() / m.snap_n as f64
-        } else {
-            0.0
+        let now = l4s_measure::snapshot::QueueNow {
+            backlog_packets: m.backlog_packets,
+            backlog_bytes: m.backlog_bytes,
+            probability: m.probability,
+            marks: m.meter.interval.marks,
+            drops: m.meter.interval.drops,
+            rate_bps: rate_at(&sc.links[q.link], t, end).map_or(0, |r| r.bits_per_sec()),
         };
-        writeln!(
-            qw,
-            "{ts:.3},{},{},{},{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{}",
-            sc.links[q.link].name,
-            m.backlog_packets,
-            m.backlog_bytes,
-            all.as_millis_f64(),
-            m.snap_max[1].as_millis_f64(),
-            m.snap_max[2].as_millis_f64(),
-            (m.snap_busy.as_secs_f64() / secs).min(1.0),
-            opt(m.probability),
-            m.snap_marks,
-            m.snap_drops,
-            rate_at(&sc.links[q.link], t, end)
-                .map(|r| r.bits_per_sec())
-                .unwrap_or(0),
-        )?;
-        m.snap_max = [Dur::ZERO; 3];
-        m.snap_sum = Dur::ZERO;
-        m.snap_n = 0;
-        m.snap_busy = Dur::ZERO;
-        m.snap_marks = 0;
-        m.snap_drops = 0;
+        snap.queue_row(t, &sc.links[q.link].name, &mut m.meter, now);
     }
-    Ok(())
 }
 
 fn write_distributions(
@@ -1233,33 +1058,20 @@ fn write_distributions(
     queues: &[LiveQueue],
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
-    writeln!(w, "kind,name,value_ms,cdf")?;
-    let mut put = |kind: &str, name: &str, h: &LatencyHist| -> std::io::Result<()> {
-        for (v, f) in h.cdf_points() {
-            writeln!(w, "{kind},{name},{:.6},{:.8}", v as f64 / 1e6, f)?;
-        }
-        Ok(())
-    };
-    for (f, m) in sc.flows.iter().zip(meters) {
-        let m = m.lock();
-        put("owd", &f.name, &m.owd)?;
-        put("rtt", &f.name, &m.rtt)?;
-    }
-    for q in queues {
-        let m = lockq(&q.meter);
-        let name = &sc.links[q.link].name;
-        let mut all = LatencyHist::new();
-        for id in &q.ids {
-            all.merge(&m.sojourn[qi(*id)]);
-        }
-        put("sojourn", name, &all)?;
-        if q.ids.len() > 1 {
-            for id in &q.ids {
-                put("sojourn", &format!("{name}/{}", id.name()), &m.sojourn[qi(*id)])?;
-            }
-        }
-    }
-    Ok(())
+    let flows: Vec<_> = meters.iter().map(|m| m.lock()).collect();
+    let qs: Vec<_> = queues.iter().map(|q| lockq(&q.meter)).collect();
+    let flows: Vec<(&str, &l4s_measure::FlowMeter)> = sc
+        .flows
+        .iter()
+        .zip(&flows)
+        .map(|(f, m)| (f.name.as_str(), &m.meter))
+        .collect();
+    let qs: Vec<(&str, &l4s_measure::QueueMeter)> = queues
+        .iter()
+        .zip(&qs)
+        .map(|(q, m)| (sc.links[q.link].name.as_str(), &m.meter))
+        .collect();
+    l4s_measure::distributions::write(w, &flows, &qs)
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -1268,28 +1080,6 @@ fn ratio(a: u64, b: u64) -> f64 {
     } else {
         round6(a as f64 / b as f64)
     }
-}
-
-/// Per-frame metrics of a media flow over the statistics window: the computation of the
-/// simulator's `Sim::media_summary` (`crates/sim/src/summary.rs`) on the live meters.
-pub fn media_summary(params: &l4s_media::MediaParams, m: &crate::meter::MediaMeter, window: Window) -> MediaSummary {
-    l4s_sim::appmetrics::media_summary(
-        params,
-        &l4s_sim::appmetrics::MediaWindow {
-            frames: m.frames.finish_with_seen(window.end, m.highest_seen),
-            delay: &m.delay,
-            targets: &m.targets,
-            sender_end: m.latest,
-            sender_start: m.baseline.unwrap_or_default(),
-            secs: window.secs(),
-        },
-    )
-}
-
-/// Completion times of an application flow over the statistics window (the simulator's
-/// function on the live meter).
-pub fn app_summary(cfg: &l4s_apps::AppConfig, a: &crate::meter::AppMeter) -> AppSummary {
-    l4s_sim::appmetrics::app_summary(cfg, &a.kinds)
 }
 
 fn summary(
@@ -1301,164 +1091,60 @@ fn summary(
     window: Window,
     seed: u64,
 ) -> Summary {
-    let secs = window.secs();
-    let per_sec = |x: f64| if secs > 0.0 { round6(x / secs) } else { 0.0 };
-    let mut flows = Vec::new();
-    let mut classes: BTreeMap<String, (u32, f64, LatencyHist, LatencyHist)> = BTreeMap::new();
-    for (f, m) in sc.flows.iter().zip(meters) {
-        let m = m.lock();
-        let snd = m.sender;
-        let base = m.sender_base.unwrap_or_default();
-        let ecn = m.first_ecn.unwrap_or(f.nominal_ecn);
-        let class = if ecn == Ecn::Ect1 { "L4S" } else { "classic" };
-        // Kernel TCP carries the data (tcp flows and every application kind but query).
-        let tcp = match &f.kind {
-            FlowKind::Tcp { .. } => true,
-            FlowKind::App { cfg } => cfg.kind != l4s_apps::AppKind::Query,
-            _ => false,
-        };
-        let (cc, feedback) = match &f.kind {
-            FlowKind::Tcp { cc, .. } => (cc.clone(), snd.ecn_mode.to_string()),
-            FlowKind::UdpPrague { .. } => ("udp-prague".to_string(), "udp-prague".to_string()),
-            FlowKind::Media { params } => (params.controller.name().to_string(), "rfc8888".to_string()),
-            FlowKind::App { cfg } => (cfg.cc.clone(), snd.ecn_mode.to_string()),
-            _ => ("none".to_string(), "none".to_string()),
-        };
-        let throughput = per_sec(m.received_bytes as f64 * 8.0);
-        // Kernel TCP's data segments are counted by the packet taps (crate::tap) with the
-        // same meters as the datagram flows.
-        let (sent, lost, received, ce) = (m.sent, m.lost(), m.received, m.ce);
-        let goodput = if tcp {
-            per_sec(m.goodput_bytes as f64 * 8.0)
-        } else {
-            // Datagram flows deliver what arrives (no in-order stream): payload bytes.
-            let oh = if built.ipv6 { 62.0 } else { 42.0 };
-            per_sec((m.received_bytes as f64 - m.received as f64 * oh).max(0.0) * 8.0)
-        };
-        let e = classes
-            .entry(class.to_string())
-            .or_insert_with(|| (0, 0.0, LatencyHist::new(), LatencyHist::new()));
-        e.0 += 1;
-        e.1 += throughput;
-        e.2.merge(&m.owd);
-        e.3.merge(&m.rtt);
-        flows.push(FlowSummary {
-            name: f.name.clone(),
-            kind: f.kind.type_name().to_string(),
-            cc,
-            ecn: ecn.name().to_string(),
-            ecn_feedback: if feedback.is_empty() { "none".into() } else { feedback },
-            class: class.to_string(),
-            src: sc.nodes[f.src].name.clone(),
-            dst: sc.nodes[f.dst].name.clone(),
-            base_rtt_ms: round6(sc.base_rtt(f.src, f.dst).as_millis_f64()),
-            throughput_bps: throughput,
-            goodput_bps: goodput,
-            owd_ms: m.owd.percentiles_ms(),
-            rtt_ms: if matches!(f.kind, FlowKind::Probe { .. }) {
-                None
+    let flows: Vec<_> = meters.iter().map(|m| m.lock()).collect();
+    let mut qs: Vec<_> = queues.iter().map(|q| lockq(&q.meter)).collect();
+    let oh = if built.ipv6 { 62 } else { 42 };
+    let flows: Vec<(&l4s_measure::FlowMeter, l4s_measure::summary::FlowEnd)> = sc
+        .flows
+        .iter()
+        .zip(&flows)
+        .map(|(f, m)| {
+            // Kernel TCP carries the data (tcp flows and every application kind but query):
+            // the bytes its receiving application read; datagram flows deliver what
+            // arrives, headers off.
+            let tcp = match &f.kind {
+                FlowKind::Tcp { .. } => true,
+                FlowKind::App { cfg } => cfg.kind != l4s_apps::AppKind::Query,
+                _ => false,
+            };
+            let goodput_bytes = if tcp {
+                m.goodput_bytes
             } else {
-                Some(m.rtt.percentiles_ms())
-            },
-            sent_packets: sent,
-            lost_packets: lost,
-            loss_fraction: ratio(lost, sent),
-            latency_budget_ms: f.latency_budget.map(|b| round6(b.as_millis_f64())),
-            late_packets: m.late,
-            effective_loss_fraction: ratio(lost + m.late, sent),
-            retransmits: snd.retransmits.saturating_sub(base.retransmits),
-            received_packets: received,
-            ce_packets: ce,
-            ce_fraction: ratio(ce, received),
-            congestion_events: snd.congestion_events.saturating_sub(base.congestion_events),
-            ecn_validation: snd.ecn_validation.name().to_string(),
-            ecn_failed_at_s: match snd.ecn_validation {
-                l4s_transport::EcnValidation::Failed { at, .. } => Some(round6(at.as_secs_f64())),
-                _ => None,
-            },
-            ecn_failure: match snd.ecn_validation {
-                l4s_transport::EcnValidation::Failed { reason, .. } => Some(reason.name().to_string()),
-                _ => None,
-            },
-            media: match (&f.kind, m.media.as_deref()) {
-                (FlowKind::Media { params }, Some(mm)) => Some(media_summary(params, mm, window)),
-                _ => None,
-            },
-            app: match (&f.kind, m.app.as_deref()) {
-                (FlowKind::App { cfg }, Some(a)) => Some(app_summary(cfg, a)),
-                _ => None,
-            },
-        });
-    }
-    let mut qs: Vec<&LiveQueue> = queues.iter().collect();
-    qs.sort_by_key(|q| (!sc.links[q.link].bottleneck, q.link));
-    let mut out_queues = Vec::new();
-    for q in qs {
-        let m = lockq(&q.meter);
-        let spec = &sc.links[q.link];
-        let mut all = LatencyHist::new();
-        let mut subqueues = BTreeMap::new();
-        let (mut enq, mut deq, mut marks, mut drops, mut over) = (0, 0, 0, 0, 0);
-        for id in &q.ids {
-            let i = qi(*id);
-            all.merge(&m.sojourn[i]);
-            enq += m.enq[i];
-            deq += m.deq[i];
-            marks += m.marks[i];
-            drops += m.drops[i];
-            over += m.overlimit[i];
-            subqueues.insert(
-                id.name().to_string(),
-                SubQueueSummary {
-                    sojourn_ms: m.sojourn[i].percentiles_ms(),
-                    enqueued_packets: m.enq[i],
-                    dequeued_packets: m.deq[i],
-                    dequeued_bytes: m.deq_bytes[i],
-                    marks: m.marks[i],
-                    drops: m.drops[i],
-                    overlimit_drops: m.overlimit[i],
+                m.received_bytes.saturating_sub(m.received * oh)
+            };
+            (
+                &m.meter,
+                l4s_measure::summary::FlowEnd {
+                    sender: m.sender,
+                    sender_base: m.sender_base.unwrap_or_default(),
+                    goodput_bytes,
                 },
-            );
+            )
+        })
+        .collect();
+    for (q, m) in queues.iter().zip(qs.iter_mut()) {
+        if let Some(&(sum, n)) = probs.get(&q.link) {
+            m.meter.prob_sum = sum;
+            m.meter.prob_samples = n;
         }
-        out_queues.push(QueueSummary {
-            name: spec.name.clone(),
-            from: sc.nodes[spec.from].name.clone(),
-            to: sc.nodes[spec.to].name.clone(),
-            aqm: spec.aqm.kind().to_string(),
-            // The rate at the end of the run, as the simulator reports it.
-            rate_bps: rate_at(spec, window.end, window.end)
-                .map(|r| r.bits_per_sec())
-                .unwrap_or(0),
-            utilization: if secs > 0.0 {
-                round6((m.busy.as_secs_f64() / secs).min(1.0))
-            } else {
-                0.0
-            },
-            sojourn_ms: all.percentiles_ms(),
-            enqueued_packets: enq,
-            dequeued_packets: deq,
-            marks,
-            drops,
-            overlimit_drops: over,
-            mean_probability: probs.get(&q.link).filter(|p| p.1 > 0).map(|p| round6(p.0 / p.1 as f64)),
-            subqueues,
-        });
     }
-    Summary::assemble(
-        ScenarioInfo {
-            name: sc.name.clone(),
-            description: sc.description.clone(),
-            file: sc.file.clone(),
-            backend: "live".into(),
-            seed,
-            duration_s: round6(window.end.as_secs_f64()),
-            warmup_s: round6(window.start.as_secs_f64()),
-            stats_window_s: round6(secs),
-        },
-        flows,
-        out_queues,
-        classes,
-    )
+    let qs: Vec<(&l4s_measure::QueueMeter, l4s_measure::summary::QueueEnd)> = queues
+        .iter()
+        .zip(&qs)
+        .map(|(q, m)| {
+            let spec = &sc.links[q.link];
+            (
+                &m.meter,
+                l4s_measure::summary::QueueEnd {
+                    link: q.link,
+                    aqm: spec.aqm.kind().to_string(),
+                    // The rate at the end of the run, as the simulator reports it.
+                    rate_bps: rate_at(spec, window.end, window.end).map_or(0, |r| r.bits_per_sec()),
+                },
+            )
+        })
+        .collect();
+    l4s_measure::summary::summary(sc, "live", seed, window, &flows, &qs)
 }
 
 #[cfg(test)]

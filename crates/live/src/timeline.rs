@@ -26,7 +26,7 @@
 use crate::tap::Match;
 use l4s_aqm::QueueId;
 use l4s_core::{Dur, Ecn, Time};
-use l4s_sim::timeline::{Decision, Hop, PacketRow, TimelineSink, MAX_HOPS};
+use l4s_measure::timeline::{Decision, Hop, PacketRow, TimelineSink, MAX_HOPS};
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::IpAddr;

@@ -11,11 +11,9 @@
 //!   send order) and only the head has an event: no packet lives in the event heap.
 //! * Measurement is streaming (HDR histograms, counters); nothing grows with run length.
 
-pub mod appmetrics;
 pub mod capture;
 pub mod endpoints;
 pub mod events;
-mod measure;
 pub mod packet;
 pub mod snapshot;
 mod summary;
@@ -89,7 +87,8 @@ pub fn run(
         bottleneck_packets: sim.bottleneck_packets(),
         simulated: Dur(sim.end.as_nanos()),
     };
-    Ok((sim.summary(), stats))
+    let summary = sim.summary();
+    Ok((summary, stats))
 }
 
 impl Sim {

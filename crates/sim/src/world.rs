@@ -4,12 +4,14 @@
 
 use crate::endpoints::{Ep, Out};
 use crate::events::{Ev, EventQueue};
-use crate::measure::{FlowMeter, LinkMeter};
 use crate::packet::{Packet, Payloads};
 use crate::timeline::Decision;
+use l4s_aqm::{QueueId, QueueStats};
 use l4s_core::{Dur, Rng, Time};
 use l4s_link::{Action, Departure, Io, Link, Loss, LossKind, Observer, Timer};
+use l4s_measure::{AppMeter, FlowMeter, LossCount, MediaMeter, QueueMeter, Window};
 use l4s_scenario::Scenario;
+use l4s_transport::EndpointStats;
 
 /// How often AQM probabilities are sampled for the summary's `mean_probability`.
 pub const SAMPLE_INTERVAL: Dur = Dur::from_millis(10);
@@ -22,7 +24,10 @@ pub(crate) struct LinkRt {
     /// node at once, as the model would hand it on, without calling the model.
     pub ideal: bool,
     pub model: Box<dyn Link<Packet>>,
-    pub meter: LinkMeter,
+    pub meter: QueueMeter,
+    /// The queue's own counters when the window opened, and at the last snapshot.
+    pub window_base: Vec<(QueueId, QueueStats)>,
+    pub snap_base: Vec<(QueueId, QueueStats)>,
     /// Recorded by `--pcap` (the scenario's bottleneck links).
     pub capture: bool,
 }
@@ -44,10 +49,12 @@ pub(crate) struct FlowRt {
     /// Time a timer last fired with no progress (guards a stuck endpoint).
     pub last_fire: [Time; 2],
     pub meter: FlowMeter,
-    /// Media flows: per-frame measurement.
-    pub media: Option<Box<crate::measure::MediaMeter>>,
-    /// Application flows: completion times.
-    pub app: Option<Box<crate::measure::AppMeter>>,
+    /// The receiver's statistics when the window opened (for the goodput).
+    pub receiver_base: Option<EndpointStats>,
+    /// Frames a media receiver completed and transfers an application receiver finished,
+    /// on their way to the meter.
+    pub frames: Vec<l4s_media::FrameDone>,
+    pub completions: Vec<l4s_apps::Completion>,
 }
 
 /// A running simulation of one scenario.
@@ -67,7 +74,7 @@ pub struct Sim {
     pub(crate) in_window: bool,
     /// Packets that reached a node with no route to their destination (a bug if non-zero).
     pub(crate) unroutable: u64,
-    pub(crate) snapshots: Option<crate::snapshot::Snapshots>,
+    pub(crate) snapshots: Option<l4s_measure::snapshot::Snapshots>,
     pub(crate) capture: Option<crate::capture::Capture>,
     pub(crate) tracker: Option<crate::timeline::Tracker>,
 }
@@ -91,39 +98,58 @@ impl Sim {
                 ));
             }
         }
+        let end = Time(scenario.duration.as_nanos());
+        let window_start = Time(scenario.warmup.as_nanos());
+        let window = Window {
+            start: window_start,
+            end,
+        };
         let mut links = Vec::with_capacity(scenario.links.len());
         for (i, l) in scenario.links.iter().enumerate() {
             let rng = Rng::derive(scenario.seed, 0x1000 + i as u64);
+            let model = l4s_link::build(&l.config(scenario.duration), rng);
+            let subqueues = model.queues().first().map_or(&[][..], |q| q.subqueues);
             links.push(LinkRt {
                 to: l.to as u32,
                 ideal: l.rate.is_none() && l.delay.is_zero() && l.fault.is_none() && l.loss.is_none(),
-                model: l4s_link::build(&l.config(scenario.duration), rng),
-                meter: LinkMeter::default(),
+                meter: QueueMeter::new(window, subqueues, false),
+                window_base: Vec::new(),
+                snap_base: Vec::new(),
+                model,
                 capture: l.bottleneck,
             });
         }
         let flows = scenario
             .flows
             .iter()
-            .map(|f| FlowRt {
-                src: f.src as u32,
-                dst: f.dst as u32,
-                ep: [None, None],
-                timer_at: [None, None],
-                last_fire: [Time::MAX, Time::MAX],
-                meter: FlowMeter {
-                    budget: f.latency_budget,
-                    ..FlowMeter::default()
-                },
-                media: None,
-                app: match f.kind {
-                    l4s_scenario::FlowKind::App { .. } => Some(Box::default()),
-                    _ => None,
-                },
+            .map(|f| {
+                let mut meter = FlowMeter::new(window, f.latency_budget, LossCount::Dropped, false);
+                match &f.kind {
+                    l4s_scenario::FlowKind::Media { params } => {
+                        let cfg = l4s_media::FrameMeterConfig {
+                            frame_interval: params.frame_interval,
+                            deadline: params.frame_deadline,
+                            stall_gap: params.stall_gap,
+                            base_owd: scenario.path_delay(f.src, f.dst),
+                        };
+                        meter.media = Some(Box::new(MediaMeter::new(cfg, window)));
+                    }
+                    l4s_scenario::FlowKind::App { .. } => meter.app = Some(Box::new(AppMeter::new(window))),
+                    _ => {}
+                }
+                FlowRt {
+                    src: f.src as u32,
+                    dst: f.dst as u32,
+                    ep: [None, None],
+                    timer_at: [None, None],
+                    last_fire: [Time::MAX, Time::MAX],
+                    meter,
+                    receiver_base: None,
+                    frames: Vec::new(),
+                    completions: Vec::new(),
+                }
             })
             .collect();
-        let end = Time(scenario.duration.as_nanos());
-        let window_start = Time(scenario.warmup.as_nanos());
         let mut sim = Sim {
             now: Time::ZERO,
             end,
@@ -141,18 +167,6 @@ impl Sim {
             capture: None,
             tracker: None,
         };
-        for i in 0..sim.flows.len() {
-            if let l4s_scenario::FlowKind::Media { params } = &sim.scenario.flows[i].kind {
-                let f = &sim.flows[i];
-                let cfg = l4s_media::FrameMeterConfig {
-                    frame_interval: params.frame_interval,
-                    deadline: params.frame_deadline,
-                    stall_gap: params.stall_gap,
-                    base_owd: sim.scenario.path_delay(f.src as usize, f.dst as usize),
-                };
-                sim.flows[i].media = Some(Box::new(crate::measure::MediaMeter::new(cfg)));
-            }
-        }
         // The window opens before anything else happening at the same instant, so that a
         // zero warm-up counts the very first packet.
         sim.q.push(window_start, Ev::WindowStart);
@@ -220,8 +234,6 @@ impl Sim {
             let link = &mut self.links[l];
             let mut obs = LinkObs {
                 link: l,
-                in_window: self.in_window,
-                snapshots: self.snapshots.is_some(),
                 meter: &mut link.meter,
                 capture: if link.capture { self.capture.as_mut() } else { None },
                 tracker: self.tracker.as_mut(),
@@ -286,14 +298,7 @@ impl Sim {
         let now = self.now;
         if pkt.forward && pkt.is_data {
             self.track_arrival(&pkt);
-            let snapshots = self.snapshots.is_some();
-            let m = &mut self.flows[f].meter;
-            if snapshots {
-                m.on_arrival_any(now, &pkt);
-            }
-            if self.in_window {
-                m.on_arrival(now, &pkt);
-            }
+            self.flows[f].meter.on_arrival(now, pkt.sent_at, pkt.size, pkt.ecn);
         }
         let fl = &mut self.flows[f];
         let Some(ep) = fl.ep[side].as_mut() else {
@@ -304,9 +309,7 @@ impl Sim {
         self.payloads.free(pkt.payload);
         if side == 0 {
             if let Some(rtt) = ep.take_rtt_sample() {
-                if self.in_window {
-                    fl.meter.rtt.record(rtt);
-                }
+                fl.meter.on_rtt(now, rtt);
             }
         }
         self.service(f, side);
@@ -349,19 +352,18 @@ impl Sim {
     /// Frames a media receiver completed and transfers an application receiver finished.
     #[inline]
     fn collect_app_events(&mut self, f: usize) {
-        let (window_start, in_window) = (self.window_start, self.in_window);
         let fl = &mut self.flows[f];
-        match (fl.ep[1].as_mut(), fl.media.as_mut(), fl.app.as_mut()) {
+        match (fl.ep[1].as_mut(), fl.meter.media.as_mut(), fl.meter.app.as_mut()) {
             (Some(Ep::MediaR(r)), Some(m), _) => {
-                r.drain_frames(&mut m.buf);
-                if !m.buf.is_empty() {
-                    m.on_frames();
+                r.drain_frames(&mut fl.frames);
+                for done in fl.frames.drain(..) {
+                    m.on_frame(&done);
                 }
             }
             (Some(Ep::AppR(r)), _, Some(a)) => {
-                r.drain_completions(&mut a.buf);
-                if !a.buf.is_empty() {
-                    a.on_completions(window_start, in_window);
+                r.drain_completions(&mut fl.completions);
+                for c in fl.completions.drain(..) {
+                    a.on_completion(&c);
                 }
             }
             _ => {}
@@ -375,7 +377,7 @@ impl Sim {
         let forward = side == 0;
         let (from, dst) = if forward { (fl.src, fl.dst) } else { (fl.dst, fl.src) };
         if forward && out.is_data {
-            fl.meter.on_send(self.in_window, out.ecn);
+            fl.meter.on_send(now, out.ecn);
         }
         let payload = self.payloads.insert(out.payload);
         let pkt = Packet {
@@ -423,7 +425,6 @@ impl Sim {
         match Ep::pair(&self.scenario.flows[f].kind, now, seed) {
             Ok((s, r)) => {
                 self.flows[f].ep = [Some(s), Some(r)];
-                self.flows[f].meter.started = true;
                 self.service(f, 0);
                 self.service(f, 1);
             }
@@ -445,33 +446,27 @@ impl Sim {
     fn window_start_now(&mut self) {
         self.in_window = true;
         for fl in &mut self.flows {
-            let base = [
-                fl.ep[0].as_ref().map(|e| e.stats()),
-                fl.ep[1].as_ref().map(|e| e.stats()),
-            ];
-            fl.meter.baseline = base;
-            if let Some(m) = fl.media.as_mut() {
-                m.window = Some(l4s_media::FrameMeter::new(m.cfg, self.window_start));
-                if let Some(Ep::MediaS(s)) = fl.ep[0].as_ref() {
-                    m.baseline = Some(s.media_stats());
-                }
+            fl.meter.sender_base = fl.ep[0].as_ref().map(|e| e.stats());
+            fl.receiver_base = fl.ep[1].as_ref().map(|e| e.stats());
+            if let (Some(m), Some(Ep::MediaS(s))) = (fl.meter.media.as_mut(), fl.ep[0].as_ref()) {
+                m.baseline = Some(s.media_stats());
             }
         }
         for link in &mut self.links {
-            link.meter.baseline = link.model.queue_stats(0);
+            link.window_base = link.model.queue_stats(0);
         }
     }
 
     fn sample(&mut self) {
+        let now = self.now;
         for fl in &mut self.flows {
-            if let (Some(m), Some(Ep::MediaS(s))) = (fl.media.as_mut(), fl.ep[0].as_ref()) {
+            if let (Some(m), Some(Ep::MediaS(s))) = (fl.meter.media.as_mut(), fl.ep[0].as_ref()) {
                 m.sample_target(s.media_stats().target_bitrate.bits_per_sec() as f64);
             }
         }
         for link in &mut self.links {
             if let Some(p) = link.model.probability(0) {
-                link.meter.prob_sum += p;
-                link.meter.prob_samples += 1;
+                link.meter.sample_probability(now, p);
             }
         }
         let next = self.now + SAMPLE_INTERVAL;
@@ -496,9 +491,7 @@ const TAKEN: Action<Packet> = Action::Wake {
 /// time, the flows' drops, the pcap of a bottleneck's egress and the packet timeline.
 struct LinkObs<'a> {
     link: usize,
-    in_window: bool,
-    snapshots: bool,
-    meter: &'a mut LinkMeter,
+    meter: &'a mut QueueMeter,
     capture: Option<&'a mut crate::capture::Capture>,
     tracker: Option<&'a mut crate::timeline::Tracker>,
     flows: &'a mut [FlowRt],
@@ -509,12 +502,8 @@ struct LinkObs<'a> {
 impl Observer<Packet> for LinkObs<'_> {
     #[inline]
     fn departed(&mut self, now: Time, d: &Departure<'_, Packet>) {
-        if self.in_window {
-            self.meter.on_dequeue(d.sub, d.sojourn, d.serialisation);
-        }
-        if self.snapshots {
-            self.meter.on_dequeue_any(d.sub, d.sojourn, d.serialisation);
-        }
+        self.meter
+            .on_dequeue(now, d.sub, d.sojourn, d.serialisation, d.pkt.size, d.marked);
         if let Some(cap) = self.capture.as_mut() {
             let f = &self.flows[d.pkt.flow as usize];
             let port = self.scenario.flows[d.pkt.flow as usize].port;
@@ -527,14 +516,10 @@ impl Observer<Packet> for LinkObs<'_> {
     }
 
     #[inline]
-    fn lost(&mut self, _now: Time, l: Loss<Packet>) {
+    fn lost(&mut self, now: Time, l: Loss<Packet>) {
         let pkt = &l.pkt;
         if pkt.forward && pkt.is_data {
-            let m = &mut self.flows[pkt.flow as usize].meter;
-            m.snap_lost += 1;
-            if self.in_window {
-                m.lost += 1;
-            }
+            self.flows[pkt.flow as usize].meter.on_drop(now);
         }
         if let Some(t) = self.tracker.as_mut() {
             let sub = match l.kind {

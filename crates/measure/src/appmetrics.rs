@@ -1,7 +1,5 @@
-//! Media and application measurements shared by both backends: the simulator's meters
-//! (`measure.rs`) and the live testbed's (`l4s-live`) feed the same accumulators and build
-//! the `media` and `app` sections of `summary.json` with the same functions, so the two
-//! backends cannot drift apart in what a figure means.
+//! The `media` and `app` sections of a flow's summary, from the accumulators of
+//! [`crate::MediaMeter`] and [`crate::AppMeter`].
 
 use l4s_apps::{Completion, CompletionKind};
 use l4s_metrics::hist::round6;

@@ -1,0 +1,206 @@
+//! Time series written while a run goes: one CSV row per flow and per queue every interval
+//! (default 100 ms), streamed to the writers, so memory does not grow with run length.
+//!
+//! `snapshots-flows.csv`: `time_s, flow, throughput_bps, packets, ce_fraction,
+//! owd_min_ms, owd_mean_ms, owd_p99_ms, owd_max_ms, lost, cwnd_bytes, srtt_ms,
+//! pacing_bps, alpha, ecn_mode, ce_echoed, frames, frames_late, stall_ms,
+//! frame_delay_max_ms, target_bps, completions, completion_max_ms` (ECN feedback
+//! negotiated and CE marks the sender has been told of so far; delays of the data packets
+//! that arrived in the interval; p99 from a 2-significant-digit histogram, ≤ 1 % error;
+//! media flows: complete and late frames, stall time and the largest frame delay in the
+//! interval, encoder target at the snapshot; application flows: completions in the
+//! interval and the longest of them. Columns that do not apply are empty).
+//! `snapshots-queues.csv`: `time_s, queue, backlog_packets, backlog_bytes,
+//! sojourn_mean_ms, sojourn_max_ms (all sub-queues), sojourn_max_l_ms, sojourn_max_c_ms,
+//! utilization, probability, marks, drops, rate_bps` (marks and drops set during the
+//! interval; the link rate at the snapshot, which a `rate_schedule` changes).
+
+use crate::{FlowMeter, QueueMeter};
+use l4s_aqm::QueueId;
+use l4s_core::{Dur, Time};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+/// The header of `snapshots-flows.csv`.
+pub const FLOWS_HEADER: &str = "time_s,flow,throughput_bps,packets,ce_fraction,owd_min_ms,owd_mean_ms,owd_p99_ms,owd_max_ms,lost,cwnd_bytes,srtt_ms,pacing_bps,alpha,ecn_mode,ce_echoed,frames,frames_late,stall_ms,frame_delay_max_ms,target_bps,completions,completion_max_ms";
+/// The header of `snapshots-queues.csv`.
+pub const QUEUES_HEADER: &str = "time_s,queue,backlog_packets,backlog_bytes,sojourn_mean_ms,sojourn_max_ms,sojourn_max_l_ms,sojourn_max_c_ms,utilization,probability,marks,drops,rate_bps";
+
+/// What a queue's row needs beside its meter, read from the queue at the snapshot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueueNow {
+    pub backlog_packets: u64,
+    pub backlog_bytes: u64,
+    pub probability: Option<f64>,
+    /// Marks and drops in the interval.
+    pub marks: u64,
+    pub drops: u64,
+    /// The rate in force (0: unlimited).
+    pub rate_bps: u64,
+}
+
+/// The two time-series writers of a run.
+pub struct Snapshots {
+    pub interval: Dur,
+    flows: Box<dyn Write>,
+    queues: Box<dyn Write>,
+    /// The first write error, reported at the end of the run.
+    error: Option<io::Error>,
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.6}")).unwrap_or_default()
+}
+
+impl Snapshots {
+    /// Rows every `interval` to these writers (headers written now).
+    pub fn new(interval: Dur, mut flows: Box<dyn Write>, mut queues: Box<dyn Write>) -> io::Result<Snapshots> {
+        if interval.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "snapshot interval must be above zero",
+            ));
+        }
+        writeln!(flows, "{FLOWS_HEADER}")?;
+        writeln!(queues, "{QUEUES_HEADER}")?;
+        Ok(Snapshots {
+            interval,
+            flows,
+            queues,
+            error: None,
+        })
+    }
+
+    fn keep(&mut self, r: io::Result<()>) {
+        if let Err(e) = r {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// The row of flow `name` at `t`, from its meter (the sender's latest statistics in
+    /// [`FlowMeter::sender`], a media sender's in [`crate::MediaMeter::latest`]); starts the
+    /// meter's next interval.
+    pub fn flow_row(&mut self, t: Time, name: &str, m: &mut FlowMeter) {
+        let secs = self.interval.as_secs_f64();
+        let st = &m.sender;
+        let iv = &m.interval;
+        let ce = if iv.packets > 0 {
+            iv.ce as f64 / iv.packets as f64
+        } else {
+            0.0
+        };
+        let h = &iv.owd;
+        // Delay columns stay empty when nothing arrived in the interval.
+        let d = |ns: f64| {
+            if h.is_empty() {
+                String::new()
+            } else {
+                format!("{:.3}", ns / 1e6)
+            }
+        };
+        let mut extra = String::new();
+        if let Some(mm) = m.media.as_mut() {
+            let fi = mm.snap.interval(t);
+            let target = mm
+                .latest
+                .map(|s| s.target_bitrate.bits_per_sec().to_string())
+                .unwrap_or_default();
+            let _ = write!(
+                extra,
+                ",{},{},{:.3},{},{target},,",
+                fi.frames,
+                fi.late,
+                fi.stall_time.as_millis_f64(),
+                if fi.frames > 0 {
+                    format!("{:.3}", fi.max_delay.as_millis_f64())
+                } else {
+                    String::new()
+                },
+            );
+        } else if let Some(a) = m.app.as_mut() {
+            let _ = write!(
+                extra,
+                ",,,,,,{},{}",
+                a.snap_count,
+                if a.snap_count > 0 {
+                    format!("{:.3}", a.snap_max.as_millis_f64())
+                } else {
+                    String::new()
+                }
+            );
+            a.snap_count = 0;
+            a.snap_max = Dur::ZERO;
+        } else {
+            extra.push_str(",,,,,,,");
+        }
+        let row = format!(
+            "{:.3},{name},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}{extra}",
+            t.as_secs_f64(),
+            iv.bytes as f64 * 8.0 / secs,
+            iv.packets,
+            d(h.min_ns() as f64),
+            d(h.mean_ns()),
+            d(h.quantile_ns(0.99) as f64),
+            d(h.max_ns() as f64),
+            m.interval_lost(),
+            st.cwnd,
+            st.srtt.as_millis_f64(),
+            st.pacing_rate.map(|r| r.bits_per_sec().to_string()).unwrap_or_default(),
+            opt(st.alpha),
+            if st.ecn_mode.is_empty() { "none" } else { st.ecn_mode },
+            st.ce_packets,
+        );
+        let r = writeln!(self.flows, "{row}");
+        self.keep(r);
+        m.interval.clear();
+    }
+
+    /// The row of queue `name` at `t`, from its meter and what the queue says now; starts the
+    /// meter's next interval.
+    pub fn queue_row(&mut self, t: Time, name: &str, q: &mut QueueMeter, now: QueueNow) {
+        let secs = self.interval.as_secs_f64();
+        let iv = &q.interval;
+        let all = iv.max.iter().copied().max().unwrap_or_default();
+        let sub = |id: QueueId| {
+            q.subqueues
+                .iter()
+                .position(|&x| x == id)
+                .map_or(Dur::ZERO, |i| iv.max[i])
+        };
+        let mean = if iv.dequeued > 0 {
+            iv.sum.as_millis_f64() / iv.dequeued as f64
+        } else {
+            0.0
+        };
+        let row = format!(
+            "{:.3},{name},{},{},{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{}",
+            t.as_secs_f64(),
+            now.backlog_packets,
+            now.backlog_bytes,
+            all.as_millis_f64(),
+            sub(QueueId::L).as_millis_f64(),
+            sub(QueueId::C).as_millis_f64(),
+            (iv.busy.as_secs_f64() / secs).min(1.0),
+            opt(now.probability),
+            now.marks,
+            now.drops,
+            now.rate_bps,
+        );
+        let r = writeln!(self.queues, "{row}");
+        self.keep(r);
+        let n = q.subqueues.len();
+        q.interval = crate::queue::QueueInterval {
+            max: vec![Dur::ZERO; n],
+            ..Default::default()
+        };
+    }
+
+    /// Flush the writers; the first error seen while writing, if any.
+    pub fn finish(mut self) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.flows.flush()?;
+        self.queues.flush()
+    }
+}

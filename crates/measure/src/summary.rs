@@ -1,0 +1,193 @@
+//! `summary.json` from the meters of a finished run, the same for both backends.
+
+use crate::{FlowMeter, QueueMeter, Window};
+use l4s_core::{Dur, Ecn};
+use l4s_metrics::hist::round6;
+use l4s_metrics::summary::*;
+use l4s_metrics::LatencyHist;
+use l4s_scenario::{FlowKind, Scenario};
+use l4s_transport::EndpointStats;
+use std::collections::BTreeMap;
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        round6(a as f64 / b as f64)
+    }
+}
+
+/// What a flow's summary needs beside its meter.
+pub struct FlowEnd {
+    /// The sender's statistics at the end and when the window opened.
+    pub sender: EndpointStats,
+    pub sender_base: EndpointStats,
+    /// Application payload delivered in order in the window (bytes).
+    pub goodput_bytes: u64,
+}
+
+/// What a queue's summary needs beside its meter.
+pub struct QueueEnd {
+    /// Index of the scenario link it belongs to.
+    pub link: usize,
+    pub aqm: String,
+    /// The rate in force at the end (0: unlimited).
+    pub rate_bps: u64,
+}
+
+/// The whole summary. `flows` are the scenario's flows' meters and ends, in scenario
+/// order; `queues` the links' queues, in scenario order (bottlenecks are listed first).
+pub fn summary(
+    sc: &Scenario,
+    backend: &str,
+    seed: u64,
+    window: Window,
+    flows: &[(&FlowMeter, FlowEnd)],
+    queues: &[(&QueueMeter, QueueEnd)],
+) -> Summary {
+    let secs = window.secs();
+    let per_sec = |x: f64| if secs > 0.0 { round6(x / secs) } else { 0.0 };
+    let mut out_flows = Vec::new();
+    let mut classes: BTreeMap<String, (u32, f64, LatencyHist, LatencyHist)> = BTreeMap::new();
+    for (spec, (m, end)) in sc.flows.iter().zip(flows) {
+        let (snd, bs) = (&end.sender, &end.sender_base);
+        let ecn = m.first_ecn.unwrap_or(spec.nominal_ecn);
+        let class = if ecn == Ecn::Ect1 { "L4S" } else { "classic" };
+        let (cc, feedback) = match &spec.kind {
+            FlowKind::Tcp { cc, .. } => (cc.clone(), snd.ecn_mode.to_string()),
+            FlowKind::UdpPrague { .. } => ("udp-prague".to_string(), "udp-prague".to_string()),
+            FlowKind::Probe { .. } => ("none".to_string(), "none".to_string()),
+            FlowKind::Media { params } => (params.controller.name().to_string(), "rfc8888".to_string()),
+            FlowKind::App { cfg } => (cfg.cc.clone(), snd.ecn_mode.to_string()),
+        };
+        let throughput = per_sec(m.received_bytes as f64 * 8.0);
+        let e = classes
+            .entry(class.to_string())
+            .or_insert_with(|| (0, 0.0, LatencyHist::new(), LatencyHist::new()));
+        e.0 += 1;
+        e.1 += throughput;
+        e.2.merge(&m.owd);
+        e.3.merge(&m.rtt);
+        let lost = m.lost();
+        out_flows.push(FlowSummary {
+            name: spec.name.clone(),
+            kind: spec.kind.type_name().to_string(),
+            cc,
+            ecn: ecn.name().to_string(),
+            ecn_feedback: if feedback.is_empty() { "none".into() } else { feedback },
+            class: class.to_string(),
+            src: sc.nodes[spec.src].name.clone(),
+            dst: sc.nodes[spec.dst].name.clone(),
+            base_rtt_ms: round6(sc.base_rtt(spec.src, spec.dst).as_millis_f64()),
+            throughput_bps: throughput,
+            goodput_bps: per_sec(end.goodput_bytes as f64 * 8.0),
+            owd_ms: m.owd.percentiles_ms(),
+            rtt_ms: if matches!(spec.kind, FlowKind::Probe { .. }) {
+                None
+            } else {
+                Some(m.rtt.percentiles_ms())
+            },
+            sent_packets: m.sent,
+            lost_packets: lost,
+            loss_fraction: ratio(lost, m.sent),
+            latency_budget_ms: spec.latency_budget.map(|b| round6(b.as_millis_f64())),
+            late_packets: m.late,
+            effective_loss_fraction: ratio(lost + m.late, m.sent),
+            retransmits: snd.retransmits.saturating_sub(bs.retransmits),
+            received_packets: m.received,
+            ce_packets: m.ce,
+            ce_fraction: ratio(m.ce, m.received),
+            congestion_events: snd.congestion_events.saturating_sub(bs.congestion_events),
+            ecn_validation: snd.ecn_validation.name().to_string(),
+            ecn_failed_at_s: match snd.ecn_validation {
+                l4s_transport::EcnValidation::Failed { at, .. } => Some(round6(at.as_secs_f64())),
+                _ => None,
+            },
+            ecn_failure: match snd.ecn_validation {
+                l4s_transport::EcnValidation::Failed { reason, .. } => Some(reason.name().to_string()),
+                _ => None,
+            },
+            media: match (&spec.kind, m.media.as_deref()) {
+                (FlowKind::Media { params }, Some(mm)) => Some(crate::appmetrics::media_summary(
+                    params,
+                    &crate::appmetrics::MediaWindow {
+                        frames: mm.frames.finish_with_seen(window.end, mm.highest_seen),
+                        delay: &mm.delay,
+                        targets: &mm.targets,
+                        sender_end: mm.latest.unwrap_or_default(),
+                        sender_start: mm.baseline.unwrap_or_default(),
+                        secs,
+                    },
+                )),
+                _ => None,
+            },
+            app: match (&spec.kind, m.app.as_deref()) {
+                (FlowKind::App { cfg }, Some(a)) => Some(crate::appmetrics::app_summary(cfg, &a.kinds)),
+                _ => None,
+            },
+        });
+    }
+    let mut order: Vec<&(&QueueMeter, QueueEnd)> = queues.iter().collect();
+    // Bottlenecks first, then the rest in scenario order.
+    order.sort_by_key(|(_, e)| !sc.links[e.link].bottleneck);
+    let mut out_queues = Vec::new();
+    for (q, end) in order {
+        let spec = &sc.links[end.link];
+        let mut subqueues = BTreeMap::new();
+        let mut tot = crate::SubCounts::default();
+        for ((id, h), c) in q.subqueues.iter().zip(&q.sojourn).zip(&q.counts) {
+            tot.enqueued_packets += c.enqueued_packets;
+            tot.dequeued_packets += c.dequeued_packets;
+            tot.marks += c.marks;
+            tot.drops += c.drops;
+            tot.overlimit_drops += c.overlimit_drops;
+            subqueues.insert(
+                id.name().to_string(),
+                SubQueueSummary {
+                    sojourn_ms: h.percentiles_ms(),
+                    enqueued_packets: c.enqueued_packets,
+                    dequeued_packets: c.dequeued_packets,
+                    dequeued_bytes: c.dequeued_bytes,
+                    marks: c.marks,
+                    drops: c.drops,
+                    overlimit_drops: c.overlimit_drops,
+                },
+            );
+        }
+        out_queues.push(QueueSummary {
+            name: spec.name.clone(),
+            from: sc.nodes[spec.from].name.clone(),
+            to: sc.nodes[spec.to].name.clone(),
+            aqm: end.aqm.clone(),
+            rate_bps: end.rate_bps,
+            utilization: if secs > 0.0 {
+                round6((q.busy.as_secs_f64() / secs).min(1.0))
+            } else {
+                0.0
+            },
+            sojourn_ms: q.sojourn_all().percentiles_ms(),
+            enqueued_packets: tot.enqueued_packets,
+            dequeued_packets: tot.dequeued_packets,
+            marks: tot.marks,
+            drops: tot.drops,
+            overlimit_drops: tot.overlimit_drops,
+            mean_probability: q.mean_probability().map(round6),
+            subqueues,
+        });
+    }
+    Summary::assemble(
+        ScenarioInfo {
+            name: sc.name.clone(),
+            description: sc.description.clone(),
+            file: sc.file.clone(),
+            backend: backend.into(),
+            seed,
+            duration_s: round6(Dur(window.end.as_nanos()).as_secs_f64()),
+            warmup_s: round6(Dur(window.start.as_nanos()).as_secs_f64()),
+            stats_window_s: round6(secs),
+        },
+        out_flows,
+        out_queues,
+        classes,
+    )
+}
