@@ -17,10 +17,12 @@
 //! * [`meter`]: per-flow measurement with the simulator's meanings.
 //! * [`topology`]: the scenario's nodes and links as namespaces, veths and elements.
 //! * [`mod@run`]: a whole live run, summarised in the simulator's results format.
+//! * [`cli`]: `l4s reflect`, `l4s ecn-check` and `l4s cleanup`.
 //! * [`tap`]: packet taps that give kernel TCP flows per-packet one-way delay, CE and loss.
 //! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
 
 pub mod apps;
+pub mod cli;
 pub mod ecncheck;
 pub mod endpoints;
 pub mod media;

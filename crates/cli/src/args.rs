@@ -1,0 +1,141 @@
+//! The command line of `l4s`.
+
+use clap::{Parser, Subcommand};
+use l4s_core::units::parse_dur;
+use l4s_core::Dur;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "l4s",
+    version,
+    about = "l4s-lab: simulate and measure L4S (RFC 9330/9331/9332) networks"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run a scenario (in the simulator, or live with --backend live), print a summary and
+    /// write a results directory.
+    Run(RunArgs),
+    /// The userspace L4S bottleneck between two existing interfaces, both directions
+    /// (needs root; see docs/live.md).
+    Router(l4s_fwd::cli::RouterArgs),
+    /// Remove the network namespaces and interfaces that killed live runs left behind
+    /// (names starting with l4s-); runs still going are kept unless --force; needs root.
+    Cleanup {
+        /// Only this run's (the 8-hex-digit id printed by the run), instead of every run's.
+        #[arg(long)]
+        run: Option<String>,
+        /// Also remove the namespaces of runs that are still going (their process holds
+        /// /run/l4s-lab/ID.lock): they lose their testbed.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Rebuild DIR/report.html from a results directory alone.
+    Report {
+        /// Results directory (holds summary.json)
+        dir: PathBuf,
+        /// Also export every chart as a PNG into DIR/png (for papers).
+        #[arg(long)]
+        png: bool,
+    },
+    /// Put several runs side by side: a difference table here and an HTML page with
+    /// overlaid distributions.
+    Compare {
+        /// Results directories; differences are relative to the first
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+        /// Where to write the comparison page
+        #[arg(long, default_value = "compare.html")]
+        out: PathBuf,
+    },
+    /// Check a scenario file without running it.
+    Check {
+        /// Scenario file (TOML)
+        scenario: PathBuf,
+    },
+    /// Answer `l4s ecn-check` probes: a UDP reflector that reports the ECN codepoint each
+    /// probe arrived with and replies with the codepoint the probe was sent with. Never an
+    /// amplifier (a reply is no larger than its request; per-source rate limit). Stops on
+    /// Ctrl-C or SIGTERM.
+    Reflect(l4s_live::cli::ReflectArgs),
+    /// Check whether ECT(1) (L4S) and CE survive the path to an `l4s reflect` and back:
+    /// probes marked Not-ECT, ECT(0), ECT(1) and CE; per direction the verdict says
+    /// whether ECT(1) survives, is bleached or remarked, and whether CE is seen.
+    /// Exit status 0 if ECT(1) survives both ways, 1 if not (or no reply), 2 on bad input.
+    EcnCheck(l4s_live::cli::EcnCheckArgs),
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Scenario file (TOML), e.g. scenarios/dumbbell-dualpi2.toml
+    pub scenario: PathBuf,
+    /// Results directory (default: results/<scenario name>). An earlier l4s-lab
+    /// results directory there is replaced; any other existing path is refused.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Random seed (overrides the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Simulated duration (overrides the scenario's `duration`), e.g. 10s.
+    #[arg(long, value_parser = parse_duration_arg)]
+    pub duration: Option<Dur>,
+    /// Print only the results path.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Interval of the time-series snapshots written beside summary.json
+    /// (snapshots-flows.csv, snapshots-queues.csv); 0 turns them off.
+    #[arg(long, default_value = "100ms", value_parser = parse_interval_arg)]
+    pub snapshot_interval: Dur,
+    /// Write the bottleneck's egress as bottleneck.pcap (Wireshark/tshark).
+    #[arg(long)]
+    pub pcap: bool,
+    /// IPv6: addresses in the pcap (sim, with --pcap), or flows over IPv6 (live).
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Where the scenario runs: `sim` (the deterministic simulator) or `live` (real
+    /// packets in network namespaces through the userspace bottleneck; needs root).
+    #[arg(long, value_enum, default_value = "sim")]
+    pub backend: BackendArg,
+    /// Live runs: the run id (8 lowercase hex digits) that names the testbed's namespaces
+    /// (l4s-ID-...), for `l4s cleanup --run ID`; default a fresh one, printed at the start.
+    #[arg(long, requires = "backend")]
+    pub run_id: Option<String>,
+    /// Write one row per data packet to packets.parquet: send and arrival times, ECN
+    /// sent and received, and each queue crossed (sub-queue, sojourn, AQM decision).
+    #[arg(long)]
+    pub packets: bool,
+    /// Also export every chart of the report as a PNG into DIR/png (for papers).
+    #[arg(long)]
+    pub png: bool,
+    /// Run only this variant of a scenario with [[variants]] (repeatable; in file order),
+    /// e.g. the ones a live host can run.
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    Sim,
+    Live,
+}
+
+/// A snapshot interval: a duration, or `0` / `off` for none.
+fn parse_interval_arg(s: &str) -> Result<Dur, String> {
+    match s.trim() {
+        "0" | "off" | "none" => Ok(Dur::ZERO),
+        other => parse_dur(other),
+    }
+}
+
+fn parse_duration_arg(s: &str) -> Result<Dur, String> {
+    let d = parse_dur(s)?;
+    if d.is_zero() {
+        return Err("expected a duration above zero".into());
+    }
+    Ok(d)
+}

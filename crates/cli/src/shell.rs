@@ -1,0 +1,88 @@
+//! What `l4s run` shows while runs go: the progress bar on a terminal, and each run's
+//! verdict, tables and figures as it finishes.
+
+use l4s_core::{Dur, Time};
+use l4s_lab::{Progress, Run};
+use std::io::IsTerminal;
+
+/// The progress bar on a terminal and the results of each run as it finishes.
+pub struct Shell {
+    pub quiet: bool,
+    pub bar: indicatif::ProgressBar,
+}
+
+impl Progress for Shell {
+    fn variant(&mut self, name: &str) {
+        if !self.quiet {
+            println!("\n=== variant {name} ===");
+        }
+    }
+    fn started(&mut self, total: Dur, backend: &str) {
+        if !std::io::stderr().is_terminal() || self.quiet {
+            return;
+        }
+        let b = indicatif::ProgressBar::new(total.as_nanos() / 1_000_000);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(if backend == "live" {
+                "  {bar:30.cyan/blue} live {msg} of {prefix}  eta {eta}"
+            } else {
+                "  {bar:30.cyan/blue} simulated {msg} of {prefix}  wall {elapsed_precise}  eta {eta}"
+            })
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.set_prefix(format!("{:.1} s", total.as_secs_f64()));
+        self.bar = b;
+    }
+    fn time(&mut self, t: Time) {
+        self.bar.set_position(t.as_nanos() / 1_000_000);
+        self.bar.set_message(format!("{:.1} s", t.as_secs_f64()));
+    }
+    fn finished(&mut self, r: &Run) {
+        self.bar.finish_and_clear();
+        self.bar = indicatif::ProgressBar::hidden();
+        if self.quiet {
+            println!("{}", r.dir.display());
+            return;
+        }
+        print_verdict(&l4s_report::verdict(&r.summary, None));
+        print!("{}", l4s_metrics::table::summary_tables(&r.summary));
+        let (st, wall) = (&r.stats, r.wall.as_secs_f64());
+        match (&st.live, st.events) {
+            (Some(li), _) => println!(
+                "\nlive run {} ({} namespaces, kernel {}): {:.1} s in {wall:.2} s wall, {} bottleneck packets",
+                li.run_id,
+                li.namespaces,
+                li.kernel,
+                st.duration.as_secs_f64(),
+                st.bottleneck_packets
+            ),
+            (None, events) => {
+                let events = events.unwrap_or(0);
+                println!(
+                    "\nsimulated {:.1} s in {wall:.2} s wall ({events} events, {:.1} M events/s, {} bottleneck packets)",
+                    st.duration.as_secs_f64(),
+                    events as f64 / wall.max(1e-9) / 1e6,
+                    st.bottleneck_packets
+                )
+            }
+        }
+        println!("results: {}", r.dir.join("summary.json").display());
+        if let Some(Ok(p)) = &r.report {
+            println!("report:  {}", p.display());
+        }
+    }
+}
+
+/// Print the verdict: a headline, then warnings that explain themselves.
+fn print_verdict(v: &l4s_report::Verdict) {
+    let tag = match v.level {
+        l4s_report::Level::Good => "OK",
+        l4s_report::Level::Warn => "WARNING",
+        l4s_report::Level::Bad => "PROBLEM",
+    };
+    println!("{tag}: {}", v.headline);
+    for w in &v.warnings {
+        println!("  - [{}] {}", w.severity.as_str(), w.text);
+    }
+    println!();
+}

@@ -1,0 +1,184 @@
+//! The seam between the runner and where a scenario runs: the deterministic simulator or
+//! the live testbed. Both take the same validated scenario (with its routes resolved by
+//! `l4s-scenario`), feed the same measurement layer (`l4s-measure`) and hand back the
+//! same summary; what differs is said in [`RunStats`].
+
+use crate::Error;
+use l4s_core::{Dur, Time};
+use l4s_measure::timeline::TimelineSink;
+use l4s_metrics::summary::Summary;
+use l4s_scenario::Scenario;
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Time series: interval, flow rows, queue rows.
+pub type SnapshotSinks = (Dur, Box<dyn Write>, Box<dyn Write>);
+
+/// Told a live run's id before its testbed is built.
+pub type OnStart = Box<dyn FnMut(&l4s_fwd::netns::RunId)>;
+
+/// Where a run's streamed outputs go.
+#[derive(Default)]
+pub struct Outputs {
+    /// Time series: interval, flow rows, queue rows.
+    pub snapshots: Option<SnapshotSinks>,
+    /// `distributions.csv`.
+    pub distributions: Option<Box<dyn Write>>,
+    /// The packet timeline.
+    pub timeline: Option<Box<dyn TimelineSink>>,
+    /// The bottleneck's egress as pcap (writer, IPv6 addresses); the simulator only.
+    pub pcap: Option<(Box<dyn Write>, bool)>,
+}
+
+/// What a backend measured of its own run, beside the summary.
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    /// "sim" or "live".
+    pub backend: &'static str,
+    /// Length of the run (simulated or real time).
+    pub duration: Dur,
+    /// Packets the bottleneck queue(s) forwarded in the whole run.
+    pub bottleneck_packets: u64,
+    /// Simulator events processed (the simulator only).
+    pub events: Option<u64>,
+    /// Facts of a live run (run id, namespaces, kernel, elements, flows).
+    pub live: Option<l4s_live::LiveRunInfo>,
+}
+
+/// Where a scenario runs.
+pub trait Backend {
+    /// "sim" or "live".
+    fn name(&self) -> &'static str;
+    /// Refuse what this backend cannot run before anything is created.
+    fn preflight(&self, sc: &Scenario) -> Result<(), Error>;
+    /// Run `sc` (with `seed` and `duration` overriding the scenario's) to its end, streaming
+    /// the outputs; `progress` is called with the run's time as it goes.
+    fn run(
+        &mut self,
+        sc: Scenario,
+        seed: Option<u64>,
+        duration: Option<Dur>,
+        outputs: Outputs,
+        progress: &mut dyn FnMut(Time),
+    ) -> Result<(Summary, RunStats), Error>;
+}
+
+/// The deterministic discrete-event simulator (`l4s-sim`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Simulator;
+
+impl Backend for Simulator {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+    fn preflight(&self, _sc: &Scenario) -> Result<(), Error> {
+        Ok(())
+    }
+    fn run(
+        &mut self,
+        sc: Scenario,
+        seed: Option<u64>,
+        duration: Option<Dur>,
+        outputs: Outputs,
+        progress: &mut dyn FnMut(Time),
+    ) -> Result<(Summary, RunStats), Error> {
+        let opts = l4s_sim::RunOptions {
+            seed,
+            duration,
+            snapshots: outputs.snapshots,
+            distributions: outputs.distributions,
+            pcap: outputs.pcap,
+            timeline: outputs.timeline,
+        };
+        let (summary, st) = l4s_sim::run(sc, opts, progress).map_err(Error::input)?;
+        Ok((
+            summary,
+            RunStats {
+                backend: "sim",
+                duration: st.simulated,
+                bottleneck_packets: st.bottleneck_packets,
+                events: Some(st.events),
+                live: None,
+            },
+        ))
+    }
+}
+
+/// The live testbed (`l4s-live`): real packets in network namespaces; needs root.
+pub struct Live {
+    /// Flows over IPv6.
+    pub ipv6: bool,
+    /// The run id that names the namespaces (a fresh one per run when `None`).
+    pub run_id: Option<l4s_fwd::netns::RunId>,
+    /// Set by the caller (on SIGINT/SIGTERM, say): the run ends early, the testbed is
+    /// removed and [`crate::ErrorKind::Interrupted`] is returned.
+    pub stop: Arc<AtomicBool>,
+    /// Told each run's id before the testbed is built (so that a user can remove what a
+    /// killed run left with `l4s cleanup --run ID`).
+    pub on_start: Option<OnStart>,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live {
+            ipv6: false,
+            run_id: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            on_start: None,
+        }
+    }
+}
+
+impl Backend for Live {
+    fn name(&self) -> &'static str {
+        "live"
+    }
+    fn preflight(&self, sc: &Scenario) -> Result<(), Error> {
+        if !l4s_live::run::is_root() {
+            return Err(l4s_live::run::privilege_error().into());
+        }
+        l4s_live::run::preflight(sc).map_err(Error::from)
+    }
+    fn run(
+        &mut self,
+        sc: Scenario,
+        seed: Option<u64>,
+        duration: Option<Dur>,
+        outputs: Outputs,
+        progress: &mut dyn FnMut(Time),
+    ) -> Result<(Summary, RunStats), Error> {
+        if outputs.pcap.is_some() {
+            return Err(Error::input(
+                "--pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)",
+            ));
+        }
+        let total = duration.unwrap_or(sc.duration);
+        let id = self.run_id.clone().unwrap_or_else(l4s_fwd::netns::RunId::generate);
+        if let Some(f) = self.on_start.as_mut() {
+            f(&id);
+        }
+        let opts = l4s_live::LiveOptions {
+            seed,
+            duration,
+            ipv6: self.ipv6,
+            snapshots: outputs.snapshots,
+            distributions: outputs.distributions,
+            stop: self.stop.clone(),
+            run_id: Some(id),
+            on_ready: None,
+            timeline: outputs.timeline,
+        };
+        let (summary, info) = l4s_live::run(sc, opts, progress)?;
+        Ok((
+            summary,
+            RunStats {
+                backend: "live",
+                duration: total,
+                bottleneck_packets: info.bottleneck_packets,
+                events: None,
+                live: Some(info),
+            },
+        ))
+    }
+}

@@ -1,0 +1,88 @@
+//! The runner's one error type, and the exit status each kind maps to.
+
+use std::fmt;
+
+/// What kind of failure an [`Error`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The scenario, an option or an output path is wrong. Nothing was run and no results
+    /// directory was left behind.
+    Input,
+    /// A privilege, capability or tool is missing (live runs).
+    Privilege,
+    /// Building the testbed failed.
+    Setup,
+    /// The run itself failed.
+    Run,
+    /// SIGINT or SIGTERM stopped the run; everything was cleaned up, no results written.
+    Interrupted,
+    /// The results could not be written (or, after they were, the report could not be
+    /// built: the results are kept).
+    Output,
+}
+
+/// An error a person can act on: the message names the file, key or flag and what was
+/// expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+    pub fn input(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Input, message)
+    }
+    pub fn output(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Output, message)
+    }
+
+    /// The exit status of the `l4s` command for this error: 2 for bad input or a missing
+    /// privilege (nothing was run), 130 after an interrupt, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self.kind {
+            ErrorKind::Input | ErrorKind::Privilege => 2,
+            ErrorKind::Interrupted => 130,
+            ErrorKind::Setup | ErrorKind::Run | ErrorKind::Output => 1,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<l4s_scenario::ScenarioError> for Error {
+    fn from(e: l4s_scenario::ScenarioError) -> Error {
+        Error::input(e.to_string())
+    }
+}
+
+impl From<l4s_live::LiveError> for Error {
+    fn from(e: l4s_live::LiveError) -> Error {
+        let kind = match e.kind {
+            l4s_live::LiveErrorKind::Input => ErrorKind::Input,
+            l4s_live::LiveErrorKind::Privilege => ErrorKind::Privilege,
+            l4s_live::LiveErrorKind::Setup => ErrorKind::Setup,
+            l4s_live::LiveErrorKind::Run => ErrorKind::Run,
+            l4s_live::LiveErrorKind::Interrupted => ErrorKind::Interrupted,
+        };
+        Error::new(kind, e.message)
+    }
+}
+
+impl From<l4s_report::ReportError> for Error {
+    fn from(e: l4s_report::ReportError) -> Error {
+        Error::input(e.to_string())
+    }
+}

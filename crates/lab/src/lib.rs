@@ -1,0 +1,372 @@
+//! # l4s-lab
+//!
+//! The runner library: a scenario and options in, a committed results directory and its
+//! summary out. The `l4s` command is a thin shell over it (argument parsing, the progress
+//! bar, printing), and so is any other front end, such as a Python package or a campaign
+//! runner.
+//!
+//! ```no_run
+//! use l4s_lab::{run_file, RunOptions, Simulator};
+//! let runs = run_file(
+//!     std::path::Path::new("scenarios/dumbbell-dualpi2.toml"),
+//!     &mut Simulator,
+//!     &RunOptions::default(),
+//!     &mut l4s_lab::NoProgress,
+//! )
+//! .unwrap();
+//! for r in &runs.runs {
+//!     println!("{}: {}", r.dir.display(), r.summary.flows[0].throughput_bps);
+//! }
+//! ```
+//!
+//! * [`run_file`] / [`run_text`]: a scenario file (or its text) with its `[[variants]]`:
+//!   each variant into its own directory and a comparison page of all of them.
+//! * [`run_scenario`]: one validated scenario into one results directory.
+//! * [`Backend`]: where a scenario runs, [`Simulator`] or [`Live`].
+//! * [`compare`]: several results directories side by side.
+//!
+//! A results directory is written beside its final place and renamed into it when
+//! complete ([`l4s_metrics::results::ResultsDir`]): a failed or interrupted run leaves
+//! nothing half-written, and only an earlier l4s-lab results directory is ever replaced.
+
+mod backend;
+mod error;
+
+pub use backend::{Backend, Live, Outputs, RunStats, Simulator};
+pub use error::{Error, ErrorKind};
+
+use l4s_core::{Dur, Time};
+use l4s_metrics::results::ResultsDir;
+use l4s_metrics::summary::Summary;
+use l4s_scenario::Scenario;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How to run and what to write.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// Overrides the scenario's duration.
+    pub duration: Option<Dur>,
+    /// Interval of the time series (`snapshots-*.csv`); zero writes none.
+    pub snapshot_interval: Dur,
+    /// Write the bottleneck's egress as `bottleneck.pcap` (the simulator), with IPv6
+    /// addresses when `pcap_ipv6`.
+    pub pcap: bool,
+    pub pcap_ipv6: bool,
+    /// Write `packets.parquet`, one row per data packet.
+    pub packets: bool,
+    /// Build `report.html` (default), and every chart as a PNG in `png/`.
+    pub report: bool,
+    pub png: bool,
+    /// The results directory (default `results/<scenario name>`). For a file with
+    /// variants, the directory of the variants' directories.
+    pub out: Option<PathBuf>,
+    /// Run only these variants of a file with `[[variants]]` (in file order).
+    pub variants: Vec<String>,
+    /// The command recorded in `run-info.json`.
+    pub command: Vec<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            seed: None,
+            duration: None,
+            snapshot_interval: Dur::from_millis(100),
+            pcap: false,
+            pcap_ipv6: false,
+            packets: false,
+            report: true,
+            png: false,
+            out: None,
+            variants: Vec::new(),
+            command: std::env::args().collect(),
+        }
+    }
+}
+
+/// One finished run.
+#[derive(Debug)]
+pub struct Run {
+    /// The variant, for a file with `[[variants]]`.
+    pub variant: Option<String>,
+    /// The committed results directory.
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub stats: RunStats,
+    /// Wall-clock time of the run itself.
+    pub wall: std::time::Duration,
+    /// `report.html`, or why it could not be built (the results are kept either way).
+    pub report: Option<Result<PathBuf, String>>,
+}
+
+/// The runs of a scenario file, and the comparison of its variants.
+#[derive(Debug)]
+pub struct Runs {
+    pub runs: Vec<Run>,
+    /// With variants: the comparison page and the difference table (against the first).
+    pub compare: Option<(PathBuf, String)>,
+}
+
+/// What a front end is told while runs go.
+pub trait Progress {
+    /// A variant starts.
+    fn variant(&mut self, _name: &str) {}
+    /// A run of `total` starts on `backend`.
+    fn started(&mut self, _total: Dur, _backend: &str) {}
+    /// The run has reached `t`.
+    fn time(&mut self, _t: Time) {}
+    /// A run finished and its results are committed.
+    fn finished(&mut self, _run: &Run) {}
+}
+
+/// Tells nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// Run a scenario file, with its variants if it has `[[variants]]`.
+pub fn run_file(
+    path: &Path,
+    backend: &mut dyn Backend,
+    opts: &RunOptions,
+    progress: &mut dyn Progress,
+) -> Result<Runs, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("{}: cannot read the scenario file: {e}", path.display())))?;
+    run_text(&text, path, backend, opts, progress)
+}
+
+/// Run scenario text (`path` names it in messages and results), with its variants.
+pub fn run_text(
+    text: &str,
+    path: &Path,
+    backend: &mut dyn Backend,
+    opts: &RunOptions,
+    progress: &mut dyn Progress,
+) -> Result<Runs, Error> {
+    let mut variants = l4s_scenario::variants_of(text, path)?;
+    if !opts.variants.is_empty() {
+        let names: Vec<String> = variants.iter().filter_map(|v| v.0.clone()).collect();
+        if names.is_empty() {
+            return Err(Error::input(format!(
+                "--variant: {} has no [[variants]]",
+                path.display()
+            )));
+        }
+        if let Some(bad) = opts.variants.iter().find(|v| !names.contains(v)) {
+            return Err(Error::input(format!(
+                "--variant: {} has no variant {bad:?}; expected one of {}",
+                path.display(),
+                names.join(", ")
+            )));
+        }
+        variants.retain(|v| v.0.as_ref().is_some_and(|n| opts.variants.contains(n)));
+    }
+    if variants.len() == 1 && variants[0].0.is_none() {
+        let sc = variants.remove(0).1;
+        let out = opts
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
+        let run = run_scenario(sc, Some(text.as_bytes()), backend, opts, &out, progress)?;
+        return Ok(Runs {
+            runs: vec![run],
+            compare: None,
+        });
+    }
+    // A variant this backend cannot run is refused before any runs, naming those that can.
+    let refused: Vec<(String, Error)> = variants
+        .iter()
+        .filter_map(|(n, sc)| Some((n.clone().unwrap_or_default(), backend.preflight(sc).err()?)))
+        .collect();
+    if let Some((_, first)) = refused.first() {
+        let mut msg: Vec<String> = refused.iter().map(|(n, e)| format!("variant {n}: {e}")).collect();
+        let ok: Vec<String> = variants
+            .iter()
+            .filter_map(|(n, _)| n.clone())
+            .filter(|n| refused.iter().all(|(r, _)| r != n))
+            .map(|n| format!("--variant {n}"))
+            .collect();
+        if !ok.is_empty() {
+            msg.push(format!(
+                "the variants that can run {} here: {}",
+                backend.name(),
+                ok.join(" ")
+            ));
+        }
+        return Err(Error::new(first.kind, msg.join("\n")));
+    }
+    let base = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&variants[0].1.name));
+    if base.exists() && !base.is_dir() {
+        return Err(Error::input(format!(
+            "{} exists and is not a directory; choose another --out",
+            base.display()
+        )));
+    }
+    let mut runs = Vec::new();
+    for (name, sc) in variants {
+        let name = name.unwrap_or_default();
+        progress.variant(&name);
+        let mut run = run_scenario(sc, Some(text.as_bytes()), backend, opts, &base.join(&name), progress)?;
+        run.variant = Some(name);
+        runs.push(run);
+    }
+    let dirs: Vec<PathBuf> = runs.iter().map(|r| r.dir.clone()).collect();
+    let page = base.join("compare.html");
+    let table = compare(&dirs, &page)?;
+    Ok(Runs {
+        runs,
+        compare: Some((page, table)),
+    })
+}
+
+/// Run one validated scenario into the results directory `out`. `scenario_text` is kept
+/// as `scenario.toml` beside the results.
+pub fn run_scenario(
+    sc: Scenario,
+    scenario_text: Option<&[u8]>,
+    backend: &mut dyn Backend,
+    opts: &RunOptions,
+    out: &Path,
+    progress: &mut dyn Progress,
+) -> Result<Run, Error> {
+    if opts.pcap && backend.name() != "sim" {
+        return Err(Error::input(
+            "--pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)",
+        ));
+    }
+    // Refuse what cannot run, and a foreign output path, before spending time running.
+    backend.preflight(&sc)?;
+    let dir = ResultsDir::create(out).map_err(|e| Error::input(e.to_string()))?;
+    let cannot = |e: std::io::Error| Error::output(format!("cannot write results to {}: {e}", out.display()));
+    let open = |name: &str| -> std::io::Result<Box<dyn Write>> {
+        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
+            dir.path(name),
+        )?)))
+    };
+    let mut outputs = Outputs {
+        distributions: Some(open("distributions.csv").map_err(cannot)?),
+        ..Default::default()
+    };
+    if !opts.snapshot_interval.is_zero() {
+        outputs.snapshots = Some((
+            opts.snapshot_interval,
+            open("snapshots-flows.csv").map_err(cannot)?,
+            open("snapshots-queues.csv").map_err(cannot)?,
+        ));
+    }
+    if opts.packets {
+        let flows: Vec<&str> = sc.flows.iter().map(|f| f.name.as_str()).collect();
+        let links: Vec<&str> = sc.links.iter().map(|l| l.name.as_str()).collect();
+        let sink = std::fs::File::create(dir.path("packets.parquet"))
+            .and_then(|f| l4s_measure::timeline::ParquetTimeline::new(std::io::BufWriter::new(f), &flows, &links));
+        outputs.timeline = Some(Box::new(sink.map_err(cannot)?));
+    }
+    if opts.pcap {
+        outputs.pcap = Some((open("bottleneck.pcap").map_err(cannot)?, opts.pcap_ipv6));
+    }
+    progress.started(opts.duration.unwrap_or(sc.duration), backend.name());
+    let wall = Instant::now();
+    let started = std::time::SystemTime::now();
+    let (summary, stats) = backend.run(sc, opts.seed, opts.duration, outputs, &mut |t| progress.time(t))?;
+    let elapsed = wall.elapsed();
+    let json =
+        serde_json::to_vec_pretty(&summary).map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;
+    let info = serde_json::to_vec_pretty(&run_info(&stats, started, elapsed, &opts.command)).unwrap_or_default();
+    dir.write("summary.json", &json)
+        .and_then(|_| dir.write("scenario.toml", scenario_text.unwrap_or_default()))
+        .and_then(|_| dir.write("run-info.json", &info))
+        .map_err(cannot)?;
+    // The time series and distributions also as Parquet, for pandas and polars.
+    for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+        let csv = dir.path(&format!("{name}.csv"));
+        if csv.exists() {
+            l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
+                .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
+        }
+    }
+    // The report reads only the results directory, as `l4s report DIR` does later. A
+    // report that cannot be built does not cost the results: they are kept and the failure
+    // is reported.
+    let report = opts.report.then(|| {
+        l4s_report::write_report(dir.dir())
+            .and_then(|p| {
+                if opts.png {
+                    l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)?;
+                }
+                Ok(p)
+            })
+            .map_err(|e| e.to_string())
+    });
+    let written = dir.commit().map_err(cannot)?;
+    let run = Run {
+        variant: None,
+        report: report.map(|r| r.map(|_| written.join("report.html"))),
+        dir: written,
+        summary,
+        stats,
+        wall: elapsed,
+    };
+    progress.finished(&run);
+    Ok(run)
+}
+
+/// `run-info.json`: facts about this execution that would break byte-identical summaries
+/// (the date, the wall time, the host).
+fn run_info(
+    stats: &RunStats,
+    started: std::time::SystemTime,
+    wall: std::time::Duration,
+    command: &[String],
+) -> serde_json::Value {
+    let mut info = serde_json::json!({
+        "started_utc": humantime::format_rfc3339_seconds(started).to_string(),
+        "wall_seconds": (wall.as_secs_f64() * 1e3).round() / 1e3,
+        "bottleneck_packets": stats.bottleneck_packets,
+        "l4s_version": env!("CARGO_PKG_VERSION"),
+        "command": command,
+        "backend": stats.backend,
+    });
+    let Some(obj) = info.as_object_mut() else {
+        return info;
+    };
+    if let Some(events) = stats.events {
+        obj.insert("events".into(), events.into());
+    }
+    if let Some(li) = &stats.live {
+        obj.insert(
+            "live".into(),
+            serde_json::json!({
+                "run_id": li.run_id,
+                "namespaces": li.namespaces,
+                "kernel": li.kernel,
+                "flows": li.flows,
+                "elements": li.elements,
+                "timeline": li.timeline,
+            }),
+        );
+    }
+    info
+}
+
+/// Put several results directories side by side: write the comparison page to `out` (beside
+/// it first, then renamed: never a half-written page) and return the difference table
+/// against the first directory.
+pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String, Error> {
+    let table = l4s_report::compare_table(dirs)?;
+    let html = l4s_report::render_compare(dirs)?;
+    let tmp = out.with_extension("html.tmp");
+    std::fs::write(&tmp, html)
+        .and_then(|_| std::fs::rename(&tmp, out))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::output(format!("cannot write {}: {e}", out.display()))
+        })?;
+    Ok(table)
+}

@@ -1,0 +1,169 @@
+//! The runner library as a front end other than the `l4s` command uses it.
+
+use l4s_lab::{run_text, Error, ErrorKind, NoProgress, Progress, Run, RunOptions, Simulator};
+use std::path::{Path, PathBuf};
+
+const TINY: &str = r#"[scenario]
+name = "tiny"
+duration = "3s"
+warmup = "1s"
+[topology]
+type = "dumbbell"
+rate = "20Mbit"
+rtt = "20ms"
+aqm = { kind = "dualpi2" }
+[[flows]]
+name = "p"
+type = "tcp"
+cc = "prague"
+[[flows]]
+name = "probe"
+type = "probe"
+ecn = "ect1"
+
+[[variants]]
+name = "l4s"
+
+[[variants]]
+name = "fifo"
+set = { "topology.aqm" = { kind = "fifo", limit = 200 } }
+"#;
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("l4s-lab-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[derive(Default)]
+struct Seen {
+    variants: Vec<String>,
+    started: usize,
+    times: usize,
+    finished: Vec<PathBuf>,
+}
+
+impl Progress for Seen {
+    fn variant(&mut self, name: &str) {
+        self.variants.push(name.to_string());
+    }
+    fn started(&mut self, _: l4s_core::Dur, backend: &str) {
+        assert_eq!(backend, "sim");
+        self.started += 1;
+    }
+    fn time(&mut self, _: l4s_core::Time) {
+        self.times += 1;
+    }
+    fn finished(&mut self, r: &Run) {
+        self.finished.push(r.dir.clone());
+    }
+}
+
+#[test]
+fn variants_run_into_their_directories_with_a_comparison() {
+    let d = tmp("variants");
+    let opts = RunOptions {
+        out: Some(d.join("out")),
+        report: false,
+        command: vec!["test".into()],
+        ..RunOptions::default()
+    };
+    let mut seen = Seen::default();
+    let runs = run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &opts, &mut seen).unwrap();
+    assert_eq!(seen.variants, ["l4s", "fifo"]);
+    assert_eq!(seen.started, 2);
+    assert!(seen.times >= 6, "progress every simulated second: {}", seen.times);
+    assert_eq!(runs.runs.len(), 2);
+    for (r, name) in runs.runs.iter().zip(["l4s", "fifo"]) {
+        assert_eq!(r.variant.as_deref(), Some(name));
+        assert_eq!(r.dir, d.join("out").join(name));
+        assert_eq!(r.stats.backend, "sim");
+        assert!(r.stats.events.is_some_and(|e| e > 1000));
+        assert!(r.stats.live.is_none());
+        assert!(r.report.is_none(), "no report asked for");
+        // What the library returns is what it wrote.
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(r.dir.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(written, serde_json::to_value(&r.summary).unwrap());
+        let info: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(r.dir.join("run-info.json")).unwrap()).unwrap();
+        assert_eq!(info["backend"], "sim");
+        assert_eq!(info["command"], serde_json::json!(["test"]));
+        assert!(info["events"].as_u64().unwrap() > 1000);
+        assert_eq!(std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap(), TINY);
+        for f in [
+            "snapshots-flows.parquet",
+            "snapshots-queues.parquet",
+            "distributions.parquet",
+        ] {
+            assert!(r.dir.join(f).exists(), "{f}");
+        }
+    }
+    assert_eq!(seen.finished, [d.join("out/l4s"), d.join("out/fifo")]);
+    let (page, table) = runs.compare.unwrap();
+    assert_eq!(page, d.join("out/compare.html"));
+    assert!(page.exists() && table.contains("fifo"), "{table}");
+    // The DualPI2 run keeps the probe's delay far below the 200-packet FIFO's.
+    let owd = |i: usize| runs.runs[i].summary.flows[1].owd_ms.p99;
+    assert!(owd(0) < owd(1), "{} vs {}", owd(0), owd(1));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_input_is_an_input_error_and_leaves_nothing() {
+    let d = tmp("bad");
+    let run = |text: &str, opts: &RunOptions| {
+        run_text(text, Path::new("bad.toml"), &mut Simulator, opts, &mut NoProgress).unwrap_err()
+    };
+    let opts = RunOptions {
+        out: Some(d.join("out")),
+        ..RunOptions::default()
+    };
+    let e = run(&TINY.replace("20Mbit", "0Mbit"), &opts);
+    assert_eq!((e.kind, e.exit_code()), (ErrorKind::Input, 2));
+    assert!(
+        e.message.contains("bad.toml:") && e.message.contains("topology.rate"),
+        "{e}"
+    );
+    let e = run(
+        TINY,
+        &RunOptions {
+            variants: vec!["nope".into()],
+            ..opts.clone()
+        },
+    );
+    assert!(
+        e.message.contains("no variant \"nope\"") && e.message.contains("l4s, fifo"),
+        "{e}"
+    );
+    // A foreign directory is never replaced.
+    std::fs::create_dir_all(d.join("mine")).unwrap();
+    std::fs::write(d.join("mine/thesis.tex"), "x").unwrap();
+    let one = TINY.split("[[variants]]").next().unwrap();
+    let e = run(
+        one,
+        &RunOptions {
+            out: Some(d.join("mine")),
+            ..opts.clone()
+        },
+    );
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(d.join("mine/thesis.tex").exists());
+    assert!(!d.join("out").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn exit_codes_follow_the_kind() {
+    for (k, code) in [
+        (ErrorKind::Input, 2),
+        (ErrorKind::Privilege, 2),
+        (ErrorKind::Setup, 1),
+        (ErrorKind::Run, 1),
+        (ErrorKind::Output, 1),
+        (ErrorKind::Interrupted, 130),
+    ] {
+        assert_eq!(Error::new(k, "x").exit_code(), code, "{k:?}");
+    }
+}
