@@ -273,3 +273,70 @@ fn application_settings() {
         assert!(e.contains(words), "{kind} {knob}: {e}");
     }
 }
+
+/// A `loss` model on a dumbbell's bottleneck or on a custom link: the Gilbert–Elliott
+/// parameters reach the link's configuration, and each mistake names its key.
+#[test]
+fn loss_models() {
+    let dumbbell = |loss: &str| {
+        format!(
+            "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\nloss = {loss}\n[[flows]]\nname = \"f\"\ntype = \"probe\"\n"
+        )
+    };
+    let good = "{ model = \"gilbert-elliott\", loss_good = 0.01, loss_bad = 0.5, mean_good = \"2ms\", mean_bad = \"500us\" }";
+    let sc = l4s_scenario::load_str(&dumbbell(good), Path::new("v.toml")).unwrap();
+    let Some(l4s_scenario::LossModel::GilbertElliott(ge)) = sc.links[0].loss else {
+        panic!("no loss model on the bottleneck: {:?}", sc.links[0].loss)
+    };
+    assert!((ge.stationary_loss() - 0.108).abs() < 1e-12, "{ge:?}");
+    assert_eq!(sc.links[0].config(sc.duration).loss, sc.links[0].loss);
+    assert!(sc.links[1..].iter().all(|l| l.loss.is_none()), "only the forward bottleneck");
+    // Defaults: no loss when good, all lost when bad.
+    let sc = l4s_scenario::load_str(
+        &dumbbell("{ model = \"gilbert-elliott\", mean_good = \"1s\", mean_bad = \"10ms\" }"),
+        Path::new("v.toml"),
+    )
+    .unwrap();
+    let Some(l4s_scenario::LossModel::GilbertElliott(ge)) = sc.links[0].loss else { panic!() };
+    assert_eq!((ge.loss_good, ge.loss_bad), (0.0, 1.0));
+    for (loss, key, says) in [
+        ("{ model = \"bernoulli\" }", "topology.loss.model", "expected \"gilbert-elliott\""),
+        (
+            "{ model = \"gilbert-elliott\", mean_bad = \"10ms\" }",
+            "topology.loss",
+            "`mean_good` is missing",
+        ),
+        (
+            "{ model = \"gilbert-elliott\", loss_bad = 1.5, mean_good = \"1s\", mean_bad = \"10ms\" }",
+            "topology.loss.loss_bad",
+            "probability from 0 to 1",
+        ),
+        (
+            "{ model = \"gilbert-elliott\", mean_good = \"0s\", mean_bad = \"10ms\" }",
+            "topology.loss.mean_good",
+            "at least 1us",
+        ),
+        (
+            "{ model = \"gilbert-elliott\", mean_good = \"1s\", mean_bad = \"10ms\", burst = 3 }",
+            "topology.loss.burst",
+            "unknown field `burst`",
+        ),
+    ] {
+        let e = l4s_scenario::load_str(&dumbbell(loss), Path::new("v.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("v.toml:7: "), "{loss}: {e}");
+        assert!(e.contains(&format!(": {key}: ")) && e.contains(says), "{loss}: {e}");
+    }
+    // On a custom link, and refused where a dumbbell key is misplaced.
+    let custom = "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"custom\"\n[[topology.nodes]]\nname = \"a\"\n[[topology.nodes]]\nname = \"b\"\n[[topology.links]]\nfrom = \"a\"\nto = \"b\"\nrate = \"10Mbit\"\nloss = { model = \"gilbert-elliott\", mean_good = \"1s\", mean_bad = \"10ms\" }\n[[flows]]\nname = \"f\"\ntype = \"probe\"\nfrom = \"a\"\nto = \"b\"\n";
+    let sc = l4s_scenario::load_str(custom, Path::new("v.toml")).unwrap();
+    assert!(sc.links[0].loss.is_some() && sc.links[1].loss.is_none());
+    let e = l4s_scenario::load_str(
+        &custom.replace("type = \"custom\"\n", "type = \"custom\"\nloss = { model = \"gilbert-elliott\" }\n"),
+        Path::new("v.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("topology.loss") && e.contains("belongs to a dumbbell"), "{e}");
+}
