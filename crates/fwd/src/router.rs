@@ -219,6 +219,9 @@ pub struct PacketRecord {
     pub arrival: Time,
     /// 0 = A→B, 1 = B→A.
     pub direction: u8,
+    /// Which of the direction's link queues (`l4s_link::Link::queues`; 0 on a wire), and
+    /// its sub-queue.
+    pub link_queue: u16,
     pub queue: QueueId,
     /// Enqueue to dequeue (to the drop for AQM drops; zero for drops at enqueue).
     pub sojourn: Dur,
@@ -464,7 +467,7 @@ fn record_of(
     dir: u8,
     f: &Frame,
     time: Time,
-    queue: QueueId,
+    (link_queue, queue): (usize, QueueId),
     sojourn: Dur,
     serialisation: Dur,
     decision: Decision,
@@ -485,6 +488,7 @@ fn record_of(
         time,
         arrival: f.arrival,
         direction: dir,
+        link_queue: link_queue as u16,
         queue,
         sojourn,
         serialisation,
@@ -510,7 +514,8 @@ struct DirObserver<'a, 'b> {
 
 impl Observer<Frame> for DirObserver<'_, '_> {
     fn departed(&mut self, _now: Time, d: &Departure<'_, Frame>) {
-        if let Some(t) = self.tracks.iter_mut().find(|t| t.id == d.sub) {
+        // Sojourn histograms of the first queue (the only one of a wire).
+        if let Some(t) = self.tracks.iter_mut().find(|t| d.queue == 0 && t.id == d.sub) {
             let ns = d.sojourn.as_nanos().max(1);
             let _ = t.hist.record(ns);
             let _ = t.interval.record(ns);
@@ -521,7 +526,7 @@ impl Observer<Frame> for DirObserver<'_, '_> {
                 self.index,
                 d.pkt,
                 d.start + d.serialisation,
-                d.sub,
+                (d.queue, d.sub),
                 d.sojourn,
                 d.serialisation,
                 decision,
@@ -533,8 +538,8 @@ impl Observer<Frame> for DirObserver<'_, '_> {
     fn lost(&mut self, now: Time, l: Loss<Frame>) {
         if let Some(s) = self.sink.as_mut() {
             let (queue, decision, reason) = match l.kind {
-                LossKind::Queue { sub, reason, .. } => (sub, Decision::Drop, Some(reason)),
-                LossKind::Wire => (QueueId::Single, Decision::Lost, None),
+                LossKind::Queue { queue, sub, reason } => ((queue, sub), Decision::Drop, Some(reason)),
+                LossKind::Wire => ((0, QueueId::Single), Decision::Lost, None),
             };
             s(&record_of(
                 self.index,
@@ -1235,7 +1240,18 @@ mod tests {
 
     #[test]
     fn records_carry_the_sequence_number_of_tcp_data_segments_only() {
-        let rec = |f: &Frame| record_of(0, f, Time::ZERO, QueueId::L, Dur::ZERO, Dur::ZERO, Decision::Pass, None);
+        let rec = |f: &Frame| {
+            record_of(
+                0,
+                f,
+                Time::ZERO,
+                (0, QueueId::L),
+                Dur::ZERO,
+                Dur::ZERO,
+                Decision::Pass,
+                None,
+            )
+        };
         assert_eq!(rec(&tcp_frame(0xdead_beef, 1448)).tcp_seq, Some(0xdead_beef));
         assert_eq!(rec(&tcp_frame(7, 1)).tcp_seq, Some(7));
         // A pure ACK carries no data.

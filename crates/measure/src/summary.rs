@@ -28,11 +28,25 @@ pub struct FlowEnd {
 
 /// What a queue's summary needs beside its meter.
 pub struct QueueEnd {
+    /// The queue's name: its link's, or `link/label` for one of several queues of a link
+    /// (see [`queue_name`]).
+    pub name: String,
     /// Index of the scenario link it belongs to.
     pub link: usize,
     pub aqm: String,
     /// The rate in force at the end (0: unlimited).
     pub rate_bps: u64,
+}
+
+/// The name a queue is reported under: its link's name for a link's only (unlabelled)
+/// queue, `link/label` otherwise (a Wi-Fi access point's queue per station and access
+/// category, say).
+pub fn queue_name(link: &str, label: &str) -> String {
+    if label.is_empty() {
+        link.to_string()
+    } else {
+        format!("{link}/{label}")
+    }
 }
 
 /// The whole summary. `flows` are the scenario's flows' meters and ends, in scenario
@@ -155,7 +169,7 @@ pub fn summary(
             );
         }
         out_queues.push(QueueSummary {
-            name: spec.name.clone(),
+            name: end.name.clone(),
             from: sc.nodes[spec.from].name.clone(),
             to: sc.nodes[spec.to].name.clone(),
             aqm: end.aqm.clone(),

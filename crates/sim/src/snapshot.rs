@@ -14,8 +14,10 @@ impl Sim {
     pub fn enable_snapshots(&mut self, interval: Dur, flows: Box<dyn Write>, queues: Box<dyn Write>) -> io::Result<()> {
         let snap = Snapshots::new(interval, flows, queues)?;
         for link in &mut self.links {
-            link.snap_base = link.model.queue_stats(0);
-            link.meter.snapshots = true;
+            for (i, q) in link.queues.iter_mut().enumerate() {
+                q.snap_base = link.model.queue_stats(i);
+                q.meter.snapshots = true;
+            }
         }
         for fl in &mut self.flows {
             fl.meter.snapshots = true;
@@ -35,30 +37,30 @@ impl Sim {
             }
             snap.flow_row(t, &spec.name, &mut fl.meter);
         }
-        for (spec, link) in self.scenario.links.iter().zip(self.links.iter_mut()) {
-            if !link.queued() {
-                continue;
+        for link in &mut self.links {
+            let rate_bps = link.model.rate(0, 1).map_or(0, |r| r.bits_per_sec());
+            for (i, q) in link.queues.iter_mut().enumerate() {
+                // Marks and drops in the interval, from the queue's own counters.
+                let now_stats = link.model.queue_stats(i);
+                let (mut marks, mut drops) = (0, 0);
+                for (id, st) in &now_stats {
+                    let before = q.snap_base.iter().find(|(b, _)| b == id).map(|(_, s)| s);
+                    let c = SubCounts::between(before, st);
+                    marks += c.marks;
+                    drops += c.drops;
+                }
+                let (backlog_packets, backlog_bytes) = link.model.backlog(i);
+                let now = QueueNow {
+                    backlog_packets,
+                    backlog_bytes,
+                    probability: link.model.probability(i),
+                    marks,
+                    drops,
+                    rate_bps,
+                };
+                snap.queue_row(t, &q.name, &mut q.meter, now);
+                q.snap_base = now_stats;
             }
-            // Marks and drops in the interval, from the queue's own counters.
-            let now_stats = link.model.queue_stats(0);
-            let (mut marks, mut drops) = (0, 0);
-            for (q, st) in &now_stats {
-                let before = link.snap_base.iter().find(|(b, _)| b == q).map(|(_, s)| s);
-                let c = SubCounts::between(before, st);
-                marks += c.marks;
-                drops += c.drops;
-            }
-            let (backlog_packets, backlog_bytes) = link.model.backlog(0);
-            let now = QueueNow {
-                backlog_packets,
-                backlog_bytes,
-                probability: link.model.probability(0),
-                marks,
-                drops,
-                rate_bps: link.model.rate(0, 1).map_or(0, |r| r.bits_per_sec()),
-            };
-            snap.queue_row(t, &spec.name, &mut link.meter, now);
-            link.snap_base = now_stats;
         }
         let next = self.now + snap.interval;
         if next <= self.end {
@@ -77,12 +79,9 @@ impl Sim {
             .map(|(s, f)| (s.name.as_str(), &f.meter))
             .collect();
         let queues: Vec<(&str, &l4s_measure::QueueMeter)> = self
-            .scenario
             .links
             .iter()
-            .zip(&self.links)
-            .filter(|(_, l)| l.queued())
-            .map(|(s, l)| (s.name.as_str(), &l.meter))
+            .flat_map(|l| l.queues.iter().map(|q| (q.name.as_str(), &q.meter)))
             .collect();
         l4s_measure::distributions::write(w, &flows, &queues)
     }

@@ -30,28 +30,30 @@ impl Sim {
                 goodput_bytes: rcv.delivered_bytes.saturating_sub(rbase.delivered_bytes),
             });
         }
-        let mut queues = Vec::new();
-        for (l, link) in self.links.iter_mut().enumerate() {
-            if !link.queued() {
-                continue;
+        for link in &mut self.links {
+            for (i, q) in link.queues.iter_mut().enumerate() {
+                let now = link.model.queue_stats(i);
+                q.meter.set_counts_from_stats(&q.window_base, &now);
             }
-            let now = link.model.queue_stats(0);
-            link.meter.set_counts_from_stats(&link.window_base, &now);
-            queues.push(l);
         }
         let flows: Vec<(&l4s_measure::FlowMeter, FlowEnd)> = self.flows.iter().map(|f| &f.meter).zip(ends).collect();
-        let queues: Vec<(&l4s_measure::QueueMeter, QueueEnd)> = queues
-            .into_iter()
-            .map(|l| {
-                let link = &self.links[l];
-                (
-                    &link.meter,
-                    QueueEnd {
-                        link: l,
-                        aqm: link.model.queues()[0].aqm.to_string(),
-                        rate_bps: link.model.rate(0, 1).map_or(0, |r| r.bits_per_sec()),
-                    },
-                )
+        let queues: Vec<(&l4s_measure::QueueMeter, QueueEnd)> = self
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(l, link)| {
+                let rate_bps = link.model.rate(0, 1).map_or(0, |r| r.bits_per_sec());
+                link.queues.iter().zip(link.model.queues()).map(move |(q, info)| {
+                    (
+                        &q.meter,
+                        QueueEnd {
+                            name: q.name.clone(),
+                            link: l,
+                            aqm: info.aqm.to_string(),
+                            rate_bps,
+                        },
+                    )
+                })
             })
             .collect();
         l4s_measure::summary::summary(&self.scenario, "sim", self.scenario.seed, window, &flows, &queues)

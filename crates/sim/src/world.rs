@@ -24,19 +24,19 @@ pub(crate) struct LinkRt {
     /// node at once, as the model would hand it on, without calling the model.
     pub ideal: bool,
     pub model: Box<dyn Link<Packet>>,
-    pub meter: QueueMeter,
-    /// The queue's own counters when the window opened, and at the last snapshot.
-    pub window_base: Vec<(QueueId, QueueStats)>,
-    pub snap_base: Vec<(QueueId, QueueStats)>,
+    /// One per queue of the model (`Link::queues`), with the name it is reported under.
+    pub queues: Vec<QueueRt>,
     /// Recorded by `--pcap` (the scenario's bottleneck links).
     pub capture: bool,
 }
 
-impl LinkRt {
-    /// The link has a queue (a rate): it is measured and reported.
-    pub fn queued(&self) -> bool {
-        !self.model.queues().is_empty()
-    }
+/// One queue of a link and its measurement.
+pub(crate) struct QueueRt {
+    pub name: String,
+    pub meter: QueueMeter,
+    /// The queue's own counters when the window opened, and at the last snapshot.
+    pub window_base: Vec<(QueueId, QueueStats)>,
+    pub snap_base: Vec<(QueueId, QueueStats)>,
 }
 
 pub(crate) struct FlowRt {
@@ -108,13 +108,20 @@ impl Sim {
         for (i, l) in scenario.links.iter().enumerate() {
             let rng = Rng::derive(scenario.seed, 0x1000 + i as u64);
             let model = l4s_link::build(&l.config(scenario.duration), rng);
-            let subqueues = model.queues().first().map_or(&[][..], |q| q.subqueues);
+            let queues = model
+                .queues()
+                .iter()
+                .map(|q| QueueRt {
+                    name: l4s_measure::summary::queue_name(&l.name, &q.label),
+                    meter: QueueMeter::new(window, q.subqueues, false),
+                    window_base: Vec::new(),
+                    snap_base: Vec::new(),
+                })
+                .collect();
             links.push(LinkRt {
                 to: l.to as u32,
                 ideal: l.rate.is_none() && l.delay.is_zero() && l.fault.is_none() && l.loss.is_none(),
-                meter: QueueMeter::new(window, subqueues, false),
-                window_base: Vec::new(),
-                snap_base: Vec::new(),
+                queues,
                 model,
                 capture: l.bottleneck,
             });
@@ -234,7 +241,7 @@ impl Sim {
             let link = &mut self.links[l];
             let mut obs = LinkObs {
                 link: l,
-                meter: &mut link.meter,
+                queues: &mut link.queues,
                 capture: if link.capture { self.capture.as_mut() } else { None },
                 tracker: self.tracker.as_mut(),
                 flows: &mut self.flows,
@@ -453,7 +460,9 @@ impl Sim {
             }
         }
         for link in &mut self.links {
-            link.window_base = link.model.queue_stats(0);
+            for (i, q) in link.queues.iter_mut().enumerate() {
+                q.window_base = link.model.queue_stats(i);
+            }
         }
     }
 
@@ -465,8 +474,10 @@ impl Sim {
             }
         }
         for link in &mut self.links {
-            if let Some(p) = link.model.probability(0) {
-                link.meter.sample_probability(now, p);
+            for (i, q) in link.queues.iter_mut().enumerate() {
+                if let Some(p) = link.model.probability(i) {
+                    q.meter.sample_probability(now, p);
+                }
             }
         }
         let next = self.now + SAMPLE_INTERVAL;
@@ -491,7 +502,7 @@ const TAKEN: Action<Packet> = Action::Wake {
 /// time, the flows' drops, the pcap of a bottleneck's egress and the packet timeline.
 struct LinkObs<'a> {
     link: usize,
-    meter: &'a mut QueueMeter,
+    queues: &'a mut [QueueRt],
     capture: Option<&'a mut crate::capture::Capture>,
     tracker: Option<&'a mut crate::timeline::Tracker>,
     flows: &'a mut [FlowRt],
@@ -502,8 +513,10 @@ struct LinkObs<'a> {
 impl Observer<Packet> for LinkObs<'_> {
     #[inline]
     fn departed(&mut self, now: Time, d: &Departure<'_, Packet>) {
-        self.meter
-            .on_dequeue(now, d.sub, d.sojourn, d.serialisation, d.pkt.size, d.marked);
+        if let Some(q) = self.queues.get_mut(d.queue) {
+            q.meter
+                .on_dequeue(now, d.sub, d.sojourn, d.serialisation, d.pkt.size, d.marked);
+        }
         if let Some(cap) = self.capture.as_mut() {
             let f = &self.flows[d.pkt.flow as usize];
             let port = self.scenario.flows[d.pkt.flow as usize].port;
