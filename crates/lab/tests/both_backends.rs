@@ -170,5 +170,8 @@ fn gilbert_elliott_link_loses_its_stationary_share_in_both_backends() {
         .flat_map(|e| e["stats"]["directions"].as_array().cloned().unwrap_or_default())
         .map(|d| d["wire_losses"].as_u64().unwrap_or(0))
         .sum();
-    assert!(wire as f64 >= 0.9 * live.flows[0].lost_packets as f64, "{wire} wire losses");
+    assert!(
+        wire as f64 >= 0.9 * live.flows[0].lost_packets as f64,
+        "{wire} wire losses"
+    );
 }

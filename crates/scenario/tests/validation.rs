@@ -283,24 +283,34 @@ fn loss_models() {
             "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\nloss = {loss}\n[[flows]]\nname = \"f\"\ntype = \"probe\"\n"
         )
     };
-    let good = "{ model = \"gilbert-elliott\", loss_good = 0.01, loss_bad = 0.5, mean_good = \"2ms\", mean_bad = \"500us\" }";
+    let good =
+        "{ model = \"gilbert-elliott\", loss_good = 0.01, loss_bad = 0.5, mean_good = \"2ms\", mean_bad = \"500us\" }";
     let sc = l4s_scenario::load_str(&dumbbell(good), Path::new("v.toml")).unwrap();
     let Some(l4s_scenario::LossModel::GilbertElliott(ge)) = sc.links[0].loss else {
         panic!("no loss model on the bottleneck: {:?}", sc.links[0].loss)
     };
     assert!((ge.stationary_loss() - 0.108).abs() < 1e-12, "{ge:?}");
     assert_eq!(sc.links[0].config(sc.duration).loss, sc.links[0].loss);
-    assert!(sc.links[1..].iter().all(|l| l.loss.is_none()), "only the forward bottleneck");
+    assert!(
+        sc.links[1..].iter().all(|l| l.loss.is_none()),
+        "only the forward bottleneck"
+    );
     // Defaults: no loss when good, all lost when bad.
     let sc = l4s_scenario::load_str(
         &dumbbell("{ model = \"gilbert-elliott\", mean_good = \"1s\", mean_bad = \"10ms\" }"),
         Path::new("v.toml"),
     )
     .unwrap();
-    let Some(l4s_scenario::LossModel::GilbertElliott(ge)) = sc.links[0].loss else { panic!() };
+    let Some(l4s_scenario::LossModel::GilbertElliott(ge)) = sc.links[0].loss else {
+        panic!()
+    };
     assert_eq!((ge.loss_good, ge.loss_bad), (0.0, 1.0));
     for (loss, key, says) in [
-        ("{ model = \"bernoulli\" }", "topology.loss.model", "expected \"gilbert-elliott\""),
+        (
+            "{ model = \"bernoulli\" }",
+            "topology.loss.model",
+            "expected \"gilbert-elliott\"",
+        ),
         (
             "{ model = \"gilbert-elliott\", mean_bad = \"10ms\" }",
             "topology.loss",
@@ -333,10 +343,16 @@ fn loss_models() {
     let sc = l4s_scenario::load_str(custom, Path::new("v.toml")).unwrap();
     assert!(sc.links[0].loss.is_some() && sc.links[1].loss.is_none());
     let e = l4s_scenario::load_str(
-        &custom.replace("type = \"custom\"\n", "type = \"custom\"\nloss = { model = \"gilbert-elliott\" }\n"),
+        &custom.replace(
+            "type = \"custom\"\n",
+            "type = \"custom\"\nloss = { model = \"gilbert-elliott\" }\n",
+        ),
         Path::new("v.toml"),
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("topology.loss") && e.contains("belongs to a dumbbell"), "{e}");
+    assert!(
+        e.contains("topology.loss") && e.contains("belongs to a dumbbell"),
+        "{e}"
+    );
 }
