@@ -16,13 +16,14 @@
 //! its socket. Threads stop at the flow's stop time, at the end of the run, or when the
 //! run's stop flag is set (SIGINT/SIGTERM), whichever comes first.
 
-use crate::meter::SharedMeter;
+use crate::datagram::LiveEndpoint;
+use crate::meter::{LiveFlow, SharedMeter};
 use crate::udp::EcnUdpSocket;
 use crate::wire::{self, Body, Datagram};
 use l4s_core::{Dur, Ecn, Time};
 use l4s_transport::probe::{ProbeReceiver, ProbeSender};
 use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
-use l4s_transport::{Endpoint, EndpointStats};
+use l4s_transport::{Endpoint, EndpointStats, Transmit};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -141,248 +142,153 @@ pub enum UdpReceiver {
     Probe(Box<ProbeReceiver>),
 }
 
-/// Run a datagram sender from `ctx.start` to the end of the run: data to `dst`, feedback
-/// (UDP Prague ACKs) read from the same socket.
-pub fn run_udp_sender(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, mut ep: UdpSender) {
-    precise_timers();
-    if let Err(e) = sock.set_nonblocking(true) {
-        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-        return;
-    }
-    ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
-    let mut out = vec![0u8; 65_536];
-    let mut inb = vec![0u8; 2048];
-    let mut closed = false;
-    let mut last_stats = Time::ZERO;
-    let mut send_errors = 0u64;
-    loop {
-        let now = ctx.clock.now();
-        if ctx.done(now) {
-            break;
-        }
-        if !closed && now >= ctx.stop {
-            match &mut ep {
-                UdpSender::Prague(e) => e.close(now),
-                UdpSender::Probe(e) => e.close(now),
-            }
-            closed = true;
-        }
-        // Feedback first, so that the controller sends with the latest state.
-        loop {
-            let got = match sock.recv_from(&mut inb) {
-                Ok(g) => g,
-                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
-                Err(e) => {
-                    ctx.meter.fail(format!("flow {}: receiving feedback: {e}", ctx.name));
-                    return;
-                }
-            };
-            let arrival = ctx
-                .clock
-                .now()
-                .since(Time::ZERO)
-                .saturating_sub(Dur(got.queued.as_nanos() as u64));
-            let at = Time(arrival.as_nanos());
-            let Some(d) = wire::decode(&inb[..got.len]) else {
-                continue;
-            };
-            if d.flow != ctx.index {
-                continue;
-            }
-            if let (UdpSender::Prague(e), Body::Prague(h)) = (&mut ep, d.body) {
-                e.handle_packet(
-                    at,
-                    &h,
-                    wire::frame_len(got.len, ctx.ipv6),
-                    got.ecn().unwrap_or(Ecn::NotEct),
-                );
-                if let Some(r) = e.take_rtt_sample() {
-                    ctx.meter.lock().on_rtt(at, r);
-                }
-            }
-        }
-        let now = ctx.clock.now();
-        let due = match &ep {
-            UdpSender::Prague(e) => e.poll_timeout(),
-            UdpSender::Probe(e) => e.poll_timeout(),
-        };
-        if due.is_some_and(|t| t <= now) {
-            match &mut ep {
-                UdpSender::Prague(e) => e.handle_timeout(now),
-                UdpSender::Probe(e) => e.handle_timeout(now),
-            }
-        }
-        loop {
-            let (body, size, ecn) = match &mut ep {
-                UdpSender::Prague(e) => match e.poll_transmit(now) {
-                    Some(t) => (Body::Prague(t.header), t.size, t.ecn),
-                    None => break,
-                },
-                UdpSender::Probe(e) => match e.poll_transmit(now) {
-                    Some(t) => (Body::Probe(t.header), t.size, t.ecn),
-                    None => break,
-                },
-            };
-            let len = wire::payload_len(size, ctx.ipv6);
-            let sent = ctx.clock.now();
-            let d = Datagram {
-                flow: ctx.index,
-                sent,
-                body,
-            };
-            if !wire::encode(&d, &mut out[..len]) {
-                continue;
-            }
-            ctx.meter.lock().on_send(sent, ecn);
-            if let Some(tl) = &ctx.timeline {
-                let seq = match body {
-                    Body::Probe(h) => Some(h.seq),
-                    Body::Prague(l4s_transport::udp_prague::UdpPragueHeader::Data { seq, .. }) => {
-                        Some(seq as u32 as u64)
-                    }
-                    Body::Prague(_) => None,
-                };
-                if let Some(seq) = seq {
-                    let _ = tl.send(crate::timeline::Event::Sent {
-                        flow: ctx.index,
-                        seq,
-                        size: wire::frame_len(len, ctx.ipv6),
-                        sent,
-                        ecn,
-                    });
-                }
-            }
-            // A full socket buffer or an ICMP error loses this datagram, as a drop would.
-            if sock.send_to(&out[..len], dst, ecn).is_err() {
-                send_errors += 1;
-            }
-        }
-        if now.since(last_stats) >= TICK {
-            last_stats = now;
-            let st = match &ep {
-                UdpSender::Prague(e) => e.stats(),
-                UdpSender::Probe(e) => e.stats(),
-            };
-            ctx.meter.lock().on_sender_stats(now, st);
-        }
-        let now = ctx.clock.now();
-        let next = match &ep {
-            UdpSender::Prague(e) => e.poll_timeout(),
-            UdpSender::Probe(e) => e.poll_timeout(),
-        };
-        let mut wake = now + TICK;
-        if let Some(t) = next {
-            wake = wake.min(t.max(now));
-        }
-        if !closed {
-            wake = wake.min(ctx.stop.max(now));
-        }
-        wake = wake.min(ctx.end);
-        if wake > now {
-            if let Err(e) = wait_fd(sock.as_raw_fd(), false, wake.since(now)) {
-                ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-                return;
-            }
-        }
-    }
-    let st = match &ep {
-        UdpSender::Prague(e) => e.stats(),
-        UdpSender::Probe(e) => e.stats(),
-    };
-    let mut m = ctx.meter.lock();
-    m.on_sender_stats(ctx.clock.now(), st);
-    m.send_errors = send_errors;
+/// A datagram of this flow: `(send time, seq32 of a data packet, body)`.
+fn decode_body(ctx: &FlowCtx, b: &[u8]) -> Option<(Time, Option<u32>, Body)> {
+    let d = wire::decode(b).filter(|d| d.flow == ctx.index)?;
+    Some((d.sent, wire::data_prefix(b).map(|p| p.2), d.body))
 }
 
-/// Run a datagram receiver until the end of the run: measure every data packet and send
-/// the feedback the endpoint asks for back to where the data came from.
-pub fn run_udp_receiver(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: UdpReceiver) {
-    precise_timers();
-    if let Err(e) = sock.set_nonblocking(true) {
-        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-        return;
-    }
-    let mut inb = vec![0u8; 65_536];
-    let mut out = vec![0u8; 256];
-    let mut peer: Option<SocketAddr> = None;
-    loop {
-        let now = ctx.clock.now();
-        if ctx.done(now) {
-            break;
+/// Encode a body into a payload of the size the endpoint asked for.
+fn encode_body(ctx: &FlowCtx, t: &Transmit<Body>, sent: Time, out: &mut [u8]) -> Option<usize> {
+    let len = wire::payload_len(t.size, ctx.ipv6).min(out.len());
+    let d = Datagram {
+        flow: ctx.index,
+        sent,
+        body: t.header,
+    };
+    wire::encode(&d, &mut out[..len]).then_some(len)
+}
+
+macro_rules! each {
+    ($ty:ident, $self:expr, $e:ident => $body:expr) => {
+        match $self {
+            $ty::Prague($e) => $body,
+            $ty::Probe($e) => $body,
         }
-        loop {
-            let got = match sock.recv_from(&mut inb) {
-                Ok(g) => g,
-                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
-                Err(e) => {
-                    ctx.meter.fail(format!("flow {}: receiving: {e}", ctx.name));
-                    return;
-                }
-            };
-            // The arrival time in the kernel, not when this thread got round to it.
-            let at = Time(ctx.clock.now().as_nanos().saturating_sub(got.queued.as_nanos() as u64));
-            let Some(d) = wire::decode(&inb[..got.len]) else {
-                continue;
-            };
-            if d.flow != ctx.index || got.truncated {
-                continue;
-            }
-            let ecn = got.ecn().unwrap_or(Ecn::NotEct);
-            let frame = wire::frame_len(got.len, ctx.ipv6);
-            match (&mut ep, d.body) {
-                (UdpReceiver::Prague(e), Body::Prague(h)) => {
-                    e.handle_packet(at, &h, frame, ecn);
-                    ctx.meter.lock().on_arrival(at, d.sent, frame, ecn);
-                }
-                (UdpReceiver::Probe(e), Body::Probe(h)) => {
-                    e.handle_packet(at, &h, frame, ecn);
-                    ctx.meter.lock().on_arrival(at, d.sent, frame, ecn);
-                }
-                _ => continue,
-            }
-            if let (Some(tl), Some((_, _, seq32))) = (&ctx.timeline, wire::data_prefix(&inb[..got.len])) {
-                let _ = tl.send(crate::timeline::Event::Arrived {
-                    flow: ctx.index,
-                    seq32,
-                    at,
-                    ecn,
-                });
-            }
-            peer = Some(got.from);
-        }
-        let now = ctx.clock.now();
-        if let UdpReceiver::Prague(e) = &mut ep {
-            if e.poll_timeout().is_some_and(|t| t <= now) {
-                e.handle_timeout(now);
-            }
-            while let Some(t) = e.poll_transmit(now) {
-                let Some(to) = peer else { break };
-                let d = Datagram {
-                    flow: ctx.index,
-                    sent: ctx.clock.now(),
-                    body: Body::Prague(t.header),
-                };
-                let len = wire::payload_len(t.size, ctx.ipv6).min(out.len());
-                if wire::encode(&d, &mut out[..len]) {
-                    // A lost ACK is what the network would do too.
-                    let _ = sock.send_to(&out[..len], to, t.ecn);
-                }
-            }
-        }
-        let now = ctx.clock.now();
-        let mut wake = (now + TICK).min(ctx.end);
-        if let UdpReceiver::Prague(e) = &ep {
-            if let Some(t) = e.poll_timeout() {
-                wake = wake.min(t.max(now));
-            }
-        }
-        if wake > now {
-            if let Err(e) = wait_fd(sock.as_raw_fd(), false, wake.since(now)) {
-                ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-                return;
-            }
+    };
+}
+
+impl LiveEndpoint for UdpSender {
+    type Header = Body;
+    fn handle_packet(&mut self, now: Time, h: &Body, size: u32, ecn: Ecn) {
+        if let (UdpSender::Prague(e), Body::Prague(h)) = (self, h) {
+            e.handle_packet(now, h, size, ecn);
         }
     }
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit<Body>> {
+        match self {
+            UdpSender::Prague(e) => e.poll_transmit(now).map(|t| Transmit {
+                header: Body::Prague(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            UdpSender::Probe(e) => e.poll_transmit(now).map(|t| Transmit {
+                header: Body::Probe(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+        }
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        each!(UdpSender, self, e => e.poll_timeout())
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        each!(UdpSender, self, e => e.handle_timeout(now))
+    }
+    fn close(&mut self, now: Time) {
+        each!(UdpSender, self, e => e.close(now))
+    }
+    fn decode(&self, ctx: &FlowCtx, b: &[u8]) -> Option<(Time, Option<u32>, Body)> {
+        // Feedback only: a sender's own kind of data is never its input.
+        decode_body(ctx, b).map(|(sent, _, body)| (sent, None, body))
+    }
+    fn encode(
+        &mut self,
+        ctx: &FlowCtx,
+        t: &Transmit<Body>,
+        sent: Time,
+        out: &mut [u8],
+    ) -> Option<(usize, Option<u64>)> {
+        let len = encode_body(ctx, t, sent, out)?;
+        let seq = match t.header {
+            Body::Probe(h) => h.seq,
+            Body::Prague(l4s_transport::udp_prague::UdpPragueHeader::Data { seq, .. }) => seq as u32 as u64,
+            Body::Prague(_) => return Some((len, None)),
+        };
+        Some((len, Some(seq)))
+    }
+    fn measure(&mut self, m: &mut LiveFlow, at: Time, _sent: Time, _frame: u32, _ecn: Ecn, _h: &Body) {
+        if let Some(r) = each!(UdpSender, self, e => e.take_rtt_sample()) {
+            m.on_rtt(at, r);
+        }
+    }
+    fn report(&self, m: &mut LiveFlow, now: Time) {
+        m.on_sender_stats(now, each!(UdpSender, self, e => e.stats()));
+    }
+}
+
+impl LiveEndpoint for UdpReceiver {
+    type Header = Body;
+    fn handle_packet(&mut self, now: Time, h: &Body, size: u32, ecn: Ecn) {
+        match (self, h) {
+            (UdpReceiver::Prague(e), Body::Prague(h)) => e.handle_packet(now, h, size, ecn),
+            (UdpReceiver::Probe(e), Body::Probe(h)) => e.handle_packet(now, h, size, ecn),
+            _ => {}
+        }
+    }
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit<Body>> {
+        match self {
+            UdpReceiver::Prague(e) => e.poll_transmit(now).map(|t| Transmit {
+                header: Body::Prague(t.header),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            UdpReceiver::Probe(_) => None,
+        }
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        match self {
+            UdpReceiver::Prague(e) => e.poll_timeout(),
+            UdpReceiver::Probe(_) => None,
+        }
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        if let UdpReceiver::Prague(e) = self {
+            e.handle_timeout(now);
+        }
+    }
+    fn close(&mut self, _now: Time) {}
+    fn decode(&self, ctx: &FlowCtx, b: &[u8]) -> Option<(Time, Option<u32>, Body)> {
+        // Data of this receiver's kind only.
+        decode_body(ctx, b).filter(|(_, _, body)| {
+            matches!(
+                (self, body),
+                (UdpReceiver::Prague(_), Body::Prague(_)) | (UdpReceiver::Probe(_), Body::Probe(_))
+            )
+        })
+    }
+    fn encode(
+        &mut self,
+        ctx: &FlowCtx,
+        t: &Transmit<Body>,
+        sent: Time,
+        out: &mut [u8],
+    ) -> Option<(usize, Option<u64>)> {
+        encode_body(ctx, t, sent, out).map(|len| (len, None))
+    }
+    fn measure(&mut self, m: &mut LiveFlow, at: Time, sent: Time, frame: u32, ecn: Ecn, _h: &Body) {
+        m.on_arrival(at, sent, frame, ecn);
+    }
+}
+
+/// Run a datagram sender from `ctx.start` to the end of the run (see [`crate::datagram`]).
+pub fn run_udp_sender(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, ep: UdpSender) {
+    crate::datagram::run_sender(ctx, sock, dst, ep);
+}
+
+/// Run a datagram receiver until the end of the run (see [`crate::datagram`]).
+pub fn run_udp_receiver(ctx: &FlowCtx, sock: EcnUdpSocket, ep: UdpReceiver) {
+    crate::datagram::run_receiver(ctx, sock, ep);
 }
 
 // ------------------------------------------------------------------------------------------

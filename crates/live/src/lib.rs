@@ -23,6 +23,7 @@
 
 pub mod apps;
 pub mod cli;
+mod datagram;
 pub mod ecncheck;
 pub mod endpoints;
 pub mod media;

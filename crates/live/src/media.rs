@@ -9,24 +9,17 @@
 //! [`crate::meter::MediaMeter`]; the sender's media counters (target bitrate, frames
 //! encoded) are reported to it every 10 ms.
 
-use crate::endpoints::{precise_timers, wait_fd, FlowCtx};
+use crate::datagram::LiveEndpoint;
+use crate::endpoints::FlowCtx;
+use crate::meter::LiveFlow;
 use crate::udp::EcnUdpSocket;
 use crate::wire;
-use l4s_core::{Dur, Ecn, Time};
+use l4s_core::{Ecn, Time};
 use l4s_media::{FrameDone, MediaHeader, MediaReceiver, MediaSender};
-use l4s_transport::Endpoint;
-use std::io;
+use l4s_transport::{Endpoint, Transmit};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
-
-/// Longest wait between checks of the stop flag and the flow's times.
-const TICK: Dur = Dur::from_millis(10);
 /// Smallest media datagram payload: the live header and the media data header.
 pub const MIN_MEDIA_PAYLOAD: usize = wire::COMMON_LEN + l4s_media::wire::DATA_LEN;
-
-fn would_block(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
-}
 
 /// Encode a media datagram into `out`: the payload length, or `None` if it does not fit.
 fn encode(ctx: &FlowCtx, h: &MediaHeader, size: u32, seq32: u32, sent: Time, out: &mut [u8]) -> Option<usize> {
@@ -62,200 +55,118 @@ fn decode(ctx: &FlowCtx, b: &[u8]) -> Option<(Time, u32, MediaHeader)> {
     }
 }
 
-/// Run a media sender from `ctx.start` to the end of the run: media to `dst`, RFC 8888
-/// feedback read from the same socket.
-pub fn run_media_sender(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, mut ep: MediaSender) {
-    precise_timers();
-    if let Err(e) = sock.set_nonblocking(true) {
-        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-        return;
+/// A media sender on the wire: numbers its data packets for the timeline.
+struct Send {
+    ep: MediaSender,
+    seq: u64,
+}
+
+/// A media receiver on the wire: hands the frames it completes to the flow's meter.
+struct Recv {
+    ep: MediaReceiver,
+    frames: Vec<FrameDone>,
+}
+
+impl LiveEndpoint for Send {
+    type Header = MediaHeader;
+    fn handle_packet(&mut self, now: Time, h: &MediaHeader, size: u32, ecn: Ecn) {
+        self.ep.handle_packet(now, h, size, ecn);
     }
-    ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
-    let mut out = vec![0u8; 65_536];
-    let mut inb = vec![0u8; 65_536];
-    let mut closed = false;
-    let mut last_stats: Option<Time> = None;
-    let mut send_errors = 0u64;
-    let mut seq: u64 = 0;
-    let report = |ep: &MediaSender, now: Time| {
-        let mut m = ctx.meter.lock();
-        m.on_sender_stats(now, ep.stats());
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit<MediaHeader>> {
+        self.ep.poll_transmit(now)
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        self.ep.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        self.ep.handle_timeout(now);
+    }
+    fn close(&mut self, now: Time) {
+        self.ep.close(now);
+    }
+    fn decode(&self, ctx: &FlowCtx, b: &[u8]) -> Option<(Time, Option<u32>, MediaHeader)> {
+        decode(ctx, b).map(|(sent, _, h)| (sent, None, h))
+    }
+    fn encode(
+        &mut self,
+        ctx: &FlowCtx,
+        t: &Transmit<MediaHeader>,
+        sent: Time,
+        out: &mut [u8],
+    ) -> Option<(usize, Option<u64>)> {
+        let len = encode(ctx, &t.header, t.size, self.seq as u32, sent, out)?;
+        if !matches!(t.header, MediaHeader::Data(_)) {
+            return Some((len, None));
+        }
+        self.seq += 1;
+        Some((len, Some(self.seq - 1)))
+    }
+    fn measure(&mut self, m: &mut LiveFlow, at: Time, _sent: Time, _frame: u32, _ecn: Ecn, _h: &MediaHeader) {
+        if let Some(r) = self.ep.take_rtt_sample() {
+            m.on_rtt(at, r);
+        }
+    }
+    fn report(&self, m: &mut LiveFlow, now: Time) {
+        m.on_sender_stats(now, self.ep.stats());
         if let Some(mm) = m.media.as_mut() {
-            mm.on_sender(now, ep.media_stats());
-        }
-    };
-    loop {
-        let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        if !closed && now >= ctx.stop {
-            ep.close(now);
-            closed = true;
-        }
-        loop {
-            let got = match sock.recv_from(&mut inb) {
-                Ok(g) => g,
-                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
-                Err(e) => {
-                    ctx.meter.fail(format!("flow {}: receiving feedback: {e}", ctx.name));
-                    return;
-                }
-            };
-            let at = Time(ctx.clock.now().as_nanos().saturating_sub(got.queued.as_nanos() as u64));
-            if got.truncated {
-                continue;
-            }
-            let Some((_, _, h)) = decode(ctx, &inb[..got.len]) else {
-                continue;
-            };
-            ep.handle_packet(
-                at,
-                &h,
-                wire::frame_len(got.len, ctx.ipv6),
-                got.ecn().unwrap_or(Ecn::NotEct),
-            );
-            if let Some(r) = ep.take_rtt_sample() {
-                ctx.meter.lock().on_rtt(at, r);
-            }
-        }
-        let now = ctx.clock.now();
-        if ep.poll_timeout().is_some_and(|t| t <= now) {
-            ep.handle_timeout(now);
-        }
-        while let Some(t) = ep.poll_transmit(now) {
-            let sent = ctx.clock.now();
-            let data = matches!(t.header, MediaHeader::Data(_));
-            let Some(len) = encode(ctx, &t.header, t.size, seq as u32, sent, &mut out) else {
-                continue;
-            };
-            if data {
-                ctx.meter.lock().on_send(sent, t.ecn);
-                if let Some(tl) = &ctx.timeline {
-                    let _ = tl.send(crate::timeline::Event::Sent {
-                        flow: ctx.index,
-                        seq,
-                        size: wire::frame_len(len, ctx.ipv6),
-                        sent,
-                        ecn: t.ecn,
-                    });
-                }
-                seq += 1;
-            }
-            // A full socket buffer or an ICMP error loses this datagram, as a drop would.
-            if sock.send_to(&out[..len], dst, t.ecn).is_err() {
-                send_errors += 1;
-            }
-        }
-        if last_stats.is_none_or(|l| now.since(l) >= TICK) {
-            last_stats = Some(now);
-            report(&ep, now);
-        }
-        let now = ctx.clock.now();
-        let mut wake = now + TICK;
-        if let Some(t) = ep.poll_timeout() {
-            wake = wake.min(t.max(now));
-        }
-        if !closed {
-            wake = wake.min(ctx.stop.max(now));
-        }
-        wake = wake.min(ctx.end);
-        if wake > now {
-            if let Err(e) = wait_fd(sock.as_raw_fd(), false, wake.since(now)) {
-                ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-                return;
-            }
+            mm.on_sender(now, self.ep.media_stats());
         }
     }
-    report(&ep, ctx.clock.now());
-    ctx.meter.lock().send_errors = send_errors;
+}
+
+impl LiveEndpoint for Recv {
+    type Header = MediaHeader;
+    fn handle_packet(&mut self, now: Time, h: &MediaHeader, size: u32, ecn: Ecn) {
+        self.ep.handle_packet(now, h, size, ecn);
+    }
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit<MediaHeader>> {
+        self.ep.poll_transmit(now)
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        self.ep.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        self.ep.handle_timeout(now);
+    }
+    fn close(&mut self, _now: Time) {}
+    fn decode(&self, ctx: &FlowCtx, b: &[u8]) -> Option<(Time, Option<u32>, MediaHeader)> {
+        // Media data only.
+        decode(ctx, b)
+            .filter(|(_, _, h)| matches!(h, MediaHeader::Data(_)))
+            .map(|(sent, seq32, h)| (sent, Some(seq32), h))
+    }
+    fn encode(
+        &mut self,
+        ctx: &FlowCtx,
+        t: &Transmit<MediaHeader>,
+        sent: Time,
+        out: &mut [u8],
+    ) -> Option<(usize, Option<u64>)> {
+        encode(ctx, &t.header, t.size, 0, sent, out).map(|len| (len, None))
+    }
+    fn measure(&mut self, m: &mut LiveFlow, at: Time, sent: Time, frame: u32, ecn: Ecn, _h: &MediaHeader) {
+        self.ep.drain_frames(&mut self.frames);
+        m.on_arrival(at, sent, frame, ecn);
+        if let Some(mm) = m.media.as_mut() {
+            for f in self.frames.drain(..) {
+                mm.on_frame(&f);
+            }
+            mm.highest_seen = self.ep.highest_frame_seen();
+        }
+    }
+}
+
+/// Run a media sender from `ctx.start` to the end of the run: media to `dst`, RFC 8888
+/// feedback read from the same socket (see [`crate::datagram`]).
+pub fn run_media_sender(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, ep: MediaSender) {
+    crate::datagram::run_sender(ctx, sock, dst, Send { ep, seq: 0 });
 }
 
 /// Run a media receiver until the end of the run: measure every media packet, hand the
 /// completed frames to the flow's frame meters and send the RFC 8888 feedback back to
-/// where the media came from.
-pub fn run_media_receiver(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: MediaReceiver) {
-    precise_timers();
-    if let Err(e) = sock.set_nonblocking(true) {
-        ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-        return;
-    }
-    let mut inb = vec![0u8; 65_536];
-    let mut out = vec![0u8; 65_536];
-    let mut peer: Option<SocketAddr> = None;
-    let mut frames: Vec<FrameDone> = Vec::new();
-    loop {
-        let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        loop {
-            let got = match sock.recv_from(&mut inb) {
-                Ok(g) => g,
-                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
-                Err(e) => {
-                    ctx.meter.fail(format!("flow {}: receiving: {e}", ctx.name));
-                    return;
-                }
-            };
-            let at = Time(ctx.clock.now().as_nanos().saturating_sub(got.queued.as_nanos() as u64));
-            if got.truncated {
-                continue;
-            }
-            let Some((sent, seq32, h)) = decode(ctx, &inb[..got.len]) else {
-                continue;
-            };
-            if !matches!(h, MediaHeader::Data(_)) {
-                continue;
-            }
-            let ecn = got.ecn().unwrap_or(Ecn::NotEct);
-            let frame = wire::frame_len(got.len, ctx.ipv6);
-            ep.handle_packet(at, &h, frame, ecn);
-            ep.drain_frames(&mut frames);
-            {
-                let mut m = ctx.meter.lock();
-                m.on_arrival(at, sent, frame, ecn);
-                if let Some(mm) = m.media.as_mut() {
-                    for f in &frames {
-                        mm.on_frame(f);
-                    }
-                    mm.highest_seen = ep.highest_frame_seen();
-                }
-            }
-            frames.clear();
-            if let Some(tl) = &ctx.timeline {
-                let _ = tl.send(crate::timeline::Event::Arrived {
-                    flow: ctx.index,
-                    seq32,
-                    at,
-                    ecn,
-                });
-            }
-            peer = Some(got.from);
-        }
-        let now = ctx.clock.now();
-        if ep.poll_timeout().is_some_and(|t| t <= now) {
-            ep.handle_timeout(now);
-        }
-        while let Some(t) = ep.poll_transmit(now) {
-            let Some(to) = peer else { break };
-            if let Some(len) = encode(ctx, &t.header, t.size, 0, ctx.clock.now(), &mut out) {
-                // A lost report is what the network would do too.
-                let _ = sock.send_to(&out[..len], to, t.ecn);
-            }
-        }
-        let now = ctx.clock.now();
-        let mut wake = (now + TICK).min(ctx.end);
-        if let Some(t) = ep.poll_timeout() {
-            wake = wake.min(t.max(now));
-        }
-        if wake > now {
-            if let Err(e) = wait_fd(sock.as_raw_fd(), false, wake.since(now)) {
-                ctx.meter.fail(format!("flow {}: {e}", ctx.name));
-                return;
-            }
-        }
-    }
+/// where the media came from (see [`crate::datagram`]).
+pub fn run_media_receiver(ctx: &FlowCtx, sock: EcnUdpSocket, ep: MediaReceiver) {
+    crate::datagram::run_receiver(ctx, sock, Recv { ep, frames: Vec::new() });
 }
 
 #[cfg(test)]
@@ -263,6 +174,7 @@ mod tests {
     use super::*;
     use crate::endpoints::Clock;
     use crate::meter::{flow_meter, MediaMeter, SharedMeter, Window};
+    use l4s_core::Dur;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
