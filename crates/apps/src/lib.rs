@@ -40,6 +40,8 @@
 //! Not modelled: TCP FIN (connections end by acknowledgement and reset), HTTP/2
 //! multiplexing, TLS handshakes, a restart window after idle (RFC 5681 §4.1).
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod header;
 pub mod receiver;

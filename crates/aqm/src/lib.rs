@@ -16,6 +16,8 @@
 //! [`config`] holds the scenario-file configuration of each and [`build`]; [`ecn_rewrite`]
 //! sets CE in raw IPv4/IPv6 headers (RFC 1624 checksum update).
 
+#![forbid(unsafe_code)]
+
 pub mod classic_ecn;
 pub mod codel;
 pub mod config;

@@ -10,6 +10,8 @@
 //! * [`udp_prague::UdpPragueCc`]: the L4STeam udp_prague `PragueCC` controller (§2);
 //! * [`factory::build`]: construct a window controller by name.
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod cubic;
 pub mod dctcp;

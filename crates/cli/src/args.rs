@@ -1,4 +1,8 @@
 //! The command line of `l4s`.
+//!
+//! The doc comments below are the command's help texts (clap), written for a terminal, not
+//! for rustdoc: `[::]`, `[[variants]]` and `<scenario name>` are meant literally.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use clap::{Parser, Subcommand};
 use l4s_core::units::parse_dur;

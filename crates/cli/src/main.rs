@@ -5,6 +5,8 @@
 //! is run and no results directory is left behind), 130 after an interrupt, 1 when the
 //! run itself fails.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod shell;
 

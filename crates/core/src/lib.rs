@@ -10,6 +10,8 @@
 //!
 //! Nothing here knows about a clock, a socket or the simulator.
 
+#![forbid(unsafe_code)]
+
 pub mod ecn;
 pub mod rng;
 pub mod time;

@@ -29,6 +29,8 @@
 //! complete ([`l4s_metrics::results::ResultsDir`]): a failed or interrupted run leaves
 //! nothing half-written, and only an earlier l4s-lab results directory is ever replaced.
 
+#![forbid(unsafe_code)]
+
 mod backend;
 mod error;
 

@@ -32,6 +32,8 @@
 //! link for each one that is due ([`Timers`]). A link ignores a wake-up it no longer needs
 //! (a superseded request), so drivers need not cancel anything.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod fault;
 pub mod gilbert_elliott;

@@ -1,5 +1,9 @@
 //! The live tools of the `l4s` command that are not runs: `l4s reflect`, `l4s ecn-check`
 //! and `l4s cleanup` (crates/cli wires them in as subcommands).
+//!
+//! The arguments' doc comments are the commands' help texts (clap), written for a terminal:
+//! `[::]:PORT` and `HOST[:PORT]` are meant literally.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use crate::ecncheck::{self, CheckConfig, ReflectorConfig, ReflectorStats};
 use crate::udp::EcnUdpSocket;

@@ -28,7 +28,7 @@ const TICK: Dur = Dur::from_millis(10);
 
 /// A datagram endpoint as the live driver runs it: the sans-IO endpoint's hooks, its
 /// encoding on the wire, and what is measured of it.
-pub(crate) trait LiveEndpoint {
+pub trait LiveEndpoint {
     type Header;
     fn handle_packet(&mut self, now: Time, h: &Self::Header, size: u32, ecn: Ecn);
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit<Self::Header>>;
@@ -56,13 +56,13 @@ pub(crate) trait LiveEndpoint {
 
 /// Run a datagram sender from `ctx.start` to the end of the run: data to `dst`, feedback
 /// read from the same socket.
-pub(crate) fn run_sender<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, ep: E) {
+pub fn run_sender<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, dst: SocketAddr, ep: E) {
     drive(ctx, sock, ep, Some(dst));
 }
 
 /// Run a datagram receiver until the end of the run: measure every data packet and send
 /// the feedback the endpoint asks for back to where the data came from.
-pub(crate) fn run_receiver<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, ep: E) {
+pub fn run_receiver<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, ep: E) {
     drive(ctx, sock, ep, None);
 }
 

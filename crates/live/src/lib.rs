@@ -13,7 +13,7 @@
 //!   TCP and UDP sockets, timed per completion.
 //! * [`media`]: media flows (the simulator's sans-IO SCReAM / RT-Prague endpoints) on
 //!   real sockets, measured per frame.
-//! * [`delay`]: a userspace propagation-delay element (the kernel here has no netem).
+//! * [`datagram`]: the one driver of every datagram endpoint (UDP Prague, probes, media).
 //! * [`meter`]: per-flow measurement with the simulator's meanings.
 //! * [`topology`]: the scenario's nodes and links as namespaces, veths and elements.
 //! * [`mod@run`]: a whole live run, summarised in the simulator's results format.
@@ -23,7 +23,7 @@
 
 pub mod apps;
 pub mod cli;
-mod datagram;
+pub mod datagram;
 pub mod ecncheck;
 pub mod endpoints;
 pub mod media;

@@ -5,7 +5,7 @@
 //! `AF_PACKET` socket), a tap in the receiver's namespace sees it arrive, and matching them
 //! by sequence number gives each segment's one-way delay, its ECN field on arrival (CE
 //! marks), the frame bytes delivered, and the segments that never arrived (loss), counted
-//! with the same meters as the datagram flows ([`crate::meter::FlowMeter`]).
+//! with the same meters as the datagram flows ([`l4s_measure::FlowMeter`]).
 //!
 //! Times are the kernel's receive/transmit stamps (`SO_TIMESTAMPNS`, `CLOCK_REALTIME`)
 //! converted to `CLOCK_MONOTONIC` with the offset between the two clocks taken when the tap

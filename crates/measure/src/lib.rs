@@ -18,6 +18,8 @@
 //! * [`timeline`]: the per-packet timeline's records and its Parquet sink
 //!   (`packets.parquet`).
 
+#![forbid(unsafe_code)]
+
 pub mod appmetrics;
 pub mod distributions;
 pub mod flow;

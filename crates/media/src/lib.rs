@@ -12,6 +12,8 @@
 //! endpoint ([`wire`] is their byte encoding on real sockets). Nothing here reads a clock,
 //! opens a socket or draws unseeded randomness.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod endpoint;
 pub mod frames;

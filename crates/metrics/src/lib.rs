@@ -14,6 +14,8 @@
 //! * [`parquet`]: the per-packet timeline (`packets.parquet`) and Parquet copies of the
 //!   snapshot CSVs (`snapshots-*.parquet`), for pandas/polars.
 
+#![forbid(unsafe_code)]
+
 pub mod hist;
 pub mod parquet;
 pub mod pcap;

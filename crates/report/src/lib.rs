@@ -15,6 +15,8 @@
 //! is required; `snapshots-flows.csv`, `snapshots-queues.csv` and `distributions.csv` are
 //! used when present, and a section that needs a missing file says so.
 
+#![forbid(unsafe_code)]
+
 pub mod charts;
 pub mod compare;
 mod csv;

@@ -1,5 +1,5 @@
 //! The scenario file as written (serde structs, every table `deny_unknown_fields`).
-//! [`crate::load`] turns it into the validated [`crate::Scenario`].
+//! `load.rs` (through [`crate::load_str`]) turns it into the validated [`crate::Scenario`].
 
 use l4s_core::{Dur, Rate};
 use serde::Deserialize;

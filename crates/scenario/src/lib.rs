@@ -7,6 +7,8 @@
 //!
 //! The format is documented in `docs/scenarios.md`.
 
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod file;
 mod flows;

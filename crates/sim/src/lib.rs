@@ -11,6 +11,8 @@
 //!   send order) and only the head has an event: no packet lives in the event heap.
 //! * Measurement is streaming (HDR histograms, counters); nothing grows with run length.
 
+#![forbid(unsafe_code)]
+
 pub mod capture;
 pub mod endpoints;
 pub mod events;

@@ -2,6 +2,8 @@
 //!
 //! Sans-IO endpoints driven by the simulator or, later, the live testbed.
 
+#![forbid(unsafe_code)]
+
 pub mod endpoint;
 pub mod probe;
 pub mod tcp;
