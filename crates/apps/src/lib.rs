@@ -37,6 +37,11 @@
 //! with ECN off or RFC 3168) as for a `tcp` flow; each connection validates ECN on its own
 //! (brief §5), and [`AppSender`]'s stats report the first failure.
 //!
+//! The schedule itself (when instances start, what they consist of, web pages, query
+//! timeouts and retries, sync chunk sizes and pauses, completions) is the sans-IO,
+//! clock-free [`schedule`] module, which the live testbed's application clients and
+//! servers on kernel sockets use too, so both backends run one schedule.
+//!
 //! Not modelled: TCP FIN (connections end by acknowledgement and reset), HTTP/2
 //! multiplexing, TLS handshakes, a restart window after idle (RFC 5681 §4.1).
 
@@ -45,10 +50,12 @@
 pub mod config;
 pub mod header;
 pub mod receiver;
+pub mod schedule;
 pub mod sender;
 mod stats;
 
 pub use config::{AppConfig, AppEcn, AppKind, ConfigError, Size};
 pub use header::{AppHeader, Completion, CompletionKind};
-pub use receiver::{AppReceiver, DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT};
+pub use receiver::AppReceiver;
+pub use schedule::{ChunkSource, Instance, Schedule, Unit, DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT};
 pub use sender::AppSender;

@@ -1,45 +1,23 @@
 //! [`AppReceiver`]: where an application flow's data is consumed (the client of a
 //! download, the server of a sync upload), at the flow's destination node. It runs the
-//! schedule, issues the requests and queries, retries them, and measures completions.
+//! [`Schedule`], issues the requests and queries, retries them, and measures completions.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
-use l4s_core::{Dur, Ecn, Time};
-use l4s_transport::tcp::{RttEstimator, TcpReceiver, TcpReceiverConfig};
+use l4s_core::{Ecn, Time};
+use l4s_transport::tcp::{TcpReceiver, TcpReceiverConfig};
 use l4s_transport::{Endpoint, EndpointStats, Transmit};
 
 use crate::config::{AppConfig, AppKind, MIN_FRAME};
-use crate::header::{AppHeader, Completion, CompletionKind};
+use crate::header::{AppHeader, Completion};
+use crate::schedule::{next_object, Instance, Schedule, Unit};
 use crate::stats::add_counters;
 
-/// Default first retry timeout of a request or query that has no answer yet: 1 s.
-///
-/// A request is the first packet of an exchange, sent before anything is known of the
-/// path, which is the situation of RFC 6298 §2.1 (an initial RTO of 1 s before the first
-/// RTT measurement). After the first answered request the timeout follows the RFC 6298 §2
-/// estimator over request → first-answer samples (Karn: only from requests sent once,
-/// RFC 6298 §3), so on a path with a standing queue the timeout grows with the queue
-/// instead of firing spuriously, and on a short path a lost request is repaired after
-/// about [`MIN_TIMEOUT`] rather than a second. Each retry of the same request doubles it
-/// (RFC 6298 §5.5), up to [`MAX_TIMEOUT`].
-pub const DEFAULT_TIMEOUT: Dur = Dur::from_secs(1);
-/// Lower bound of the adaptive timeout: 200 ms, the minimum RTO of Linux TCP (and of this
-/// project's TCP sender), which absorbs delayed-ACK and scheduling noise in the samples.
-/// A configured `timeout` below it lowers it.
-pub const MIN_TIMEOUT: Dur = Dur::from_millis(200);
-/// Upper bound of the timeout with backoff (RFC 6298 §2.5: at least 60 s).
-pub const MAX_TIMEOUT: Dur = Dur::from_secs(60);
+pub use crate::schedule::{DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT};
 
 /// Control packets waiting to be sent; beyond this, resets for unknown connections are
 /// dropped (a faulty path could otherwise grow the queue without bound).
 const MAX_OUT: usize = 4096;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Unit {
-    Transfer,
-    Response,
-    Object { page: u32 },
-}
 
 /// One expected response on a connection.
 #[derive(Clone, Copy, Debug)]
@@ -59,15 +37,6 @@ struct Resp {
     unit: Unit,
 }
 
-/// sync: chunk boundaries and their offer times.
-#[derive(Debug, Default)]
-struct Chunks {
-    size: u64,
-    /// Index of the next chunk to complete.
-    next: u64,
-    offered: BTreeMap<u64, Time>,
-}
-
 /// One TCP connection at the destination.
 struct DstConn {
     tcp: TcpReceiver,
@@ -84,7 +53,6 @@ struct DstConn {
     /// Retry deadline of the front response's request, if it has no evidence yet.
     retry_at: Option<Time>,
     backoff: u32,
-    chunks: Option<Chunks>,
 }
 
 impl DstConn {
@@ -99,32 +67,8 @@ impl DstConn {
             closing: false,
             retry_at: None,
             backoff: 0,
-            chunks: None,
         }
     }
-}
-
-struct Page {
-    started: Time,
-    remaining: usize,
-    bytes: u64,
-    retries: u32,
-}
-
-struct Qry {
-    started: Time,
-    bytes: u32,
-    retries: u32,
-    retry_at: Time,
-}
-
-/// How instances follow each other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Loop {
-    /// A new instance every D.
-    Open(Dur),
-    /// The next instance D after the previous one completed.
-    Closed(Dur),
 }
 
 /// The destination of an application flow.
@@ -133,24 +77,13 @@ pub struct AppReceiver {
     rcv_cfg: TcpReceiverConfig,
     ecn: Ecn,
     request_size: u32,
-    lp: Loop,
-    instances: Option<u32>,
-    closed: bool,
+    sched: Schedule,
     conns: BTreeMap<u32, DstConn>,
     next_conn: u32,
     next_id: u32,
     cursor: u32,
     out: VecDeque<(AppHeader, u32)>,
-    rto: RttEstimator,
-    next_at: Option<Time>,
-    started: u32,
-    completed: u32,
-    pages: BTreeMap<u32, Page>,
-    next_page: u32,
     persistent_conn: Option<u32>,
-    queries: BTreeMap<u32, Qry>,
-    query_timers: BTreeSet<(Time, u32)>,
-    completions: Vec<Completion>,
     gone: EndpointStats,
     own: EndpointStats,
     first_mode: &'static str,
@@ -161,33 +94,17 @@ impl AppReceiver {
     /// `now`: the first instance starts at `now` (poll it, or its timer, then).
     pub fn new(cfg: &AppConfig, now: Time) -> AppReceiver {
         let (_, rcv_cfg) = cfg.tcp_setup();
-        let initial = cfg.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        let lp = match (cfg.repeat, cfg.think) {
-            (Some(d), _) => Loop::Open(d),
-            (None, t) => Loop::Closed(t.unwrap_or(Dur::ZERO)),
-        };
         let mut r = AppReceiver {
             rcv_cfg,
             ecn: cfg.nominal_ecn(),
             request_size: cfg.request_wire_size().max(MIN_FRAME),
-            lp,
-            instances: cfg.instances(),
-            closed: false,
+            sched: Schedule::new(cfg, now),
             conns: BTreeMap::new(),
             next_conn: 0,
             next_id: 0,
             cursor: 0,
             out: VecDeque::new(),
-            rto: RttEstimator::new(initial, MIN_TIMEOUT.min(initial), MAX_TIMEOUT, Dur::from_millis(1)),
-            next_at: Some(now),
-            started: 0,
-            completed: 0,
-            pages: BTreeMap::new(),
-            next_page: 0,
             persistent_conn: None,
-            queries: BTreeMap::new(),
-            query_timers: BTreeSet::new(),
-            completions: Vec::new(),
             gone: EndpointStats::default(),
             own: EndpointStats::default(),
             first_mode: "none",
@@ -195,31 +112,25 @@ impl AppReceiver {
         };
         if cfg.kind == AppKind::Sync {
             // The source opens connection 0 and pushes chunks; nothing to request.
-            let mut c = DstConn::new(&r.rcv_cfg);
-            c.chunks = Some(Chunks {
-                size: cfg.chunk.map_or(1, |s| s.0.max(1)),
-                ..Chunks::default()
-            });
-            r.conns.insert(0, c);
+            r.conns.insert(0, DstConn::new(&r.rcv_cfg));
             r.next_conn = 1;
-            r.next_at = None;
         }
         r
     }
 
     /// Completions since the last call, appended to `out` in the order they happened.
     pub fn drain_completions(&mut self, out: &mut Vec<Completion>) {
-        out.append(&mut self.completions);
+        self.sched.drain_completions(out);
     }
 
     /// Instances (transfers, requests, pages, queries; chunks for sync) completed so far.
     pub fn completed(&self) -> u32 {
-        self.completed
+        self.sched.completed()
     }
 
     /// Instances started so far.
     pub fn started(&self) -> u32 {
-        self.started
+        self.sched.started()
     }
 
     /// Open connections (for tests and inspection).
@@ -228,12 +139,8 @@ impl AppReceiver {
     }
 
     /// The current request timeout before backoff (see [`DEFAULT_TIMEOUT`]).
-    pub fn request_timeout(&self) -> Dur {
-        self.rto.rto()
-    }
-
-    fn timeout_with_backoff(&self, backoff: u32) -> Dur {
-        (self.rto.rto() * (1u64 << backoff.min(16))).min(MAX_TIMEOUT)
+    pub fn request_timeout(&self) -> l4s_core::Dur {
+        self.sched.request_timeout()
     }
 
     fn alloc_conn(&mut self) -> u32 {
@@ -269,7 +176,7 @@ impl AppReceiver {
     /// Ask for `bytes` on connection `conn` (which exists).
     fn request(&mut self, now: Time, conn: u32, bytes: u64, close: bool, unit: Unit) {
         let id = self.alloc_id();
-        let timeout = self.timeout_with_backoff(0);
+        let timeout = self.sched.timeout(0);
         let size = self.request_size;
         let Some(c) = self.conns.get_mut(&conn) else { return };
         let r = Resp {
@@ -295,137 +202,68 @@ impl AppReceiver {
         self.out.push_back((Self::request_header(conn, &r), size));
     }
 
-    fn more_instances(&self) -> bool {
-        !self.closed && self.instances.is_none_or(|n| self.started < n)
-    }
-
-    fn start_instance(&mut self, now: Time) {
-        let last = self.instances.is_some_and(|n| self.started + 1 >= n);
-        self.started += 1;
-        match self.cfg.kind {
-            AppKind::Bulk => {
+    /// Start an instance the schedule says is due.
+    fn start_instance(&mut self, now: Time, instance: Instance) {
+        match instance {
+            Instance::Transfer { bytes } => {
                 let c = self.alloc_conn();
-                let bytes = self.cfg.bytes.map_or(0, |s| s.0);
                 self.request(now, c, bytes, true, Unit::Transfer);
             }
-            AppKind::RequestResponse => {
-                let bytes = self.cfg.response.map_or(0, |s| s.0);
-                if self.cfg.persistent.unwrap_or(true) {
-                    let c = match self.persistent_conn.filter(|c| self.conns.contains_key(c)) {
-                        Some(c) => c,
-                        None => {
-                            let c = self.alloc_conn();
+            Instance::Response {
+                bytes,
+                persistent,
+                close,
+            } => {
+                let c = match self
+                    .persistent_conn
+                    .filter(|c| persistent && self.conns.contains_key(c))
+                {
+                    Some(c) => c,
+                    None => {
+                        let c = self.alloc_conn();
+                        if persistent {
                             self.persistent_conn = Some(c);
-                            c
                         }
-                    };
-                    self.request(now, c, bytes, last, Unit::Response);
-                } else {
-                    let c = self.alloc_conn();
-                    self.request(now, c, bytes, true, Unit::Response);
-                }
+                        c
+                    }
+                };
+                self.request(now, c, bytes, close, Unit::Response);
             }
-            AppKind::Web => {
-                let objects = self.cfg.page_objects();
-                let page = self.next_page;
-                self.next_page = self.next_page.wrapping_add(1);
-                self.pages.insert(
-                    page,
-                    Page {
-                        started: now,
-                        remaining: objects.len(),
-                        bytes: 0,
-                        retries: 0,
-                    },
-                );
-                let m = (self.cfg.connections.unwrap_or(6).max(1) as usize).min(objects.len());
-                let conns: Vec<u32> = (0..m).map(|_| self.alloc_conn()).collect();
-                // Objects are distributed round robin; each connection fetches its share in
-                // order, one request at a time.
-                for (i, &b) in objects.iter().enumerate() {
-                    if let Some(c) = self.conns.get_mut(&conns[i % m]) {
-                        c.planned.push_back(b);
+            Instance::Page { page, conns: plans } => {
+                let conns: Vec<u32> = plans.iter().map(|_| self.alloc_conn()).collect();
+                for (k, plan) in conns.iter().zip(plans) {
+                    if let Some(c) = self.conns.get_mut(k) {
+                        c.planned = plan;
                     }
                 }
                 for c in conns {
                     self.request_next_object(now, c, page);
                 }
             }
-            AppKind::Query => {
-                let id = self.alloc_id();
-                let bytes = self.cfg.response.map_or(256, |s| s.0) as u32;
-                let retry_at = now + self.timeout_with_backoff(0);
-                self.queries.insert(
-                    id,
-                    Qry {
-                        started: now,
-                        bytes,
-                        retries: 0,
-                        retry_at,
-                    },
-                );
-                self.query_timers.insert((retry_at, id));
+            Instance::Query { id, bytes } => {
                 let size = self.request_size;
                 self.push_out(AppHeader::Query { id, bytes }, size);
             }
-            AppKind::Sync => {}
         }
-        // Open loop: the next start follows the schedule, not the (possibly late) call.
-        let scheduled = self.next_at.unwrap_or(now).min(now);
-        self.next_at = match self.lp {
-            Loop::Open(d) if self.more_instances() => Some(scheduled + d),
-            _ => None,
-        };
     }
 
     fn request_next_object(&mut self, now: Time, conn: u32, page: u32) {
         let Some(c) = self.conns.get_mut(&conn) else { return };
-        let Some(b) = c.planned.pop_front() else { return };
-        let close = c.planned.is_empty();
-        self.request(now, conn, b, close, Unit::Object { page });
-    }
-
-    fn instance_done(&mut self, now: Time) {
-        self.completed += 1;
-        if self.cfg.kind == AppKind::Sync {
-            // The source paces the chunks; nothing to schedule here.
+        let Some((b, close)) = next_object(&mut c.planned) else {
             return;
-        }
-        if let Loop::Closed(think) = self.lp {
-            if self.more_instances() && self.next_at.is_none() {
-                self.next_at = Some(now + think);
-            }
-        }
-    }
-
-    fn complete(&mut self, what: CompletionKind, started: Time, now: Time, bytes: u64, retries: u32) {
-        self.completions.push(Completion {
-            what,
-            started,
-            completed: now,
-            bytes,
-            retries,
-        });
+        };
+        self.request(now, conn, b, close, Unit::Object { page });
     }
 
     /// Evidence, completions and follow-up requests on connection `conn` after a packet.
     fn progress(&mut self, now: Time, conn: u32) {
         loop {
-            let timeout = self.timeout_with_backoff(0);
+            let timeout = self.sched.timeout(0);
             let Some(c) = self.conns.get_mut(&conn) else { return };
             let delivered = c.tcp.delivered_bytes();
-            if let Some(ch) = c.chunks.as_mut() {
+            if self.cfg.kind == AppKind::Sync {
                 // sync: chunks complete in order.
-                let mut done = Vec::new();
-                while delivered >= (ch.next + 1).saturating_mul(ch.size) {
-                    let started = ch.offered.remove(&ch.next).unwrap_or(now);
-                    done.push((started, ch.size));
-                    ch.next += 1;
-                }
-                for (started, size) in done {
-                    self.complete(CompletionKind::Chunk, started, now, size, 0);
-                    self.instance_done(now);
-                }
+                self.sched.chunks_delivered(now, delivered);
                 return;
             }
             let Some(front) = c.resp.front_mut() else { return };
@@ -434,7 +272,7 @@ impl AppReceiver {
                 c.retry_at = None;
                 c.backoff = 0;
                 if front.sample_ok && front.retries == 0 {
-                    self.rto.on_sample(now - front.started);
+                    self.sched.rtt_sample(now - front.started);
                 }
             }
             if delivered < c.base.saturating_add(front.bytes) {
@@ -451,48 +289,19 @@ impl AppReceiver {
                 }
                 _ => c.retry_at = None,
             }
-            match r.unit {
-                Unit::Transfer => {
-                    self.complete(CompletionKind::Transfer, r.started, now, r.bytes, r.retries);
-                    self.instance_done(now);
-                }
-                Unit::Response => {
-                    self.complete(CompletionKind::Response, r.started, now, r.bytes, r.retries);
-                    self.instance_done(now);
-                }
-                Unit::Object { page } => {
-                    self.complete(CompletionKind::Object, r.started, now, r.bytes, r.retries);
-                    let mut page_done = None;
-                    if let Some(p) = self.pages.get_mut(&page) {
-                        p.remaining = p.remaining.saturating_sub(1);
-                        p.bytes += r.bytes;
-                        p.retries += r.retries;
-                        if p.remaining == 0 {
-                            page_done = Some((p.started, p.bytes, p.retries));
-                        }
-                    }
-                    if let Some((started, bytes, retries)) = page_done {
-                        self.pages.remove(&page);
-                        self.complete(CompletionKind::Page, started, now, bytes, retries);
-                        self.instance_done(now);
-                    }
-                    if !self.closed {
-                        self.request_next_object(now, conn, page);
-                    }
+            self.sched.done(now, r.unit, r.started, r.bytes, r.retries);
+            if let Unit::Object { page } = r.unit {
+                if !self.sched.is_stopped() {
+                    self.request_next_object(now, conn, page);
                 }
             }
         }
     }
 
     fn on_reply(&mut self, now: Time, id: u32, bytes: u32) {
-        let Some(q) = self.queries.remove(&id) else { return };
-        self.query_timers.remove(&(q.retry_at, id));
-        if q.retries == 0 {
-            self.rto.on_sample(now - q.started);
+        if self.sched.on_reply(now, id).is_some() {
+            self.own.delivered_bytes += bytes as u64;
         }
-        self.own.delivered_bytes += bytes as u64;
-        self.complete(CompletionKind::Query, q.started, now, q.bytes as u64, q.retries);
-        self.instance_done(now);
     }
 
     fn fire_timers(&mut self, now: Time) {
@@ -506,7 +315,7 @@ impl AppReceiver {
         for k in due {
             let size = self.request_size;
             let backoff = self.conns.get(&k).map_or(0, |c| c.backoff + 1);
-            let timeout = self.timeout_with_backoff(backoff);
+            let timeout = self.sched.timeout(backoff);
             let Some(c) = self.conns.get_mut(&k) else { continue };
             let Some(front) = c.resp.front_mut() else {
                 c.retry_at = None;
@@ -519,29 +328,13 @@ impl AppReceiver {
             self.out.push_back((h, size));
         }
         // Queries without a reply.
-        while let Some(&(t, id)) = self.query_timers.first() {
-            if t > now {
-                break;
-            }
-            self.query_timers.pop_first();
+        while let Some((id, bytes)) = self.sched.poll_query_retry(now) {
             let size = self.request_size;
-            let Some(q) = self.queries.get_mut(&id) else { continue };
-            q.retries += 1;
-            let backoff = q.retries;
-            let bytes = q.bytes;
-            let timeout = self.timeout_with_backoff(backoff);
-            if let Some(q) = self.queries.get_mut(&id) {
-                q.retry_at = now + timeout;
-            }
-            self.query_timers.insert((now + timeout, id));
             self.push_out(AppHeader::Query { id, bytes }, size);
         }
         // The schedule.
-        while self.next_at.is_some_and(|t| t <= now) && self.more_instances() {
-            self.start_instance(now);
-        }
-        if !self.more_instances() {
-            self.next_at = None;
+        while let Some(instance) = self.sched.poll_start(now) {
+            self.start_instance(now, instance);
         }
     }
 
@@ -581,12 +374,10 @@ impl Endpoint for AppReceiver {
                 if syn {
                     c.syn_seen = true;
                 }
-                if let (Some(t), Some(ch)) = (offered, c.chunks.as_mut()) {
+                if let (Some(t), AppKind::Sync) = (offered, self.cfg.kind) {
                     // The segment holds the first byte of a chunk: remember its offer time.
-                    let idx = seg.seq.saturating_sub(1).div_ceil(ch.size);
-                    if idx >= ch.next && ch.offered.len() < 1024 {
-                        ch.offered.entry(idx).or_insert(t);
-                    }
+                    let idx = seg.seq.saturating_sub(1).div_ceil(self.sched.chunk_size());
+                    self.sched.chunk_offered(idx, t);
                 }
                 if self.first_mode == "none" && c.tcp.ecn_mode().name() != "none" {
                     self.first_mode = c.tcp.ecn_mode().name();
@@ -607,7 +398,7 @@ impl Endpoint for AppReceiver {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit<AppHeader>> {
-        if self.next_at.is_some_and(|t| t <= now) {
+        if self.sched.next_start().is_some_and(|t| t <= now) {
             self.fire_timers(now);
         }
         if let Some((header, size)) = self.out.pop_front() {
@@ -653,13 +444,13 @@ impl Endpoint for AppReceiver {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        let mut t = self.next_at;
+        let mut t = self.sched.next_start();
         let mut take = |x: Option<Time>| {
             if let Some(x) = x {
                 t = Some(t.map_or(x, |y: Time| y.min(x)));
             }
         };
-        take(self.query_timers.first().map(|x| x.0));
+        take(self.sched.next_query_retry());
         for c in self.conns.values() {
             take(c.retry_at);
             take(c.tcp.poll_timeout());
@@ -678,10 +469,7 @@ impl Endpoint for AppReceiver {
 
     fn close(&mut self, _now: Time) {
         // No new instances and no more retries; responses under way are still received.
-        self.closed = true;
-        self.next_at = None;
-        self.query_timers.clear();
-        self.queries.clear();
+        self.sched.close();
         for c in self.conns.values_mut() {
             c.retry_at = None;
             c.planned.clear();
@@ -696,7 +484,7 @@ impl Endpoint for AppReceiver {
             add_counters(&mut s, &c.tcp.stats());
         }
         s.ecn_mode = self.first_mode;
-        s.finished = self.closed || self.instances.is_some_and(|n| self.completed >= n);
+        s.finished = self.sched.finished();
         s
     }
 }

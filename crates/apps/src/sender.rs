@@ -9,6 +9,7 @@ use l4s_transport::{EcnValidation, Endpoint, EndpointStats, Transmit};
 
 use crate::config::{AppConfig, AppKind, MAX_UDP_PAYLOAD, MIN_FRAME, UDP_OVERHEAD};
 use crate::header::AppHeader;
+use crate::schedule::ChunkSource;
 use crate::stats::{add_counters, SeenIds};
 
 /// Requests held for a connection ahead of an earlier one that has not arrived (a lost or
@@ -81,12 +82,11 @@ impl SrcConn {
 
 /// The source of an application flow. It serves requests (bulk, request-response, web:
 /// each request's response on its connection, opening the connection with the request
-/// that has `nth = 0`), answers queries, and drives sync chunks itself. It needs no
-/// knowledge of the request schedule: the [`crate::AppReceiver`] at the destination
-/// issues the requests.
+/// that has `nth = 0`), answers queries, and drives sync chunks itself (a
+/// [`ChunkSource`]). It needs no knowledge of the request schedule: the
+/// [`crate::AppReceiver`] at the destination issues the requests.
 pub struct AppSender {
     cfg: AppConfig,
-    rng: Rng,
     ecn: Ecn,
     conns: BTreeMap<u32, SrcConn>,
     /// Requests for connections not open yet with `nth > 0`, held for the `nth = 0` one.
@@ -100,10 +100,8 @@ pub struct AppSender {
     queries_seen: SeenIds,
     /// Requests (or queries) the whole schedule issues, if finite.
     expected: Option<u64>,
-    /// sync: chunks offered, the bytes offered so far, and when the next chunk is due.
-    chunks_offered: u64,
-    sync_offered: u64,
-    sync_next: Option<Time>,
+    /// sync: the chunks and the pauses between them.
+    source: Option<ChunkSource>,
     /// Counters of connections already removed, and of replies.
     gone: EndpointStats,
     own: EndpointStats,
@@ -133,7 +131,6 @@ impl AppSender {
         };
         let mut s = AppSender {
             cfg: cfg.clone(),
-            rng,
             ecn: cfg.nominal_ecn(),
             conns: BTreeMap::new(),
             unopened: VecDeque::new(),
@@ -143,9 +140,7 @@ impl AppSender {
             served: 0,
             queries_seen: SeenIds::default(),
             expected: cfg.instances().map(|n| n as u64 * per_instance),
-            chunks_offered: 0,
-            sync_offered: 0,
-            sync_next: None,
+            source: None,
             gone: EndpointStats::default(),
             own: EndpointStats::default(),
             first_validation: None,
@@ -156,6 +151,7 @@ impl AppSender {
         };
         if cfg.kind == AppKind::Sync {
             s.conns.insert(0, SrcConn::new(cfg, now)?);
+            s.source = Some(ChunkSource::new(cfg, rng, now));
             s.offer_chunk(now);
         }
         Ok(s)
@@ -173,43 +169,29 @@ impl AppSender {
 
     /// sync: chunks offered so far.
     pub fn chunks_offered(&self) -> u64 {
-        self.chunks_offered
+        self.source.as_ref().map_or(0, |s| s.chunks_offered())
     }
 
+    /// sync: offer the chunk that is due on connection 0, marking its first byte.
     fn offer_chunk(&mut self, now: Time) {
-        let Some(c) = self.conns.get_mut(&0) else { return };
-        let chunk = self.cfg.chunk.map_or(0, |s| s.0);
-        c.marks.push_back((1 + self.sync_offered, now));
+        let (Some(c), Some(src)) = (self.conns.get_mut(&0), self.source.as_mut()) else {
+            return;
+        };
+        let first = 1 + src.offered_bytes();
+        let Some(chunk) = src.poll_offer(now) else { return };
+        c.marks.push_back((first, now));
         c.tcp.offer(chunk);
-        self.sync_offered += chunk;
-        self.chunks_offered += 1;
-        self.sync_next = None;
-        if self.cfg.count.is_some_and(|n| self.chunks_offered >= n as u64) {
+        if src.all_offered() {
             c.tcp.set_persistent(false);
-        }
-    }
-
-    fn pause(&mut self) -> Dur {
-        let lo = self.cfg.pause.unwrap_or(Dur::ZERO);
-        match self.cfg.pause_max {
-            Some(hi) if hi > lo => lo + Dur(self.rng.below(hi.0 - lo.0 + 1)),
-            _ => lo,
         }
     }
 
     /// sync: once the chunk offered last is acknowledged, the next is due after a pause.
     fn sync_progress(&mut self, now: Time) {
-        if self.cfg.kind != AppKind::Sync || self.closed || self.sync_next.is_some() {
+        let (Some(c), Some(src)) = (self.conns.get(&0), self.source.as_mut()) else {
             return;
-        }
-        if self.cfg.count.is_some_and(|n| self.chunks_offered >= n as u64) {
-            return;
-        }
-        let Some(c) = self.conns.get(&0) else { return };
-        if c.tcp.acked_bytes() >= self.sync_offered {
-            let p = self.pause();
-            self.sync_next = Some(now + p);
-        }
+        };
+        src.acked(now, c.tcp.acked_bytes());
     }
 
     fn on_request(&mut self, now: Time, conn: u32, nth: u32, bytes: u64, close: bool) -> Result<(), String> {
@@ -384,7 +366,7 @@ impl Endpoint for AppSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        let mut t = self.sync_next;
+        let mut t = self.source.as_ref().and_then(|s| s.next_offer());
         for c in self.conns.values() {
             if let Some(x) = c.tcp.poll_timeout() {
                 t = Some(t.map_or(x, |y| y.min(x)));
@@ -399,15 +381,15 @@ impl Endpoint for AppSender {
                 c.tcp.handle_timeout(now);
             }
         }
-        if self.sync_next.is_some_and(|t| t <= now) && !self.closed {
-            self.offer_chunk(now);
-        }
+        self.offer_chunk(now);
         self.gc();
     }
 
     fn close(&mut self, now: Time) {
         self.closed = true;
-        self.sync_next = None;
+        if let Some(src) = self.source.as_mut() {
+            src.close();
+        }
         self.replies.clear();
         self.unopened.clear();
         for c in self.conns.values_mut() {
@@ -449,7 +431,7 @@ impl Endpoint for AppSender {
         }
         s.ecn_validation = self.failure.or(first_validation).unwrap_or_default();
         let schedule_done = match self.cfg.kind {
-            AppKind::Sync => self.cfg.count.is_some_and(|n| self.chunks_offered >= n as u64),
+            AppKind::Sync => self.source.as_ref().is_some_and(|s| s.all_offered()),
             AppKind::Query => self.expected.is_some_and(|n| self.queries_seen.count() >= n),
             _ => self.expected.is_some_and(|n| self.served >= n),
         };
