@@ -2,6 +2,12 @@
 //! sockets, with the schedule semantics of [`l4s_apps::AppConfig`] and the completions of
 //! [`l4s_apps::Completion`] (the simulator runs the same kinds over its TCP model).
 //!
+//! The schedule is not implemented here: the client runs the app's
+//! [`l4s_apps::Schedule`] and the sync source its [`l4s_apps::ChunkSource`], the sans-IO
+//! components the simulator's endpoints run too (when each instance starts, what it asks
+//! for on which connections, the seeded pauses, query timeouts and retries, what counts as
+//! a completion). This module only moves their bytes over kernel TCP and UDP.
+//!
 //! Roles, as in the simulator: the flow's **source** holds the data (the server of a
 //! download); the **destination** consumes it and runs the schedule.
 //!
@@ -23,6 +29,16 @@
 //! when the instance opens one, so a new connection costs the handshake's round trip) to
 //! its last byte read by the client.
 //!
+//! Where kernel sockets make the live run differ from the simulator's (each is said again
+//! where it happens):
+//! * requests travel in the connection's byte stream, so kernel TCP repairs their loss and
+//!   the client never re-sends one (completions of TCP units report 0 retries; queries
+//!   are retried as in the simulator);
+//! * the sync source learns that a chunk was acknowledged from an empty send queue
+//!   (`SIOCOUTQ`, polled every millisecond), and frames each chunk with a header that
+//!   carries its offer time (the simulator marks the segment instead);
+//! * at the flow's stop the client starts no more instances (see [`run_app_client`]).
+//!
 //! Requests on the wire (client → server), [`REQUEST_HEADER`] bytes then zero padding to
 //! the configured request size:
 //! ```text
@@ -38,9 +54,9 @@
 
 use crate::endpoints::{precise_timers, tcp_connect_start, tcp_info, FlowCtx};
 use crate::udp::EcnUdpSocket;
-use l4s_apps::{AppConfig, AppKind, Completion, CompletionKind};
+use l4s_apps::schedule::{next_object, ChunkSource, Instance, Schedule, Unit};
+use l4s_apps::{AppConfig, AppKind, Completion};
 use l4s_core::{Dur, Ecn, Rng, Time};
-use l4s_transport::tcp::RttEstimator;
 use l4s_transport::EndpointStats;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -400,13 +416,6 @@ fn serve(c: &mut ServerConn, inb: &mut [u8]) -> bool {
 // Client (the destination of bulk, request-response, web and query)
 // ------------------------------------------------------------------------------------------
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Unit {
-    Transfer,
-    Response,
-    Object { page: u32 },
-}
-
 struct Resp {
     bytes: u64,
     got: u64,
@@ -420,73 +429,30 @@ struct ClientConn {
     out: Vec<u8>,
     out_pos: usize,
     resp: VecDeque<Resp>,
+    /// web: object sizes still to request on this connection, in order.
     planned: VecDeque<u64>,
     closing: bool,
 }
 
-struct Page {
-    started: Time,
-    remaining: usize,
-    bytes: u64,
-}
-
-struct Qry {
-    started: Time,
-    bytes: u32,
-    retries: u32,
-    retry_at: Time,
-}
-
-/// The client side of an application flow: runs the schedule and times completions.
+/// The client side of an application flow: realises the instances of the app's
+/// [`Schedule`] on kernel sockets and reports its completions to the flow's meter.
 struct Client<'a> {
     ctx: &'a FlowCtx,
     cfg: &'a AppConfig,
     server: SocketAddr,
+    sched: Schedule,
     conns: BTreeMap<u32, ClientConn>,
     next_conn: u32,
     persistent: Option<u32>,
-    pages: BTreeMap<u32, Page>,
-    next_page: u32,
-    next_at: Option<Time>,
-    started: u32,
-    instances: Option<u32>,
-    queries: BTreeMap<u32, Qry>,
-    next_id: u32,
-    rto: RttEstimator,
     udp: Option<EcnUdpSocket>,
+    completions: Vec<Completion>,
 }
 
 impl Client<'_> {
-    fn more(&self, now: Time) -> bool {
-        now < self.ctx.stop && self.instances.is_none_or(|n| self.started < n)
-    }
-
-    fn complete(&self, what: CompletionKind, started: Time, now: Time, bytes: u64) {
-        let c = Completion {
-            what,
-            started,
-            completed: now,
-            bytes,
-            retries: 0,
-        };
-        if let Some(a) = self.ctx.meter.lock().app.as_mut() {
-            a.on_completion(&c);
-        }
-    }
-
-    fn instance_done(&mut self, now: Time) {
-        if let (Some(think), None) = (self.closed_loop(), self.next_at) {
-            if self.more(now) {
-                self.next_at = Some(now + think);
-            }
-        }
-    }
-
-    fn closed_loop(&self) -> Option<Dur> {
-        match (self.cfg.repeat, self.cfg.think) {
-            (Some(_), _) => None,
-            (None, t) => Some(t.unwrap_or(Dur::ZERO)),
-        }
+    /// Hand the completions the schedule recorded to the flow's meter.
+    fn report(&mut self) {
+        self.sched.drain_completions(&mut self.completions);
+        report_completions(self.ctx, &mut self.completions);
     }
 
     fn open(&mut self) -> io::Result<u32> {
@@ -524,85 +490,52 @@ impl Client<'_> {
 
     fn next_object(&mut self, now: Time, conn: u32, page: u32) {
         let Some(c) = self.conns.get_mut(&conn) else { return };
-        let Some(b) = c.planned.pop_front() else { return };
-        let close = c.planned.is_empty();
+        let Some((b, close)) = next_object(&mut c.planned) else {
+            return;
+        };
         self.request(now, conn, b, close, Unit::Object { page });
     }
 
-    fn start_instance(&mut self, now: Time) -> io::Result<()> {
-        let last = self.instances.is_some_and(|n| self.started + 1 >= n);
-        self.started += 1;
-        match self.cfg.kind {
-            AppKind::Bulk => {
+    /// Start an instance the schedule says is due: open its connections and queue its
+    /// requests, or send its query.
+    fn start(&mut self, now: Time, instance: Instance) -> io::Result<()> {
+        match instance {
+            Instance::Transfer { bytes } => {
                 let c = self.open()?;
-                self.request(now, c, self.cfg.bytes.map_or(0, |s| s.0), true, Unit::Transfer);
+                self.request(now, c, bytes, true, Unit::Transfer);
             }
-            AppKind::RequestResponse => {
-                let bytes = self.cfg.response.map_or(0, |s| s.0);
-                if self.cfg.persistent.unwrap_or(true) {
-                    let c = match self.persistent.filter(|c| self.conns.contains_key(c)) {
-                        Some(c) => c,
-                        None => {
-                            let c = self.open()?;
+            Instance::Response {
+                bytes,
+                persistent,
+                close,
+            } => {
+                let c = match self.persistent.filter(|c| persistent && self.conns.contains_key(c)) {
+                    Some(c) => c,
+                    None => {
+                        let c = self.open()?;
+                        if persistent {
                             self.persistent = Some(c);
-                            c
                         }
-                    };
-                    self.request(now, c, bytes, last, Unit::Response);
-                } else {
-                    let c = self.open()?;
-                    self.request(now, c, bytes, true, Unit::Response);
-                }
-            }
-            AppKind::Web => {
-                let objects = self.cfg.page_objects();
-                let page = self.next_page;
-                self.next_page = self.next_page.wrapping_add(1);
-                self.pages.insert(
-                    page,
-                    Page {
-                        started: now,
-                        remaining: objects.len(),
-                        bytes: 0,
-                    },
-                );
-                let m = (self.cfg.connections.unwrap_or(6).max(1) as usize).min(objects.len());
-                let mut ids = Vec::with_capacity(m);
-                for _ in 0..m {
-                    ids.push(self.open()?);
-                }
-                for (i, &b) in objects.iter().enumerate() {
-                    if let Some(c) = self.conns.get_mut(&ids[i % m]) {
-                        c.planned.push_back(b);
+                        c
                     }
+                };
+                self.request(now, c, bytes, close, Unit::Response);
+            }
+            Instance::Page { page, conns } => {
+                let mut ids = Vec::with_capacity(conns.len());
+                for plan in conns {
+                    let id = self.open()?;
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.planned = plan;
+                    }
+                    ids.push(id);
                 }
-                for c in ids {
-                    self.next_object(now, c, page);
+                for id in ids {
+                    self.next_object(now, id, page);
                 }
             }
-            AppKind::Query => {
-                let id = self.next_id;
-                self.next_id = self.next_id.wrapping_add(1);
-                let bytes = self.cfg.response.map_or(256, |s| s.0) as u32;
-                let retry_at = now + self.rto.rto();
-                self.queries.insert(
-                    id,
-                    Qry {
-                        started: now,
-                        bytes,
-                        retries: 0,
-                        retry_at,
-                    },
-                );
-                self.send_query(id, bytes);
-            }
-            AppKind::Sync => {}
+            Instance::Query { id, bytes } => self.send_query(id, bytes),
         }
-        let scheduled = self.next_at.unwrap_or(now).min(now);
-        self.next_at = match self.cfg.repeat {
-            Some(d) if self.more(now) => Some(scheduled + d),
-            _ => None,
-        };
         Ok(())
     }
 
@@ -678,34 +611,17 @@ impl Client<'_> {
             return Err("the server closed a connection with responses outstanding".into());
         }
         for (unit, started, bytes) in done {
-            match unit {
-                Unit::Transfer => {
-                    self.complete(CompletionKind::Transfer, started, now, bytes);
-                    self.instance_done(now);
-                }
-                Unit::Response => {
-                    self.complete(CompletionKind::Response, started, now, bytes);
-                    self.instance_done(now);
-                }
-                Unit::Object { page } => {
-                    self.complete(CompletionKind::Object, started, now, bytes);
-                    let mut page_done = None;
-                    if let Some(p) = self.pages.get_mut(&page) {
-                        p.remaining = p.remaining.saturating_sub(1);
-                        p.bytes += bytes;
-                        if p.remaining == 0 {
-                            page_done = Some((p.started, p.bytes));
-                        }
-                    }
-                    if let Some((s, b)) = page_done {
-                        self.pages.remove(&page);
-                        self.complete(CompletionKind::Page, s, now, b);
-                        self.instance_done(now);
-                    }
+            // No retries: a request travels in the connection's byte stream, which kernel
+            // TCP retransmits; the application never sends it again (the simulator's
+            // requests are packets of their own, retried by the app).
+            self.sched.done(now, unit, started, bytes, 0);
+            if let Unit::Object { page } = unit {
+                if !self.sched.is_stopped() {
                     self.next_object(now, id, page);
                 }
             }
         }
+        self.report();
         let finished = finished
             && self
                 .conns
@@ -715,32 +631,30 @@ impl Client<'_> {
     }
 
     fn on_reply(&mut self, now: Time, id: u32) {
-        let Some(q) = self.queries.remove(&id) else { return };
-        if q.retries == 0 {
-            self.rto.on_sample(now - q.started);
+        if let Some(bytes) = self.sched.on_reply(now, id) {
+            self.ctx.meter.lock().on_stream_bytes(now, bytes as u64);
+            self.report();
         }
-        self.ctx.meter.lock().on_stream_bytes(now, q.bytes as u64);
-        self.complete(CompletionKind::Query, q.started, now, q.bytes as u64);
-        self.instance_done(now);
     }
 
     fn retry_queries(&mut self, now: Time) {
-        let due: Vec<u32> = self
-            .queries
-            .iter()
-            .filter(|(_, q)| q.retry_at <= now)
-            .map(|(k, _)| *k)
-            .collect();
-        for id in due {
-            let rto = self.rto.rto();
-            let Some(q) = self.queries.get_mut(&id) else { continue };
-            q.retries += 1;
-            // RFC 6298 §5.5: double per retry, up to the maximum.
-            q.retry_at = now + (rto * (1u64 << q.retries.min(16))).min(l4s_apps::MAX_TIMEOUT);
-            let bytes = q.bytes;
+        while let Some((id, bytes)) = self.sched.poll_query_retry(now) {
             self.send_query(id, bytes);
         }
     }
+}
+
+/// Record `completions` in the flow's meter and empty the list.
+fn report_completions(ctx: &FlowCtx, completions: &mut Vec<Completion>) {
+    if completions.is_empty() {
+        return;
+    }
+    if let Some(a) = ctx.meter.lock().app.as_mut() {
+        for c in completions.iter() {
+            a.on_completion(c);
+        }
+    }
+    completions.clear();
 }
 
 /// Run the client of an application flow at its destination from `ctx.start`: start
@@ -749,7 +663,6 @@ impl Client<'_> {
 pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
     precise_timers();
     ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
-    let initial = cfg.timeout.unwrap_or(l4s_apps::DEFAULT_TIMEOUT);
     let udp = if cfg.kind == AppKind::Query {
         let bind = SocketAddr::new(
             if server.is_ipv4() {
@@ -773,23 +686,14 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
         ctx,
         cfg,
         server,
+        // The schedule runs from the flow's start, as the simulator's does: a late wake-up
+        // starts the first instance late but does not shift an open loop's grid.
+        sched: Schedule::new(cfg, ctx.start),
         conns: BTreeMap::new(),
         next_conn: 0,
         persistent: None,
-        pages: BTreeMap::new(),
-        next_page: 0,
-        next_at: Some(ctx.start.max(ctx.clock.now())),
-        started: 0,
-        instances: cfg.instances(),
-        queries: BTreeMap::new(),
-        next_id: 0,
-        rto: RttEstimator::new(
-            initial,
-            l4s_apps::MIN_TIMEOUT.min(initial),
-            l4s_apps::MAX_TIMEOUT,
-            Dur::from_millis(1),
-        ),
         udp,
+        completions: Vec::new(),
     };
     let mut inb = vec![0u8; 256 * 1024];
     let mut fds = Vec::new();
@@ -799,15 +703,20 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
         if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
             return;
         }
-        while cl.next_at.is_some_and(|t| t <= now) && cl.more(now) {
-            if let Err(e) = cl.start_instance(now) {
+        if now >= ctx.stop {
+            // No new instances after the flow's stop (those under way still complete, and
+            // unanswered queries are still retried). The simulator's destination keeps
+            // its schedule running, but its source, closed at the stop, ignores requests
+            // and queries, so no instance started after the stop completes there either;
+            // here a new connection would still be handshaken by the server's kernel.
+            cl.sched.stop();
+        }
+        while let Some(instance) = cl.sched.poll_start(now) {
+            if let Err(e) = cl.start(now, instance) {
                 ctx.meter
                     .fail(format!("flow {}: connecting to {server}: {e}", ctx.name));
                 return;
             }
-        }
-        if !cl.more(now) {
-            cl.next_at = None;
         }
         ids.clear();
         ids.extend(cl.conns.keys().copied());
@@ -851,10 +760,7 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
         }
         let now = ctx.clock.now();
         let mut wake = now + TICK;
-        if let Some(t) = cl.next_at {
-            wake = wake.min(t.max(now));
-        }
-        if let Some(t) = cl.queries.values().map(|q| q.retry_at).min() {
+        if let Some(t) = cl.sched.poll_timeout() {
             wake = wake.min(t.max(now));
         }
         wake = wake.min(ctx.end);
@@ -878,9 +784,10 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
 // Sync: the source pushes chunks to the destination
 // ------------------------------------------------------------------------------------------
 
-/// Run the source of a sync flow: connect to `dst` at the flow's start and send chunks,
-/// each offered a pause after the previous one was acknowledged. `seed` draws the pauses
-/// between `pause` and `pause_max`.
+/// Run the source of a sync flow: connect to `dst` at the flow's start and send the chunks
+/// of the app's [`ChunkSource`], each offered a pause after the previous one was
+/// acknowledged. `seed` draws the pauses between `pause` and `pause_max` (the simulator
+/// seeds the same flow's source alike, so both draw the same pauses).
 pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u64) {
     precise_timers();
     ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
@@ -898,48 +805,36 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
     let mut s = s;
     let fd = s.as_raw_fd();
     ctx.meter.lock().first_ecn = Some(cfg.nominal_ecn());
-    let chunk = cfg.chunk.map_or(1, |c| c.0.max(1));
-    let pause = cfg.pause.unwrap_or(Dur::ZERO);
-    let mut rng = Rng::new(seed);
-    let mut draw = || match cfg.pause_max {
-        Some(m) if m > pause => pause + Dur(rng.next_u64() % (m.as_nanos() - pause.as_nanos()).saturating_add(1)),
-        _ => pause,
-    };
+    let mut src = ChunkSource::new(cfg, Rng::new(seed), ctx.start);
     let mut info = SenderInfo::default();
     let mut last_sample: Option<Time> = None;
-    let mut sent = 0u64;
-    // Bytes of the current chunk (header included) still to write; when it is zero, the
-    // next chunk is offered at `next_offer` (after the send queue drained).
+    // Bytes of the current chunk (after its header) still to write.
     let mut left = 0u64;
     let mut hdr: Option<[u8; CHUNK_HEADER]> = None;
-    let mut next_offer: Option<Time> = Some(ctx.start);
-    let mut drained_wait = false;
     loop {
         let now = ctx.clock.now();
         if done(now) {
             break;
         }
-        if left == 0 && drained_wait {
-            // Wait until the previous chunk is acknowledged, then pause.
-            if unacked_bytes(fd).unwrap_or(0) == 0 {
-                drained_wait = false;
-                next_offer = Some(now + draw());
-            }
+        if now >= ctx.stop {
+            src.close();
         }
-        if left == 0
-            && !drained_wait
-            && next_offer.is_some_and(|t| t <= now)
-            && now < ctx.stop
-            && cfg.count.is_none_or(|n| sent < n as u64)
-        {
-            let mut h = [0u8; CHUNK_HEADER];
-            h[0..2].copy_from_slice(b"AC");
-            h[2] = VERSION;
-            h[8..16].copy_from_slice(&now.as_nanos().to_be_bytes());
-            hdr = Some(h);
-            left = chunk;
-            sent += 1;
-            next_offer = None;
+        let written = left == 0 && hdr.is_none();
+        if written && src.awaiting_ack() && unacked_bytes(fd).unwrap_or(0) == 0 {
+            // Kernel TCP tells how much of what was written is unacknowledged
+            // (`SIOCOUTQ`), not which bytes: the next chunk waits until that is nothing,
+            // i.e. until every chunk byte offered so far was acknowledged.
+            src.acked(now, src.offered_bytes());
+        }
+        if written {
+            if let Some(bytes) = src.poll_offer(now) {
+                let mut h = [0u8; CHUNK_HEADER];
+                h[0..2].copy_from_slice(b"AC");
+                h[2] = VERSION;
+                h[8..16].copy_from_slice(&now.as_nanos().to_be_bytes());
+                hdr = Some(h);
+                left = bytes;
+            }
         }
         let mut blocked = false;
         if let Some(h) = hdr {
@@ -962,12 +857,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
         while hdr.is_none() && left > 0 && !blocked {
             let k = left.min(ZEROS.len() as u64) as usize;
             match s.write(&ZEROS[..k]) {
-                Ok(n) => {
-                    left -= n as u64;
-                    if left == 0 {
-                        drained_wait = true;
-                    }
-                }
+                Ok(n) => left -= n as u64,
                 Err(e) if would_block(&e) => blocked = true,
                 Err(e) => {
                     ctx.meter.fail(format!("flow {}: sending: {e}", ctx.name));
@@ -980,8 +870,10 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
             last_sample = Some(now);
             info.report(ctx, now, &[fd], left > 0);
         }
-        let mut wake = now + Dur::from_millis(1).max(if drained_wait { Dur::from_millis(1) } else { TICK });
-        if let Some(t) = next_offer {
+        // Waiting for the acknowledgement is polled every millisecond.
+        let waiting = left == 0 && hdr.is_none() && src.awaiting_ack();
+        let mut wake = now + if waiting { Dur::from_millis(1) } else { TICK };
+        if let Some(t) = src.next_offer() {
             wake = wake.min(t.max(now));
         }
         wake = wake.min(ctx.end);
@@ -995,17 +887,24 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
 }
 
 /// Run the destination of a sync flow: accept the source's connection and time every
-/// chunk from its offer (the header's time) to its last byte.
+/// chunk from its offer (the header's time) to its last byte, with the app's
+/// [`Schedule`].
 pub fn run_sync_sink(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
     if let Err(e) = l.set_nonblocking(true) {
         ctx.meter.fail(format!("flow {}: {e}", ctx.name));
         return;
     }
-    let chunk = cfg.chunk.map_or(1, |c| c.0.max(1));
+    let mut sched = Schedule::new(cfg, ctx.start);
+    let chunk = sched.chunk_size();
     let mut conn: Option<TcpStream> = None;
     let mut inb = vec![0u8; 256 * 1024];
     let mut hdr: Vec<u8> = Vec::with_capacity(CHUNK_HEADER);
-    let mut cur: Option<(Time, u64)> = None;
+    // Payload bytes of the current chunk still to read (0: a chunk header is next), the
+    // chunk headers read, and the payload bytes read in all.
+    let mut in_chunk = 0u64;
+    let mut headers = 0u64;
+    let mut payload = 0u64;
+    let mut completions = Vec::new();
     loop {
         let now = ctx.clock.now();
         if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
@@ -1033,42 +932,32 @@ pub fn run_sync_sink(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
                 let now = ctx.clock.now();
                 let mut p = &inb[..n];
                 while !p.is_empty() {
-                    match cur.as_mut() {
-                        None => {
-                            let k = (CHUNK_HEADER - hdr.len()).min(p.len());
-                            hdr.extend_from_slice(&p[..k]);
-                            p = &p[k..];
-                            if hdr.len() == CHUNK_HEADER {
-                                if &hdr[0..2] != b"AC" || hdr[2] != VERSION {
-                                    ctx.meter
-                                        .fail(format!("flow {}: the sync stream lost its framing", ctx.name));
-                                    return;
-                                }
-                                let mut t = [0u8; 8];
-                                t.copy_from_slice(&hdr[8..16]);
-                                cur = Some((Time(u64::from_be_bytes(t)), 0));
-                                hdr.clear();
+                    if in_chunk == 0 {
+                        let k = (CHUNK_HEADER - hdr.len()).min(p.len());
+                        hdr.extend_from_slice(&p[..k]);
+                        p = &p[k..];
+                        if hdr.len() == CHUNK_HEADER {
+                            if &hdr[0..2] != b"AC" || hdr[2] != VERSION {
+                                ctx.meter
+                                    .fail(format!("flow {}: the sync stream lost its framing", ctx.name));
+                                return;
                             }
+                            let mut t = [0u8; 8];
+                            t.copy_from_slice(&hdr[8..16]);
+                            sched.chunk_offered(headers, Time(u64::from_be_bytes(t)));
+                            headers += 1;
+                            in_chunk = chunk;
+                            hdr.clear();
                         }
-                        Some((offered, got)) => {
-                            let k = (chunk - *got).min(p.len() as u64);
-                            *got += k;
-                            p = &p[k as usize..];
-                            ctx.meter.lock().on_stream_bytes(now, k);
-                            if *got == chunk {
-                                let c = Completion {
-                                    what: CompletionKind::Chunk,
-                                    started: *offered,
-                                    completed: now,
-                                    bytes: chunk,
-                                    retries: 0,
-                                };
-                                if let Some(a) = ctx.meter.lock().app.as_mut() {
-                                    a.on_completion(&c);
-                                }
-                                cur = None;
-                            }
-                        }
+                    } else {
+                        let k = in_chunk.min(p.len() as u64);
+                        in_chunk -= k;
+                        payload += k;
+                        p = &p[k as usize..];
+                        ctx.meter.lock().on_stream_bytes(now, k);
+                        sched.chunks_delivered(now, payload);
+                        sched.drain_completions(&mut completions);
+                        report_completions(ctx, &mut completions);
                     }
                 }
             }
@@ -1089,7 +978,7 @@ mod tests {
     use super::*;
     use crate::endpoints::Clock;
     use crate::meter::{flow_meter, AppMeter, SharedMeter, Window};
-    use l4s_apps::Size;
+    use l4s_apps::{CompletionKind, Size};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
