@@ -242,7 +242,11 @@ pub enum Listen {
 }
 
 /// Run the server of an application flow at its source until `ctx.end`: answer every
-/// request on every connection, or every query, with zeros of the size asked for.
+/// request on every connection, or every query, with zeros of the size asked for, until
+/// the flow's stop (`ctx.stop`). From then on it sends nothing new, as the simulator's
+/// source, closed at the stop, ignores requests and queries and sends no data it had not
+/// sent yet; what kernel TCP already holds in a socket's send buffer still goes out (as for
+/// a `tcp` flow's sender).
 pub fn run_app_server(ctx: &FlowCtx, cfg: &AppConfig, listen: Listen) {
     precise_timers();
     match listen {
@@ -276,6 +280,9 @@ fn run_query_server(ctx: &FlowCtx, cfg: &AppConfig, sock: EcnUdpSocket) {
             let Some((false, id, bytes)) = decode_query(&buf[..got.len]) else {
                 continue;
             };
+            if ctx.clock.now() >= ctx.stop {
+                continue;
+            }
             let len = (bytes as u64).min(l4s_apps::config::MAX_UDP_PAYLOAD) as usize;
             let reply = encode_query(true, id, bytes, len);
             let sent = ctx.clock.now();
@@ -323,9 +330,10 @@ fn run_tcp_server(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
                 }
             }
         }
+        let answering = ctx.clock.now() < ctx.stop;
         let mut i = 0;
         while i < conns.len() {
-            let keep = serve(&mut conns[i], &mut inb);
+            let keep = serve(&mut conns[i], &mut inb, answering);
             if keep {
                 i += 1;
             } else {
@@ -354,8 +362,9 @@ fn run_tcp_server(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
     info.report(ctx, ctx.clock.now(), &fds, false);
 }
 
-/// Read requests and write responses on one server connection; false when it is done.
-fn serve(c: &mut ServerConn, inb: &mut [u8]) -> bool {
+/// Read requests and write responses on one server connection (drop them unless
+/// `answering`); false when it is done.
+fn serve(c: &mut ServerConn, inb: &mut [u8], answering: bool) -> bool {
     // Read what arrived: request headers and their padding.
     loop {
         match c.s.read(inb) {
@@ -390,6 +399,11 @@ fn serve(c: &mut ServerConn, inb: &mut [u8]) -> bool {
             Err(e) if would_block(&e) => break,
             Err(_) => return false,
         }
+    }
+    if !answering {
+        // The flow stopped: what was not written yet is never sent (the connection stays
+        // open, so the client does not take it for a server that closed early).
+        c.out.clear();
     }
     // Write responses in order.
     while let Some((left, close)) = c.out.front_mut() {
@@ -817,7 +831,12 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
             break;
         }
         if now >= ctx.stop {
+            // The flow stopped: no more chunks, and what of the current one was not
+            // written yet is never sent (the simulator's source, closed at the stop, sends
+            // no data it had not sent yet).
             src.close();
+            hdr = None;
+            left = 0;
         }
         let written = left == 0 && hdr.is_none();
         if written && src.awaiting_ack() && unacked_bytes(fd).unwrap_or(0) == 0 {
@@ -982,7 +1001,8 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
-    fn ctx(secs: u64) -> FlowCtx {
+    /// A flow that stops at `stop` in a run of `secs`.
+    fn ctx(stop: Time, secs: u64) -> FlowCtx {
         let end = Time::from_secs(secs);
         let window = Window { start: Time::ZERO, end };
         let mut m = flow_meter(window, None, true);
@@ -992,7 +1012,7 @@ mod tests {
             name: "app".into(),
             clock: Clock::start(),
             start: Time::ZERO,
-            stop: end,
+            stop,
             end,
             stop_flag: Arc::new(AtomicBool::new(false)),
             meter: SharedMeter::new(m),
@@ -1003,8 +1023,13 @@ mod tests {
 
     /// Run `cfg` over loopback for `secs`; the completions per kind: (count, max ms, bytes).
     fn run(cfg: AppConfig, secs: u64) -> (FlowCtx, BTreeMap<CompletionKind, (u64, f64, u64)>) {
+        run_stopping(cfg, Time::from_secs(secs), secs)
+    }
+
+    /// As [`run`] for a flow that stops at `stop`.
+    fn run_stopping(cfg: AppConfig, stop: Time, secs: u64) -> (FlowCtx, BTreeMap<CompletionKind, (u64, f64, u64)>) {
         cfg.validate(Dur::from_secs(secs)).unwrap();
-        let c = ctx(secs);
+        let c = ctx(stop, secs);
         let srv = {
             let c = c.clone();
             let cfg = cfg.clone();
@@ -1132,5 +1157,46 @@ mod tests {
         let (c, k) = run(sync, 1);
         assert_eq!(k[&CompletionKind::Chunk].0, 4, "{k:?}");
         assert_eq!(c.meter.lock().goodput_bytes, 4_000_000);
+    }
+
+    #[test]
+    fn nothing_starts_or_is_answered_after_the_flow_stops() {
+        // Queries every 10 ms from 0 to the stop at 300 ms: 30, none after it.
+        let mut q = AppConfig::new(AppKind::Query);
+        q.repeat = Some(Dur::from_millis(10));
+        let (_, k) = run_stopping(q, Time::from_millis(300), 1);
+        assert!((29..=30).contains(&k[&CompletionKind::Query].0), "{k:?}");
+
+        // A stopped server reads requests but answers none (the simulator's closed source
+        // ignores them); before the stop it answers.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        s.set_nonblocking(true).unwrap();
+        let mut c = ServerConn {
+            s,
+            hdr: Vec::new(),
+            skip: 0,
+            out: VecDeque::new(),
+            shut: false,
+        };
+        let mut inb = vec![0u8; 4096];
+        let fd = c.s.as_raw_fd();
+        client.write_all(&encode_request(300, 1000, false)).unwrap();
+        assert!(crate::endpoints::wait_fd(fd, false, Dur::from_secs(1)).unwrap());
+        assert!(serve(&mut c, &mut inb, false));
+        assert!(c.out.is_empty() && c.hdr.is_empty() && c.skip == 0);
+        client.write_all(&encode_request(300, 1000, false)).unwrap();
+        assert!(crate::endpoints::wait_fd(fd, false, Dur::from_secs(1)).unwrap());
+        assert!(serve(&mut c, &mut inb, true));
+        // Exactly the second response arrives.
+        client
+            .set_read_timeout(Some(std::time::Duration::from_millis(200)))
+            .unwrap();
+        let mut got = 0;
+        while let Ok(n @ 1..) = client.read(&mut inb) {
+            got += n;
+        }
+        assert_eq!(got, 1000);
     }
 }
