@@ -139,8 +139,7 @@ pub fn ace_delta(ace: u8, s_cep: u32) -> u32 {
 
 /// The safest CE count consistent with an ACE delta `delta` when the ACK may cover `d`
 /// newly delivered packets and no AccECN option disambiguates: for `d ≥ 8`,
-/// `Δ_safe = d − ((d − Δ) mod 8)`; otherwise `Δ` (RFC 9768 §3.2.2.5.2, Appendix A.2;
-/// brief §5.1).
+/// `Δ_safe = d − ((d − Δ) mod 8)`; otherwise `Δ` (RFC 9768 §3.2.2.5.2, Appendix A.2.1).
 pub fn safe_ace_delta(delta: u32, d: u64) -> u64 {
     let delta = (delta & 7) as u64;
     if d >= 8 {
