@@ -302,7 +302,8 @@ impl Prague {
             }
             if grow {
                 if self.in_rate_mode() {
-                    // Rule 6: rate += acked·1500/vrtt / cwnd_v, cwnd_v = rate·vrtt/mtu.
+                    // Rate mode (`prague_update_cwnd`, `cwnd_mode` 1): rate += acked·1500/vrtt /
+                    // cwnd_v, cwnd_v = rate·vrtt/mtu.
                     let vrtt = self.vrtt_s();
                     let cwnd_v = (self.rate_bytes * vrtt / self.mtu()).ceil();
                     if cwnd_v > 0.0 {
@@ -508,7 +509,8 @@ impl CongestionControl for Prague {
         }
         self.inflight_bytes = s.bytes_in_flight;
         self.update_cwnd(s);
-        // Rule 2: once per round; once RTT-independent, also ≥ rtt_target since the last update.
+        // `prague_should_update_ewma`: once per round; once RTT-independent, also ≥ rtt_target
+        // since the last update.
         let round_done = s.snd_una >= self.next_seq;
         if round_done && (!self.is_rtt_indep() || Self::elapsed(self.alpha_stamp, s.now) >= self.cfg.rtt_target) {
             self.update_alpha(s);
@@ -539,7 +541,7 @@ impl CongestionControl for Prague {
             r.on_ecn_congestion(s);
             return;
         }
-        // Rule 3 (`prague_enter_cwr`): skip if RTT-independent and < 25 ms since the last.
+        // `prague_enter_cwr`: skip if RTT-independent and < 25 ms since the last.
         if self.is_rtt_indep() && Self::elapsed(self.cwr_stamp, s.now) < self.cfg.rtt_target {
             return;
         }

@@ -292,8 +292,8 @@ impl UdpPragueCc {
         true
     }
 
-    /// `ACKReceived`. Returns the packets in flight after the ACK, or `None` if
-    /// the ACK was stale or invalid and ignored.
+    /// `ACKReceived`; the numbered steps in the body follow upstream's order. Returns the
+    /// packets in flight after the ACK, or `None` if the ACK was stale or invalid and ignored.
     pub fn ack_received(
         &mut self,
         now: Time,

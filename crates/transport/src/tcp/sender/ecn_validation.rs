@@ -140,15 +140,16 @@ impl TcpSender {
             if (de0b > 0 && !v.sent_ect0) || (de1b > 0 && !v.sent_ect1) {
                 failure = Some(EcnFailure::Remarked);
             } else if v.balance < -(tol as i64) {
-                // Rules 4–5: ΔECT + ΔCE short of the ECT bytes acknowledged.
+                // RFC 9000 §13.4.2.1: ΔECT + ΔCE short of the ECT bytes acknowledged.
                 failure = Some(EcnFailure::Bleached);
             }
             rose = (v.sent_ect1 && de1b > 0) || (v.sent_ect0 && de0b > 0);
             let outstanding = self.snd_nxt.saturating_sub(self.snd_una).min(i64::MAX as u64) as i64;
             v.balance = v.balance.min(outstanding);
         }
-        // Rule 3 in totals (also catches counters that jumped): more CE packets than packets
-        // sent, or more bytes of a codepoint than were sent with it.
+        // RFC 9000 §13.4.2.1's check that no count exceeds what was sent, in totals (also
+        // catches counters that jumped): more CE packets than packets sent, or more bytes of a
+        // codepoint than were sent with it.
         if v.fb_ce_pkts > v.sent_pkts
             || v.fb_ceb > v.sent_bytes.saturating_add(tol)
             || v.fb_e0b > v.sent_ect0_bytes.saturating_add(tol)
@@ -157,8 +158,9 @@ impl TcpSender {
             failure = Some(EcnFailure::ImpossibleFeedback);
         }
         if failure.is_none() && self.validation == EcnValidation::Testing {
-            // Rule 7 / RFC 9768 §3.2.2.3: every acknowledged ECT packet CE-marked for the
-            // first rounds. Testing ends at the first unmarked ECT arrival (`rose`).
+            // quic-go's mangling check / RFC 9768 §3.2.2.3: every acknowledged ECT packet
+            // CE-marked for the first rounds. Testing ends at the first unmarked ECT arrival
+            // (`rose`).
             if v.round_end == 0 {
                 if acked_ect_pkts > 0 {
                     v.round_end = self.snd_nxt;
