@@ -2,7 +2,7 @@
 //! `net/sched/sch_dualpi2.c` (v6.18) by default, with the RFC 9332 Appendix A variants as
 //! options.
 //!
-//! * Classifier (RFC 9331 §5.1, Linux `dualpi2_classify`): `ecn & ecn_mask != 0` → class L4S;
+//! * Classifier (RFC 9331 §5.1, Linux `dualpi2_skb_classify`): `ecn & ecn_mask != 0` → class L4S;
 //!   otherwise the operator rules ([`Classifier`], the equivalent of Linux's `skb->priority` /
 //!   tc filter override) choose L4S or LLLL; otherwise Classic.
 //! * Two FIFOs scheduled by Linux's credit-based WRR ("C-protection", weights wc/wl = 10/90).
@@ -12,7 +12,7 @@
 //! * The L-queue's native AQM: Linux's step (default, 1 ms, strict `>`) or the RFC 9332
 //!   Appendix A ramp (`minTh` 800 µs, `range` 400 µs, `Th_len` 1 packet).
 //! * Overload (k·p' > 1): with `drop_overload`, L4S packets are dropped with p'² and every
-//!   survivor is marked; Classic ECT packets are dropped instead of marked (RFC 9332 §4.2.1,
+//!   survivor is marked; Classic ECT packets are dropped instead of marked (RFC 9332 §4.2.3,
 //!   Appendix A.2). Without it, p' is capped at 1/k.
 //!
 //! Differences from the RFC 9332 Appendix A pseudo-code (all selectable, Linux is default):

@@ -1,7 +1,7 @@
 //! Accurate ECN (RFC 9768 §3) pieces that sender and receiver share: the counters' initial
 //! values (§3.2.1), the AccECN option's 24-bit fields, its two field orders and its wire
 //! encoding (§3.2.3), the handshake encoding of the ACE field (§3.1.2, §3.2.2.1), and the
-//! ACE arithmetic that turns feedback into a CE packet count (§3.2.2.3, §3.2.2.5.2,
+//! ACE arithmetic that turns feedback into a CE packet count (§3.2.2.2, §3.2.2.5.2,
 //! Appendix A.2). The sender's checks of this feedback (ECN validation) are part of the
 //! sender.
 
@@ -132,7 +132,7 @@ pub fn handshake_ace_decode(ace: u8) -> Option<Ecn> {
     }
 }
 
-/// `Δ = (ACE − s.cep) mod 8` (RFC 9768 §3.2.2.3).
+/// `Δ = (ACE − s.cep) mod 8` (RFC 9768 §3.2.2.2).
 pub fn ace_delta(ace: u8, s_cep: u32) -> u32 {
     (ace as u32).wrapping_sub(s_cep) & 7
 }
