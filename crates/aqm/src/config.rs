@@ -62,7 +62,8 @@ fn positive_f64(key: &str, v: f64) -> Result<(), ConfigError> {
 // DualPI2
 // ------------------------------------------------------------------------------------------
 
-/// Which ECN codepoints send a packet to the L-queue (Linux `ecn_mask`, brief §3.2, §6.1).
+/// Which ECN codepoints send a packet to the L-queue (Linux `ecn_mask`, tested first in
+/// `dualpi2_skb_classify`; RFC 9331 §5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum EcnMask {
@@ -98,7 +99,8 @@ pub enum Marking {
     Ramp,
 }
 
-/// The delay fed to the PI controller (brief §3.10 item 1).
+/// The delay fed to the PI controller, where Linux `calculate_probability` and the RFC 9332
+/// Appendix A.1 pseudo-code differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum PiInput {
@@ -124,7 +126,8 @@ pub struct DualPi2Config {
     pub alpha: Option<f64>,
     /// Proportional gain in Hz; `None` = Linux default 819/256 Hz.
     pub beta: Option<f64>,
-    /// iproute2 helper (brief §3.9): derive target/tupdate/alpha/beta from RTTs.
+    /// iproute2 helper (`tc/q_dualpi2.c` `dualpi2_parse_opt`): derive target/tupdate/alpha/beta
+    /// from RTTs.
     pub max_rtt: Option<Dur>,
     pub typical_rtt: Option<Dur>,
     /// Step threshold in time mode (strictly greater sojourn is marked).
@@ -198,7 +201,8 @@ pub const DEFAULT_BETA_NL: u32 = 819;
 /// Largest netlink gain Linux accepts.
 pub const MAX_GAIN_NL: u32 = (1 << 31) - 1;
 
-/// Netlink gain (Hz × 256, as tc sends it) → kernel internal gain (brief §3.9):
+/// Netlink gain (Hz × 256, as tc sends it) → kernel internal gain (Linux
+/// `dualpi2_scale_alpha_beta`):
 /// `((nl × (2^32 − 1)) >> 2) / 1e9`. 41 → 44, 819 → 879.
 pub fn gain_nl_to_internal(nl: u32) -> u32 {
     let v = ((nl as u64 * 0xFFFF_FFFF) >> 2) / 1_000_000_000;
@@ -215,7 +219,8 @@ pub fn gain_hz_to_nl(hz: f64) -> u32 {
     (hz * 256.0 * (1.0 + 1e-9)).min(u32::MAX as f64) as u32
 }
 
-/// The PI parameters derived from RTTs (iproute2 `max_rtt` / `typical_rtt`, brief §3.9).
+/// The PI parameters derived from RTTs (iproute2 `max_rtt` / `typical_rtt`, `tc/q_dualpi2.c`
+/// `dualpi2_parse_opt`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RttDerived {
     pub max_rtt: Dur,

@@ -2,7 +2,7 @@
 //! `net/sched/sch_dualpi2.c` (v6.18) by default, with the RFC 9332 Appendix A variants as
 //! options.
 //!
-//! * Classifier (RFC 9331 §5.1, Linux `dualpi2_classify`): `ecn & ecn_mask != 0` → class L4S;
+//! * Classifier (RFC 9331 §5.1, Linux `dualpi2_skb_classify`): `ecn & ecn_mask != 0` → class L4S;
 //!   otherwise the operator rules ([`Classifier`], the equivalent of Linux's `skb->priority` /
 //!   tc filter override) choose L4S or LLLL; otherwise Classic.
 //! * Two FIFOs scheduled by Linux's credit-based WRR ("C-protection", weights wc/wl = 10/90).
@@ -12,7 +12,7 @@
 //! * The L-queue's native AQM: Linux's step (default, 1 ms, strict `>`) or the RFC 9332
 //!   Appendix A ramp (`minTh` 800 µs, `range` 400 µs, `Th_len` 1 packet).
 //! * Overload (k·p' > 1): with `drop_overload`, L4S packets are dropped with p'² and every
-//!   survivor is marked; Classic ECT packets are dropped instead of marked (RFC 9332 §4.2.1,
+//!   survivor is marked; Classic ECT packets are dropped instead of marked (RFC 9332 §4.2.3,
 //!   Appendix A.2). Without it, p' is capped at 1/k.
 //!
 //! Differences from the RFC 9332 Appendix A pseudo-code (all selectable, Linux is default):
@@ -41,7 +41,8 @@ use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, Queu
 /// p' = 1.0 in Linux's fixed point.
 pub const MAX_PROB: u32 = u32::MAX;
 
-/// The traffic class of a packet (Linux `TC_DUALPI2_*`, brief §3.2).
+/// The traffic class of a packet (Linux `DUALPI2_C_*` in `sch_dualpi2.c`, set by
+/// `dualpi2_skb_classify`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TrafficClass {
     /// C-queue, p'² signal.
@@ -90,8 +91,9 @@ impl Classifier {
         }
     }
 
-    /// Brief §3.2: ECN test, else `override` (Linux priority minor), else Classic.
-    /// An ECT(1) packet cannot be forced into C by an override (brief §6.2).
+    /// As Linux `dualpi2_skb_classify`: ECN test, else `override` (Linux priority minor),
+    /// else Classic. An ECT(1) packet cannot be forced into C by an override (the ECN test
+    /// comes first).
     pub fn classify_with_override(&self, ecn: Ecn, override_minor: Option<u32>) -> TrafficClass {
         if ecn.bits() & self.mask != 0 {
             return TrafficClass::L4s;
@@ -236,7 +238,7 @@ impl DualPi2Params {
     }
 }
 
-/// One step of the Linux integer PI2 update (brief §3.4), as a pure function.
+/// One step of the Linux integer PI2 update (`calculate_probability`), as a pure function.
 ///
 /// `delta = (qdelay − target)·alpha_i + (qdelay − last_qdelay)·beta_i` (ns × internal gain),
 /// `prob += delta / 64` with the magnitude truncated, saturating in [0, MAX_PROB], then capped at
@@ -452,7 +454,8 @@ impl<P: QueuePacket> DualPi2<P> {
         self.rng.next_u32() <= p
     }
 
-    /// Brief §3.5, Linux `must_drop`, or the RFC `recur` variant.
+    /// Linux `must_drop` (with `dualpi2_classic_marking` and `dualpi2_scalable_marking`), or
+    /// the RFC 9332 Appendix A `recur` variant.
     fn must_drop(&mut self, pkt: &mut P, class: TrafficClass) -> Verdict {
         if self.backlog_bytes < 2 * self.p.mtu as u64 || class == TrafficClass::Llll {
             return Verdict::Pass { marked: false };
@@ -520,7 +523,7 @@ impl<P: QueuePacket> DualPi2<P> {
         }
     }
 
-    /// The native L AQM (brief §3.6 step, or the RFC ramp). `sojourn` of the packet, L length
+    /// The native L AQM (Linux `do_step_aqm` step, or the RFC 9332 Appendix A ramp). `sojourn` of the packet, L length
     /// after its removal.
     fn native_l(&mut self, e: &mut Entry<P>, sojourn: Dur) -> Verdict {
         if !e.apply_step {
@@ -580,7 +583,8 @@ impl<P: QueuePacket> Qdisc<P> for DualPi2<P> {
         &[QueueId::L, QueueId::C]
     }
 
-    /// Brief §3.3 (Linux order): classify, limits (before any AQM and before timestamping),
+    /// In Linux's order (`dualpi2_qdisc_enqueue`, `dualpi2_enqueue_skb`): classify, limits
+    /// (before any AQM and before timestamping),
     /// optional early PI decision, timestamp and queue.
     fn enqueue(&mut self, mut pkt: P, now: Time) -> Enqueued<P> {
         let class = self.classifier.classify(&pkt);
@@ -652,8 +656,8 @@ impl<P: QueuePacket> Qdisc<P> for DualPi2<P> {
         Enqueued::Queued { queue, marked }
     }
 
-    /// Brief §3.7 and §4: WRR pick, PI decision (unless `drop_early`), native L AQM, credit
-    /// update only for packets actually sent.
+    /// As Linux `__dualpi2_qdisc_dequeue` and `dequeue_packet`: WRR pick, PI decision
+    /// (unless `drop_early`), native L AQM, credit update only for packets actually sent.
     fn dequeue(&mut self, now: Time, drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
         loop {
             let c_len = self.c.len();
@@ -744,7 +748,8 @@ impl<P: QueuePacket> Qdisc<P> for DualPi2<P> {
         Some(self.next_timer)
     }
 
-    /// The PI2 update (brief §3.4), re-armed at `now + tupdate` like Linux.
+    /// The PI2 update (Linux `calculate_probability`), re-armed at `now + tupdate` like
+    /// Linux's `dualpi2_timer`.
     fn on_timeout(&mut self, now: Time) {
         let qd_c = self.c_head_ts.map(|t| now - t).unwrap_or(Dur::ZERO);
         let qd_l = self.l_head_ts.map(|t| now - t).unwrap_or(Dur::ZERO);

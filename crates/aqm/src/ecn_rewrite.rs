@@ -1,5 +1,5 @@
-//! Reading the ECN field and setting CE in raw IP headers (brief §6.4), for the live
-//! forwarder. Every function takes a byte slice and never panics: short or malformed input
+//! Reading the ECN field and setting CE in raw IP headers (as Linux `IP_ECN_set_ce` and
+//! `IP6_ECN_set_ce` in `include/net/inet_ecn.h`), for the live forwarder. Every function takes a byte slice and never panics: short or malformed input
 //! gives an error (or Not-ECT when reading).
 //!
 //! * IPv4 (RFC 3168 §5, RFC 791): ECN is the low two bits of the TOS byte (offset 1). CE is set
@@ -164,7 +164,7 @@ pub fn ip_set_ecn(pkt: &mut [u8], ecn: Ecn) -> Result<bool, RewriteError> {
 }
 
 /// The ECN field of an IP packet; Not-ECT for anything that is not a complete IP header
-/// (brief §6.4: such packets go to the C-queue and can only be dropped).
+/// (as Linux `dualpi2_read_ect`: such packets go to the C-queue and can only be dropped).
 pub fn ip_ecn(pkt: &[u8]) -> Ecn {
     match pkt.first().map(|b| b >> 4) {
         Some(4) if ipv4_header_len(pkt).is_ok() => Ecn::from_bits(pkt[1]),

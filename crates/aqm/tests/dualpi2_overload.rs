@@ -1,6 +1,7 @@
 //! Closed-loop checks of the PI controller with an unresponsive source on a constant-rate link
-//! (brief §7.3 items 5 and 6): the only "model" here is a link that serialises one packet at a
-//! time, so the bounds are tight.
+//! (overload with and without `drop_overload`, as Linux `must_drop` and
+//! `calculate_probability` handle it; RFC 9332 §4.2.3): the only "model" here is a link that
+//! serialises one packet at a time, so the bounds are tight.
 
 mod common;
 use common::*;

@@ -1,4 +1,6 @@
-//! Statistical properties of DualPI2 with a forced p' (brief §7.2).
+//! Statistical properties of DualPI2 with a forced p': the mark and drop fractions that follow
+//! from p_C = p'² and p_CL = k·p' (RFC 9332 §2.4) and from Linux's overload rule
+//! (`dualpi2_classic_marking`, `dualpi2_scalable_marking`).
 
 mod common;
 use common::*;

@@ -1,5 +1,6 @@
-//! Deterministic properties of DualPI2 (brief `specs/dualpi2.md` §7.1, items 1–10 and 12;
-//! item 11 is in `ecn_rewrite.rs`).
+//! Deterministic properties of DualPI2, checked against Linux `sch_dualpi2.c` (v6.18) and the
+//! RFC 9332 Appendix A pseudo-code (sections 1–10 and 12 below; setting CE on the wire, 11,
+//! is in `ecn_rewrite.rs`).
 
 mod common;
 use common::*;
@@ -19,7 +20,8 @@ const ALL_ECN: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce];
 
 #[test]
 fn classification_table_for_every_mask() {
-    // Rows: Not-ECT, ECT(1), ECT(0), CE; brief §6.1.
+    // Rows: Not-ECT, ECT(1), ECT(0), CE; masks as Linux `TC_DUALPI2_ECN_MASK_*` (mask 1:
+    // RFC 9331 §5.1).
     let expect = [
         (EcnMask::L4sEct, [QueueId::C, QueueId::L, QueueId::C, QueueId::L]),
         (EcnMask::ClaEct, [QueueId::C, QueueId::C, QueueId::L, QueueId::L]),

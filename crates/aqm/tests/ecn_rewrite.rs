@@ -1,4 +1,5 @@
-//! Setting CE on the wire (brief §6.4, §7.1 item 11; RFC 1624, RFC 3168).
+//! Setting CE on the wire (RFC 1624 eqn. 3, RFC 3168; Linux `IP_ECN_set_ce`), section 11 of
+//! the DualPI2 unit properties.
 
 use l4s_aqm::ecn_rewrite::*;
 use l4s_core::Ecn;

@@ -119,7 +119,7 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     /// The ECN feedback this controller asks for at connection set-up.
     fn ecn_request(&self) -> EcnMode;
     /// Told what was negotiated. E.g. Prague without AccECN falls back to Reno behaviour
-    /// and Not-ECT (`specs/endpoints.md` §1.3 rule 7).
+    /// and Not-ECT (`tcp_prague.c` `prague_init` → `prague-reno`).
     fn on_ecn_negotiated(&mut self, mode: EcnMode);
     /// ECN codepoint for data packets now.
     fn data_ecn(&self) -> Ecn;

@@ -3,7 +3,7 @@
 //! Units: the window is in bytes (`f64`); the cubic function works in segments of the
 //! current MSS and seconds, as RFC 9438 §4.2 writes it. Slow start is RFC 5681 with
 //! ABC L = 2 (shared with [`crate::reno`]). HyStart++ (RFC 9406) is not implemented
-//! (allowed by the brief: "optional, off by default").
+//! (RFC 9438 §4.10 recommends it; this uses the RFC 5681 slow start that it also allows).
 
 use crate::api::{AckSample, CcInfo, CongestionControl, EcnMode};
 use l4s_core::{Dur, Ecn, Time};

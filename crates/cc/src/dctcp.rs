@@ -144,7 +144,8 @@ impl CongestionControl for Dctcp {
             }
             _ => {}
         }
-        // Growth as Reno; frozen during CWR and recovery (§1 of the brief: no AI in CWR).
+        // Growth as Reno; frozen during CWR and recovery (no AI in CWR: the DCTCP behaviour that
+        // item 4/ of `tcp_prague.c`'s header comment contrasts with Prague's).
         self.reno.on_ack(s);
     }
     fn on_ecn_congestion(&mut self, s: &AckSample) {

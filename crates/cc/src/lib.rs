@@ -6,8 +6,8 @@
 //! * [`reno::Reno`]: RFC 5681/6582 with RFC 3168 ECN and optional RFC 8511 ABE;
 //! * [`cubic::Cubic`]: RFC 9438;
 //! * [`dctcp::Dctcp`]: RFC 8257;
-//! * [`prague::Prague`]: TCP Prague v0.7 (`specs/endpoints.md` §1);
-//! * [`udp_prague::UdpPragueCc`]: the L4STeam udp_prague `PragueCC` controller (§2);
+//! * [`prague::Prague`]: TCP Prague v0.7 (L4STeam/linux `tcp_prague.c`);
+//! * [`udp_prague::UdpPragueCc`]: the L4STeam udp_prague `PragueCC` controller (`prague_cc.cpp`);
 //! * [`factory::build`]: construct a window controller by name.
 
 #![forbid(unsafe_code)]

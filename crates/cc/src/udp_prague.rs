@@ -1,5 +1,5 @@
-//! The udp_prague congestion controller (`PragueCC` of L4STeam/udp_prague `prague_cc.cpp`;
-//! `specs/endpoints.md` §2.1–2.4, 2.7, 2.10–2.13), an application-level Prague (RFC 9331 §4).
+//! The udp_prague congestion controller (`PragueCC` of L4STeam/udp_prague `prague_cc.h` and
+//! `prague_cc.cpp` @e8e3435), an application-level Prague (RFC 9331 §4).
 //!
 //! Integer arithmetic as upstream, with the same units:
 //! * time: `i64` microseconds (the wire clocks are wrapping `i32` µs that never read 0);
@@ -16,33 +16,33 @@
 
 use l4s_core::{Ecn, Time};
 
-/// §2.1: `PRAGUE_INITMTU`.
+/// `prague_cc.h`: `PRAGUE_INITMTU`.
 pub const MAX_PACKET_SIZE: u32 = 1400;
-/// §2.1: `PRAGUE_MINMTU`.
+/// `prague_cc.h`: `PRAGUE_MINMTU`.
 pub const MIN_PACKET_SIZE: i64 = 150;
-/// §2.1: `PRAGUE_INITWIN`.
+/// `prague_cc.h`: `PRAGUE_INITWIN`.
 pub const INIT_WINDOW_PKTS: u32 = 10;
-/// §2.1: 100 kb/s in B/s.
+/// `prague_cc.h`: `PRAGUE_MINRATE`, 100 kb/s in B/s.
 pub const MIN_RATE: i64 = 12_500;
-/// §2.1: 100 Gb/s in B/s.
+/// `prague_cc.h`: `PRAGUE_MAXRATE`, 100 Gb/s in B/s.
 pub const MAX_RATE: i64 = 12_500_000_000;
-/// §2.1: REF_RTT, µs.
+/// `prague_cc.cpp`: `REF_RTT`, µs.
 pub const REF_RTT_US: i64 = 25_000;
-/// §2.1: `PROB_SHIFT`.
+/// `prague_cc.cpp`: `PROB_SHIFT`.
 pub const PROB_SHIFT: u32 = 20;
 /// 1.0 in 2^-20 units.
 pub const MAX_PROB: i64 = 1 << PROB_SHIFT;
-/// §2.1: alpha gain 1/16.
+/// `prague_cc.cpp`: `ALPHA_SHIFT`, alpha gain 1/16.
 pub const ALPHA_SHIFT: u32 = 4;
-/// §2.1: growth constants.
+/// `prague_cc.cpp`: growth constants `MIN_STEP`, `RATE_STEP`, `QUEUE_GROWTH`.
 pub const MIN_STEP: i64 = 7;
 pub const RATE_STEP: i64 = 1_920_000;
 pub const QUEUE_GROWTH_US: i64 = 1_000;
-/// §2.1: BURST_TIME, µs.
+/// `prague_cc.cpp`: `BURST_TIME`, µs.
 pub const BURST_TIME_US: i64 = 250;
 pub const MIN_PKT_BURST: i64 = 1;
 pub const MIN_PKT_WIN: i64 = 2;
-/// §2.1: ±3 %.
+/// `prague_cc.cpp`: `RATE_OFFSET`, ±3 %.
 pub const RATE_OFFSET: i64 = 3;
 pub const MIN_FRAME_WIN: i64 = 2;
 
@@ -60,7 +60,7 @@ pub struct UdpPragueParams {
     pub min_rate: i64,
     pub max_rate: i64,
     pub init_window_pkts: u32,
-    /// Apply the ±3 % probe of §2.4.11 to the bulk pacing rate.
+    /// Apply the ±3 % probe of `GetCCInfo` to the bulk pacing rate.
     pub rate_probe: bool,
 }
 
@@ -79,7 +79,7 @@ impl Default for UdpPragueParams {
     }
 }
 
-/// §2.2 `cc_state`.
+/// `prague_cc.h` `cs_tp` (`m_cc_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcState {
     Init,
@@ -88,14 +88,14 @@ pub enum CcState {
     InCwr,
 }
 
-/// §2.2 `cca_mode`.
+/// `prague_cc.h` `cca_tp` (`m_cca_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcaMode {
     Window,
     Rate,
 }
 
-/// What the sender needs to send (`GetCCInfo`, §2.4.10–11).
+/// What the sender needs to send (`GetCCInfo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CcOutput {
     /// Pacing rate, B/s (with the ±3 % probe in bulk mode).
@@ -108,7 +108,7 @@ pub struct CcOutput {
     pub packet_size: i64,
 }
 
-/// `GetCCInfoVideo` (§2.7).
+/// `GetCCInfoVideo` (frame mode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameOutput {
     pub pacing_rate: i64,
@@ -213,7 +213,7 @@ impl UdpPragueCc {
             };
         }
         p.fps = fps;
-        // §2.7: in frame mode the reference RTT is the frame interval.
+        // `get_ref_rtt`: in frame mode the reference RTT is the frame interval.
         let ref_rtt = if fps > 0 { frame_interval.max(1) } else { REF_RTT_US };
         let now_us = (now.as_nanos() / 1000) as i64;
         let mut cc = UdpPragueCc {
@@ -269,7 +269,7 @@ impl UdpPragueCc {
 
     /// `PacketReceived`: an ACK (or, at a receiver, a data packet) carrying the peer's
     /// `timestamp` and our echoed one arrived. Returns false for an older timestamp.
-    /// Updates rtt/srtt (EWMA 1/8) and vrtt = max(srtt, ref_rtt) (§2.2).
+    /// Updates rtt/srtt (EWMA 1/8) and vrtt = max(srtt, ref_rtt) (`PacketReceived`).
     pub fn packet_received(&mut self, now: Time, timestamp: i32, echoed_ts: i32) -> bool {
         if self.cc_state != CcState::Init && wdiff(self.r_prev_ts, timestamp) > 0 {
             return false;
@@ -292,8 +292,8 @@ impl UdpPragueCc {
         true
     }
 
-    /// `ACKReceived` (§2.4). Returns the packets in flight after the ACK, or `None` if
-    /// the ACK was stale or invalid and ignored.
+    /// `ACKReceived`; the numbered steps in the body follow upstream's order. Returns the
+    /// packets in flight after the ACK, or `None` if the ACK was stale or invalid and ignored.
     pub fn ack_received(
         &mut self,
         now: Time,
@@ -348,7 +348,7 @@ impl UdpPragueCc {
                 let d_c = wdiff(packets_ce, self.alpha_packets_ce).clamp(0, d_r);
                 let prob = (d_c << PROB_SHIFT) / d_r;
                 if self.frame_interval > 0 {
-                    // §2.7: gain 1/G with G = 16·25 ms/frame_interval.
+                    // `get_alpha_shift`: gain 1/G with G = 16·25 ms/frame_interval.
                     let num = i128::from(prob - self.alpha) * i128::from(self.frame_interval);
                     self.alpha += sat(num / i128::from(16 * REF_RTT_US));
                 } else {
@@ -502,7 +502,7 @@ impl UdpPragueCc {
         wdiff(packets_sent, self.packets_received.wrapping_add(self.packets_lost)).max(0)
     }
 
-    /// `ResetCCInfo` (§2.4.12), on a send timeout / RTO.
+    /// `ResetCCInfo`, on a send timeout / RTO.
     pub fn reset(&mut self, now: Time) {
         let ts = Self::now_us(now);
         self.cc_state = CcState::Init;
@@ -519,7 +519,7 @@ impl UdpPragueCc {
     }
 
     /// `GetTimeInfo`: our timestamp, the defrosted echo of the peer's, and the ECN
-    /// codepoint (Not-ECT once the peer reported `error_L4S`, §2.4.13).
+    /// codepoint (`GetTimeInfo`: Not-ECT once the peer reported `error_L4S`).
     pub fn time_info(&self, now: Time) -> (i32, i32, Ecn) {
         let ts = wire_time(now);
         let echoed = if self.ts_remote != 0 {
@@ -530,7 +530,7 @@ impl UdpPragueCc {
         (ts, echoed, if self.error_l4s { Ecn::NotEct } else { Ecn::Ect1 })
     }
 
-    /// `GetCCInfo` (§2.4.11): the ±3 % probe, + in the first half-vrtt after an alpha
+    /// `GetCCInfo`: the ±3 % probe, + in the first half-vrtt after an alpha
     /// update and − in the second.
     pub fn cc_info(&self, now: Time) -> CcOutput {
         let rate = if !self.p.rate_probe {
@@ -548,7 +548,7 @@ impl UdpPragueCc {
         }
     }
 
-    /// `GetCCInfoVideo` (§2.7).
+    /// `GetCCInfoVideo`.
     pub fn cc_info_video(&self) -> FrameOutput {
         let budget_bytes = sat(i128::from(self.pacing_rate) * i128::from(self.p.frame_budget_us) / 1_000_000);
         let frame_size = self.packet_size.max(budget_bytes);

@@ -33,7 +33,7 @@ pub trait QueuePacket {
     /// Length on the wire in bytes (the L2/L3 length the link serialises).
     fn wire_len(&self) -> u32;
     /// Memory the packet occupies while queued (Linux `skb->truesize`); defaults to the
-    /// wire length (documented deviation, `specs/dualpi2.md` §3.3).
+    /// wire length (documented deviation from Linux `dualpi2_enqueue_skb`).
     fn mem_size(&self) -> u32 {
         self.wire_len()
     }

@@ -1,6 +1,6 @@
 //! UDP sockets that set the ECN field per packet and read it on arrival.
 //!
-//! Linux only (`specs/endpoints.md` §7, draft-ietf-tsvwg-udp-ecn):
+//! Linux only (RFC 10055, formerly draft-ietf-tsvwg-udp-ecn; ip(7), ipv6(7)):
 //!
 //! * **Send.** Every datagram carries a control message with the whole TOS / Traffic
 //!   Class byte: `(IPPROTO_IP, IP_TOS)` for IPv4 destinations, including IPv4-mapped
@@ -331,7 +331,7 @@ impl EcnUdpSocket {
                 let data_len = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
                 let data = libc::CMSG_DATA(c);
                 match (level, ty) {
-                    // IPv4: one byte (specs/endpoints.md §7).
+                    // IPv4: one byte (ip(7) `IP_RECVTOS`).
                     (libc::IPPROTO_IP, libc::IP_TOS) if data_len >= 1 => tos = Some(*data),
                     // IPv6: an int.
                     (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if data_len >= size_of::<libc::c_int>() => {

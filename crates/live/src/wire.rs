@@ -16,7 +16,7 @@
 //! Kinds: 1 = probe (`seq u64`), 2 = udp_prague data, 3 = udp_prague ACK, 4 = media data
 //! and 5 = media feedback (the transport header is `l4s_media::wire`'s encoding; `seq32`
 //! of media data counts the flow's data packets, video and audio together). The udp_prague
-//! fields follow the order of `specs/endpoints.md` §2.6 (big-endian `i32`s; data: seq,
+//! fields follow the order of udp_prague's `pkt_format.h` messages (big-endian `i32`s; data: seq,
 //! timestamp, echoed timestamp, then a frame flag byte and, in frame mode, frame number,
 //! bytes of the frame sent before this packet, frame size; ACK: ack seq, timestamp, echoed
 //! timestamp, packets received, CE, lost, then the error_L4S byte).

@@ -5,7 +5,7 @@
 //! * ecn-check through a namespace path whose middlebox bleaches or remarks ECT(1);
 //! * iperf3 (kernel CUBIC, Debian package) through the userspace DualPI2 with a probe
 //!   beside it: the classic queue's mean sojourn sits in the target band (15 ms ± 3 ms,
-//!   `specs/dualpi2.md` test property 2). Four parallel streams, as in the simulator's
+//!   DualPI2 system property 2 in docs/validation.md). Four parallel streams, as in the simulator's
 //!   `classic_only_reno_regulated_to_target`: a single CUBIC flow at 40 Mbit/s and 20 ms
 //!   drains the queue after each halving, which lowers the mean sojourn to about 12 ms in
 //!   both backends (measured: simulator 11.97 to 12.27 ms over seeds 1 to 3, live 11.95
@@ -255,8 +255,9 @@ ecn = "not-ect"
         })),
         ..LiveOptions::default()
     };
-    // specs/dualpi2.md test property 2: 15 ms ± 3 ms once converged, utilisation > 95 %;
-    // the probe beside it sees the base one-way delay (10 ms) plus the classic queue.
+    // DualPI2 system property 2 (docs/validation.md): 15 ms ± 3 ms once converged,
+    // utilisation > 95 %; the probe beside it sees the base one-way delay (10 ms) plus the
+    // classic queue.
     let within = |s: &l4s_metrics::summary::Summary| {
         let mean = s.queues[0].subqueues["C"].sojourn_ms.mean;
         (12.0..=18.0).contains(&mean)

@@ -14,7 +14,7 @@ use std::fmt;
 pub const PROFILES: &[&str] = &["cloud-gaming", "xr-h264", "xr-h265", "video-call"];
 /// Controller names accepted by `controller`.
 pub const CONTROLLERS: &[&str] = &["scream", "rt-prague"];
-/// Largest supported frame rate (RT-Prague carries `fps` in a byte, `specs/endpoints.md` §2.7).
+/// Largest supported frame rate (RT-Prague carries `fps` in a byte, udp_prague's `fps_tp`).
 pub const MAX_FPS: u32 = 255;
 /// Ethernet + IPv4 + UDP header bytes added to an RTP packet on the wire.
 pub const UDP_OVERHEAD: u32 = 14 + 20 + 8;
@@ -82,9 +82,9 @@ impl CountConvention {
 /// The rate controller of a media sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Controller {
-    /// SCReAM v2 (`specs/endpoints.md` §6), L4S mode when `l4s`.
+    /// SCReAM v2 (EricssonResearch/scream `ScreamV2Tx`), L4S mode when `l4s`.
     Scream,
-    /// udp_prague's controller in frame mode (§2.7).
+    /// udp_prague's controller in frame mode (`GetCCInfoVideo`).
     RtPrague,
 }
 
@@ -138,7 +138,8 @@ pub struct MediaConfig {
     /// `"frame"` or a duration such as `"10ms"`.
     pub feedback: FeedbackInterval,
     /// Also send a report once this many packets arrived unreported (SCReAM's receiver
-    /// reports every 16 packets, §6.1); 0 = only the `feedback` cadence.
+    /// reports every 16 packets, `ScreamRx`'s default `ackDiff`); 0 = only the `feedback`
+    /// cadence.
     pub feedback_packets: u32,
     /// RFC 8888 `num_reports` convention: `"count"` (default) or `"count-minus-one"`.
     pub rfc8888_count_convention: CountConvention,
@@ -150,7 +151,8 @@ pub struct MediaConfig {
     /// RT-Prague frame budget (≤ 1/fps; default 60 % of the frame interval, i.e. 10 ms at
     /// 60 fps as in udp_prague's example).
     pub frame_budget: Option<Dur>,
-    /// SCReAM's RTP queue is discarded when its oldest packet waited longer (§6.1: 100 ms).
+    /// SCReAM's RTP queue is discarded when its oldest packet waited longer (`kMaxRtpQueueDelay`:
+    /// 100 ms).
     pub max_rtp_queue_delay: Dur,
 }
 
@@ -315,7 +317,7 @@ pub const PROFILE_TABLE: &[Profile] = &[
 /// Default audio packet interval and size.
 pub const AUDIO_INTERVAL: Dur = Dur::from_millis(20);
 pub const AUDIO_SIZE: u32 = 160;
-/// Default largest RTP packet (SCReAM's recommended MSS, §6.1).
+/// Default largest RTP packet (SCReAM's recommended MSS, `kRecommendedMss`).
 pub const PACKET_SIZE: u32 = 1200;
 
 fn err(key: &str, msg: impl Into<String>) -> (String, String) {

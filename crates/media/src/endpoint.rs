@@ -4,12 +4,14 @@
 //! every `1/fps`; the frame is packetised into RTP packets of at most `packet_size` bytes
 //! and put on the RTP queue; packets leave the queue
 //! * with SCReAM: while the congestion window allows (`bytes in flight + size ≤ cwnd ·
-//!   windowHeadroom + MSS`, self-clocking; [`crate::scream::Scream::can_send`]) at the pacing rate `1.5 × target` (§6.3 rule 7); the queue is discarded
-//!   and a key frame requested when its oldest packet waited longer than
-//!   `max_rtp_queue_delay` (rule 8);
+//!   windowHeadroom + MSS`, self-clocking; [`crate::scream::Scream::can_send`]) at the pacing
+//!   rate `1.5 × target` (SCReAM rule 7 in [`crate::scream`]); the queue is discarded and a
+//!   key frame requested when its oldest packet waited longer than `max_rtp_queue_delay`
+//!   (rule 8);
 //! * with RT-Prague: at the controller's pacing rate in bursts of `packet_burst` packets
-//!   (§2.5, §2.7); a frame is only started when the previous one is fully sent and fewer
-//!   than `frame_window` frames are in flight, otherwise the encoder skips that frame.
+//!   (`udp_prague_sender.cpp`, `GetCCInfoVideo`); a frame is only started when the previous
+//!   one is fully sent and fewer than `frame_window` frames are in flight, otherwise the
+//!   encoder skips that frame.
 //!   (udp_prague also gates single packets by its packet window; with per-frame feedback
 //!   that would stall a frame until the fallback report, so frames are gated instead.)
 //!
@@ -22,11 +24,11 @@
 //! their CE marks, the RTT (`now − send time − ATO` of the newest packet) and the one-way
 //! delay (`report timestamp − ATO − send time`) drive the controller. A packet a report
 //! covered as not received, still missing when a packet sent more than 30 ms after it has
-//! been reported, is declared lost (SCReAM's reorder time, §6.3 rule 1). Packets before a
+//! been reported, is declared lost (SCReAM's reorder time, `kReorderTime`). Packets before a
 //! report's `begin_seq` that no received report covered (their reports were lost) leave
 //! the flight without a congestion signal.
 //!
-//! **ECN validation** (RFC 9000 §13.4.2 style, brief §5.3): while L4S, every reported
+//! **ECN validation** (RFC 9000 §13.4.2 style): while L4S, every reported
 //! packet that was sent ECT(1) must come back ECT(1) or CE. Not-ECT means bleaching
 //! ([`EcnFailure::Bleached`]), ECT(0) remarking ([`EcnFailure::Remarked`]); a report of a
 //! sequence number never sent, or of an ECN-capable codepoint for a packet sent Not-ECT, is
@@ -37,9 +39,10 @@
 //! **Receiver** ([`MediaReceiver`]): records each packet's arrival time and ECN, assembles
 //! frames ([`MediaReceiver::drain_frames`]) and sends a report after each frame's last
 //! packet (marker) — with a fallback of one frame interval when that packet is lost — or
-//! every `N` ms while packets arrive; and, like SCReAM's receiver (§6.1), also after every
-//! `feedback_packets` (16) unreported packets. A report covers the sequence numbers since the last
-//! report plus an overlap of the 32 before (as SCReAM covers the last 32), at most 1024.
+//! every `N` ms while packets arrive; and, like SCReAM's receiver (`ScreamRx` `ackDiff`), also
+//! after every `feedback_packets` (16) unreported packets. A report covers the sequence numbers
+//! since the last report plus an overlap of the 32 before (as SCReAM covers the last 32,
+//! `kReportedRtpPackets`), at most 1024.
 
 use crate::config::{Controller, CountConvention, FeedbackInterval, MediaParams, RTP_HEADER, UDP_OVERHEAD};
 use crate::frames::FrameDone;
@@ -57,10 +60,11 @@ pub const VIDEO_SSRC: u32 = 0x4C34_5601;
 pub const AUDIO_SSRC: u32 = 0x4C34_5602;
 /// SSRC of the receiver (RTCP sender).
 pub const RECEIVER_SSRC: u32 = 0x4C34_52FF;
-/// §6.1 reorder time: a packet is lost when one sent this much later has been reported.
+/// SCReAM's reorder time (`ScreamTx.h` `kReorderTime`): a packet is lost when one sent this much
+/// later has been reported.
 pub const REORDER_TIME: Dur = Dur::from_millis(30);
 /// No valid feedback for this long with packets in flight: everything in flight is
-/// declared lost and the controller resets (udp_prague's 1 s send timeout, §2.1).
+/// declared lost and the controller resets (udp_prague's 1 s send timeout, `SND_TIMEOUT`).
 pub const FEEDBACK_TIMEOUT: Dur = Dur::from_secs(1);
 /// Sequence numbers re-reported from before the last report (SCReAM's 32).
 pub const REPORT_OVERLAP: u64 = 32;
@@ -456,7 +460,7 @@ impl MediaSender {
         }
     }
 
-    /// Check one reported codepoint against the one sent (brief §5.3).
+    /// Check one reported codepoint against the one sent (RFC 9000 §13.4.2.1-style).
     pub fn check_ecn(sent: Ecn, reported: Ecn) -> Result<bool, EcnFailure> {
         match (sent, reported) {
             (Ecn::Ect1, Ecn::Ect1) => Ok(true),
@@ -490,7 +494,8 @@ impl MediaSender {
         if self.p.controller == Controller::Scream {
             if let Some(front) = self.queue.front() {
                 if now - front.enqueued > self.p.max_rtp_queue_delay {
-                    // §6.3 rule 8: discard the RTP queue and ask for a key frame.
+                    // SCReAM rule 8 (`Stream::updateTargetBitrate`): discard the RTP queue and
+                    // ask for a key frame.
                     self.discards += 1;
                     self.discarded_pkts += self.queue.len() as u64;
                     self.queue.clear();
@@ -531,8 +536,8 @@ impl MediaSender {
         };
         let rt_packet = match rt_video {
             Some(v) => {
-                // §2.7: skip the frame if the previous one is still being sent or the frame
-                // window is full.
+                // As `udp_prague_sender.cpp`'s frame loop: skip the frame if the previous one is
+                // still being sent or the frame window is full.
                 let window = v.frame_window.max(1) as usize;
                 let video = &self.video;
                 while let Some(&(_, last)) = self.frames_in_flight.front() {
@@ -560,11 +565,12 @@ impl MediaSender {
             }
             None => None,
         };
-        // The RTP queue delay SCReAM's rateAdjustFactor watches (§6.3 rule 7): the age of
-        // what is left of earlier frames when a new frame is captured. A paced frame
-        // normally drains within 2/3 of a frame interval (pacing at 1.5 × target), so a
-        // leftover means the encoder produces more than the window lets out. (Sampling the
-        // age at arbitrary instants would count the normal pacing of a frame as queueing.)
+        // The RTP queue delay SCReAM's rateAdjustFactor watches (rule 7,
+        // `Stream::newMediaFrame`): the age of what is left of earlier frames when a new frame
+        // is captured. A paced frame normally drains within 2/3 of a frame interval (pacing at
+        // 1.5 × target), so a leftover means the encoder produces more than the window lets
+        // out. (Sampling the age at arbitrary instants would count the normal pacing of a frame
+        // as queueing.)
         let capture = self.enc.next_frame_time();
         self.queue_age_at_capture = self.queue.front().map_or(Dur::ZERO, |q| capture - q.enqueued);
         let Some(f) = self.enc.poll_frame(now) else {

@@ -2,10 +2,10 @@
 //!
 //! Sans-IO real-time media over L4S: an encoder/source model with built-in profiles
 //! ([`source`], [`config`]), two rate controllers — SCReAM v2 with and without L4S
-//! ([`scream`], `specs/endpoints.md` §6) and RT-Prague, udp_prague's controller in frame
-//! mode ([`rt_prague`], §2.7) — RFC 8888 feedback ([`rfc8888`]), ECN validation with
-//! fallback to a classic sender (RFC 9000 §13.4.2 style, §5.3), and per-frame metrics
-//! ([`frames`]).
+//! ([`scream`], EricssonResearch/scream `ScreamV2Tx`) and RT-Prague, udp_prague's controller in
+//! frame mode ([`rt_prague`], L4STeam/udp_prague `GetCCInfoVideo`) — RFC 8888 feedback
+//! ([`rfc8888`]), ECN validation with fallback to a classic sender (RFC 9000 §13.4.2 style),
+//! and per-frame metrics ([`frames`]).
 //!
 //! [`MediaSender`] and [`MediaReceiver`] implement [`l4s_transport::Endpoint`] with the
 //! header [`MediaHeader`], so the simulator and the live testbed drive them like any other

@@ -1,23 +1,25 @@
-//! RT-Prague: udp_prague's controller ([`UdpPragueCc`]) in frame mode (`specs/endpoints.md`
-//! §2.7), driven from RFC 8888 feedback instead of udp_prague's own ACKs.
+//! RT-Prague: udp_prague's controller ([`UdpPragueCc`]) in frame mode (L4STeam/udp_prague README
+//! "Frame mode", `GetCCInfoVideo`), driven from RFC 8888 feedback instead of udp_prague's own
+//! ACKs.
 //!
-//! * The cumulative counters udp_prague's receiver echoes (§2.3: received, CE, lost) are
-//!   derived by the sender from the per-packet reports: a packet reported received adds
-//!   to `received` (and to `CE` if marked and CE is trusted); a packet the sender declares
-//!   lost (reorder window, as for SCReAM) adds to `lost`, and a "lost" packet reported
-//!   later un-counts the loss, like udp_prague's reordering rule.
-//! * RTT (§2.6 for its RFC 8888-like ACK): `RTT = now − ATO − send_time` of the newest
-//!   reported packet. It is handed to the controller as an echoed timestamp
-//!   `wire_time(now − RTT)`, so `PacketReceived` computes exactly that RTT.
+//! * The cumulative counters udp_prague's receiver echoes (`DataReceivedSequence`: received,
+//!   CE, lost) are derived by the sender from the per-packet reports: a packet reported
+//!   received adds to `received` (and to `CE` if marked and CE is trusted); a packet the
+//!   sender declares lost (reorder window, as for SCReAM) adds to `lost`, and a "lost" packet
+//!   reported later un-counts the loss, like udp_prague's reordering rule.
+//! * RTT (as for udp_prague's RFC 8888-like ACK, `rfc8888ack_t`):
+//!   `RTT = now − ATO − send_time` of the newest reported packet. It is handed to the
+//!   controller as an echoed timestamp `wire_time(now − RTT)`, so `PacketReceived` computes
+//!   exactly that RTT.
 //! * The report timestamp (µs of the receiver's clock) is the peer timestamp, so a report
-//!   older than the last one is stale (§2.4 rule 1).
+//!   older than the last one is stale (as in `PacketReceived` / `ACKReceived`).
 //! * Frame mode: `frame_size = max(packet_size, rate·frame_budget)`, frames are paced at
 //!   the rate in bursts and at most `frame_window` frames are in flight. The encoder's
 //!   target is `frame_size × fps` (bit/s). The controller's rate limits are the media
 //!   limits divided by `budget·fps`, so that the target spans [min_bitrate, max_bitrate].
 //! * ECN validation failure (or a classic flow) passes `error_L4S`, after which the
 //!   controller's `GetTimeInfo` sends Not-ECT and, with no CE trusted, only its loss
-//!   halving is left (§2.4 rule 13).
+//!   halving is left.
 
 use crate::config::MediaParams;
 use l4s_cc::udp_prague::{wire_time, FrameOutput, UdpPragueCc, UdpPragueParams};
@@ -156,7 +158,7 @@ impl RtPrague {
         Rate::from_bytes_per_sec(self.cc.pacing_rate() as f64)
     }
 
-    /// Send timeout: reset the controller (§2.4 rule 12).
+    /// Send timeout: reset the controller (`ResetCCInfo`).
     pub fn reset(&mut self, now: Time) {
         self.cc.reset(now);
     }

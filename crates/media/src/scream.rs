@@ -1,82 +1,89 @@
-//! SCReAM v2 (EricssonResearch/scream `ScreamV2Tx`, draft-johansson-ccwg-rfc8298bis-screamv2;
-//! `specs/endpoints.md` §6): a self-clocked congestion window over RTP packets, from which
-//! a media target bitrate is derived, with an L4S mode (ECT(1), DCTCP/Prague-like
-//! `l4sAlpha` back-off) and a classic mode (loss, classic CE and a delay-based "virtual CE"
-//! that keeps the network queue below half the 100 ms delay target).
+//! SCReAM v2 (EricssonResearch/scream @c8f84c3 `ScreamV2Tx.cpp`, `ScreamV2TxStream.cpp`,
+//! `ScreamTx.h`; draft-johansson-ccwg-rfc8298bis-screamv2): a self-clocked congestion window
+//! over RTP packets, from which a media target bitrate is derived, with an L4S mode (ECT(1),
+//! DCTCP/Prague-like `l4sAlpha` back-off) and a classic mode (loss, classic CE and a
+//! delay-based "virtual CE" that keeps the network queue below half the 100 ms delay target).
 //!
 //! The controller is sans-IO: [`Scream::on_feedback`] takes one processed RFC 8888 report
 //! ([`FeedbackEvent`]), [`Scream::update_rate`] recomputes the stream target every 20 ms,
 //! and the sender asks [`Scream::can_send`] and [`Scream::pacing_rate`].
 //!
-//! Rules (§6.3), numbered as in the brief:
-//! 1. a CE event needs CE in the report and min(30 ms, sRtt) since the last congestion
-//!    reaction; loss takes precedence over CE;
-//! 2. `l4sAlpha` at most every min(10 ms, sRtt): `F = marked/delivered`;
-//!    F ≥ α: `α ← min(1, α + (F − α)/8)`, otherwise `α ← α·(1 − 1/128)`;
-//! 3. virtual CE when `queueDelayAvg > T/2`: `vα = clamp((qdAvg − T/2)/(T/2), 0, 1) /
-//!    max(1, sRtt/30 ms)`, reacted to as an L4S CE with α = vα;
-//! 4. decrease: loss ×0.7; classic CE ×0.9; L4S CE `b = α/2`, ×0.25 if target < 0.8 ×
-//!    acked rate, ÷ max(1, sRtt/30 ms), and if queueDelay < T/4 also × max(0.25, sclI);
-//!    `cwnd ← max(cwndMin, (1 − b)·cwnd)`; `cwndI` records the pre-cut window;
-//! 5. increase: `inc = (bytesAcked − bytesCE)·MSS/cwnd · max(0.25, sclI) ·
+//! Rules, as SCReAM's code applies them on each RFC 8888 report (numbered here so that the
+//! rest of this crate can refer to them; the SCReAM function is in brackets):
+//! 1. (`incomingStandardizedFeedback`, `detectLoss`) a CE event needs CE in the report and
+//!    min(30 ms, sRtt) since the last congestion reaction; loss takes precedence over CE;
+//! 2. (`incomingStandardizedFeedback`) `l4sAlpha` at most every min(10 ms, sRtt):
+//!    `F = marked/delivered`; F ≥ α: `α ← min(1, α + (F − α)/8)`, otherwise
+//!    `α ← α·(1 − 1/128)`;
+//! 3. (`incomingStandardizedFeedback`) virtual CE when `queueDelayAvg > T/2`:
+//!    `vα = clamp((qdAvg − T/2)/(T/2), 0, 1) / max(1, sRtt/30 ms)`, reacted to as an L4S CE
+//!    with α = vα;
+//! 4. (`updateCwnd`) decrease: loss ×0.7; classic CE ×0.9; L4S CE `b = α/2`, ×0.25 if
+//!    target < 0.8 × acked rate, ÷ max(1, sRtt/30 ms), and if queueDelay < T/4 also
+//!    × max(0.25, sclI); `cwnd ← max(cwndMin, (1 − b)·cwnd)`; `cwndI` records the pre-cut
+//!    window;
+//! 5. (`updateCwnd`) increase: `inc = (bytesAcked − bytesCE)·MSS/cwnd · max(0.25, sclI) ·
 //!    min(1, sRtt/25 ms) · (1 + 0.05·(cwnd/MSS)·postCongestionScale·sclI)`, applied only
 //!    while `cwnd + inc ≤ MSS + 2·maxBytesInFlight` and the target is below its maximum;
 //!    like SCReAM's `updateCwnd`, on every report, also after a decrease in the same
 //!    report (the increase from that report's unmarked bytes is not dropped);
-//! 6. rate: `R = 8·cwnd/min(sRtt + 1 ms, 0.2 s) · (1 − clamp(MSS/cwnd − 0.1, 0, 0.2)) / 1.1
-//!    · MSS/(MSS + 20)`; target = `clamp(R/(1 + rateAdjustFactor), min, max)` with
-//!    hysteresis (+h up, −h/4 down, h = [`HYSTERESIS`]);
-//! 7. pacing rate = `max(50 kbit/s, 1.5 · adaptiveScale · max(target, rtpRate))`;
-//!    `rateAdjustFactor` (0..0.5) rises while the RTP queue delay exceeds half a frame
-//!    period;
-//! 8. (in the sender) the RTP queue is discarded when its delay exceeds 0.1 s.
+//! 6. (`updateCwnd`, `Stream::updateTargetBitrate`) rate: `R = 8·cwnd/min(sRtt + 1 ms, 0.2 s)
+//!    · (1 − clamp(MSS/cwnd − 0.1, 0, 0.2)) / 1.1 · MSS/(MSS + 20)`; target =
+//!    `clamp(R/(1 + rateAdjustFactor), min, max)` with hysteresis (+h up, −h/4 down,
+//!    h = [`HYSTERESIS`]);
+//! 7. (`updateCwnd`, `Stream::newMediaFrame`) pacing rate =
+//!    `max(50 kbit/s, 1.5 · adaptiveScale · max(target, rtpRate))`; `rateAdjustFactor`
+//!    (0..0.5) rises while the RTP queue delay exceeds half a frame period;
+//! 8. (`Stream::updateTargetBitrate`, `Stream::getTargetBitrate`; here in the sender) the RTP
+//!    queue is discarded when its delay exceeds 0.1 s.
 //!
 //! The window is a hand brake, not the usual limit (SCReAM v2 README): a packet may leave
 //! while `bytesInFlight + size ≤ cwnd · windowHeadroom + MSS`, with the adaptive
-//! `windowHeadroom` ∈ [1.5, 3] (§6.1 `maxWindowHeadroom`) following `queueDelayDev`
-//! ([`Scream::can_send`]). `queueDelayAvg` (virtual CE) and `queueDelayDev` follow
-//! `ScreamV2Tx.cpp`: updated at most every min(30 ms, sRtt), the average with gain 1/4
+//! `windowHeadroom` ∈ [1.5, 3] (`maxWindowHeadroom`, `kMinWindowHeadroom`) following
+//! `queueDelayDev` ([`Scream::can_send`]). `queueDelayAvg` (virtual CE) and `queueDelayDev`
+//! follow `ScreamV2Tx.cpp`: updated at most every min(30 ms, sRtt), the average with gain 1/4
 //! upwards and replaced by a smaller sample at once.
 //!
 //! Not modelled (documented deviations): `latencyDiffCwndScale` (taken as 1), the rate
 //! policer detection (loss factor 0.95), SCReAM's CE-density scaling of F when pacing is
-//! off (pacing is always on here). Where the brief
-//! gives no constant, the choice is named beside it ([`HYSTERESIS`], [`RAF_STEP`]).
+//! off (pacing is always on here). Where no constant is taken from SCReAM, the choice is
+//! named beside it ([`HYSTERESIS`], [`RAF_STEP`]).
 
 use l4s_core::{Dur, Rate, Time};
 
-/// §6.1 `lossBeta`.
+/// `ScreamTx.h` `kLossBeta` (`lossBeta`).
 pub const LOSS_BETA: f64 = 0.7;
-/// §6.1 classic `ecnCeBeta`.
+/// `ScreamTx.h` `kEcnCeBeta` (classic `ecnCeBeta`).
 pub const ECN_CE_BETA: f64 = 0.9;
-/// §6.1 `queueDelayTargetMin` (seconds, despite the header's "ms").
+/// `ScreamTx.h` `kQueueDelayTargetMin` (seconds, despite the header's "ms").
 pub const QUEUE_DELAY_TARGET: Dur = Dur::from_millis(100);
-/// §6.1 L4S alpha gains.
+/// `ScreamV2Tx.cpp` `kL4sGUp`, `kL4sGDown`; initial `l4sAlpha` 0.1.
 pub const L4S_ALPHA_GAIN_UP: f64 = 1.0 / 8.0;
 pub const L4S_ALPHA_GAIN_DOWN: f64 = 1.0 / 128.0;
 pub const L4S_ALPHA_INIT: f64 = 0.1;
-/// §6.1 virtual sRTT for RTT independence.
+/// `ScreamV2Tx.cpp` `kSrttVirtual`: virtual sRTT for RTT independence.
 pub const VIRTUAL_RTT: Dur = Dur::from_millis(25);
-/// §6.1 minimum interval between congestion reactions (also bounded by sRtt).
+/// `ScreamV2Tx.cpp` `kMinCongestionBackOffInterval_ntp`: minimum interval between congestion
+/// reactions (also bounded by sRtt).
 pub const MIN_CONGESTION_INTERVAL: Dur = Dur::from_millis(30);
-/// §6.3 rule 2: l4sAlpha update interval bound.
+/// Rule 2: l4sAlpha update interval bound (10 ms in `incomingStandardizedFeedback`).
 pub const ALPHA_INTERVAL: Dur = Dur::from_millis(10);
-/// §6.1 rate-adjust interval.
+/// `ScreamV2Tx.cpp` `kRateAdjustInterval_ntp`: rate-adjust interval.
 pub const RATE_ADJUST_INTERVAL: Dur = Dur::from_millis(20);
-/// §6.1 initial sRTT.
+/// Initial sRTT (`ScreamV2Tx` constructor).
 pub const SRTT_INIT: Dur = Dur::from_millis(50);
-/// §6.1 packet pacing headroom.
+/// `ScreamTx.h` `kPacketPacingHeadRoom`, `kMaxAdaptivePacingRateScale`.
 pub const PACING_HEADROOM: f64 = 1.5;
 pub const MAX_ADAPTIVE_PACING_SCALE: f64 = 1.5;
-/// §6.1 `bytesInFlightHeadRoom`.
+/// `ScreamTx.h` `kBytesInFlightHeadRoom`.
 pub const BYTES_IN_FLIGHT_HEADROOM: f64 = 2.0;
-/// §6.1 `multiplicativeIncreaseScalefactor`.
+/// `ScreamTx.h` `kMultiplicativeIncreaseScalefactor`.
 pub const MULTIPLICATIVE_INCREASE: f64 = 0.05;
-/// §6.1 post-congestion ramp length in RTTs.
+/// `ScreamV2Tx.cpp` `kPostCongestionDelayRtts`: post-congestion ramp length in RTTs.
 pub const POST_CONGESTION_RTTS: f64 = 200.0;
-/// §6.1 RTP + UDP overhead per packet in the rate equation.
+/// `ScreamV2Tx.cpp` `kPacketOverhead`: RTP + UDP overhead per packet in the rate equation.
 pub const PACKET_OVERHEAD: f64 = 20.0;
-/// Smallest pacing rate (§6.3 rule 7).
+/// Smallest pacing rate (rule 7, `updateCwnd`).
 pub const MIN_PACING_RATE: Rate = Rate::kbps(50);
 /// Target hysteresis h (rule 6): our choice, 5 %, so that the encoder is not re-targeted
 /// for every small cwnd wiggle.
@@ -88,7 +95,8 @@ pub const QDELAY_AVG_GAIN: f64 = 1.0 / 4.0;
 /// `queueDelayDev` normalisation (SCReAM's `kQueueDelayDevNorm`, 25 ms): the deviation
 /// is an EWMA (1/64) of `(queueDelay − queueDelayAvg) / 25 ms`.
 pub const QDELAY_DEV_NORM: f64 = 0.025;
-/// §6.1 `maxWindowHeadroom` and the adaptive floor (`kMinWindowHeadroom`): the sender may
+/// `maxWindowHeadroom` (a `ScreamV2Tx` constructor argument, default 3) and the adaptive floor
+/// (`ScreamV2Tx.cpp` `kMinWindowHeadroom`): the sender may
 /// have up to `cwnd · windowHeadroom + MSS` bytes in flight, with
 /// `windowHeadroom = 1.5 + 1.5 · max(0, (0.1 − queueDelayDev) / 0.1)` re-evaluated every
 /// 50 ms. The window is SCReAM v2's "hand brake", not the usual limit: the rate comes
@@ -102,7 +110,8 @@ pub const SLOW_UPDATE_INTERVAL: Dur = Dur::from_millis(50);
 pub const RAF_STEP: f64 = 0.05;
 pub const RAF_DECAY: f64 = 0.9;
 pub const RAF_MAX: f64 = 0.5;
-/// Base OWD: minimum over 10 s buckets, 50 of them (§6.2).
+/// Base OWD: minimum over 10 s buckets, 50 of them (`kBaseDelayUpdateInterval_ntp`,
+/// `kBaseOwdHistSize`).
 pub const BASE_OWD_BUCKET: Dur = Dur::from_secs(10);
 pub const BASE_OWD_BUCKETS: usize = 50;
 /// History of bytes in flight for `maxBytesInFlight`: 10 buckets of 100 ms (our choice).
@@ -240,7 +249,7 @@ impl Scream {
             last_reaction: Reaction::None,
         };
         // Start with the window that gives the start bitrate at the initial sRTT (rule 6
-        // inverted), at least 3·MSS (§6.1 minimum cwnd at init).
+        // inverted), at least 3·MSS (`ScreamV2Tx.cpp` `kMinCwndMss`).
         s.cwnd = s.cwnd_for_rate(target, SRTT_INIT).max(3.0 * mss);
         s.cwnd_i = s.cwnd;
         s

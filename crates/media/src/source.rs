@@ -141,7 +141,7 @@ impl Encoder {
         }
     }
 
-    /// The next frame will be a key frame (RTP queue discard, §6.3 rule 8).
+    /// The next frame will be a key frame (RTP queue discard, SCReAM rule 8 in [`crate::scream`]).
     pub fn request_key_frame(&mut self) {
         self.key_requested = true;
     }

@@ -1,5 +1,6 @@
-//! Closed-loop behaviour of the media senders over a simple bottleneck (tests/common):
-//! `specs/endpoints.md` §6.4 (SCReAM), §2.7 (RT-Prague frame mode), §5.3 (ECN validation).
+//! Closed-loop behaviour of the media senders over a simple bottleneck (tests/common): SCReAM
+//! (L4S, classic, capacity halving), RT-Prague frame mode, and ECN validation (RFC 9000
+//! §13.4.2 style).
 
 mod common;
 
@@ -18,18 +19,19 @@ fn params(s: &str) -> MediaParams {
 const OWD: Dur = Dur::from_micros(12_500); // 25 ms base RTT
 const STEP_1MS: Aqm = Aqm::Step(Dur::from_millis(1));
 
-/// A smooth (CBR-like) encoder that can exceed the link: §6.4's test set-up.
+/// A smooth (CBR-like) encoder that can exceed the link: the set-up of the SCReAM tests below.
 const SMOOTH: &str =
     "profile = \"cloud-gaming\"\nmax_bitrate = \"60Mbit\"\ncomplexity = 0.0\nkeyframe_interval = \"0s\"";
 
-/// §6.4: SCReAM L4S at 50 Mbit/s, 25 ms RTT, 1 ms step marking.
+/// SCReAM L4S at 50 Mbit/s, 25 ms RTT, 1 ms step marking.
 ///
 /// Measured: p99 queue delay 1.08 ms, mean target 34.2 Mbit/s (68 % of capacity; wire
-/// goodput 72 %), no RTP queue discard. The brief's derived target is ≥ 70 %; this model
+/// goodput 72 %), no RTP queue discard. The target derived from SCReAM's design (its rate
+/// from cwnd and sRtt, less what L4S costs through the window headroom) is ≥ 70 %; this model
 /// sits just below it because (a) cwnd counts RTP bytes, 3.4 % below the wire bytes the link
 /// carries, (b) rule 6 divides by 1.1 and by (MSS + 20)/MSS, and (c) the target moves only
 /// by more than +5 % (our hysteresis choice). The assertion is the measured value with a
-/// margin, not the brief's band.
+/// margin, not that derived band.
 #[test]
 fn scream_l4s_50mbit_low_queue_and_high_rate() {
     let p = params(SMOOTH);
@@ -55,7 +57,7 @@ fn scream_l4s_50mbit_low_queue_and_high_rate() {
     assert_eq!(s.trace.drops, 0);
 }
 
-/// §6.4: capacity halving 50 → 25 Mbit/s at 10 s: the target falls below the new capacity
+/// Capacity halving 50 → 25 Mbit/s at 10 s: the target falls below the new capacity
 /// within 1 s and stays there, with at most one RTP queue discard.
 #[test]
 fn scream_l4s_capacity_halving() {
@@ -90,8 +92,9 @@ fn scream_l4s_capacity_halving() {
     assert!(p99 <= Dur::from_millis(5), "{p99}");
 }
 
-/// §6.4: no ECN, deep FIFO (1000 packets ≈ 200 ms at 50 Mbit/s): the delay-based virtual CE
-/// keeps the mean queue delay below T/2 + 10 ms = 60 ms while the link stays busy.
+/// No ECN, deep FIFO (1000 packets ≈ 200 ms at 50 Mbit/s): the delay-based virtual CE (SCReAM
+/// rule 3, acting above T/2) keeps the mean queue delay below T/2 + 10 ms = 60 ms while the
+/// link stays busy.
 /// Measured: mean 36.8 ms, p99 53.9 ms, goodput 50.0 Mbit/s.
 #[test]
 fn scream_classic_deep_fifo_keeps_queue_below_60ms() {
@@ -112,7 +115,7 @@ fn scream_classic_deep_fifo_keeps_queue_below_60ms() {
     assert_eq!(s.tx.stats().ecn_validation, EcnValidation::NotApplicable);
 }
 
-/// §2.7: RT-Prague in frame mode converges: after the ramp the target stays within ±10 %
+/// RT-Prague in frame mode (udp_prague `GetCCInfoVideo`) converges: after the ramp the target stays within ±10 %
 /// of its mean, the L4S queue stays short, and the wire rate stays below capacity.
 ///
 /// Measured: target ≈ 33 Mbit/s (frame_size·fps with a 10 ms budget, pacing ≈ 55 Mbit/s
@@ -266,7 +269,7 @@ fn ecn_validation_table() {
 }
 
 /// After a failure no CE is trusted: a reverse path that rewrites every report to CE
-/// changes neither the CE count nor the rate (§8 S7).
+/// changes neither the CE count nor the rate (scenario S7 of docs/validation.md).
 #[test]
 fn ce_ignored_after_validation_failure() {
     for controller in ["scream", "rt-prague"] {

@@ -1,5 +1,5 @@
 //! SCReAM (L4S) beside a Prague-like bulk flow in the same L4S queue
-//! (`specs/endpoints.md` §8 row S6), over the test network of `tests/common` with its
+//! (scenario S6 of docs/validation.md), over the test network of `tests/common` with its
 //! [`common::BulkFlow`] competitor.
 
 mod common;
@@ -71,9 +71,9 @@ fn s6(seed: u64) -> S6 {
 /// fraction reaches alpha and a slow decay (1/128) otherwise, so the step marker's
 /// correlated marks (a frame paced into a queue excursion is marked whole) drive alpha
 /// towards the peak fraction, and each reaction cuts α/2·max(0.25, sclI). That is SCReAM's
-/// rule (§6.3 rule 2, `ScreamV2Tx.cpp`), not a modelling shortcut. The simulator's paced
-/// TCP Prague behind DualPI2 gives SCReAM 6.5–7.2 Mbit/s (26–29 % of fair share) on the
-/// same path; this unpaced window competitor makes the queue burstier.
+/// rule (rule 2 in `l4s_media::scream`, `ScreamV2Tx.cpp` `incomingStandardizedFeedback`), not
+/// a modelling shortcut. The simulator's paced TCP Prague behind DualPI2 gives SCReAM
+/// 6.5–7.2 Mbit/s (26–29 % of fair share) on the same path; this unpaced window competitor makes the queue burstier.
 #[test]
 fn s6_scream_beside_prague_bulk() {
     for seed in 1..=3 {

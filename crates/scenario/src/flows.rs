@@ -100,7 +100,7 @@ pub(crate) fn tcp(
                     return Err(cx.at(&ecn_at, format!("{cc} needs Accurate ECN feedback: use ecn = \"accecn\" (or \"off\" for a receiver without AccECN)")));
                 }
                 // The receiver does not offer AccECN: the sender falls back (Prague: to
-                // Reno behaviour and Not-ECT, endpoints.md §1.3 rule 7).
+                // Reno behaviour and Not-ECT, as `tcp_prague.c` `prague_init` → `prague-reno`).
                 TcpEcn::Off => receiver.accecn = false,
             }
             if ecn == TcpEcn::Off {

@@ -1,5 +1,5 @@
-//! The shipped dumbbell scenarios meet the bands of issue 2 (from RFC 9332 and
-//! specs/dualpi2.md §7.3), and runs are deterministic.
+//! The shipped dumbbell scenarios meet the bands of issue 2 (derived from RFC 9332; the DualPI2
+//! system properties of docs/validation.md), and runs are deterministic.
 
 mod common;
 use common::*;

@@ -18,7 +18,7 @@ fn scenario(fault: &str) -> String {
 
 /// Bleaching from 6 s: every packet arrives Not-ECT; the udp_prague receiver latches
 /// error_L4S and the sender stops sending ECT(1) within a round trip or so
-/// (specs/endpoints.md §2.3 and §2.4 rule 13).
+/// (udp_prague's `DataReceivedSequence` latches error_L4S; `GetTimeInfo` then sends Not-ECT).
 #[test]
 fn bleaching_makes_udp_prague_stop_ect1() {
     let (s, rows) = run_rows(&scenario("{ kind = \"bleach\", start = \"6s\" }"));

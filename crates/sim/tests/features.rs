@@ -37,7 +37,7 @@ fn dscp_rule_puts_nqb_traffic_in_the_l_queue() {
     assert!(flow(&s2, "nqb").owd_ms.p50 >= 10.0 + 8.0, "{}", brief(&s2));
 }
 
-/// UDP Prague frame mode (RT-Prague, endpoints.md §2.7): 60 fps with a 10 ms budget sends
+/// UDP Prague frame mode (RT-Prague, udp_prague `GetCCInfoVideo`): 60 fps with a 10 ms budget sends
 /// each frame at the controller's rate and then idles, so the flow uses about
 /// budget/interval = 60 % of what its rate would carry, with L4S delay.
 #[test]

@@ -1,4 +1,4 @@
-//! Real-time media in the simulator (issue 4): the endpoints.md §8 rows S6–S8 for media
+//! Real-time media in the simulator (issue 4): scenarios S6–S8 of docs/validation.md for media
 //! senders, re-convergence after the bottleneck rate halves, and L4S against a classic
 //! media flow behind a bloated FIFO.
 
@@ -18,7 +18,7 @@ fn media_flow(name: &str, profile: &str, extra: &str) -> String {
     format!("[[flows]]\nname = \"{name}\"\ntype = \"media\"\nprofile = \"{profile}\"\n{extra}\n\n")
 }
 
-/// S6 (endpoints.md §8): SCReAM with L4S beside a TCP Prague bulk flow in DualPI2's L
+/// S6 (docs/validation.md): SCReAM with L4S beside a TCP Prague bulk flow in DualPI2's L
 /// queue, 50 Mbit/s, 16 ms RTT: SCReAM is not starved (at least 25 % of its fair share of
 /// 25 Mbit/s) and the L queue's p99 stays under 5 ms. SCReAM keeps less than half its
 /// fair share: its l4sAlpha updates once per feedback report with a fast attack (1/8)

@@ -48,7 +48,7 @@ pub struct EndpointStats {
     pub ecn_validation: EcnValidation,
 }
 
-/// Outcome of a sender's ECN validation (brief §5.1 AccECN sender checks, §5.3 RFC 9000
+/// Outcome of a sender's ECN validation (RFC 9768 §3.2.2.3 AccECN sender checks, RFC 9000
 /// §13.4.2-style validation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EcnValidation {

@@ -1,16 +1,20 @@
-//! UDP Prague endpoints (L4STeam/udp_prague; `specs/endpoints.md` §2.3, §2.5–2.7).
+//! UDP Prague endpoints (L4STeam/udp_prague @e8e3435: `prague_cc.cpp`, `pkt_format.h` and the
+//! example `udp_prague_sender.cpp` / `udp_prague_receiver.cpp`).
 //!
 //! [`UdpPragueSender`] runs the [`UdpPragueCc`] controller behind the example app's send
-//! loop (§2.5): send while `inflight < packet_window` and the pacer allows, in bursts of
-//! `packet_burst` packets, then wait until `burst_start + burst_bytes/rate`; when
+//! loop (`udp_prague_sender.cpp`): send while `inflight < packet_window` and the pacer allows,
+//! in bursts of `packet_burst` packets, then wait until `burst_start + burst_bytes/rate`; when
 //! window-blocked, wait for an ACK for at most `send_timeout` (1 s) before resetting the
-//! controller (§2.4.12). Bulk mode sends until [`Endpoint::close`]; frame mode (§2.7)
-//! sends one frame of `frame_size` bytes per tick of `1/fps`, paced at the rate, then idles.
+//! controller (`SND_TIMEOUT`, `ResetCCInfo`). Bulk mode sends until [`Endpoint::close`]; frame
+//! mode (`GetCCInfoVideo`) sends one frame of `frame_size` bytes per tick of `1/fps`, paced at
+//! the rate, then idles.
 //!
-//! [`UdpPragueReceiver`] keeps the §2.3 counters and echoes them on every N-th packet.
+//! [`UdpPragueReceiver`] keeps the counters of `DataReceivedSequence` and echoes them on every
+//! N-th packet.
 //!
 //! Wire sizes (Ethernet frames): data = 14 + 20 + 8 + `packet_size` (the UDP payload
-//! includes the 13 B (bulk) or 25 B (frame) udp_prague header, §2.6); ACK = 14 + 20 + 8 + 26.
+//! includes the 13 B (bulk) or 25 B (frame) udp_prague header, `pkt_format.h`);
+//! ACK = 14 + 20 + 8 + 26.
 //! Timestamps are the wrapping `i32` µs wire clock, never 0; counters are wrapping `i32`.
 //! Nothing here panics on any header from a peer.
 
@@ -22,12 +26,12 @@ use std::collections::VecDeque;
 
 /// Ethernet + IPv4 + UDP header bytes added to the UDP payload.
 pub const UDP_OVERHEAD: u32 = 14 + 20 + 8;
-/// udp_prague ACK payload (type byte + 6 × i32 + u8, §2.6).
+/// udp_prague ACK payload (`ackmessage_t`: type byte + 6 × i32 + u8).
 pub const ACK_PAYLOAD: u32 = 26;
 /// ACK frame size on the wire.
 pub const ACK_WIRE_SIZE: u32 = UDP_OVERHEAD + ACK_PAYLOAD;
 
-/// Frame-mode fields of a data packet (§2.6 type 2).
+/// Frame-mode fields of a data packet (`framemessage_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameInfo {
     pub frame_nr: i32,
@@ -36,7 +40,7 @@ pub struct FrameInfo {
     pub frame_size: i32,
 }
 
-/// The udp_prague header (§2.6).
+/// The udp_prague header (`pkt_format.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UdpPragueHeader {
     Data {
@@ -68,13 +72,13 @@ pub struct UdpPragueConfig {
     pub max_rate: Rate,
     /// Initial window in packets (10).
     pub init_window: u32,
-    /// ±3 % rate probing in bulk mode (§2.4.11).
+    /// ±3 % rate probing in bulk mode (`GetCCInfo`).
     pub rate_probe: bool,
     /// Frames per second (1..=255); 0 = bulk mode.
     pub fps: u32,
     /// Frame budget (≤ 1/fps); "0s" = the whole frame interval.
     pub frame_budget: Dur,
-    /// Reset after this long window-blocked without an ACK (§2.1: 1 s).
+    /// Reset after this long window-blocked without an ACK (`SND_TIMEOUT`: 1 s).
     pub send_timeout: Dur,
 }
 
@@ -142,7 +146,7 @@ struct Frame {
     last_seq: i32,
 }
 
-/// The udp_prague sender (§2.4–2.5, §2.7).
+/// The udp_prague sender (`PragueCC` behind the loop of `udp_prague_sender.cpp`).
 #[derive(Debug)]
 pub struct UdpPragueSender {
     cfg: UdpPragueConfig,
@@ -171,7 +175,7 @@ pub struct UdpPragueSender {
     sent_packets: u64,
     sent_bytes: u64,
     acks_received: u64,
-    /// When an ACK first echoed error_L4S (the sender then sends Not-ECT, §2.4 rule 13).
+    /// When an ACK first echoed error_L4S (the sender then sends Not-ECT, `GetTimeInfo`).
     ecn_failed_at: Option<Time>,
     delivered_bytes: u64,
     last_payload: u64,
@@ -253,7 +257,8 @@ impl UdpPragueSender {
         self.timeouts
     }
 
-    /// Frame mode: start the frame due at the latest tick ≤ now (§2.7).
+    /// Frame mode: start the frame due at the latest tick ≤ now (as the frame loop of
+    /// `udp_prague_sender.cpp`).
     fn frame_ticks(&mut self, now: Time) {
         if !self.frame_mode() {
             return;
@@ -381,7 +386,8 @@ impl Endpoint for UdpPragueSender {
         }
         let frame = if let Some(f) = self.frame.as_mut() {
             let remaining = f.size - f.sent;
-            // §2.7: the last packet of a frame is the remainder, at least 150 B.
+            // As `udp_prague_sender.cpp`: the last packet of a frame is the remainder, at least
+            // `PRAGUE_MINMTU` (150 B).
             size = remaining.min(size).max(MIN_PACKET_SIZE);
             let info = FrameInfo {
                 frame_nr: f.nr,
@@ -461,7 +467,7 @@ impl Endpoint for UdpPragueSender {
             return;
         }
         if self.window_blocked() && now >= self.last_progress + self.cfg.send_timeout {
-            // §2.4.12 / §2.1: reset after 1 s window-blocked with no ACK.
+            // `SND_TIMEOUT` / `ResetCCInfo`: reset after 1 s window-blocked with no ACK.
             self.cc.reset(now);
             self.reset_mark = self.packets_sent;
             self.last_progress = now;
@@ -511,7 +517,7 @@ impl Endpoint for UdpPragueSender {
     }
 }
 
-/// The udp_prague receiver (§2.3).
+/// The udp_prague receiver (`udp_prague_receiver.cpp`, `PragueCC::DataReceivedSequence`).
 #[derive(Debug)]
 pub struct UdpPragueReceiver {
     cfg: UdpPragueReceiverConfig,
@@ -569,7 +575,7 @@ impl Endpoint for UdpPragueReceiver {
         let UdpPragueHeader::Data { seq, timestamp, .. } = *header else {
             return;
         };
-        // §2.3 (`DataReceivedSequence`).
+        // `DataReceivedSequence`.
         self.received = self.received.wrapping_add(1);
         let skipped = seq.wrapping_sub(self.received).wrapping_sub(self.lost);
         if skipped >= 0 {

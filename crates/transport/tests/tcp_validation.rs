@@ -1,7 +1,7 @@
-//! ECN validation of the AccECN TCP sender (specs/endpoints.md §5.1 sender checks, §5.3
-//! RFC 9000 §13.4.2 rules and the "L4S wrinkle"): a clean path reaches Capable; bleaching,
-//! remarking, all-CE mangling and impossible feedback fail validation, after which the sender
-//! sends Not-ECT, ignores CE and its controller falls back to non-ECN behaviour.
+//! ECN validation of the AccECN TCP sender (RFC 9768 §3.2.2.1 and §3.2.2.3 sender checks, the
+//! RFC 9000 §13.4.2.1 checks): a clean path reaches Capable; bleaching, remarking, all-CE
+//! mangling and impossible feedback fail validation, after which the sender sends Not-ECT,
+//! ignores CE and its controller falls back to non-ECN (classic) behaviour.
 
 mod common;
 

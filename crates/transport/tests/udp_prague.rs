@@ -1,4 +1,6 @@
-//! UDP Prague endpoint tests (`specs/endpoints.md` §2.8) over a small deterministic path:
+//! UDP Prague endpoint tests (the receiver counters, output bounds, gating and frame mode of
+//! L4STeam/udp_prague `prague_cc.cpp`; cold start and a rate band derived from the rate
+//! equation `tcp_prague.c`'s header states) over a small deterministic path:
 //! an optional bottleneck link (FIFO, optional 1 ms step CE marking), Bernoulli CE marking,
 //! optional ECN remarking and drops, fixed one-way delays.
 

@@ -84,8 +84,8 @@ struct Pkt {
     ecn: Ecn,
 }
 
-/// A competing window-based bulk flow modelled on TCP Prague v0.7 (`specs/endpoints.md`
-/// §1.3): ECT(1), 1500 B packets, per-packet ACKs, `alpha` EWMA (g = 1/16) once per round
+/// A competing window-based bulk flow modelled on TCP Prague v0.7 (L4STeam/linux
+/// `tcp_prague.c`): ECT(1), 1500 B packets, per-packet ACKs, `alpha` EWMA (g = 1/16) once per round
 /// and at most every 25 ms, at most one `cwnd·(1 − alpha/2)` reduction per round and per
 /// 25 ms, additive increase of `min(1, (srtt/25 ms)²)` packets per RTT from unmarked ACKs,
 /// slow start until the first CE (which halves the window, v0.7's first-CE rule with

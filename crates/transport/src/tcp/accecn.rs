@@ -1,7 +1,7 @@
 //! Accurate ECN (RFC 9768 §3) pieces that sender and receiver share: the counters' initial
 //! values (§3.2.1), the AccECN option's 24-bit fields, its two field orders and its wire
 //! encoding (§3.2.3), the handshake encoding of the ACE field (§3.1.2, §3.2.2.1), and the
-//! ACE arithmetic that turns feedback into a CE packet count (§3.2.2.3, §3.2.2.5.2,
+//! ACE arithmetic that turns feedback into a CE packet count (§3.2.2.2, §3.2.2.5.2,
 //! Appendix A.2). The sender's checks of this feedback (ECN validation) are part of the
 //! sender.
 
@@ -132,15 +132,14 @@ pub fn handshake_ace_decode(ace: u8) -> Option<Ecn> {
     }
 }
 
-/// `Δ = (ACE − s.cep) mod 8` (RFC 9768 §3.2.2.3).
+/// `Δ = (ACE − s.cep) mod 8` (RFC 9768 §3.2.2.2).
 pub fn ace_delta(ace: u8, s_cep: u32) -> u32 {
     (ace as u32).wrapping_sub(s_cep) & 7
 }
 
 /// The safest CE count consistent with an ACE delta `delta` when the ACK may cover `d`
 /// newly delivered packets and no AccECN option disambiguates: for `d ≥ 8`,
-/// `Δ_safe = d − ((d − Δ) mod 8)`; otherwise `Δ` (RFC 9768 §3.2.2.5.2, Appendix A.2;
-/// brief §5.1).
+/// `Δ_safe = d − ((d − Δ) mod 8)`; otherwise `Δ` (RFC 9768 §3.2.2.5.2, Appendix A.2.1).
 pub fn safe_ace_delta(delta: u32, d: u64) -> u64 {
     let delta = (delta & 7) as u64;
     if d >= 8 {

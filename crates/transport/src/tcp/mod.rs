@@ -38,9 +38,9 @@
 //!   field disables ECT (feedback still used); a zeroed ACE on the first ACK turns ECN off.
 //!   The SYN-ACK does not carry the option, and the sender's segments carry none.
 //! * ECN validation (AccECN only; [`TcpSender::ecn_validation`], `EndpointStats::ecn_validation`;
-//!   brief §5.1 sender checks with RFC 9000 §13.4.2 rules transposed to the option's byte
-//!   counters). `Testing` from the first ECT data segment. Per ACK carrying the option:
-//!   Δe0b > 0 with nothing sent ECT(0) (or Δe1b > 0 with nothing sent ECT(1)) is `Remarked`;
+//!   RFC 9768 §3.2.2.3 sender checks with the RFC 9000 §13.4.2.1 checks transposed to the
+//!   option's byte counters). `Testing` from the first ECT data segment. Per ACK carrying the
+//!   option: Δe0b > 0 with nothing sent ECT(0) (or Δe1b > 0 with nothing sent ECT(1)) is `Remarked`;
 //!   ECT bytes newly acknowledged (cumulatively or by SACK) not covered by the rises of
 //!   e1b/e0b (the codepoints sent) plus ceb, summed over the connection, by more than
 //!   [`ECN_VALIDATION_TOLERANCE_SEGS`] segments is `Bleached` (any surplus is capped at the

@@ -1,5 +1,6 @@
-//! AccECN validation of the sender (brief §5.1 sender checks, with RFC 9000 §13.4.2 rules
-//! transposed to the AccECN option's byte counters; the `tcp` module docs give the rules):
+//! AccECN validation of the sender (the sender checks of RFC 9768 §3.2.2.1 and §3.2.2.3, with
+//! the RFC 9000 §13.4.2.1 checks transposed to the AccECN option's byte counters; the `tcp`
+//! module docs give the rules):
 //! the tolerances, the per-connection bookkeeping [`EcnValidator`], the checks run for each
 //! ACK and the fallback to Not-ECT when they fail.
 
@@ -19,21 +20,22 @@ use crate::endpoint::{EcnFailure, EcnValidation};
 /// any useful rate). The same slack applies to "more bytes reported than were sent".
 pub const ECN_VALIDATION_TOLERANCE_SEGS: u64 = 3;
 /// Rounds after which a path that CE-marked every acknowledged ECT packet fails validation
-/// as all-CE mangling (brief §5.1: "the first 3–4 rounds"). Counted as complete rounds of
-/// acknowledgements (each at least min_rtt long) *after* the first ACK of data, so 4 means
-/// about 4 RTTs of all-CE feedback after the first ACK, 5 RTTs after the first data
-/// segment. 3 is too eager: in the simulator (`l4s-sim` system test
+/// as all-CE mangling (RFC 9768 §3.2.2.3 suggests checking the first three or four rounds).
+/// Counted as complete rounds of acknowledgements (each at least min_rtt long) *after* the
+/// first ACK of data, so 4 means about 4 RTTs of all-CE feedback after the first ACK, 5 RTTs
+/// after the first data segment. 3 is too eager: in the simulator (`l4s-sim` system test
 /// `four_prague_flows_keep_l_queue_short`) a Prague flow joining three others at
 /// 100 Mbit/s behind DualPI2 legitimately had its first 21 packets CE-marked (the others'
 /// overshoot kept the L queue above the step) and saw its first unmarked ACK ~3.3 RTTs
 /// after its first ACK.
-/// Raised from the brief's 3-4 to 8: at 4 the margin in that scenario was about 14 ms, and
-/// a false fallback (an L4S flow turning into a loss-based classic one) costs far more
+/// Raised from RFC 9768's suggested 3–4 to 8: at 4 the margin in that scenario was about
+/// 14 ms, and a false fallback (an L4S flow turning into a loss-based classic one) costs far more
 /// than detecting real all-CE mangling a few RTTs later.
 pub const ECN_VALIDATION_ALL_CE_ROUNDS: u32 = 8;
 
-/// AccECN validation bookkeeping (brief §5.1 sender checks, with RFC 9000 §13.4.2 rules
-/// 2, 3, 5 and 7 transposed to the AccECN byte counters).
+/// AccECN validation bookkeeping (RFC 9768 §3.2.2.3 sender checks, with the RFC 9000
+/// §13.4.2.1 checks and quic-go's `ecnTracker.HandleNewlyAcked` ones (counters going
+/// backwards, all-CE mangling) transposed to the AccECN byte counters).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct EcnValidator {
     /// Packets sent after the SYN (data including retransmissions, pure ACKs).
@@ -89,7 +91,7 @@ impl EcnValidator {
 
 impl TcpSender {
     /// Validation failed: send Not-ECT, ignore CE from now on and let the controller fall
-    /// back to its non-ECN behaviour (Prague → Reno, brief §1.3 rule 7).
+    /// back to its non-ECN behaviour (Prague → Reno, like `tcp_prague.c`'s `prague-reno`).
     pub(super) fn fail_validation(&mut self, now: Time, reason: EcnFailure) {
         if self.validation.is_failed() {
             return;
@@ -134,19 +136,20 @@ impl TcpSender {
                 cover += de1b;
             }
             v.balance = v.balance.saturating_add(cover as i64);
-            // RFC 9000 §13.4.2.1 rule 3: a codepoint never sent reported as received.
+            // RFC 9000 §13.4.2.1: a codepoint never sent reported as received.
             if (de0b > 0 && !v.sent_ect0) || (de1b > 0 && !v.sent_ect1) {
                 failure = Some(EcnFailure::Remarked);
             } else if v.balance < -(tol as i64) {
-                // Rules 4–5: ΔECT + ΔCE short of the ECT bytes acknowledged.
+                // RFC 9000 §13.4.2.1: ΔECT + ΔCE short of the ECT bytes acknowledged.
                 failure = Some(EcnFailure::Bleached);
             }
             rose = (v.sent_ect1 && de1b > 0) || (v.sent_ect0 && de0b > 0);
             let outstanding = self.snd_nxt.saturating_sub(self.snd_una).min(i64::MAX as u64) as i64;
             v.balance = v.balance.min(outstanding);
         }
-        // Rule 3 in totals (also catches counters that jumped): more CE packets than packets
-        // sent, or more bytes of a codepoint than were sent with it.
+        // RFC 9000 §13.4.2.1's check that no count exceeds what was sent, in totals (also
+        // catches counters that jumped): more CE packets than packets sent, or more bytes of a
+        // codepoint than were sent with it.
         if v.fb_ce_pkts > v.sent_pkts
             || v.fb_ceb > v.sent_bytes.saturating_add(tol)
             || v.fb_e0b > v.sent_ect0_bytes.saturating_add(tol)
@@ -155,8 +158,9 @@ impl TcpSender {
             failure = Some(EcnFailure::ImpossibleFeedback);
         }
         if failure.is_none() && self.validation == EcnValidation::Testing {
-            // Rule 7 / RFC 9768 §3.2.2.3: every acknowledged ECT packet CE-marked for the
-            // first rounds. Testing ends at the first unmarked ECT arrival (`rose`).
+            // quic-go's mangling check / RFC 9768 §3.2.2.3: every acknowledged ECT packet
+            // CE-marked for the first rounds. Testing ends at the first unmarked ECT arrival
+            // (`rose`).
             if v.round_end == 0 {
                 if acked_ect_pkts > 0 {
                     v.round_end = self.snd_nxt;

@@ -398,7 +398,8 @@ impl TcpSender {
     }
 
     /// ECN of pure ACKs: Not-ECT, except under AccECN when the controller sends ECT(1)
-    /// data (Prague's ECN++ on control packets, brief §1.3 rule 7).
+    /// data (Prague's ECN++ on control packets, `tcp_prague.c` `TCP_CONG_WANTS_ECT_1`; RFC 9331
+    /// Appendix A.2.1).
     fn ack_ecn(&self) -> Ecn {
         if self.is_accecn() && !self.ect_disabled && self.cc.data_ecn() == Ecn::Ect1 {
             Ecn::Ect1
