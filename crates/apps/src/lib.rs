@@ -35,7 +35,7 @@
 //!
 //! ECN: `cc` and `ecn` choose L4S (prague with AccECN, data ECT(1)) or classic (cubic/reno
 //! with ECN off or RFC 3168) as for a `tcp` flow; each connection validates ECN on its own
-//! (brief §5), and [`AppSender`]'s stats report the first failure.
+//! (RFC 9768 §3.2.2.3, RFC 9000 §13.4.2), and [`AppSender`]'s stats report the first failure.
 //!
 //! The schedule itself (when instances start, what they consist of, web pages, query
 //! timeouts and retries, sync chunk sizes and pauses, completions) is the sans-IO,
