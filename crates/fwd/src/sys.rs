@@ -11,7 +11,8 @@
 //!   mutably, and never more of it than the length passed with it;
 //! * options that could make the kernel keep a pointer or change more than the calling
 //!   thread are not offered: socket options take an `int` ([`setsockopt_int`]) or a value
-//!   built here, `prctl` sets the timer slack only ([`set_timer_slack`]).
+//!   built here, `setns` joins network namespaces only ([`setns_net`]), `prctl` sets the
+//!   timer slack only ([`set_timer_slack`]).
 //!
 //! So no argument a caller can pass makes one of these functions undefined behaviour; every
 //! `unsafe` block says why in its `SAFETY:` comment. Flags are passed through unchanged.
@@ -482,6 +483,36 @@ pub fn sched_setscheduler(policy: c_int, priority: c_int) -> io::Result<()> {
     Ok(())
 }
 
+// ------------------------------------------------------------------------------------------
+// Files, namespaces, processes
+// ------------------------------------------------------------------------------------------
+
+/// Apply or remove an advisory lock on the open file `fd`, `flock(2)` (`operation`:
+/// `LOCK_EX | LOCK_NB`, ...). A lock that is held elsewhere fails with `EWOULDBLOCK`.
+pub fn flock(fd: BorrowedFd<'_>, operation: c_int) -> io::Result<()> {
+    // SAFETY: flock takes integers and acts only on the lock of the open file.
+    cvt(unsafe { libc::flock(fd.as_raw_fd(), operation) })?;
+    Ok(())
+}
+
+/// Move the calling thread into the network namespace `fd` refers to (a
+/// `/run/netns/NAME` or `/proc/PID/ns/net` file), `setns(2)` with `CLONE_NEWNET`. The rest of
+/// the process stays where it was.
+pub fn setns_net(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: setns takes integers; with CLONE_NEWNET it changes only which network
+    // namespace the calling thread's new sockets belong to, and fails with EINVAL for a
+    // descriptor of anything but a network namespace.
+    cvt(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) })?;
+    Ok(())
+}
+
+/// Send signal `sig` to process `pid`, `kill(2)`.
+pub fn kill(pid: libc::pid_t, sig: c_int) -> io::Result<()> {
+    // SAFETY: kill takes integers and touches no memory of this process.
+    cvt(unsafe { libc::kill(pid, sig) })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,10 +656,37 @@ mod tests {
     }
 
     #[test]
-    fn thread_calls() {
+    fn flock_is_exclusive_between_open_files() {
+        let path = std::env::temp_dir().join(format!("l4s-fwd-sys-flock-{}", std::process::id()));
+        let a = std::fs::File::create(&path).unwrap();
+        let b = std::fs::File::open(&path).unwrap();
+        flock(a.as_fd(), libc::LOCK_EX | libc::LOCK_NB).unwrap();
+        let e = flock(b.as_fd(), libc::LOCK_EX | libc::LOCK_NB).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EWOULDBLOCK));
+        drop(a);
+        flock(b.as_fd(), libc::LOCK_EX | libc::LOCK_NB).unwrap();
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn thread_and_process_calls() {
         set_timer_slack(1).unwrap();
+        // Signal 0 only checks that the process exists.
+        kill(std::process::id() as libc::pid_t, 0).unwrap();
         // Not a valid SCHED_FIFO priority.
         let e = sched_setscheduler(libc::SCHED_FIFO, 1000).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        std::thread::spawn(|| {
+            // Joining our own namespace (needs CAP_SYS_ADMIN) changes nothing; a file that
+            // is no namespace is refused.
+            let own = std::fs::File::open("/proc/self/ns/net").unwrap();
+            if let Err(e) = setns_net(own.as_fd()) {
+                assert_eq!(e.raw_os_error(), Some(libc::EPERM));
+            }
+            let not_ns = std::fs::File::open("/proc/self/status").unwrap();
+            assert!(setns_net(not_ns.as_fd()).is_err());
+        })
+        .join()
+        .unwrap();
     }
 }
