@@ -26,9 +26,10 @@
 //! Sends go out one frame per `send(2)` as the pacer releases them (they are spaced in time,
 //! so there is nothing to batch), with `PACKET_QDISC_BYPASS`: the userspace AQM is the queue.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use crate::error::FwdError;
+use crate::sys;
 
 /// How frames are read from the socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -53,24 +54,6 @@ pub struct PacketSocket {
 
 const CAP_HINT: &str = "CAP_NET_RAW";
 
-fn setsockopt<T>(fd: RawFd, level: i32, name: i32, val: &T) -> std::io::Result<()> {
-    // SAFETY: `val` points to a live T of the size we pass.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            val as *const T as *const libc::c_void,
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 /// What one receive produced for one buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Received {
@@ -88,74 +71,41 @@ impl PacketSocket {
     pub fn open(ifname: &str) -> Result<PacketSocket, FwdError> {
         crate::netns::check_ifname(ifname)?;
         let cname = std::ffi::CString::new(ifname).map_err(|_| FwdError::config("interface", "contains a NUL byte"))?;
-        // SAFETY: if_nametoindex reads a NUL-terminated string.
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
-        if ifindex == 0 {
+        let Ok(ifindex) = sys::if_nametoindex(&cname) else {
             return Err(FwdError::config(
                 "interface",
                 format!("no interface named {ifname:?} in this network namespace (see `ip link`)"),
             ));
-        }
+        };
+        let ifindex = ifindex as i32;
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
-        // SAFETY: plain socket(2) call.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                proto,
-            )
-        };
-        if raw < 0 {
-            return Err(FwdError::last_os(
-                format!("opening an AF_PACKET socket on {ifname}"),
-                CAP_HINT,
-            ));
-        }
-        // SAFETY: `raw` is a new descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let fdr = fd.as_raw_fd();
-        // SAFETY: sockaddr_ll is plain old data; zero is a valid value.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-        sll.sll_ifindex = ifindex;
-        // SAFETY: bind with a sockaddr_ll of the right size.
-        let rc = unsafe {
-            libc::bind(
-                fdr,
-                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(FwdError::last_os(
-                format!("binding an AF_PACKET socket to {ifname}"),
-                CAP_HINT,
-            ));
-        }
+        let fd = sys::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            proto,
+        )
+        .map_err(|e| FwdError::from_os(format!("opening an AF_PACKET socket on {ifname}"), e, CAP_HINT))?;
+        let fdb = fd.as_fd();
+        sys::bind_ll(fdb, &sys::SockaddrLl::new(ifindex, libc::ETH_P_ALL as u16))
+            .map_err(|e| FwdError::from_os(format!("binding an AF_PACKET socket to {ifname}"), e, CAP_HINT))?;
         // Frames to other hosts' MACs must reach us on real NICs too.
-        // SAFETY: packet_mreq is plain old data.
-        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mreq.mr_ifindex = ifindex;
-        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-        setsockopt(fdr, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+        sys::packet_add_membership(fdb, ifindex, libc::PACKET_MR_PROMISC as u16)
             .map_err(|e| FwdError::from_os(format!("promiscuous mode on {ifname}"), e, CAP_HINT))?;
         // Optional tunings: older kernels lack some; the forwarder also filters outgoing
         // frames itself.
-        let one: libc::c_int = 1;
-        let _ = setsockopt(fdr, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one);
-        let _ = setsockopt(fdr, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        let _ = sys::setsockopt_int(fdb, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1);
+        let _ = sys::setsockopt_int(fdb, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, 1);
         // The kernel's receive time of every frame (see `RxStamp`): without it a frame that
         // waited in the socket while the thread was held back would look younger.
-        let _ = setsockopt(fdr, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one);
+        let _ = sys::setsockopt_int(fdb, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
         let buf: libc::c_int = 8 << 20;
-        if setsockopt(fdr, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &buf).is_err() {
-            let _ = setsockopt(fdr, libc::SOL_SOCKET, libc::SO_RCVBUF, &buf);
+        if sys::setsockopt_int(fdb, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, buf).is_err() {
+            let _ = sys::setsockopt_int(fdb, libc::SOL_SOCKET, libc::SO_RCVBUF, buf);
         }
-        if setsockopt(fdr, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &buf).is_err() {
-            let _ = setsockopt(fdr, libc::SOL_SOCKET, libc::SO_SNDBUF, &buf);
+        if sys::setsockopt_int(fdb, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, buf).is_err() {
+            let _ = sys::setsockopt_int(fdb, libc::SOL_SOCKET, libc::SO_SNDBUF, buf);
         }
-        let mtu = interface_mtu(fdr, ifname)?;
+        let mtu = interface_mtu(fdb, ifname)?;
         let s = PacketSocket {
             fd,
             ifname: ifname.to_string(),
@@ -183,8 +133,7 @@ impl PacketSocket {
     /// Discard whatever queued before the socket was bound.
     fn drain(&self) {
         let mut b = [0u8; 64];
-        // SAFETY: recv into a local buffer.
-        while unsafe { libc::recv(self.raw_fd(), b.as_mut_ptr().cast(), b.len(), libc::MSG_DONTWAIT) } >= 0 {}
+        while sys::recv(self.fd.as_fd(), &mut b, libc::MSG_DONTWAIT).is_ok() {}
     }
 
     /// Read one frame into `buf` without blocking. `Ok(None)`: nothing waiting.
@@ -195,41 +144,23 @@ impl PacketSocket {
     /// [`PacketSocket::recv_one`], with the kernel's receive time of the frame on
     /// CLOCK_MONOTONIC when it gave one.
     pub fn recv_one_at(&self, buf: &mut [u8]) -> Result<Option<(Received, Option<l4s_core::Time>)>, FwdError> {
-        // SAFETY: sockaddr_ll and msghdr are plain old data.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut ctrl = Ctrl([0u8; CTRL_LEN]);
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
+        let m = match sys::recvmsg(self.fd.as_fd(), buf, libc::MSG_DONTWAIT | libc::MSG_TRUNC) {
+            Ok(m) => m,
+            Err(e) => {
+                return match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+                    _ => Err(FwdError::io(format!("reading from {}", self.ifname), e)),
+                }
+            }
         };
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = (&mut sll) as *mut libc::sockaddr_ll as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = ctrl.0.as_mut_ptr().cast();
-        msg.msg_controllen = CTRL_LEN as _;
-        // SAFETY: recvmsg into a buffer we own, with its true length, and a control buffer
-        // of CTRL_LEN bytes; all live across the call.
-        let n = unsafe { libc::recvmsg(self.raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
-                _ => Err(FwdError::io(format!("reading from {}", self.ifname), e)),
-            };
-        }
-        let stamp = RxStamp::now().of(&msg);
-        Ok(Some((
-            classify_rx(n as usize, buf.len(), sll.sll_pkttype, false),
-            stamp,
-        )))
+        let stamp = RxStamp::now().of(m.realtime_ns);
+        // With MSG_TRUNC the length is the frame's own, so `m.len > buf.len()` already says
+        // it was cut.
+        Ok(Some((classify_rx(m.len, buf.len(), m.pkttype, false), stamp)))
     }
 
     /// Read up to `bufs.len()` frames, one per buffer, with one `recvmmsg(2)`. Results go
     /// to `out` (cleared first), one per filled buffer, in order.
-    // Indexes four parallel arrays (buffers, iovecs, headers, addresses).
-    #[allow(clippy::needless_range_loop)]
     pub fn recv_batch(
         &self,
         bufs: &mut [Box<[u8]>],
@@ -237,37 +168,11 @@ impl PacketSocket {
         out: &mut Vec<Received>,
     ) -> Result<(), FwdError> {
         out.clear();
-        let n = bufs.len().min(scratch.cap);
-        if n == 0 {
+        if bufs.is_empty() {
             return Ok(());
         }
-        for i in 0..n {
-            scratch.iov[i] = libc::iovec {
-                iov_base: bufs[i].as_mut_ptr().cast(),
-                iov_len: bufs[i].len(),
-            };
-            // SAFETY: msghdr and sockaddr_ll are plain old data.
-            scratch.msgs[i] = unsafe { std::mem::zeroed() };
-            scratch.msgs[i].msg_hdr.msg_iov = &mut scratch.iov[i];
-            scratch.msgs[i].msg_hdr.msg_iovlen = 1;
-            scratch.msgs[i].msg_hdr.msg_name = (&mut scratch.addrs[i]) as *mut libc::sockaddr_ll as *mut libc::c_void;
-            scratch.msgs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            scratch.msgs[i].msg_hdr.msg_control = scratch.ctrl[i].0.as_mut_ptr().cast();
-            scratch.msgs[i].msg_hdr.msg_controllen = CTRL_LEN as _;
-        }
-        // SAFETY: every msghdr points to an iovec and sockaddr in `scratch` and to a buffer
-        // in `bufs`, all alive and unaliased for the call.
-        let got = unsafe {
-            libc::recvmmsg(
-                self.raw_fd(),
-                scratch.msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                std::ptr::null_mut(),
-            )
-        };
-        if got < 0 {
-            let e = std::io::Error::last_os_error();
+        let flags = libc::MSG_DONTWAIT | libc::MSG_TRUNC;
+        if let Err(e) = sys::recvmmsg(self.fd.as_fd(), bufs, &mut scratch.mmsg, flags, &mut scratch.meta) {
             return match e.raw_os_error() {
                 Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(()),
                 _ => Err(FwdError::io(format!("reading from {}", self.ifname), e)),
@@ -275,16 +180,9 @@ impl PacketSocket {
         }
         let clock = RxStamp::now();
         scratch.stamps.clear();
-        for i in 0..got as usize {
-            scratch.stamps.push(clock.of(&scratch.msgs[i].msg_hdr));
-            let m = &scratch.msgs[i];
-            let trunc = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-            out.push(classify_rx(
-                m.msg_len as usize,
-                bufs[i].len(),
-                scratch.addrs[i].sll_pkttype,
-                trunc,
-            ));
+        for (m, buf) in scratch.meta.iter().zip(bufs.iter()) {
+            scratch.stamps.push(clock.of(m.realtime_ns));
+            out.push(classify_rx(m.len, buf.len(), m.pkttype, m.truncated));
         }
         Ok(())
     }
@@ -292,12 +190,9 @@ impl PacketSocket {
     /// Send one frame without blocking. `Ok(false)`: the device is busy (EAGAIN/ENOBUFS),
     /// try again later.
     pub fn send(&self, frame: &[u8]) -> Result<bool, FwdError> {
-        // SAFETY: send from a live slice.
-        let n = unsafe { libc::send(self.raw_fd(), frame.as_ptr().cast(), frame.len(), libc::MSG_DONTWAIT) };
-        if n >= 0 {
+        let Err(e) = sys::send(self.fd.as_fd(), frame, libc::MSG_DONTWAIT) else {
             return Ok(true);
-        }
-        let e = std::io::Error::last_os_error();
+        };
         match e.raw_os_error() {
             Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(false),
             _ => Err(FwdError::io(
@@ -310,23 +205,13 @@ impl PacketSocket {
     /// Frames the kernel dropped because this socket's receive buffer was full (since the
     /// last call; reading resets the kernel counter).
     pub fn kernel_drops(&self) -> u64 {
-        // SAFETY: tpacket_stats is plain old data; getsockopt writes at most `len` bytes.
-        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
-        let rc = unsafe {
-            libc::getsockopt(
-                self.raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                &mut st as *mut libc::tpacket_stats as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if rc == 0 {
-            st.tp_drops as u64
-        } else {
-            0
-        }
+        sys::packet_statistics(self.fd.as_fd()).map_or(0, |st| st.tp_drops as u64)
+    }
+}
+
+impl AsFd for PacketSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
@@ -339,13 +224,6 @@ fn classify_rx(n: usize, cap: usize, pkttype: u8, trunc: bool) -> Received {
         Received::Frame(n)
     }
 }
-
-/// Room for one SCM_TIMESTAMPNS control message (a `cmsghdr` and a `timespec`), aligned
-/// for `cmsghdr`.
-const CTRL_LEN: usize = 64;
-#[derive(Clone, Copy)]
-#[repr(C, align(8))]
-struct Ctrl([u8; CTRL_LEN]);
 
 /// The kernel's receive time of a frame (`SO_TIMESTAMPNS`: CLOCK_REALTIME, taken when the
 /// frame reached the interface's receive path) brought onto CLOCK_MONOTONIC, the clock of
@@ -360,14 +238,12 @@ pub struct RxStamp {
 impl RxStamp {
     pub fn now() -> RxStamp {
         let read = |clock| {
-            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-            // SAFETY: clock_gettime writes into the timespec we own.
-            unsafe { libc::clock_gettime(clock, &mut ts) };
+            let ts = sys::clock_gettime(clock);
             ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
         };
-        let mono_ns = read(libc::CLOCK_MONOTONIC);
+        let mono_ns = read(sys::Clock::Monotonic);
         RxStamp {
-            real_ns: read(libc::CLOCK_REALTIME),
+            real_ns: read(sys::Clock::Realtime),
             mono_ns,
         }
     }
@@ -380,37 +256,17 @@ impl RxStamp {
             .then(|| l4s_core::Time((self.mono_ns - age).max(0) as u64))
     }
 
-    /// The stamp in a received message's control data, if any.
-    fn of(&self, msg: &libc::msghdr) -> Option<l4s_core::Time> {
-        if msg.msg_control.is_null() || msg.msg_flags & libc::MSG_CTRUNC != 0 {
-            return None;
-        }
-        // SAFETY: the control buffer is the one we passed, and the kernel set
-        // msg_controllen to the bytes it wrote; the CMSG_* helpers stay within it.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                    if ts.tv_sec == 0 && ts.tv_nsec == 0 {
-                        return None;
-                    }
-                    return self.to_monotonic(ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128);
-                }
-                c = libc::CMSG_NXTHDR(msg, c);
-            }
-        }
-        None
+    /// A received frame's stamp ([`sys::RecvMeta::realtime_ns`]) on CLOCK_MONOTONIC, if it
+    /// had one and it is plausible.
+    fn of(&self, realtime_ns: Option<i128>) -> Option<l4s_core::Time> {
+        realtime_ns.and_then(|ns| self.to_monotonic(ns))
     }
 }
 
 /// The `recvmmsg` bookkeeping, allocated once.
 pub struct RecvScratch {
-    cap: usize,
-    msgs: Vec<libc::mmsghdr>,
-    iov: Vec<libc::iovec>,
-    addrs: Vec<libc::sockaddr_ll>,
-    ctrl: Vec<Ctrl>,
+    mmsg: sys::MmsgScratch,
+    meta: Vec<sys::RecvMeta>,
     stamps: Vec<Option<l4s_core::Time>>,
 }
 
@@ -424,42 +280,16 @@ impl RecvScratch {
 impl RecvScratch {
     pub fn new(cap: usize) -> RecvScratch {
         let cap = cap.max(1);
-        // SAFETY: all three are plain old data; zero is valid.
         RecvScratch {
-            cap,
-            msgs: (0..cap).map(|_| unsafe { std::mem::zeroed() }).collect(),
-            iov: (0..cap)
-                .map(|_| libc::iovec {
-                    iov_base: std::ptr::null_mut(),
-                    iov_len: 0,
-                })
-                .collect(),
-            addrs: (0..cap).map(|_| unsafe { std::mem::zeroed() }).collect(),
-            ctrl: vec![Ctrl([0u8; CTRL_LEN]); cap],
+            mmsg: sys::MmsgScratch::new(cap),
+            meta: Vec::with_capacity(cap),
             stamps: Vec::with_capacity(cap),
         }
     }
 }
 
-// SAFETY: the raw pointers inside are only scratch space rewritten before every call.
-unsafe impl Send for RecvScratch {}
-
-fn interface_mtu(fd: RawFd, ifname: &str) -> Result<u32, FwdError> {
-    // SAFETY: ifreq is plain old data.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in ifr.ifr_name.iter_mut().zip(ifname.bytes()) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: SIOCGIFMTU fills ifr_mtu of a valid ifreq.
-    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut ifr) };
-    if rc != 0 {
-        return Err(FwdError::io(
-            format!("reading the MTU of {ifname}"),
-            std::io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: the kernel wrote the mtu member of the union.
-    let mtu = unsafe { ifr.ifr_ifru.ifru_mtu };
+fn interface_mtu(fd: BorrowedFd<'_>, ifname: &str) -> Result<u32, FwdError> {
+    let mtu = sys::interface_mtu(fd, ifname).map_err(|e| FwdError::io(format!("reading the MTU of {ifname}"), e))?;
     Ok(mtu.max(68) as u32)
 }
 
@@ -467,9 +297,7 @@ fn interface_mtu(fd: RawFd, ifname: &str) -> Result<u32, FwdError> {
 /// records and the live endpoints on this host share.
 #[inline]
 pub fn monotonic_now() -> l4s_core::Time {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = sys::clock_gettime(sys::Clock::Monotonic);
     l4s_core::Time(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
@@ -492,34 +320,20 @@ pub fn wait_readable(fds: &[RawFd; 2], timeout_ns: u64) -> bool {
         tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
-    // SAFETY: ppoll over two pollfds we own.
-    let rc = unsafe { libc::ppoll(p.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-    rc > 0
+    matches!(sys::ppoll(&mut p, &ts), Ok(n) if n > 0)
 }
 
 /// Ask for precise timer wake-ups on this thread (the default slack is 50 µs).
 pub fn precise_timers() {
-    // SAFETY: prctl with an integer argument.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let _ = sys::set_timer_slack(1);
 }
 
 /// Put the calling thread under SCHED_FIFO at `priority` (Linux limits such threads to 95 %
 /// of each second by default, `kernel.sched_rt_runtime_us`, so a busy forwarder cannot lock
 /// up the host).
 pub fn set_realtime(priority: u8) -> Result<(), FwdError> {
-    let p = libc::sched_param {
-        sched_priority: priority as libc::c_int,
-    };
-    // SAFETY: sched_setscheduler on this thread (tid 0) with a valid sched_param.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(FwdError::last_os(
-            "real-time scheduling of the forwarder",
-            "CAP_SYS_NICE",
-        ))
-    }
+    sys::sched_setscheduler(libc::SCHED_FIFO, priority as libc::c_int)
+        .map_err(|e| FwdError::from_os("real-time scheduling of the forwarder", e, "CAP_SYS_NICE"))
 }
 
 #[cfg(test)]

@@ -42,12 +42,8 @@ impl FwdError {
         }
     }
 
-    /// The last OS error, or [`FwdError::Privilege`] when it is EPERM/EACCES.
-    pub(crate) fn last_os(what: impl Into<String>, capability: &'static str) -> FwdError {
-        let e = io::Error::last_os_error();
-        FwdError::from_os(what, e, capability)
-    }
-
+    /// `e` (an OS error, as the `sys` wrappers return it), or
+    /// [`FwdError::Privilege`] when it is EPERM/EACCES.
     pub(crate) fn from_os(what: impl Into<String>, e: io::Error, capability: &'static str) -> FwdError {
         let what = what.into();
         match e.raw_os_error() {

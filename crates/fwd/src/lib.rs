@@ -1,3 +1,4 @@
+#![deny(unsafe_code)]
 //! # l4s-fwd
 //!
 //! The userspace L4S bottleneck of l4s-lab and the namespace plumbing of the live testbed.
@@ -13,6 +14,8 @@
 //!   with [`RouterConfig`] (per-direction rates, rate schedules, AQMs).
 //! * [`cli`]: `l4s router` ([`cli::RouterArgs`], [`cli::router_main`]), feature `cli`.
 //! * [`error`]: [`FwdError`], the crate's one error type.
+//! * `sys` (private): every system call, behind safe wrappers; the only module allowed
+//!   `unsafe` (the crate is `#![deny(unsafe_code)]`).
 //!
 //! Measured on this 2-core host while other builds ran (`cargo test -p l4s-fwd --test
 //! forward`, `cargo bench -p l4s-fwd`): delivered rate 10, 100, 500 Mbit/s within 0.02 %;
@@ -28,6 +31,8 @@ pub mod lateness;
 pub mod netns;
 pub mod packet;
 pub mod router;
+#[allow(unsafe_code)]
+mod sys;
 
 pub use router::{
     run, run_recording, run_recording_with_origin, PacketRecord, RouterConfig, RouterStats, RouterStatus,

@@ -42,7 +42,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -51,6 +51,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::FwdError;
+use crate::sys;
 
 /// Prefix of every namespace this crate creates.
 pub const NS_PREFIX: &str = "l4s-";
@@ -82,8 +83,7 @@ fn take_run_lock(id: &str) -> Option<File> {
             .write(true)
             .open(&path)
             .ok()?;
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if sys::flock(f.as_fd(), libc::LOCK_EX | libc::LOCK_NB).is_err() {
             return None;
         }
         let (held, there) = (f.metadata().ok()?, std::fs::metadata(&path));
@@ -101,9 +101,8 @@ pub fn run_is_alive(id: &str) -> bool {
     let Ok(f) = std::fs::OpenOptions::new().write(true).open(&path) else {
         return false;
     };
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK);
+    if let Err(e) = sys::flock(f.as_fd(), libc::LOCK_EX | libc::LOCK_NB) {
+        return e.raw_os_error() == Some(libc::EWOULDBLOCK);
     }
     let _ = std::fs::remove_file(&path);
     false
@@ -125,9 +124,7 @@ impl RunId {
     /// A fresh id from the clock, the process id and a per-process counter.
     pub fn generate() -> RunId {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime writes into the timespec we own.
-        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        let ts = sys::clock_gettime(sys::Clock::Realtime);
         let mut z = (ts.tv_sec as u64).wrapping_mul(1_000_000_007) ^ ts.tv_nsec as u64;
         z ^= (std::process::id() as u64) << 32;
         z ^= (COUNTER.fetch_add(1, Ordering::Relaxed) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -385,10 +382,12 @@ impl Netns {
             .name(thread_name.to_string())
             .spawn(move || {
                 if let Some(file) = file {
-                    // SAFETY: setns on a file descriptor we own; it changes only this thread.
-                    let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-                    if rc != 0 {
-                        return Err(FwdError::last_os(format!("joining namespace {label}"), "CAP_SYS_ADMIN"));
+                    if let Err(e) = sys::setns_net(file.as_fd()) {
+                        return Err(FwdError::from_os(
+                            format!("joining namespace {label}"),
+                            e,
+                            "CAP_SYS_ADMIN",
+                        ));
                     }
                 }
                 Ok(f())
@@ -840,8 +839,7 @@ fn delete_netns(name: &str) -> Result<(), FwdError> {
         let me = std::process::id() as i32;
         for pid in out.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
             if pid != me && pid > 1 {
-                // SAFETY: kill(2) with a pid read from the namespace's process list.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = sys::kill(pid, libc::SIGKILL);
             }
         }
     }
