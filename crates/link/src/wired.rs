@@ -477,3 +477,80 @@ mod tests {
         assert_eq!(due, [Time::from_millis(1), Time::from_millis(2)]);
     }
 }
+
+#[cfg(test)]
+mod pi_tests {
+    use super::*;
+    use crate::testutil::{Pkt, Seen};
+    use crate::{Action, Timers};
+    use l4s_aqm::DualPi2Config;
+    use l4s_core::Ecn;
+
+    /// Drive an overloaded DualPI2 link as a real-time driver does: woken `late` after each
+    /// due time, packets entering at their arrival times. The PI controller must run.
+    fn overloaded(late: Dur) -> f64 {
+        let mut w: Wired<Pkt> = Wired::new(
+            Some(Rate::mbps(10)),
+            Dur::ZERO,
+            &AqmConfig::DualPi2(DualPi2Config::default()),
+            None,
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        let mut timers = Timers::default();
+        let mut actions = Vec::new();
+        let mut seen = Seen::default();
+        w.start(Time::ZERO, &mut Io::new(Time::ZERO, &mut actions, &mut seen));
+        // 20 Mbit/s of 1500-byte classic packets: one every 600 µs, for 2 s.
+        let mut next_pkt = Time::ZERO;
+        let mut id = 0;
+        let end = Time::from_secs(2);
+        let mut now = Time::ZERO;
+        while now < end {
+            for a in actions.drain(..) {
+                if let Action::Wake { timer, at } = a {
+                    timers.push(timer, at);
+                }
+            }
+            let due = timers.next().unwrap_or(end).min(next_pkt);
+            now = (due + late).max(now);
+            while next_pkt <= now {
+                w.send(
+                    0,
+                    1,
+                    Pkt {
+                        id,
+                        size: 1500,
+                        ecn: Ecn::Ect0,
+                    },
+                    &mut Io::new(next_pkt, &mut actions, &mut seen),
+                );
+                id += 1;
+                next_pkt += Dur::from_micros(600);
+            }
+            for a in actions.drain(..) {
+                if let Action::Wake { timer, at } = a {
+                    timers.push(timer, at);
+                }
+            }
+            while let Some((timer, at)) = timers.pop_due(now) {
+                w.handle_timeout(timer, at, &mut Io::new(now, &mut actions, &mut seen));
+                for a in actions.drain(..) {
+                    if let Action::Wake { timer, at } = a {
+                        timers.push(timer, at);
+                    }
+                }
+            }
+        }
+        w.probability(0).unwrap()
+    }
+
+    #[test]
+    fn the_pi_controller_runs_for_a_late_driver() {
+        for late in [Dur::ZERO, Dur::from_micros(50), Dur::from_micros(500)] {
+            let p = overloaded(late);
+            assert!(p > 0.05, "late {late}: p' = {p}");
+        }
+    }
+}
