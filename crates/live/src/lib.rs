@@ -20,6 +20,8 @@
 //! * [`cli`]: `l4s reflect`, `l4s ecn-check` and `l4s cleanup`.
 //! * [`tap`]: packet taps that give kernel TCP flows per-packet one-way delay, CE and loss.
 //! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
+//! * `sys` (private): every system call, behind safe wrappers; the only module with
+//!   `unsafe`.
 
 pub mod apps;
 pub mod cli;
@@ -29,6 +31,7 @@ pub mod endpoints;
 pub mod media;
 pub mod meter;
 pub mod run;
+mod sys;
 pub mod tap;
 pub mod timeline;
 pub mod topology;
