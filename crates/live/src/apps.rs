@@ -53,6 +53,7 @@
 //! anything else; nothing here panics on what arrives.
 
 use crate::endpoints::{precise_timers, tcp_connect_start, tcp_info, FlowCtx};
+use crate::sys;
 use crate::udp::EcnUdpSocket;
 use l4s_apps::schedule::{next_object, ChunkSource, Instance, Schedule, Unit};
 use l4s_apps::{AppConfig, AppKind, Completion};
@@ -61,7 +62,7 @@ use l4s_transport::EndpointStats;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::Ordering;
 
 pub const VERSION: u8 = 1;
@@ -139,16 +140,10 @@ fn poll(fds: &mut [libc::pollfd], timeout: Dur) -> io::Result<usize> {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
-    // SAFETY: `fds` is a valid slice of pollfds for the call's duration.
-    let r = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(0);
-        }
-        return Err(e);
+    match sys::ppoll(fds, &ts) {
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+        r => r,
     }
-    Ok(r as usize)
 }
 
 fn pfd(fd: RawFd, write: bool) -> libc::pollfd {
@@ -160,14 +155,8 @@ fn pfd(fd: RawFd, write: bool) -> libc::pollfd {
 }
 
 /// Bytes in a TCP socket's send queue not yet acknowledged (`SIOCOUTQ`).
-fn unacked_bytes(fd: RawFd) -> io::Result<u64> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: TIOCOUTQ (= SIOCOUTQ) writes one int.
-    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(n.max(0) as u64)
+fn unacked_bytes(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(sys::send_queue_len(fd)?.max(0) as u64)
 }
 
 static ZEROS: [u8; 64 * 1024] = [0u8; 64 * 1024];
@@ -182,7 +171,7 @@ struct SenderInfo {
 }
 
 impl SenderInfo {
-    fn report(&mut self, ctx: &FlowCtx, now: Time, fds: &[RawFd], sample_rtt: bool) {
+    fn report(&mut self, ctx: &FlowCtx, now: Time, fds: &[BorrowedFd<'_>], sample_rtt: bool) {
         let (mut retrans, mut segs, mut cwnd, mut srtt) = (self.closed_retrans, self.closed_segs, 0u64, Dur::ZERO);
         for &fd in fds {
             if let Ok(i) = tcp_info(fd) {
@@ -212,7 +201,7 @@ impl SenderInfo {
             },
         );
     }
-    fn closing(&mut self, fd: RawFd) {
+    fn closing(&mut self, fd: BorrowedFd<'_>) {
         if let Ok(i) = tcp_info(fd) {
             self.closed_retrans += i.total_retrans as u64;
             self.closed_segs += i.data_segs_out as u64;
@@ -338,13 +327,13 @@ fn run_tcp_server(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
                 i += 1;
             } else {
                 let c = conns.swap_remove(i);
-                info.closing(c.s.as_raw_fd());
+                info.closing(c.s.as_fd());
             }
         }
         let now = ctx.clock.now();
         if last_sample.is_none_or(|t| now.since(t) >= TICK) {
             last_sample = Some(now);
-            let busy: Vec<RawFd> = conns.iter().map(|c| c.s.as_raw_fd()).collect();
+            let busy: Vec<BorrowedFd<'_>> = conns.iter().map(|c| c.s.as_fd()).collect();
             let sending = conns.iter().any(|c| !c.out.is_empty());
             info.report(ctx, now, &busy, sending);
         }
@@ -358,7 +347,7 @@ fn run_tcp_server(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
             return;
         }
     }
-    let fds: Vec<RawFd> = conns.iter().map(|c| c.s.as_raw_fd()).collect();
+    let fds: Vec<BorrowedFd<'_>> = conns.iter().map(|c| c.s.as_fd()).collect();
     info.report(ctx, ctx.clock.now(), &fds, false);
 }
 
@@ -839,7 +828,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
             left = 0;
         }
         let written = left == 0 && hdr.is_none();
-        if written && src.awaiting_ack() && unacked_bytes(fd).unwrap_or(0) == 0 {
+        if written && src.awaiting_ack() && unacked_bytes(s.as_fd()).unwrap_or(0) == 0 {
             // Kernel TCP tells how much of what was written is unacknowledged
             // (`SIOCOUTQ`), not which bytes: the next chunk waits until that is nothing,
             // i.e. until every chunk byte offered so far was acknowledged.
@@ -887,7 +876,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
         let now = ctx.clock.now();
         if last_sample.is_none_or(|t| now.since(t) >= TICK) {
             last_sample = Some(now);
-            info.report(ctx, now, &[fd], left > 0);
+            info.report(ctx, now, &[s.as_fd()], left > 0);
         }
         // Waiting for the acknowledgement is polled every millisecond.
         let waiting = left == 0 && hdr.is_none() && src.awaiting_ack();
@@ -902,7 +891,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
             let _ = poll(&mut f, wake.since(now));
         }
     }
-    info.report(ctx, ctx.clock.now(), &[fd], false);
+    info.report(ctx, ctx.clock.now(), &[s.as_fd()], false);
 }
 
 /// Run the destination of a sync flow: accept the source's connection and time every

@@ -18,6 +18,7 @@
 
 use crate::datagram::LiveEndpoint;
 use crate::meter::{LiveFlow, SharedMeter};
+use crate::sys;
 use crate::udp::EcnUdpSocket;
 use crate::wire::{self, Body, Datagram};
 use l4s_core::{Dur, Ecn, Time};
@@ -26,7 +27,7 @@ use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 use l4s_transport::{Endpoint, EndpointStats, Transmit};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -93,10 +94,7 @@ impl FlowCtx {
 
 /// Ask for precise timer wake-ups on this thread (1 ns timer slack instead of 50 µs).
 pub fn precise_timers() {
-    // SAFETY: prctl with an integer argument; affects only the calling thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    let _ = sys::set_timer_slack(1);
 }
 
 /// Wait until `fd` is readable (or writable with `write`) or `timeout` passes.
@@ -111,16 +109,11 @@ pub fn wait_fd(fd: RawFd, write: bool, timeout: Dur) -> io::Result<bool> {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
-    // SAFETY: one pollfd and a timespec that live across the call.
-    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(false);
-        }
-        return Err(e);
+    match sys::ppoll(std::slice::from_mut(&mut p), &ts) {
+        Ok(n) => Ok(n > 0),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+        Err(e) => Err(e),
     }
-    Ok(r > 0)
 }
 
 fn would_block(e: &io::Error) -> bool {
@@ -332,23 +325,9 @@ pub struct TcpInfo {
 const TCPI_OPT_ECN: u8 = 8;
 
 /// Read `TCP_INFO`.
-pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
+pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
     let mut b = [0u8; 256];
-    let mut len = b.len() as libc::socklen_t;
-    // SAFETY: the buffer is `len` bytes; the kernel writes at most that much.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            b.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let n = (len as usize).min(b.len());
+    let n = sys::tcp_info(fd, &mut b)?;
     let u32_at = |o: usize| (o + 4 <= n).then(|| u32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]));
     let u64_at = |o: usize| {
         (o + 8 <= n).then(|| {
@@ -380,14 +359,6 @@ fn reducing(ca_state: u8) -> bool {
     (2..=4).contains(&ca_state)
 }
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
 /// A TCP connection to `dst` with congestion control `cc`, set before the handshake.
 pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStream> {
     let stream = tcp_connect_start(dst, cc)?;
@@ -410,11 +381,8 @@ pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStr
 /// `take_error`).
 pub fn tcp_connect_start(dst: SocketAddr, cc: &str) -> io::Result<TcpStream> {
     let fam = if dst.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
-    // SAFETY: plain socket(2); the fd is owned by the TcpStream below or closed on error.
-    let fd = cvt(unsafe { libc::socket(fam, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: we own fd from here on.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
-    set_congestion_control(fd, cc).map_err(|e| {
+    let stream = TcpStream::from(sys::socket(fam, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)?);
+    set_congestion_control(stream.as_fd(), cc).map_err(|e| {
         io::Error::new(
             e.kind(),
             format!(
@@ -423,12 +391,8 @@ pub fn tcp_connect_start(dst: SocketAddr, cc: &str) -> io::Result<TcpStream> {
             ),
         )
     })?;
-    let (ss, len) = crate::udp::to_sockaddr(&dst);
     stream.set_nonblocking(true)?;
-    // SAFETY: a sockaddr of the stated length.
-    let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
+    if let Err(e) = sys::connect(stream.as_fd(), &dst) {
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
             return Err(e);
         }
@@ -438,18 +402,8 @@ pub fn tcp_connect_start(dst: SocketAddr, cc: &str) -> io::Result<TcpStream> {
 
 /// Set congestion control `cc` on a socket (a listener's is inherited by the connections
 /// it accepts).
-pub fn set_congestion_control(fd: RawFd, cc: &str) -> io::Result<()> {
-    // SAFETY: the name is a valid byte slice of the stated length.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            cc.as_ptr() as *const libc::c_void,
-            cc.len() as libc::socklen_t,
-        )
-    })
-    .map(|_| ())
+pub fn set_congestion_control(fd: BorrowedFd<'_>, cc: &str) -> io::Result<()> {
+    sys::set_tcp_congestion(fd, cc)
 }
 
 /// What the TCP sender knows of its connection, as [`EndpointStats`].
@@ -528,7 +482,7 @@ pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, bytes: Option<u6
         let now = ctx.clock.now();
         if now.since(last_sample) >= TICK {
             last_sample = now;
-            if let Ok(i) = tcp_info(fd) {
+            if let Ok(i) = tcp_info(s.as_fd()) {
                 let red = reducing(i.ca_state);
                 if red && !prev_reducing {
                     events += 1;
@@ -552,7 +506,7 @@ pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, bytes: Option<u6
             std::thread::sleep(std::time::Duration::from_nanos(wait.as_nanos()));
         }
     }
-    if let Ok(i) = tcp_info(fd) {
+    if let Ok(i) = tcp_info(s.as_fd()) {
         let now = ctx.clock.now();
         ctx.meter.lock().on_sender_stats(
             now,

@@ -1,3 +1,4 @@
+#![deny(unsafe_code)]
 //! # l4s-live
 //!
 //! The live testbed: real packets through a userspace L4S bottleneck.
@@ -20,6 +21,8 @@
 //! * [`cli`]: `l4s reflect`, `l4s ecn-check` and `l4s cleanup`.
 //! * [`tap`]: packet taps that give kernel TCP flows per-packet one-way delay, CE and loss.
 //! * [`timeline`]: `packets.parquet` from the endpoints' and the forwarder's records.
+//! * `sys` (private): every system call, behind safe wrappers; the only module allowed
+//!   `unsafe` (the crate is `#![deny(unsafe_code)]`).
 
 pub mod apps;
 pub mod cli;
@@ -29,6 +32,8 @@ pub mod endpoints;
 pub mod media;
 pub mod meter;
 pub mod run;
+#[allow(unsafe_code)]
+mod sys;
 pub mod tap;
 pub mod timeline;
 pub mod topology;

@@ -15,15 +15,16 @@
 //! [`MAX_OPEN`] segments, so memory is bounded.
 
 use crate::endpoints::{precise_timers, wait_fd, FlowCtx};
+use crate::sys;
 use l4s_core::{Dur, Ecn, Time};
 use l4s_fwd::afpacket::monotonic_now;
 use l4s_fwd::packet::{parse, Parsed};
 use std::collections::HashMap;
 use std::io;
-use std::mem::{size_of, zeroed};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A segment not seen to arrive within this time is lost.
 pub const MAX_WAIT: Dur = Dur::from_secs(5);
@@ -47,45 +48,24 @@ pub struct Captured {
     pub mono: u64,
 }
 
+/// `CLOCK_REALTIME` in ns (std reads it with `clock_gettime(CLOCK_REALTIME)`).
 fn realtime_ns() -> i128 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
 }
 
 impl Tap {
     pub fn open() -> io::Result<Tap> {
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
-        // SAFETY: plain socket(2).
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                proto,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: we own the new descriptor.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let one: libc::c_int = 1;
-        let rcvbuf: libc::c_int = 8 << 20;
-        for (name, v) in [(libc::SO_TIMESTAMPNS, &one), (libc::SO_RCVBUF, &rcvbuf)] {
-            // SAFETY: a c_int option of the stated size.
-            let r = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    name,
-                    v as *const libc::c_int as *const libc::c_void,
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r < 0 {
-                return Err(io::Error::last_os_error());
-            }
+        let fd = sys::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            proto,
+        )?;
+        for (name, v) in [(libc::SO_TIMESTAMPNS, 1), (libc::SO_RCVBUF, 8 << 20)] {
+            sys::setsockopt_int(fd.as_fd(), libc::SOL_SOCKET, name, v)?;
         }
         let mono = monotonic_now().as_nanos() as i128;
         let rt = realtime_ns();
@@ -98,47 +78,20 @@ impl Tap {
 
     /// Read one frame without blocking; `None` when nothing is waiting.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Captured>> {
-        // SAFETY: plain old data, zero is valid.
-        let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
-        let mut cbuf = [0u64; 16];
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        // SAFETY: plain old data.
-        let mut msg: libc::msghdr = unsafe { zeroed() };
-        msg.msg_name = &mut sll as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = size_of::<[u64; 16]>() as _;
-        // SAFETY: every pointer refers to a live buffer of the stated size.
-        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+        let r = sys::recvmsg_packet(self.fd.as_fd(), buf, libc::MSG_DONTWAIT);
         let now = monotonic_now().as_nanos();
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
-                _ => Err(e),
-            };
-        }
-        let mut stamp = None;
-        // SAFETY: walking the control messages the kernel wrote, bounded by msg_controllen.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                let data_len = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
-                if (*c).cmsg_level == libc::SOL_SOCKET
-                    && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
-                    && data_len >= size_of::<libc::timespec>()
-                {
-                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                    stamp = Some(ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128);
+        let (meta, pkttype) = match r {
+            Ok(r) => r,
+            Err(e) => {
+                return match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+                    _ => Err(e),
                 }
-                c = libc::CMSG_NXTHDR(&msg, c);
             }
-        }
+        };
+        let stamp = meta
+            .timestampns
+            .map(|ts| ts.sec as i128 * 1_000_000_000 + ts.nsec as i128);
         let mono = match stamp {
             Some(rt) => {
                 let m = rt - self.offset;
@@ -151,8 +104,8 @@ impl Tap {
             None => now,
         };
         Ok(Some(Captured {
-            len: (n as usize).min(buf.len()),
-            outgoing: sll.sll_pkttype == libc::PACKET_OUTGOING,
+            len: meta.len.min(buf.len()),
+            outgoing: pkttype == libc::PACKET_OUTGOING,
             mono,
         }))
     }

@@ -20,19 +20,12 @@
 //! Nothing here panics on what arrives from the network: control messages are checked
 //! for length before they are read, and unknown ones are skipped.
 
+use crate::sys;
 use l4s_core::Ecn;
 use std::io;
-use std::mem::{size_of, zeroed};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Duration;
-
-/// Room for the control messages of one datagram (TOS or TCLASS, and a timestamp).
-const CMSG_SPACE: usize = 128;
-
-/// Control-message buffer with the alignment `cmsghdr` needs.
-#[repr(C, align(8))]
-struct CmsgBuf([u8; CMSG_SPACE]);
 
 /// One received datagram's metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,89 +65,14 @@ pub struct EcnUdpSocket {
     dscp: u8,
 }
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: a valid pointer to a c_int of the stated length.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            &v as *const libc::c_int as *const libc::c_void,
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })
-    .map(|_| ())
-}
-
-/// `SocketAddr` as a `sockaddr_storage` and its length.
-pub(crate) fn to_sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
-    let mut ss: libc::sockaddr_storage = unsafe { zeroed() };
-    let len = match a {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
-            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
-            size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo().to_be(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: as above, for sockaddr_in6.
-            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
-            size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (ss, len as libc::socklen_t)
-}
-
-/// The address in a `sockaddr_storage` the kernel filled, IPv4-mapped IPv6 as IPv4.
-pub(crate) fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
-    match ss.ss_family as libc::c_int {
-        libc::AF_INET if len as usize >= size_of::<libc::sockaddr_in>() => {
-            // SAFETY: family and length checked.
-            let sin: &libc::sockaddr_in = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
-            let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
-        }
-        libc::AF_INET6 if len as usize >= size_of::<libc::sockaddr_in6>() => {
-            // SAFETY: family and length checked.
-            let sin6: &libc::sockaddr_in6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
-            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-            let port = u16::from_be(sin6.sin6_port);
-            Some(match ip.to_ipv4_mapped() {
-                Some(v4) => SocketAddr::V4(SocketAddrV4::new(v4, port)),
-                None => SocketAddr::V6(SocketAddrV6::new(
-                    ip,
-                    port,
-                    u32::from_be(sin6.sin6_flowinfo),
-                    sin6.sin6_scope_id,
-                )),
-            })
-        }
-        _ => None,
+/// An IPv4-mapped IPv6 address as the IPv4 address it maps.
+fn unmap(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::V4(SocketAddrV4::new(v4, v6.port())),
+            None => a,
+        },
+        v4 => v4,
     }
 }
 
@@ -171,7 +89,7 @@ impl EcnUdpSocket {
         let sock = if addr.is_ipv6() && addr.ip().is_unspecified() {
             // std sets no IPV6_V6ONLY; make dual-stack explicit whatever the sysctl says.
             let s = UdpSocket::bind(addr)?;
-            setsockopt_int(s.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0).ok();
+            sys::setsockopt_int(s.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0).ok();
             s
         } else {
             UdpSocket::bind(addr)?
@@ -182,16 +100,16 @@ impl EcnUdpSocket {
     /// Wrap an existing socket, switching on TOS/TCLASS and timestamp reporting.
     pub fn from_std(sock: UdpSocket) -> io::Result<EcnUdpSocket> {
         let v6 = sock.local_addr()?.is_ipv6();
-        let fd = sock.as_raw_fd();
+        let fd = sock.as_fd();
         if v6 {
-            setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
+            sys::setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
             // IPv4 datagrams on a dual-stack socket report IP_TOS; a v6-only socket refuses
             // nothing here, so failure only means the socket is v6-only.
-            let _ = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1);
+            let _ = sys::setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1);
         } else {
-            setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
+            sys::setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
         }
-        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
         Ok(EcnUdpSocket { sock, v6, dscp: 0 })
     }
 
@@ -242,118 +160,42 @@ impl EcnUdpSocket {
             SocketAddr::V4(_) => true,
             SocketAddr::V6(a) => a.ip().to_ipv4_mapped().is_some(),
         };
-        let (mut ss, sslen) = to_sockaddr(&dst);
-        let tos: libc::c_int = ((self.dscp << 2) | ecn.bits()) as libc::c_int;
-        let mut cbuf = CmsgBuf([0; CMSG_SPACE]);
-        let mut iov = libc::iovec {
-            iov_base: buf.as_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
+        let tos = ((self.dscp << 2) | ecn.bits()) as libc::c_int;
+        let tos = if v4_path {
+            sys::Tos::Ip(tos)
+        } else {
+            sys::Tos::Ipv6(tos)
         };
-        // SAFETY: msghdr is plain old data.
-        let mut msg: libc::msghdr = unsafe { zeroed() };
-        msg.msg_name = &mut ss as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = sslen;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.0.as_mut_ptr() as *mut libc::c_void;
-        // SAFETY: CMSG_SPACE is a pure computation.
-        msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as _;
-        // SAFETY: the control buffer holds one int-sized message (checked: CMSG_SPACE(4)
-        // is far below CMSG_SPACE bytes), aligned by CmsgBuf.
-        unsafe {
-            let c = libc::CMSG_FIRSTHDR(&msg);
-            if c.is_null() {
-                return Err(io::Error::other("no room for the TOS control message"));
-            }
-            if v4_path {
-                (*c).cmsg_level = libc::IPPROTO_IP;
-                (*c).cmsg_type = libc::IP_TOS;
-            } else {
-                (*c).cmsg_level = libc::IPPROTO_IPV6;
-                (*c).cmsg_type = libc::IPV6_TCLASS;
-            }
-            (*c).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, tos);
-        }
         loop {
-            // SAFETY: msg points at live buffers for the duration of the call.
-            let r = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &msg, 0) };
-            if r >= 0 {
-                return Ok(r as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match sys::sendmsg_tos(self.sock.as_fd(), buf, &dst, tos, 0) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return r,
             }
         }
     }
 
     /// Receive one datagram into `buf`, with its ECN field and kernel timestamp.
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<Received> {
-        // SAFETY: sockaddr_storage and msghdr are plain old data.
-        let mut ss: libc::sockaddr_storage = unsafe { zeroed() };
-        let mut cbuf = CmsgBuf([0; CMSG_SPACE]);
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        let mut msg: libc::msghdr = unsafe { zeroed() };
-        let n = loop {
-            msg.msg_name = &mut ss as *mut _ as *mut libc::c_void;
-            msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = cbuf.0.as_mut_ptr() as *mut libc::c_void;
-            msg.msg_controllen = CMSG_SPACE as _;
-            msg.msg_flags = 0;
-            // SAFETY: every pointer in msg refers to a live buffer of the stated size.
-            let r = unsafe { libc::recvmsg(self.sock.as_raw_fd(), &mut msg, 0) };
-            if r >= 0 {
-                break r as usize;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+        let (meta, from) = loop {
+            match sys::recvmsg_inet(self.sock.as_fd(), buf, 0) {
+                Ok(r) => break r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         };
         let now_real = realtime_now();
-        let from = from_sockaddr(&ss, msg.msg_namelen)
+        let from = from
+            .map(unmap)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "datagram without a sender address"))?;
-        let mut tos = None;
-        let mut stamp = None;
-        // SAFETY: the CMSG_* macros walk the buffer the kernel filled, bounded by
-        // msg_controllen; each payload is read only after its length is checked.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                let level = (*c).cmsg_level;
-                let ty = (*c).cmsg_type;
-                let data_len = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
-                let data = libc::CMSG_DATA(c);
-                match (level, ty) {
-                    // IPv4: one byte (ip(7) `IP_RECVTOS`).
-                    (libc::IPPROTO_IP, libc::IP_TOS) if data_len >= 1 => tos = Some(*data),
-                    // IPv6: an int.
-                    (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if data_len >= size_of::<libc::c_int>() => {
-                        tos = Some((std::ptr::read_unaligned(data as *const libc::c_int) & 0xff) as u8)
-                    }
-                    (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if data_len >= 1 => tos = Some(*data),
-                    (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) if data_len >= size_of::<libc::timespec>() => {
-                        let ts = std::ptr::read_unaligned(data as *const libc::timespec);
-                        if ts.tv_sec >= 0 && (0..1_000_000_000).contains(&ts.tv_nsec) {
-                            stamp = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
-                        }
-                    }
-                    _ => {}
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
-            }
-        }
+        let stamp = meta
+            .timestampns
+            .filter(|ts| ts.sec >= 0 && (0..1_000_000_000).contains(&ts.nsec))
+            .map(|ts| Duration::new(ts.sec as u64, ts.nsec as u32));
         Ok(Received {
-            len: n.min(buf.len()),
-            truncated: msg.msg_flags & libc::MSG_TRUNC != 0,
+            len: meta.len.min(buf.len()),
+            truncated: meta.truncated,
             from,
-            tos,
+            tos: meta.tos,
             kernel_rx_realtime: stamp,
             queued: stamp.map(|s| now_real.saturating_sub(s)).unwrap_or_default(),
         })

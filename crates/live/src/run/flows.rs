@@ -13,7 +13,7 @@ use l4s_transport::probe::{ProbeReceiver, ProbeSender};
 use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
@@ -299,7 +299,7 @@ fn receive(i: usize, ctx: FlowCtx, kind: FlowKind, bind: SocketAddr, ready: Send
                 EcnUdpSocket::bind(bind).map(crate::apps::Listen::Udp)
             } else {
                 TcpListener::bind(bind).and_then(|l| {
-                    endpoints::set_congestion_control(l.as_raw_fd(), &cfg.cc)?;
+                    endpoints::set_congestion_control(l.as_fd(), &cfg.cc)?;
                     Ok(crate::apps::Listen::Tcp(l))
                 })
             };

@@ -118,8 +118,7 @@ pub struct LiveRunInfo {
 
 /// Does this process run as root?
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    crate::sys::geteuid() == 0
 }
 
 /// The message for a missing privilege.
