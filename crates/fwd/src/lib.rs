@@ -32,7 +32,7 @@ pub mod netns;
 pub mod packet;
 pub mod router;
 #[allow(unsafe_code)]
-mod sys;
+pub mod sys;
 
 pub use router::{
     run, run_recording, run_recording_with_origin, PacketRecord, RouterConfig, RouterStats, RouterStatus,

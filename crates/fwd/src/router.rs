@@ -215,7 +215,8 @@ pub struct PacketRecord {
     /// When the decision took effect: the end of serialisation (hand-over to the output
     /// interface) for forwarded packets, the drop time for dropped ones. CLOCK_MONOTONIC ns.
     pub time: Time,
-    /// When the frame was read from the input interface.
+    /// When the frame entered the link: the kernel's receive time on the input interface
+    /// (when it was read, for a frame the kernel gave no time for).
     pub arrival: Time,
     /// 0 = A→B, 1 = B→A.
     pub direction: u8,

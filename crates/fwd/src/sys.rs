@@ -1,4 +1,6 @@
 //! Every system call of l4s-fwd, behind safe functions: the crate's one module with `unsafe`.
+//! l4s-live builds its own system calls on the common ones here ([`socket`],
+//! [`setsockopt_int`], [`ppoll`], [`set_timer_slack`], [`cvt`]).
 //!
 //! The rest of the crate is `#![deny(unsafe_code)]` and reaches the kernel only through
 //! here. The wrappers follow what `nix` and `rustix` offer, without the dependency:
@@ -26,7 +28,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use libc::c_int;
 
 /// `-1` (or any negative return) as the `errno` it set.
-fn cvt(rc: c_int) -> io::Result<c_int> {
+pub fn cvt(rc: c_int) -> io::Result<c_int> {
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -35,7 +37,7 @@ fn cvt(rc: c_int) -> io::Result<c_int> {
 }
 
 /// [`cvt`] for calls that return a byte count.
-fn cvt_len(n: libc::ssize_t) -> io::Result<usize> {
+pub fn cvt_len(n: libc::ssize_t) -> io::Result<usize> {
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -240,7 +242,7 @@ struct CtrlBuf([u8; CTRL_LEN]);
 const _: () = assert!(std::mem::align_of::<CtrlBuf>() >= std::mem::align_of::<libc::cmsghdr>());
 
 /// A `msghdr` with no buffers attached (`recvmsg(2)`'s header, filled in before each call).
-fn empty_msghdr() -> libc::msghdr {
+pub fn empty_msghdr() -> libc::msghdr {
     // SAFETY: msghdr is integers and raw pointers (plus, on some C libraries, padding
     // integers), for all of which all-zero bytes are a valid value (null pointers, 0).
     unsafe { std::mem::zeroed() }

@@ -4,8 +4,9 @@
 //! here, std and l4s-fwd. The wrappers follow what `nix` and `rustix` offer, without the
 //! dependency:
 //!
-//! * descriptors are [`OwnedFd`] (closed on drop; [`socket`] is the only place one is made
-//!   from a raw number) or borrowed as [`BorrowedFd`] for the length of a call;
+//! * descriptors are [`OwnedFd`](std::os::fd::OwnedFd) (closed on drop; [`socket`], from
+//!   l4s-fwd's `sys` like [`setsockopt_int`], [`ppoll`] and [`set_timer_slack`], is the only
+//!   place one is made from a raw number) or borrowed as [`BorrowedFd`] for the length of a call;
 //! * failures are [`io::Result`], with `errno` read right after the failing call;
 //! * memory crosses as slices, values or types built here ([`Tos`], [`RecvMeta`],
 //!   [`Timespec`]) and addresses as std's [`SocketAddr`], never as pointers, so the kernel
@@ -26,58 +27,17 @@
 use std::io;
 use std::mem::{align_of, size_of};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use libc::c_int;
 
-/// `-1` (or any negative return) as the `errno` it set.
-fn cvt(rc: c_int) -> io::Result<c_int> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc)
-    }
-}
-
-/// [`cvt`] for calls that return a byte count.
-fn cvt_len(n: libc::ssize_t) -> io::Result<usize> {
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
+// The common calls, shared with the forwarder.
+use l4s_fwd::sys::{cvt, cvt_len, empty_msghdr};
+pub use l4s_fwd::sys::{ppoll, set_timer_slack, setsockopt_int, socket};
 
 // ------------------------------------------------------------------------------------------
 // Sockets and their options
 // ------------------------------------------------------------------------------------------
-
-/// A new socket, `socket(2)`, owned by the returned [`OwnedFd`] (closed when it drops).
-pub fn socket(domain: c_int, ty: c_int, protocol: c_int) -> io::Result<OwnedFd> {
-    // SAFETY: socket(2) takes only integers.
-    let raw = cvt(unsafe { libc::socket(domain, ty, protocol) })?;
-    // SAFETY: on success `raw` is a descriptor the kernel just created for this call, so
-    // nothing else in the process owns it; the OwnedFd becomes its only owner.
-    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
-}
-
-/// Set an `int`-valued socket option, `setsockopt(2)` (see `socket(7)`, `ip(7)`, `ipv6(7)`,
-/// `packet(7)`).
-pub fn setsockopt_int(fd: BorrowedFd<'_>, level: c_int, name: c_int, value: c_int) -> io::Result<()> {
-    // SAFETY: the kernel reads `size_of::<c_int>()` bytes from `value` on this stack frame;
-    // an option of another type fails with EINVAL, and an int cannot make the kernel keep a
-    // pointer into our memory.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&value as *const c_int).cast::<libc::c_void>(),
-            size_of::<c_int>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
-}
 
 /// Give a TCP socket the congestion control `name` (e.g. `"prague"`, `"cubic"`):
 /// `setsockopt(2)` with `IPPROTO_TCP`, `TCP_CONGESTION` and the name's bytes, without a
@@ -231,13 +191,6 @@ const CTRL_LEN: usize = 128;
 struct CtrlBuf([u8; CTRL_LEN]);
 
 const _: () = assert!(align_of::<CtrlBuf>() >= align_of::<libc::cmsghdr>());
-
-/// A `msghdr` with no buffers attached (filled in before each call).
-fn empty_msghdr() -> libc::msghdr {
-    // SAFETY: msghdr is integers and raw pointers (plus, on some C libraries, padding
-    // integers), for all of which all-zero bytes are a valid value (null pointers, 0).
-    unsafe { std::mem::zeroed() }
-}
 
 /// The TOS / Traffic Class byte a datagram is sent with: the one control message of
 /// [`sendmsg_tos`], an `int` (see `ip(7)`, `ipv6(7)`).
@@ -435,29 +388,6 @@ pub fn recvmsg_packet(fd: BorrowedFd<'_>, buf: &mut [u8], flags: c_int) -> io::R
 // ------------------------------------------------------------------------------------------
 // Waiting, threads, processes
 // ------------------------------------------------------------------------------------------
-
-/// Wait until one of `fds` has one of its `events` or `timeout` passed, `ppoll(2)` (no
-/// signal mask change); the number of entries with `revents` set (0: timed out).
-///
-/// The descriptors are plain numbers: polling never reads, writes or closes through them,
-/// so a stale one only reports `POLLNVAL` (or the readiness of whatever file now has that
-/// number), never undefined behaviour.
-pub fn ppoll(fds: &mut [libc::pollfd], timeout: &libc::timespec) -> io::Result<usize> {
-    // SAFETY: the kernel reads and writes `fds.len()` pollfds in `fds`, borrowed mutably
-    // for the call, and reads `timeout`; a null signal mask is allowed.
-    let n = cvt(unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout, std::ptr::null()) })?;
-    Ok(n as usize)
-}
-
-/// Set the calling thread's timer slack to `ns` nanoseconds: `prctl(2)` with
-/// `PR_SET_TIMERSLACK` (and zeros for the unused arguments).
-pub fn set_timer_slack(ns: libc::c_ulong) -> io::Result<()> {
-    let zero: libc::c_ulong = 0;
-    // SAFETY: PR_SET_TIMERSLACK takes integers and changes only the calling thread's timer
-    // slack.
-    cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, zero, zero, zero) })?;
-    Ok(())
-}
 
 /// The effective user ID of the process, `geteuid(2)`.
 pub fn geteuid() -> libc::uid_t {
