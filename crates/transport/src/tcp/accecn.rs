@@ -110,8 +110,8 @@ impl AccEcnOption {
 }
 
 /// ACE value a SYN-ACK carries to feed back the IP-ECN field of the SYN it answers
-/// (RFC 9768 §3.1.2, Table 3): Not-ECT 010, ECT(1) 011, ECT(0) 100, CE 110. The client's
-/// ACK of the SYN-ACK uses the same encoding for the SYN-ACK's ECN field (§3.2.2.1).
+/// (RFC 9768 §3.1.2, Table 2): Not-ECT 010, ECT(1) 011, ECT(0) 100, CE 110. The client's
+/// ACK of the SYN-ACK uses the same encoding for the SYN-ACK's ECN field (§3.2.2.1, Table 3).
 pub fn handshake_ace(ecn: Ecn) -> u8 {
     match ecn {
         Ecn::NotEct => 0b010,

@@ -236,7 +236,7 @@ impl TcpSender {
                 if !self.ace_checked {
                     self.ace_checked = true;
                     if ace == 0 {
-                        // RFC 9768 §3.2.2.3: a zeroed ACE on the first ACK: ECN is broken on
+                        // RFC 9768 §3.2.2.4: a zeroed ACE on the first ACK: ECN is broken on
                         // the path; send Not-ECT and ignore CE from now on.
                         self.ect_disabled = true;
                         self.mode = EcnMode::Off;
@@ -343,8 +343,8 @@ impl TcpSender {
             in_cwr: self.ca == CaState::Cwr,
         };
 
-        // ECN congestion response, at most once per round trip (RFC 3168 §6.1.2,
-        // RFC 9768 §3.2.2.3 with CWR state as in Linux).
+        // ECN congestion response, at most once per round trip (RFC 3168 §6.1.2, with a
+        // CWR state as in Linux; RFC 9768 §1 leaves the response to congestion control).
         let ecn_signal = match self.mode {
             // Ignore an ECE that may predate our CWR (ACKs of data the receiver got before it
             // saw the CWR flag).
