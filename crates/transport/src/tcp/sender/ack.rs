@@ -8,6 +8,7 @@
 use l4s_cc::{AckSample, EcnMode};
 use l4s_core::{Dur, Ecn, Time};
 
+use super::recovery::rack_sent_after;
 use super::{CaState, Seg, SndState, TcpSender, LOST, RETRANS, SACKED};
 use crate::endpoint::{EcnFailure, EcnValidation};
 use crate::tcp::accecn::{
@@ -107,7 +108,7 @@ impl TcpSender {
                     *oldest = Some(s.xmit);
                 }
             }
-            if best.is_none_or(|(t, e)| s.xmit > t || (s.xmit == t && s.end() > e)) {
+            if best.is_none_or(|(t, e)| rack_sent_after(s.xmit, s.end(), t, e)) {
                 *best = Some((s.xmit, s.end()));
             }
         };
@@ -202,7 +203,7 @@ impl TcpSender {
             self.reordering_seen = true;
         }
         if let Some((t, e)) = best {
-            if !self.rack_valid || t > self.rack_xmit || (t == self.rack_xmit && e > self.rack_end) {
+            if !self.rack_valid || rack_sent_after(t, e, self.rack_xmit, self.rack_end) {
                 self.rack_valid = true;
                 self.rack_xmit = t;
                 self.rack_end = e;

@@ -9,6 +9,13 @@ use super::{CaState, TcpSender, LOST, RETRANS, SACKED};
 use crate::endpoint::Transmit;
 use crate::tcp::segment::TcpSegment;
 
+/// RACK_sent_after (RFC 8985 §6.2 step 2): whether the segment sent at `t1` ending at
+/// `end1` was sent after the one sent at `t2` ending at `end2`. Segments sent at the same
+/// time (one burst, one timestamp) are ordered by their end sequence number.
+pub(super) fn rack_sent_after(t1: Time, end1: u64, t2: Time, end2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && end1 > end2)
+}
+
 impl TcpSender {
     pub(super) fn next_lost(&mut self) -> Option<u64> {
         if self.lost_pending == 0 {
@@ -73,7 +80,7 @@ impl TcpSender {
                 p += 1;
                 continue;
             }
-            if !(self.rack_xmit > s.xmit || (self.rack_xmit == s.xmit && self.rack_end > s.end())) {
+            if !rack_sent_after(self.rack_xmit, self.rack_end, s.xmit, s.end()) {
                 break;
             }
             let deadline = s.xmit + wait;
@@ -99,7 +106,7 @@ impl TcpSender {
                 self.retx_q.pop_front();
                 continue;
             }
-            if !(self.rack_xmit > s.xmit || (self.rack_xmit == s.xmit && self.rack_end > s.end())) {
+            if !rack_sent_after(self.rack_xmit, self.rack_end, s.xmit, s.end()) {
                 break;
             }
             let deadline = s.xmit + wait;
