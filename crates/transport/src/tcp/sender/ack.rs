@@ -10,7 +10,7 @@ use l4s_core::{Dur, Ecn, Time};
 
 use super::recovery::rack_sent_after;
 use super::{CaState, Seg, SndState, TcpSender, LOST, RETRANS, SACKED};
-use crate::endpoint::{EcnFailure, EcnValidation};
+use crate::endpoint::EcnFailure;
 use crate::tcp::accecn::{
     ace_delta, ce_pkts_from_option, handshake_ace_decode, safe_ace_delta, ACCECN_CEP_INIT, ACCECN_FIELD_MASK,
 };
@@ -45,10 +45,7 @@ impl TcpSender {
                         self.ect_disabled = true;
                         // Nothing will be sent ECT, so nothing is left to validate; CE is
                         // still acted upon (RFC 9768 §3.2.2.2).
-                        self.validation = EcnValidation::Failed {
-                            at: now,
-                            reason: EcnFailure::Remarked,
-                        };
+                        self.record_failure(now, EcnFailure::Remarked);
                     }
                     self.requested
                 }
@@ -242,12 +239,7 @@ impl TcpSender {
                         self.ect_disabled = true;
                         self.mode = EcnMode::Off;
                         self.cc.on_ecn_negotiated(EcnMode::Off);
-                        if !self.validation.is_failed() {
-                            self.validation = EcnValidation::Failed {
-                                at: now,
-                                reason: EcnFailure::ImpossibleFeedback,
-                            };
-                        }
+                        self.record_failure(now, EcnFailure::ImpossibleFeedback);
                     }
                 }
                 if self.is_accecn() {
@@ -277,7 +269,7 @@ impl TcpSender {
                     }
                     self.s_cep = self.s_cep.wrapping_add(ce_pkts as u32);
                     if backwards {
-                        if matches!(self.validation, EcnValidation::Testing | EcnValidation::Capable) {
+                        if self.validating() {
                             self.fail_validation(now, EcnFailure::ImpossibleFeedback);
                         }
                     } else {

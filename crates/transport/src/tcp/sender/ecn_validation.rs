@@ -2,7 +2,9 @@
 //! the RFC 9000 §13.4.2.1 checks transposed to the AccECN option's byte counters; the `tcp`
 //! module docs give the rules):
 //! the tolerances, the per-connection bookkeeping [`EcnValidator`], the checks run for each
-//! ACK and the fallback to Not-ECT when they fail.
+//! ACK and the fallback to Not-ECT when they fail. Every change of the sender's
+//! [`EcnValidation`] state is made here: the start of testing, success, and failure (also
+//! the handshake and zeroed-ACE failures that `ack.rs` detects).
 
 use l4s_cc::EcnMode;
 use l4s_core::{Dur, Ecn, Time};
@@ -90,13 +92,39 @@ impl EcnValidator {
 }
 
 impl TcpSender {
+    /// True while the sender is checking its ECN feedback: ECT data was sent and
+    /// validation has not failed (`Testing` or `Capable`).
+    pub(super) fn validating(&self) -> bool {
+        matches!(self.validation, EcnValidation::Testing | EcnValidation::Capable)
+    }
+
+    /// A data segment leaves with `ecn`: on an AccECN connection the first ECT one starts
+    /// validation (`NotApplicable` → `Testing`).
+    pub(super) fn on_data_ecn(&mut self, ecn: Ecn) {
+        if self.validation == EcnValidation::NotApplicable && self.is_accecn() && ecn.is_ect() && ecn != Ecn::Ce {
+            self.validation = EcnValidation::Testing;
+        }
+    }
+
+    /// Record that ECN validation failed at `now` for `reason`, unless it already had (the
+    /// first failure is the one reported). Returns whether this was the first failure.
+    /// Only the state: what the sender does about it is the caller's (see
+    /// [`TcpSender::fail_validation`]; the handshake and zeroed-ACE failures of `ack.rs`
+    /// handle ECT and the controller themselves).
+    pub(super) fn record_failure(&mut self, now: Time, reason: EcnFailure) -> bool {
+        if self.validation.is_failed() {
+            return false;
+        }
+        self.validation = EcnValidation::Failed { at: now, reason };
+        true
+    }
+
     /// Validation failed: send Not-ECT, ignore CE from now on and let the controller fall
     /// back to its non-ECN behaviour (Prague → Reno, like `tcp_prague.c`'s `prague-reno`).
     pub(super) fn fail_validation(&mut self, now: Time, reason: EcnFailure) {
-        if self.validation.is_failed() {
+        if !self.record_failure(now, reason) {
             return;
         }
-        self.validation = EcnValidation::Failed { at: now, reason };
         self.ect_disabled = true;
         self.ce_ignored = true;
         self.cc.on_ecn_negotiated(EcnMode::Off);
@@ -113,7 +141,7 @@ impl TcpSender {
         acked_ect_bytes: u64,
         acked_ect_pkts: u64,
     ) {
-        if !matches!(self.validation, EcnValidation::Testing | EcnValidation::Capable) {
+        if !self.validating() {
             return;
         }
         let tol = ECN_VALIDATION_TOLERANCE_SEGS * self.mss_now() as u64;

@@ -435,9 +435,7 @@ impl TcpSender {
         }
         let ecn = self.data_ecn(retransmission);
         self.val.on_send(ecn, len);
-        if self.validation == EcnValidation::NotApplicable && self.is_accecn() && ecn.is_ect() && ecn != Ecn::Ce {
-            self.validation = EcnValidation::Testing;
-        }
+        self.on_data_ecn(ecn);
         Transmit {
             header: TcpSegment {
                 seq,
