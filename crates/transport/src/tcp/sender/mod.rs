@@ -20,11 +20,11 @@ use l4s_core::{Dur, Ecn, Rate, Time};
 
 use self::ecn_validation::EcnValidator;
 pub use self::ecn_validation::{ECN_VALIDATION_ALL_CE_ROUNDS, ECN_VALIDATION_TOLERANCE_SEGS};
-use super::accecn::{handshake_ace, ACCECN_CEP_INIT, ACCECN_EB_INIT};
-use super::config::TcpConfig;
-use super::rtt::RttEstimator;
-use super::segment::{ts_encode, SackBlock, TcpFlags, TcpSegment, ACK_SIZE, DATA_OVERHEAD, SYN_SIZE};
 use crate::endpoint::{EcnValidation, Endpoint, EndpointStats, Transmit};
+use crate::tcp::accecn::{handshake_ace, ACCECN_CEP_INIT, ACCECN_EB_INIT};
+use crate::tcp::config::TcpConfig;
+use crate::tcp::rtt::RttEstimator;
+use crate::tcp::segment::{ts_encode, SackBlock, TcpFlags, TcpSegment, ACK_SIZE, DATA_OVERHEAD, SYN_SIZE};
 
 /// Per-segment scoreboard record.
 #[derive(Clone, Copy, Debug)]
