@@ -444,13 +444,12 @@ impl Endpoint for AppReceiver {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        let mut t = self.sched.next_start();
+        let mut t = self.sched.poll_timeout();
         let mut take = |x: Option<Time>| {
             if let Some(x) = x {
                 t = Some(t.map_or(x, |y: Time| y.min(x)));
             }
         };
-        take(self.sched.next_query_retry());
         for c in self.conns.values() {
             take(c.retry_at);
             take(c.tcp.poll_timeout());
