@@ -240,14 +240,13 @@ impl Schedule {
     /// that fell behind starts every overdue instance now).
     pub fn poll_start(&mut self, now: Time) -> Option<Instance> {
         let due = self.next_at.is_some_and(|t| t <= now) && self.more();
-        if !due || self.kind == AppKind::Sync {
+        if !due {
             if !self.more() {
                 self.next_at = None;
             }
             return None;
         }
         let last = self.instances.is_some_and(|n| self.started + 1 >= n);
-        self.started += 1;
         let instance = match self.kind {
             AppKind::Bulk => Instance::Transfer { bytes: self.bytes },
             AppKind::RequestResponse => Instance::Response {
@@ -293,8 +292,11 @@ impl Schedule {
                 self.query_timers.insert((retry_at, id));
                 Instance::Query { id, bytes }
             }
-            AppKind::Sync => unreachable!("sync schedules start no instances"),
+            // The source paces sync chunks: a sync schedule has no `next_at`, so it is never
+            // due and starts no instances.
+            AppKind::Sync => return None,
         };
+        self.started += 1;
         // Open loop: the next start follows the schedule, not the (possibly late) call.
         let scheduled = self.next_at.unwrap_or(now).min(now);
         self.next_at = match self.lp {
