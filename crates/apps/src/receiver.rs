@@ -13,8 +13,6 @@ use crate::header::{AppHeader, Completion};
 use crate::schedule::{next_object, Instance, Schedule, Unit};
 use crate::stats::add_counters;
 
-pub use crate::schedule::{DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT};
-
 /// Control packets waiting to be sent; beyond this, resets for unknown connections are
 /// dropped (a faulty path could otherwise grow the queue without bound).
 const MAX_OUT: usize = 4096;
@@ -138,7 +136,7 @@ impl AppReceiver {
         self.conns.len()
     }
 
-    /// The current request timeout before backoff (see [`DEFAULT_TIMEOUT`]).
+    /// The current request timeout before backoff (see [`crate::DEFAULT_TIMEOUT`]).
     pub fn request_timeout(&self) -> l4s_core::Dur {
         self.sched.request_timeout()
     }
