@@ -4,7 +4,8 @@
 //! fixed xorshift generator).
 
 use crate::data::{FlowCol, QueueCol, Series, Snapshots};
-use l4s_metrics::summary::Summary;
+use l4s_metrics::summary::{MediaSummary, Summary, TestbedCheck};
+use l4s_metrics::Percentiles;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::fs;
@@ -89,6 +90,56 @@ pub fn healthy_dualpi2() -> Summary {
     });
     // The literal above matches schema 1; a mismatch is a bug in this file, caught by every test.
     serde_json::from_value(v).expect("synthetic summary matches the schema")
+}
+
+/// A media flow's summary: a cloud-gaming stream (SCReAM, L4S, 60 fps, 2–30 Mbit/s) that
+/// sent `frames_sent` frames, with the given bad-frame and stall fractions and frame delay.
+/// Every frame counts as complete and on time whatever the fractions say (the verdict
+/// reads only the fractions); override the counts with `..` where they matter.
+pub fn media(
+    frames_sent: u64,
+    bad_frame_fraction: f64,
+    stall_fraction: f64,
+    frame_delay_ms: Percentiles,
+) -> MediaSummary {
+    MediaSummary {
+        profile: "cloud-gaming".into(),
+        controller: "scream".into(),
+        l4s: true,
+        fps: 60.0,
+        frames_sent,
+        frames_complete: frames_sent,
+        frames_late: 0,
+        frames_incomplete: 0,
+        bad_frame_fraction,
+        frame_delay_ms,
+        deadline_ms: 16.7,
+        stall_time_s: 0.0,
+        stall_fraction,
+        stall_gap_ms: 100.0,
+        received_fps: 59.8,
+        target_bitrate_mean_bps: 2e7,
+        target_bitrate_min_bps: 1e7,
+        target_bitrate_max_bps: 3e7,
+        frames_discarded: 0,
+        feedback_reports: 3000,
+        feedback_malformed: 0,
+    }
+}
+
+/// A live testbed's timing self-check: 600 of 120 000 hand-offs over 1 ms late (0.5 %,
+/// worst p99 0.9 ms, p99.9 2.6 ms, max 4.1 ms), with the given verdict and CPU steal.
+pub fn testbed_check(disrupted: bool, cpu_steal: Option<f64>) -> TestbedCheck {
+    TestbedCheck {
+        packets: 120_000,
+        late_over_1ms: 600,
+        late_share: 0.005,
+        worst_p99_ms: 0.9,
+        worst_p999_ms: 2.6,
+        max_ms: 4.1,
+        cpu_steal,
+        disrupted,
+    }
 }
 
 /// A small deterministic generator (xorshift64*).

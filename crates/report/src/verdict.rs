@@ -1015,16 +1015,7 @@ mod tests {
     #[test]
     fn a_disrupted_live_testbed_is_named_with_its_figures() {
         let mut s = synth::healthy_dualpi2();
-        let check = l4s_metrics::summary::TestbedCheck {
-            packets: 120_000,
-            late_over_1ms: 600,
-            late_share: 0.005,
-            worst_p99_ms: 0.9,
-            worst_p999_ms: 2.6,
-            max_ms: 4.1,
-            cpu_steal: Some(0.031),
-            disrupted: true,
-        };
+        let check = synth::testbed_check(true, Some(0.031));
         s.testbed = Some(l4s_metrics::summary::TestbedCheck {
             disrupted: false,
             ..check.clone()
@@ -1281,27 +1272,10 @@ mod tests {
         let mut s = crate::synth::healthy_dualpi2();
         assert!(!verdict(&s, None).has("media-frames-late"));
         let mut m = l4s_metrics::summary::MediaSummary {
-            profile: "cloud-gaming".into(),
-            controller: "scream".into(),
-            l4s: true,
-            fps: 60.0,
-            frames_sent: 3000,
             frames_complete: 2990,
             frames_late: 30,
             frames_incomplete: 10,
-            bad_frame_fraction: 40.0 / 3000.0,
-            frame_delay_ms: s.flows[0].owd_ms,
-            deadline_ms: 16.7,
-            stall_time_s: 0.0,
-            stall_fraction: 0.0,
-            stall_gap_ms: 100.0,
-            received_fps: 59.8,
-            target_bitrate_mean_bps: 2e7,
-            target_bitrate_min_bps: 1e7,
-            target_bitrate_max_bps: 3e7,
-            frames_discarded: 0,
-            feedback_reports: 3000,
-            feedback_malformed: 0,
+            ..synth::media(3000, 40.0 / 3000.0, 0.0, s.flows[0].owd_ms)
         };
         s.flows[0].media = Some(m.clone());
         assert!(!verdict(&s, None).has("media-frames-late"), "1.3 % bad frames is fine");
@@ -1511,30 +1485,9 @@ mod rule_tests {
         assert!(t.contains("RFC 9000 §13.4.2 and RFC 9331 §4"), "{t}");
     }
 
+    /// A media summary with the healthy run's L4S delay as its frame delay.
     fn media(frames_sent: u64, bad: f64, stall: f64) -> MediaSummary {
-        MediaSummary {
-            profile: "cloud-gaming".into(),
-            controller: "scream".into(),
-            l4s: true,
-            fps: 60.0,
-            frames_sent,
-            frames_complete: frames_sent,
-            frames_late: 0,
-            frames_incomplete: 0,
-            bad_frame_fraction: bad,
-            frame_delay_ms: synth::healthy_dualpi2().flows[0].owd_ms,
-            deadline_ms: 16.7,
-            stall_time_s: 0.0,
-            stall_fraction: stall,
-            stall_gap_ms: 100.0,
-            received_fps: 59.8,
-            target_bitrate_mean_bps: 2e7,
-            target_bitrate_min_bps: 1e7,
-            target_bitrate_max_bps: 3e7,
-            frames_discarded: 0,
-            feedback_reports: 3000,
-            feedback_malformed: 0,
-        }
+        synth::media(frames_sent, bad, stall, synth::healthy_dualpi2().flows[0].owd_ms)
     }
 
     #[test]
@@ -1699,16 +1652,7 @@ mod rule_tests {
     fn testbed_timing_only_when_disrupted() {
         let mut s = with_flows(&[PRAGUE]);
         assert_eq!(run(testbed_timing, &s), None, "simulator: no self-check");
-        let check = TestbedCheck {
-            packets: 120_000,
-            late_over_1ms: 600,
-            late_share: 0.005,
-            worst_p99_ms: 0.9,
-            worst_p999_ms: 2.6,
-            max_ms: 4.1,
-            cpu_steal: Some(0.0009),
-            disrupted: false,
-        };
+        let check = synth::testbed_check(false, Some(0.0009));
         s.testbed = Some(check.clone());
         assert_eq!(run(testbed_timing, &s), None);
         s.testbed = Some(TestbedCheck {

@@ -17,8 +17,7 @@
 //! of rules; a refactor must leave it unchanged. To re-capture it after an intended change
 //! of the verdict, run with `L4S_BLESS_VERDICT=1` and review the diff.
 
-use l4s_metrics::summary::{MediaSummary, Summary, TestbedCheck};
-use l4s_metrics::Percentiles;
+use l4s_metrics::summary::Summary;
 use l4s_report::data::load_summary;
 use l4s_report::synth::{self, Rng};
 use l4s_report::{verdict, Snapshots, Verdict};
@@ -53,45 +52,6 @@ fn case(out: &mut String, name: &str, s: &Summary, snaps: Option<&Snapshots>) {
         }
     }
     out.push('\n');
-}
-
-fn media(frames_sent: u64, bad: f64, stall: f64, delay: Percentiles) -> MediaSummary {
-    MediaSummary {
-        profile: "cloud-gaming".into(),
-        controller: "scream".into(),
-        l4s: true,
-        fps: 60.0,
-        frames_sent,
-        frames_complete: frames_sent,
-        frames_late: 0,
-        frames_incomplete: 0,
-        bad_frame_fraction: bad,
-        frame_delay_ms: delay,
-        deadline_ms: 16.7,
-        stall_time_s: 0.0,
-        stall_fraction: stall,
-        stall_gap_ms: 100.0,
-        received_fps: 59.8,
-        target_bitrate_mean_bps: 2e7,
-        target_bitrate_min_bps: 1e7,
-        target_bitrate_max_bps: 3e7,
-        frames_discarded: 0,
-        feedback_reports: 3000,
-        feedback_malformed: 0,
-    }
-}
-
-fn testbed(disrupted: bool, cpu_steal: Option<f64>) -> TestbedCheck {
-    TestbedCheck {
-        packets: 120_000,
-        late_over_1ms: 600,
-        late_share: 0.005,
-        worst_p99_ms: 0.9,
-        worst_p999_ms: 2.6,
-        max_ms: 4.1,
-        cpu_steal,
-        disrupted,
-    }
 }
 
 /// Hand-built variations of the healthy synthetic run, each aimed at one rule or edge.
@@ -164,10 +124,10 @@ fn hand_built() -> Vec<(String, Summary)> {
     });
     add("media-late", &|s| {
         let d = s.flows[0].owd_ms;
-        s.flows[0].media = Some(media(3000, 410.0 / 3000.0, 0.0, d));
-        s.flows[1].media = Some(media(3000, 0.0, 0.05, d));
-        s.flows[2].media = Some(media(99, 0.5, 0.5, d));
-        s.flows[3].media = Some(media(3000, 40.0 / 3000.0, 0.0199, d));
+        s.flows[0].media = Some(synth::media(3000, 410.0 / 3000.0, 0.0, d));
+        s.flows[1].media = Some(synth::media(3000, 0.0, 0.05, d));
+        s.flows[2].media = Some(synth::media(99, 0.5, 0.5, d));
+        s.flows[3].media = Some(synth::media(3000, 40.0 / 3000.0, 0.0199, d));
     });
     add("ce-saturated", &|s| s.flows[0].ce_fraction = 0.97);
     add("not-saturated", &|s| s.queues[0].utilization = 0.79);
@@ -225,13 +185,17 @@ fn hand_built() -> Vec<(String, Summary)> {
         s.queues[0].subqueues.get_mut("L").unwrap().sojourn_ms.count = 1000;
         s.queues[1].subqueues.get_mut("single").unwrap().sojourn_ms.count = 5;
     });
-    add("testbed-calm", &|s| s.testbed = Some(testbed(false, Some(0.031))));
-    add("testbed-disrupted", &|s| s.testbed = Some(testbed(true, Some(0.031))));
+    add("testbed-calm", &|s| {
+        s.testbed = Some(synth::testbed_check(false, Some(0.031)))
+    });
+    add("testbed-disrupted", &|s| {
+        s.testbed = Some(synth::testbed_check(true, Some(0.031)))
+    });
     add("testbed-disrupted-no-steal", &|s| {
-        s.testbed = Some(testbed(true, Some(0.0009)))
+        s.testbed = Some(synth::testbed_check(true, Some(0.0009)))
     });
     add("testbed-disrupted-steal-unknown", &|s| {
-        s.testbed = Some(testbed(true, None))
+        s.testbed = Some(synth::testbed_check(true, None))
     });
     add("many-flows-unmarked", &|s| {
         let p = s.flows[0].clone();
@@ -285,12 +249,12 @@ fn hand_built() -> Vec<(String, Summary)> {
         s.flows[2].owd_ms.count = 500;
         s.flows[3].received_packets = 0;
         let d = s.flows[1].owd_ms;
-        s.flows[1].media = Some(media(3000, 0.3, 0.1, d));
+        s.flows[1].media = Some(synth::media(3000, 0.3, 0.1, d));
         s.flows[0].throughput_bps = 95e6;
         s.flows[1].throughput_bps = 1e6;
         s.queues[0].utilization = 0.5;
         s.queues[0].subqueues.get_mut("L").unwrap().enqueued_packets = 0;
-        s.testbed = Some(testbed(true, Some(0.2)));
+        s.testbed = Some(synth::testbed_check(true, Some(0.2)));
     });
     v
 }
@@ -354,7 +318,7 @@ fn random_summary(rng: &mut Rng) -> Summary {
         }
         if chance(rng, 0.15) {
             let d = f.owd_ms;
-            f.media = Some(media(
+            f.media = Some(synth::media(
                 pick(rng, &[50, 99, 100, 3000]),
                 pick(rng, &[0.0, 0.05, 0.0999, 0.1, 0.4]),
                 pick(rng, &[0.0, 0.0199, 0.02, 0.3]),
@@ -393,7 +357,10 @@ fn random_summary(rng: &mut Rng) -> Summary {
         }
     }
     if chance(rng, 0.25) {
-        s.testbed = Some(testbed(chance(rng, 0.7), pick(rng, &[None, Some(0.0005), Some(0.031)])));
+        s.testbed = Some(synth::testbed_check(
+            chance(rng, 0.7),
+            pick(rng, &[None, Some(0.0005), Some(0.031)]),
+        ));
     }
     s
 }
