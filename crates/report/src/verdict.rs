@@ -173,8 +173,13 @@ pub fn tolerance_ms(s: &Summary) -> f64 {
     DELAY_EXCESS_MS + slowest.map(|r| 2.0 * 1500.0 * 8.0 / r as f64 * 1e3).unwrap_or(0.0)
 }
 
+/// A flow's name in quotes, as the warnings name flows.
+fn quoted(f: &FlowSummary) -> String {
+    format!("'{}'", f.name)
+}
+
 fn names(fs: &[&FlowSummary]) -> String {
-    let v: Vec<String> = fs.iter().map(|f| format!("'{}'", f.name)).collect();
+    let v: Vec<String> = fs.iter().map(|f| quoted(f)).collect();
     list(&v)
 }
 
@@ -210,8 +215,9 @@ struct Context<'a> {
     window: (f64, f64),
     /// The L4S flows ([`is_l4s`]), in summary order.
     l4s: Vec<&'a FlowSummary>,
-    /// The classic flows (all others), in summary order.
-    classic: Vec<&'a FlowSummary>,
+    /// The bulk flows of both classes and their shares, for the two starvation rules
+    /// ([`bulk_shares`]).
+    bulk: Option<BulkShares<'a>>,
 }
 
 impl<'a> Context<'a> {
@@ -222,8 +228,14 @@ impl<'a> Context<'a> {
             tol: tolerance_ms(s),
             window: (s.scenario.warmup_s, s.scenario.duration_s),
             l4s: s.flows.iter().filter(|f| is_l4s(f)).collect(),
-            classic: s.flows.iter().filter(|f| !is_l4s(f)).collect(),
+            bulk: bulk_shares(&s.flows),
         }
+    }
+
+    /// The L4S flows with enough packets for the ECN rules to judge ([`enough_packets`]),
+    /// in summary order.
+    fn judged_l4s(&self) -> impl Iterator<Item = &'a FlowSummary> + '_ {
+        self.l4s.iter().copied().filter(|f| enough_packets(f))
     }
 }
 
@@ -324,25 +336,44 @@ fn enough_packets(f: &FlowSummary) -> bool {
     f.received_packets >= MIN_PACKETS
 }
 
+/// The shape of most rules: a warning about a list of findings. `None` when `items` is
+/// empty; else a warning whose text is `text` applied to the items, each put in words by
+/// `describe`, joined by [`list`].
+fn listed<T>(
+    code: &'static str,
+    severity: Severity,
+    items: impl IntoIterator<Item = T>,
+    describe: impl FnMut(T) -> String,
+    text: impl FnOnce(String) -> String,
+) -> Option<Warning> {
+    let detail: Vec<String> = items.into_iter().map(describe).collect();
+    if detail.is_empty() {
+        return None;
+    }
+    Some(Warning {
+        code,
+        severity,
+        text: text(list(&detail)),
+    })
+}
+
 /// `flow-silent`: flows that delivered no packet in the statistics window. Their
 /// statistics are empty, which usually means the flow's start/stop times or the warm-up
 /// do not fit the run, not that the network lost everything.
 fn flow_silent(cx: &Context) -> Option<Warning> {
-    let silent: Vec<&FlowSummary> = cx.s.flows.iter().filter(|f| f.received_packets == 0).collect();
-    if silent.is_empty() {
-        return None;
-    }
-    Some(Warning {
-        code: "flow-silent",
-        severity: Severity::Warn,
-        text: format!(
-            "{} delivered no packet during the statistics window ({:.1}–{:.1} s): their numbers are empty. \
-             Check the flow's start/stop times and that the warm-up is shorter than the run.",
-            names(&silent),
-            cx.window.0,
-            cx.window.1
-        ),
-    })
+    listed(
+        "flow-silent",
+        Severity::Warn,
+        cx.s.flows.iter().filter(|f| f.received_packets == 0),
+        quoted,
+        |silent| {
+            format!(
+                "{} delivered no packet during the statistics window ({:.1}–{:.1} s): their numbers are empty. \
+                 Check the flow's start/stop times and that the warm-up is shorter than the run.",
+                silent, cx.window.0, cx.window.1
+            )
+        },
+    )
 }
 
 /// `no-l4s-marking`: ECT(1) traffic unmarked while delay builds, i.e. L4S flows with
@@ -352,18 +383,11 @@ fn flow_silent(cx: &Context) -> Option<Warning> {
 /// L4S AQM is not the bottleneck. With snapshots, says in how many intervals of the window
 /// the flow was delayed with no CE.
 fn no_l4s_marking(cx: &Context) -> Option<Warning> {
-    let unmarked: Vec<&FlowSummary> = cx
-        .l4s
-        .iter()
-        .copied()
-        .filter(|f| enough_packets(f) && f.ce_packets == 0 && excess(f) > cx.tol)
-        .collect();
-    if unmarked.is_empty() {
-        return None;
-    }
-    let detail: Vec<String> = unmarked
-        .iter()
-        .map(|f| {
+    listed(
+        "no-l4s-marking",
+        Severity::Bad,
+        cx.judged_l4s().filter(|f| f.ce_packets == 0 && excess(f) > cx.tol),
+        |f| {
             let mut d = format!(
                 "'{}' OWD p99 {} ms vs base {} ms (+{} ms)",
                 f.name,
@@ -378,18 +402,16 @@ fn no_l4s_marking(cx: &Context) -> Option<Warning> {
                 }
             }
             d
-        })
-        .collect();
-    Some(Warning {
-        code: "no-l4s-marking",
-        severity: Severity::Bad,
-        text: format!(
-            "No CE marks on ECT(1) traffic while delay builds: {}. An L4S-aware AQM (DualPI2, RFC 9332) \
-             marks ECT(1) packets once they queue for about 1 ms, so the queue where the delay builds \
-             does not support L4S (a FIFO, or an AQM that drops), or the L4S AQM is not the bottleneck.",
-            list(&detail)
-        ),
-    })
+        },
+        |unmarked| {
+            format!(
+                "No CE marks on ECT(1) traffic while delay builds: {}. An L4S-aware AQM (DualPI2, RFC 9332) \
+                 marks ECT(1) packets once they queue for about 1 ms, so the queue where the delay builds \
+                 does not support L4S (a FIFO, or an AQM that drops), or the L4S AQM is not the bottleneck.",
+                unmarked
+            )
+        },
+    )
 }
 
 /// `l4s-marked-but-queued`: ECT(1) traffic marked but still queued like classic traffic,
@@ -398,37 +420,28 @@ fn no_l4s_marking(cx: &Context) -> Option<Warning> {
 /// RFC 3168 AQM such as fq-codel or PIE with ECN), or unresponsive traffic overloads the
 /// L queue.
 fn l4s_marked_but_queued(cx: &Context) -> Option<Warning> {
-    let queued: Vec<&FlowSummary> = cx
-        .l4s
-        .iter()
-        .copied()
-        .filter(|f| enough_packets(f) && f.ce_packets > 0 && excess(f) > cx.tol)
-        .collect();
-    if queued.is_empty() {
-        return None;
-    }
-    let detail: Vec<String> = queued
-        .iter()
-        .map(|f| {
+    listed(
+        "l4s-marked-but-queued",
+        Severity::Warn,
+        cx.judged_l4s().filter(|f| f.ce_packets > 0 && excess(f) > cx.tol),
+        |f| {
             format!(
                 "'{}' +{} ms at p99 with {} CE",
                 f.name,
                 ms(excess(f)),
                 pct(f.ce_fraction)
             )
-        })
-        .collect();
-    Some(Warning {
-        code: "l4s-marked-but-queued",
-        severity: Severity::Warn,
-        text: format!(
-            "ECT(1) traffic is CE-marked but still queues like classic traffic: {} (more than {} ms above the \
-             base one-way delay). The marking AQM treats ECT(1) like ECT(0) with a classic delay target (an RFC 3168 \
-             AQM such as fq-codel or PIE with ECN), or the L queue is overloaded by unresponsive traffic.",
-            list(&detail),
-            ms(cx.tol)
-        ),
-    })
+        },
+        |queued| {
+            format!(
+                "ECT(1) traffic is CE-marked but still queues like classic traffic: {} (more than {} ms above the \
+                 base one-way delay). The marking AQM treats ECT(1) like ECT(0) with a classic delay target (an RFC 3168 \
+                 AQM such as fq-codel or PIE with ECN), or the L queue is overloaded by unresponsive traffic.",
+                queued,
+                ms(cx.tol)
+            )
+        },
+    )
 }
 
 /// `ecn-bleached` (losses): ECN bleached or remarked before a DualPI2 queue. When the path
@@ -440,29 +453,21 @@ fn ect1_lost_without_ce(cx: &Context) -> Option<Warning> {
     if !cx.s.queues.iter().any(|q| q.aqm == "dualpi2") {
         return None;
     }
-    let lost_unmarked: Vec<&FlowSummary> = cx
-        .l4s
-        .iter()
-        .copied()
-        .filter(|f| f.ecn == "ect1" && enough_packets(f) && f.ce_packets == 0 && f.lost_packets > 0)
-        .collect();
-    if lost_unmarked.is_empty() {
-        return None;
-    }
-    let detail: Vec<String> = lost_unmarked
-        .iter()
-        .map(|f| format!("'{}' lost {} packets, 0 CE", f.name, count(f.lost_packets)))
-        .collect();
-    Some(Warning {
-        code: "ecn-bleached",
-        severity: Severity::Bad,
-        text: format!(
-            "ECT(1) flows lost packets but none arrived CE-marked although the path has a DualPI2 queue, which \
-             marks ECT(1) long before it drops: {}. If these flows cross that queue, their ECN field was bleached \
-             to Not-ECT or remarked to ECT(0) before it (a classifier, tunnel or middlebox).",
-            list(&detail)
-        ),
-    })
+    listed(
+        "ecn-bleached",
+        Severity::Bad,
+        cx.judged_l4s()
+            .filter(|f| f.ecn == "ect1" && f.ce_packets == 0 && f.lost_packets > 0),
+        |f| format!("'{}' lost {} packets, 0 CE", f.name, count(f.lost_packets)),
+        |lost_unmarked| {
+            format!(
+                "ECT(1) flows lost packets but none arrived CE-marked although the path has a DualPI2 queue, which \
+                 marks ECT(1) long before it drops: {}. If these flows cross that queue, their ECN field was bleached \
+                 to Not-ECT or remarked to ECT(0) before it (a classifier, tunnel or middlebox).",
+                lost_unmarked
+            )
+        },
+    )
 }
 
 /// `ecn-bleached` (empty L queue), checked for each queue `q`: a DualPI2 queue that
@@ -503,13 +508,11 @@ fn dualpi2_l_queue_empty(cx: &Context, q: &QueueSummary) -> Option<Warning> {
 /// congestion control, because its feedback showed the path rewriting the ECN field, as
 /// RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.
 fn ecn_validation_failed(cx: &Context) -> Option<Warning> {
-    let failed: Vec<&FlowSummary> = cx.s.flows.iter().filter(|f| f.ecn_validation == "failed").collect();
-    if failed.is_empty() {
-        return None;
-    }
-    let detail: Vec<String> = failed
-        .iter()
-        .map(|f| {
+    listed(
+        "ecn-validation-failed",
+        Severity::Bad,
+        cx.s.flows.iter().filter(|f| f.ecn_validation == "failed"),
+        |f| {
             format!(
                 "'{}' at {} s ({})",
                 f.name,
@@ -518,34 +521,34 @@ fn ecn_validation_failed(cx: &Context) -> Option<Warning> {
                     .unwrap_or_else(|| "?".into()),
                 f.ecn_failure.as_deref().unwrap_or("unknown")
             )
-        })
-        .collect();
-    Some(Warning {
-        code: "ecn-validation-failed",
-        severity: Severity::Bad,
-        text: format!(
-            "ECN validation failed, so these senders stopped sending ECT(1) and now behave as classic, loss-based \
-             flows: {}. Their feedback showed the path rewriting the ECN field (bleached: ECT arrived as Not-ECT; \
-             remarked: ECT(1) arrived as ECT(0); all-ce: every packet arrived CE; not-ect1: the receiver saw a \
-             packet that was neither ECT(1) nor CE), as RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.",
-            list(&detail)
-        ),
-    })
+        },
+        |failed| {
+            format!(
+                "ECN validation failed, so these senders stopped sending ECT(1) and now behave as classic, loss-based \
+                 flows: {}. Their feedback showed the path rewriting the ECN field (bleached: ECT arrived as Not-ECT; \
+                 remarked: ECT(1) arrived as ECT(0); all-ce: every packet arrived CE; not-ect1: the receiver saw a \
+                 packet that was neither ECT(1) nor CE), as RFC 9000 §13.4.2 and RFC 9331 §4 ask a sender to detect.",
+                failed
+            )
+        },
+    )
 }
 
 /// `media-frames-late`: real-time media whose users would notice. A media flow that sent
 /// at least `MIN_FRAMES` (100) frames had `MEDIA_BAD_FRAMES` (10 %) or more of them late or
 /// incomplete, or stalled `MEDIA_STALL` (2 %) or more of the time.
 fn media_frames_late(cx: &Context) -> Option<Warning> {
-    let hurt: Vec<String> = cx
-        .s
-        .flows
-        .iter()
-        .filter_map(|f| f.media.as_ref().map(|m| (f, m)))
-        .filter(|(_, m)| {
-            m.frames_sent >= MIN_FRAMES && (m.bad_frame_fraction >= MEDIA_BAD_FRAMES || m.stall_fraction >= MEDIA_STALL)
-        })
-        .map(|(f, m)| {
+    listed(
+        "media-frames-late",
+        Severity::Warn,
+        cx.s.flows
+            .iter()
+            .filter_map(|f| f.media.as_ref().map(|m| (f, m)))
+            .filter(|(_, m)| {
+                m.frames_sent >= MIN_FRAMES
+                    && (m.bad_frame_fraction >= MEDIA_BAD_FRAMES || m.stall_fraction >= MEDIA_STALL)
+            }),
+        |(f, m)| {
             format!(
                 "'{}' {} of frames late or incomplete (frame delay p99 {} ms), stalled {} of the time",
                 f.name,
@@ -553,21 +556,16 @@ fn media_frames_late(cx: &Context) -> Option<Warning> {
                 crate::fmt::ms_fine(m.frame_delay_ms.p99),
                 pct(m.stall_fraction)
             )
-        })
-        .collect();
-    if hurt.is_empty() {
-        return None;
-    }
-    Some(Warning {
-        code: "media-frames-late",
-        severity: Severity::Warn,
-        text: format!(
-            "Real-time media is suffering: {}. A frame is late when it completes more than its deadline (one frame \
-             interval by default) after its expected display time; a stall is a gap of more than 100 ms with no new \
-             frame.",
-            list(&hurt)
-        ),
-    })
+        },
+        |hurt| {
+            format!(
+                "Real-time media is suffering: {}. A frame is late when it completes more than its deadline (one frame \
+                 interval by default) after its expected display time; a stall is a gap of more than 100 ms with no new \
+                 frame.",
+                hurt
+            )
+        },
+    )
 }
 
 /// `ce-saturated`: nearly every L4S packet arrives CE-marked ([`CE_SATURATED`] or more of
@@ -575,29 +573,20 @@ fn media_frames_late(cx: &Context) -> Option<Warning> {
 /// sets CE on every packet (remarking), or the L queue is overloaded (unresponsive ECT(1)
 /// traffic, or capacity far below the offered load).
 fn ce_saturated(cx: &Context) -> Option<Warning> {
-    let saturated: Vec<&FlowSummary> = cx
-        .l4s
-        .iter()
-        .copied()
-        .filter(|f| enough_packets(f) && f.ce_fraction >= CE_SATURATED)
-        .collect();
-    if saturated.is_empty() {
-        return None;
-    }
-    let detail: Vec<String> = saturated
-        .iter()
-        .map(|f| format!("'{}' {} CE", f.name, pct(f.ce_fraction)))
-        .collect();
-    Some(Warning {
-        code: "ce-saturated",
-        severity: Severity::Warn,
-        text: format!(
-            "Nearly every ECT(1) packet arrived CE-marked: {}. A healthy L4S flow sees a few percent. Either \
-             something sets CE on every packet (remarking) or the L queue is overloaded (unresponsive ECT(1) traffic, \
-             or capacity far below the offered load).",
-            list(&detail)
-        ),
-    })
+    listed(
+        "ce-saturated",
+        Severity::Warn,
+        cx.judged_l4s().filter(|f| f.ce_fraction >= CE_SATURATED),
+        |f| format!("'{}' {} CE", f.name, pct(f.ce_fraction)),
+        |saturated| {
+            format!(
+                "Nearly every ECT(1) packet arrived CE-marked: {}. A healthy L4S flow sees a few percent. Either \
+                 something sets CE on every packet (remarking) or the L queue is overloaded (unresponsive ECT(1) traffic, \
+                 or capacity far below the offered load).",
+                saturated
+            )
+        },
+    )
 }
 
 /// `link-not-saturated`: the bottleneck was busy less than [`MIN_UTILIZATION`] of the
@@ -642,10 +631,11 @@ struct BulkShares<'a> {
     fair: f64,
 }
 
-/// `None` unless both classes have a bulk flow: starvation needs two classes competing.
-fn bulk_shares<'a>(cx: &Context<'a>) -> Option<BulkShares<'a>> {
-    let l4s: Vec<&FlowSummary> = cx.l4s.iter().copied().filter(|f| is_bulk(f)).collect();
-    let classic: Vec<&FlowSummary> = cx.classic.iter().copied().filter(|f| is_bulk(f)).collect();
+/// The bulk flows of `flows` by class, and their shares ([`Context::bulk`]). `None` unless
+/// both classes have a bulk flow: starvation needs two classes competing.
+fn bulk_shares(flows: &[FlowSummary]) -> Option<BulkShares<'_>> {
+    let l4s: Vec<&FlowSummary> = flows.iter().filter(|f| is_bulk(f) && is_l4s(f)).collect();
+    let classic: Vec<&FlowSummary> = flows.iter().filter(|f| is_bulk(f) && !is_l4s(f)).collect();
     if l4s.is_empty() || classic.is_empty() {
         return None;
     }
@@ -684,7 +674,7 @@ fn starved(v: &[&FlowSummary], fair: f64) -> Vec<String> {
 /// DualQ AQM (RFC 9332 §2.4) should give roughly equal rates; a shared queue with a classic
 /// ECN AQM, or a missing coupling, lets scalable flows take over.
 fn l4s_starves_classic(cx: &Context) -> Option<Warning> {
-    let b = bulk_shares(cx)?;
+    let b = cx.bulk.as_ref()?;
     let sc = starved(&b.classic, b.fair);
     let fires = b.total > 0.0 && (b.mean_l4s > STARVE_RATIO * b.mean_classic || !sc.is_empty());
     if !fires {
@@ -720,7 +710,7 @@ fn l4s_starves_classic(cx: &Context) -> Option<Warning> {
 /// classic per-flow throughput is more than [`STARVE_RATIO`] times the L4S one, or an L4S
 /// flow has less than [`STARVE_SHARE`] of the fair share.
 fn classic_starves_l4s(cx: &Context) -> Option<Warning> {
-    let b = bulk_shares(cx)?;
+    let b = cx.bulk.as_ref()?;
     let sl = starved(&b.l4s, b.fair);
     let fires = b.total > 0.0 && (b.mean_classic > STARVE_RATIO * b.mean_l4s || !sl.is_empty());
     if !fires {
@@ -772,50 +762,49 @@ fn shown_percentiles(s: &Summary) -> Vec<(String, &Percentiles)> {
 }
 
 /// The shown series whose sample count is in `samples`, described with the count.
-fn series_with_samples(s: &Summary, samples: Range<u64>) -> Vec<String> {
+fn series_with_samples(s: &Summary, samples: Range<u64>) -> impl Iterator<Item = String> + '_ {
     shown_percentiles(s)
         .into_iter()
-        .filter(|(_, p)| samples.contains(&p.count))
+        .filter(move |(_, p)| samples.contains(&p.count))
         .map(|(what, p)| format!("{what} ({})", count(p.count)))
-        .collect()
 }
 
 /// `few-samples-p999` (a note): percentiles shown with too few samples. A series with
 /// fewer than [`SAMPLES_P999`] samples has no sample beyond its p99.9 and p99.99, so both
 /// are in effect its maximum.
 fn few_samples_p999(cx: &Context) -> Option<Warning> {
-    let few = series_with_samples(cx.s, 1..SAMPLES_P999);
-    if few.is_empty() {
-        return None;
-    }
-    Some(Warning {
-        code: "few-samples-p999",
-        severity: Severity::Note,
-        text: format!(
-            "p99.9 and p99.99 rest on fewer than {} samples for {}: both are in effect the maximum. \
-             Run longer or raise the probe rate.",
-            count(SAMPLES_P999),
-            list(&few)
-        ),
-    })
+    listed(
+        "few-samples-p999",
+        Severity::Note,
+        series_with_samples(cx.s, 1..SAMPLES_P999),
+        |d| d,
+        |few| {
+            format!(
+                "p99.9 and p99.99 rest on fewer than {} samples for {}: both are in effect the maximum. \
+                 Run longer or raise the probe rate.",
+                count(SAMPLES_P999),
+                few
+            )
+        },
+    )
 }
 
 /// `few-samples-p9999` (a note): a series with at least [`SAMPLES_P999`] but fewer than
 /// [`SAMPLES_P9999`] samples has a sound p99.9, but its p99.99 is in effect its maximum.
 fn few_samples_p9999(cx: &Context) -> Option<Warning> {
-    let few = series_with_samples(cx.s, SAMPLES_P999..SAMPLES_P9999);
-    if few.is_empty() {
-        return None;
-    }
-    Some(Warning {
-        code: "few-samples-p9999",
-        severity: Severity::Note,
-        text: format!(
-            "p99.99 rests on fewer than {} samples for {}: it is in effect the maximum (p99.9 is sound).",
-            count(SAMPLES_P9999),
-            list(&few)
-        ),
-    })
+    listed(
+        "few-samples-p9999",
+        Severity::Note,
+        series_with_samples(cx.s, SAMPLES_P999..SAMPLES_P9999),
+        |d| d,
+        |few| {
+            format!(
+                "p99.99 rests on fewer than {} samples for {}: it is in effect the maximum (p99.9 is sound).",
+                count(SAMPLES_P9999),
+                few
+            )
+        },
+    )
 }
 
 /// `testbed-timing`: a live run whose host held the testbed's own elements back (its
