@@ -1,7 +1,7 @@
 //! A link from its description: the wire's rate, delay, queue, fault and rate schedule,
 //! and an optional loss model around it.
 
-use crate::{FaultKind, GilbertElliott, GilbertElliottConfig, Link, LinkPacket, RateSchedule, Wired};
+use crate::{GilbertElliott, GilbertElliottConfig, Link, LinkPacket, RateSchedule, Wired};
 use l4s_aqm::AqmConfig;
 use l4s_core::{Dur, Rate, Rng};
 
@@ -9,15 +9,6 @@ use l4s_core::{Dur, Rate, Rng};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LossModel {
     GilbertElliott(GilbertElliottConfig),
-}
-
-impl LossModel {
-    /// The name used in scenario files.
-    pub fn name(&self) -> &'static str {
-        match self {
-            LossModel::GilbertElliott(_) => "gilbert-elliott",
-        }
-    }
 }
 
 /// Everything a link is built from.
@@ -46,11 +37,6 @@ impl LinkConfig {
             loss: None,
             max_lag: Dur::from_millis(2),
         }
-    }
-
-    /// The fault's kind, for reports.
-    pub fn fault_kind(&self) -> Option<FaultKind> {
-        self.fault.map(|f| f.kind)
     }
 }
 

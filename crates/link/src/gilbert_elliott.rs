@@ -69,16 +69,6 @@ impl GilbertElliottConfig {
     }
 }
 
-/// Counters of the loss model.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GilbertElliottStats {
-    /// Packets that left the inner link, and of those the ones lost.
-    pub packets: u64,
-    pub lost: u64,
-    /// Changes of state so far.
-    pub transitions: u64,
-}
-
 /// The loss model around an inner link; see the module documentation.
 pub struct GilbertElliott<P> {
     inner: Box<dyn Link<P>>,
@@ -88,7 +78,8 @@ pub struct GilbertElliott<P> {
     /// When the current stay ends (`None` before [`Link::start`]: good, no changes).
     until: Option<Time>,
     scratch: Vec<Action<P>>,
-    stats: GilbertElliottStats,
+    /// Packets lost so far (reported as [`LinkStats::wire_losses`]).
+    lost: u64,
 }
 
 impl<P: LinkPacket + 'static> GilbertElliott<P> {
@@ -100,13 +91,8 @@ impl<P: LinkPacket + 'static> GilbertElliott<P> {
             bad: false,
             until: None,
             scratch: Vec::new(),
-            stats: GilbertElliottStats::default(),
+            lost: 0,
         }
-    }
-
-    /// The chain's own counters.
-    pub fn chain_stats(&self) -> GilbertElliottStats {
-        self.stats
     }
 
     /// An exponentially distributed stay with this mean (at least 1 ns).
@@ -127,7 +113,6 @@ impl<P: LinkPacket + 'static> GilbertElliott<P> {
     fn state_at(&mut self, t: Time) -> bool {
         while let Some(until) = self.until.filter(|&u| t >= u) {
             self.bad = !self.bad;
-            self.stats.transitions += 1;
             let d = self.stay(self.mean(self.bad));
             self.until = Some(until + d);
         }
@@ -148,14 +133,13 @@ impl<P: LinkPacket + 'static> GilbertElliott<P> {
         for a in tail.drain(..) {
             match a {
                 Action::Deliver { port, pkt, due } => {
-                    self.stats.packets += 1;
                     let p = if self.state_at(due) {
                         self.cfg.loss_bad
                     } else {
                         self.cfg.loss_good
                     };
                     if p > 0.0 && self.rng.chance(p) {
-                        self.stats.lost += 1;
+                        self.lost += 1;
                         io.lost(Loss {
                             pkt,
                             kind: LossKind::Wire,
@@ -173,9 +157,6 @@ impl<P: LinkPacket + 'static> GilbertElliott<P> {
 }
 
 impl<P: LinkPacket + 'static> Link<P> for GilbertElliott<P> {
-    fn kind(&self) -> &'static str {
-        "gilbert-elliott"
-    }
     fn ports(&self) -> usize {
         self.inner.ports()
     }
@@ -215,7 +196,7 @@ impl<P: LinkPacket + 'static> Link<P> for GilbertElliott<P> {
     }
     fn stats(&self) -> LinkStats {
         LinkStats {
-            wire_losses: self.inner.stats().wire_losses + self.stats.lost,
+            wire_losses: self.inner.stats().wire_losses + self.lost,
             ..self.inner.stats()
         }
     }
@@ -286,7 +267,6 @@ mod tests {
                 "seed {seed}: {lost} against {}",
                 cfg.stationary_loss()
             );
-            assert_eq!(l.chain_stats().lost as usize, seen.lost.len());
             assert_eq!(l.stats().wire_losses as usize, seen.lost.len());
         }
     }

@@ -119,14 +119,6 @@ pub trait Observer<P> {
     fn lost(&mut self, now: Time, l: Loss<P>);
 }
 
-/// An observer that keeps nothing.
-pub struct NoObserver;
-
-impl<P> Observer<P> for NoObserver {
-    fn departed(&mut self, _: Time, _: &Departure<'_, P>) {}
-    fn lost(&mut self, _: Time, _: Loss<P>) {}
-}
-
 /// The current time and where a link's output goes, for one call into the link.
 pub struct Io<'a, P> {
     pub now: Time,
@@ -160,10 +152,6 @@ impl<'a, P> Io<'a, P> {
     pub fn actions_mut(&mut self) -> &mut Vec<Action<P>> {
         self.actions
     }
-    /// The observer, for a decorator to report what it does.
-    pub fn observer(&mut self) -> &mut dyn Observer<P> {
-        self.observer
-    }
 }
 
 /// One of a link's queues, as measurement reports it.
@@ -184,8 +172,6 @@ pub struct QueueInfo {
 /// on the link and [`Link::handle_timeout`] for every [`Action::Wake`] when it falls due,
 /// each with an [`Io`] holding the current time (never earlier than in the previous call).
 pub trait Link<P: LinkPacket> {
-    /// Short name of the model ("wired", "gilbert-elliott", ...).
-    fn kind(&self) -> &'static str;
     /// Number of ports.
     fn ports(&self) -> usize;
     /// Time 0 of the run is `origin`: behaviour over time (rate schedules, faults) counts

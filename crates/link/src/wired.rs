@@ -104,11 +104,6 @@ impl<P: LinkPacket + 'static> Wired<P> {
         }
     }
 
-    /// Packets in the delay line.
-    pub fn in_flight(&self) -> usize {
-        self.line.len()
-    }
-
     /// Ask for the queue discipline's timer when it moved.
     fn arm_qdisc_timer(&mut self, io: &mut Io<'_, P>) {
         match self.qdisc.next_timeout() {
@@ -177,10 +172,6 @@ impl<P: LinkPacket + 'static> Wired<P> {
 }
 
 impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
-    fn kind(&self) -> &'static str {
-        "wired"
-    }
-
     fn ports(&self) -> usize {
         2
     }
