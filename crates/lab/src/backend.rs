@@ -5,31 +5,14 @@
 
 use crate::Error;
 use l4s_core::{Dur, Time};
-use l4s_measure::timeline::TimelineSink;
+use l4s_measure::Outputs;
 use l4s_metrics::summary::Summary;
 use l4s_scenario::Scenario;
-use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Time series: interval, flow rows, queue rows.
-pub type SnapshotSinks = (Dur, Box<dyn Write>, Box<dyn Write>);
-
 /// Told a live run's id before its testbed is built.
 pub type OnStart = Box<dyn FnMut(&l4s_fwd::netns::RunId)>;
-
-/// Where a run's streamed outputs go.
-#[derive(Default)]
-pub struct Outputs {
-    /// Time series: interval, flow rows, queue rows.
-    pub snapshots: Option<SnapshotSinks>,
-    /// `distributions.csv`.
-    pub distributions: Option<Box<dyn Write>>,
-    /// The packet timeline.
-    pub timeline: Option<Box<dyn TimelineSink>>,
-    /// The bottleneck's egress as pcap (writer, IPv6 addresses); the simulator only.
-    pub pcap: Option<(Box<dyn Write>, bool)>,
-}
 
 /// What a backend measured of its own run, beside the summary.
 #[derive(Clone, Debug)]
@@ -86,10 +69,7 @@ impl Backend for Simulator {
         let opts = l4s_sim::RunOptions {
             seed,
             duration,
-            snapshots: outputs.snapshots,
-            distributions: outputs.distributions,
-            pcap: outputs.pcap,
-            timeline: outputs.timeline,
+            ..outputs.into()
         };
         let (summary, st) = l4s_sim::run(sc, opts, progress).map_err(Error::input)?;
         Ok((

@@ -34,8 +34,9 @@
 mod backend;
 mod error;
 
-pub use backend::{Backend, Live, Outputs, RunStats, Simulator};
+pub use backend::{Backend, Live, RunStats, Simulator};
 pub use error::{Error, ErrorKind};
+pub use l4s_measure::{Outputs, SnapshotSinks};
 
 use l4s_core::{Dur, Time};
 use l4s_metrics::results::ResultsDir;
