@@ -5,31 +5,14 @@
 
 use crate::Error;
 use l4s_core::{Dur, Time};
-use l4s_measure::timeline::TimelineSink;
+use l4s_measure::Outputs;
 use l4s_metrics::summary::Summary;
 use l4s_scenario::Scenario;
-use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Time series: interval, flow rows, queue rows.
-pub type SnapshotSinks = (Dur, Box<dyn Write>, Box<dyn Write>);
-
 /// Told a live run's id before its testbed is built.
 pub type OnStart = Box<dyn FnMut(&l4s_fwd::netns::RunId)>;
-
-/// Where a run's streamed outputs go.
-#[derive(Default)]
-pub struct Outputs {
-    /// Time series: interval, flow rows, queue rows.
-    pub snapshots: Option<SnapshotSinks>,
-    /// `distributions.csv`.
-    pub distributions: Option<Box<dyn Write>>,
-    /// The packet timeline.
-    pub timeline: Option<Box<dyn TimelineSink>>,
-    /// The bottleneck's egress as pcap (writer, IPv6 addresses); the simulator only.
-    pub pcap: Option<(Box<dyn Write>, bool)>,
-}
 
 /// What a backend measured of its own run, beside the summary.
 #[derive(Clone, Debug)]
@@ -52,13 +35,12 @@ pub trait Backend {
     fn name(&self) -> &'static str;
     /// Refuse what this backend cannot run before anything is created.
     fn preflight(&self, sc: &Scenario) -> Result<(), Error>;
-    /// Run `sc` (with `seed` and `duration` overriding the scenario's) to its end, streaming
-    /// the outputs; `progress` is called with the run's time as it goes.
+    /// Run `sc` to its end, streaming the outputs; `progress` is called with the run's time
+    /// as it goes. The scenario's seed and duration are the run's: overrides are applied
+    /// before ([`crate::apply_overrides`]).
     fn run(
         &mut self,
         sc: Scenario,
-        seed: Option<u64>,
-        duration: Option<Dur>,
         outputs: Outputs,
         progress: &mut dyn FnMut(Time),
     ) -> Result<(Summary, RunStats), Error>;
@@ -78,25 +60,16 @@ impl Backend for Simulator {
     fn run(
         &mut self,
         sc: Scenario,
-        seed: Option<u64>,
-        duration: Option<Dur>,
         outputs: Outputs,
         progress: &mut dyn FnMut(Time),
     ) -> Result<(Summary, RunStats), Error> {
-        let opts = l4s_sim::RunOptions {
-            seed,
-            duration,
-            snapshots: outputs.snapshots,
-            distributions: outputs.distributions,
-            pcap: outputs.pcap,
-            timeline: outputs.timeline,
-        };
-        let (summary, st) = l4s_sim::run(sc, opts, progress).map_err(Error::input)?;
+        let duration = sc.duration;
+        let (summary, st) = l4s_sim::run(sc, outputs.into(), progress).map_err(Error::input)?;
         Ok((
             summary,
             RunStats {
                 backend: "sim",
-                duration: st.simulated,
+                duration,
                 bottleneck_packets: st.bottleneck_packets,
                 events: Some(st.events),
                 live: None,
@@ -143,8 +116,6 @@ impl Backend for Live {
     fn run(
         &mut self,
         sc: Scenario,
-        seed: Option<u64>,
-        duration: Option<Dur>,
         outputs: Outputs,
         progress: &mut dyn FnMut(Time),
     ) -> Result<(Summary, RunStats), Error> {
@@ -153,14 +124,14 @@ impl Backend for Live {
                 "--pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)",
             ));
         }
-        let total = duration.unwrap_or(sc.duration);
+        let duration = sc.duration;
         let id = self.run_id.clone().unwrap_or_else(l4s_fwd::netns::RunId::generate);
         if let Some(f) = self.on_start.as_mut() {
             f(&id);
         }
         let opts = l4s_live::LiveOptions {
-            seed,
-            duration,
+            seed: None,
+            duration: None,
             ipv6: self.ipv6,
             snapshots: outputs.snapshots,
             distributions: outputs.distributions,
@@ -174,7 +145,7 @@ impl Backend for Live {
             summary,
             RunStats {
                 backend: "live",
-                duration: total,
+                duration,
                 bottleneck_packets: info.bottleneck_packets,
                 events: None,
                 live: Some(info),

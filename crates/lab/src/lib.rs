@@ -34,8 +34,9 @@
 mod backend;
 mod error;
 
-pub use backend::{Backend, Live, Outputs, RunStats, Simulator};
+pub use backend::{Backend, Live, RunStats, Simulator};
 pub use error::{Error, ErrorKind};
+pub use l4s_measure::{Outputs, SnapshotSinks};
 
 use l4s_core::{Dur, Time};
 use l4s_metrics::results::ResultsDir;
@@ -167,13 +168,22 @@ pub fn run_text(
         }
         variants.retain(|v| v.0.as_ref().is_some_and(|n| opts.variants.contains(n)));
     }
+    // --seed and --duration, applied and checked once, before anything is created.
+    for (name, sc) in &mut variants {
+        apply_overrides(sc, opts.seed, opts.duration).map_err(|mut e| {
+            if let Some(n) = name {
+                e.message = format!("variant {n}: {}", e.message);
+            }
+            e
+        })?;
+    }
     if variants.len() == 1 && variants[0].0.is_none() {
         let sc = variants.remove(0).1;
         let out = opts
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-        let run = run_scenario(sc, Some(text.as_bytes()), backend, opts, &out, progress)?;
+        let run = run_applied(sc, Some(text.as_bytes()), backend, opts, &out, progress)?;
         return Ok(Runs {
             runs: vec![run],
             compare: None,
@@ -215,7 +225,7 @@ pub fn run_text(
     for (name, sc) in variants {
         let name = name.unwrap_or_default();
         progress.variant(&name);
-        let mut run = run_scenario(sc, Some(text.as_bytes()), backend, opts, &base.join(&name), progress)?;
+        let mut run = run_applied(sc, Some(text.as_bytes()), backend, opts, &base.join(&name), progress)?;
         run.variant = Some(name);
         runs.push(run);
     }
@@ -228,9 +238,31 @@ pub fn run_text(
     })
 }
 
-/// Run one validated scenario into the results directory `out`. `scenario_text` is kept
-/// as `scenario.toml` beside the results.
+/// Apply the `seed` and `duration` overrides of [`RunOptions`] to a scenario
+/// ([`Scenario::apply_overrides`]) as an input error. The runner applies them
+/// once, before anything is created; a front end that calls [`Backend::run`] itself
+/// applies them first.
+pub fn apply_overrides(sc: &mut Scenario, seed: Option<u64>, duration: Option<Dur>) -> Result<(), Error> {
+    sc.apply_overrides(seed, duration).map_err(Error::input)
+}
+
+/// Run one validated scenario into the results directory `out`, with the overrides of
+/// `opts` ([`apply_overrides`]). `scenario_text` is kept as `scenario.toml` beside the
+/// results.
 pub fn run_scenario(
+    mut sc: Scenario,
+    scenario_text: Option<&[u8]>,
+    backend: &mut dyn Backend,
+    opts: &RunOptions,
+    out: &Path,
+    progress: &mut dyn Progress,
+) -> Result<Run, Error> {
+    apply_overrides(&mut sc, opts.seed, opts.duration)?;
+    run_applied(sc, scenario_text, backend, opts, out, progress)
+}
+
+/// [`run_scenario`] for a scenario whose overrides are applied.
+fn run_applied(
     sc: Scenario,
     scenario_text: Option<&[u8]>,
     backend: &mut dyn Backend,
@@ -273,10 +305,10 @@ pub fn run_scenario(
     if opts.pcap {
         outputs.pcap = Some((open("bottleneck.pcap").map_err(cannot)?, opts.pcap_ipv6));
     }
-    progress.started(opts.duration.unwrap_or(sc.duration), backend.name());
+    progress.started(sc.duration, backend.name());
     let wall = Instant::now();
     let started = std::time::SystemTime::now();
-    let (summary, stats) = backend.run(sc, opts.seed, opts.duration, outputs, &mut |t| progress.time(t))?;
+    let (summary, stats) = backend.run(sc, outputs, &mut |t| progress.time(t))?;
     let elapsed = wall.elapsed();
     let json =
         serde_json::to_vec_pretty(&summary).map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;

@@ -76,9 +76,7 @@ app = { chunk = "300kB", pause = "600ms" }
         assert!(c.count >= 5, "{n}: {} chunks", c.count);
         c.time_ms.p50
     };
-    let (sim, _) = Simulator
-        .run(sc.clone(), None, None, Outputs::default(), &mut |_| {})
-        .unwrap();
+    let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
     let (sim_on, sim_off) = (p50(&sim, "restart"), p50(&sim, "no-restart"));
     if !root() {
         return;
@@ -88,7 +86,7 @@ app = { chunk = "300kB", pause = "600ms" }
         run_id: Some(id.clone()),
         ..Live::default()
     };
-    let (live, _) = live.run(sc, None, None, Outputs::default(), &mut |_| {}).unwrap();
+    let (live, _) = live.run(sc, Outputs::default(), &mut |_| {}).unwrap();
     no_namespaces_left(&id);
     let (live_on, live_off) = (p50(&live, "restart"), p50(&live, "no-restart"));
     println!(
@@ -146,9 +144,7 @@ fn check_loss(backend: &str, s: &l4s_metrics::summary::Summary) {
 #[test]
 fn gilbert_elliott_link_loses_its_stationary_share_in_both_backends() {
     let sc = scenario(LOSSY);
-    let (sim, _) = Simulator
-        .run(sc.clone(), None, None, Outputs::default(), &mut |_| {})
-        .unwrap();
+    let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
     check_loss("sim", &sim);
     if !root() {
         return;
@@ -158,7 +154,7 @@ fn gilbert_elliott_link_loses_its_stationary_share_in_both_backends() {
         run_id: Some(id.clone()),
         ..Live::default()
     };
-    let (live, stats) = live.run(sc, None, None, Outputs::default(), &mut |_| {}).unwrap();
+    let (live, stats) = live.run(sc, Outputs::default(), &mut |_| {}).unwrap();
     no_namespaces_left(&id);
     check_loss("live", &live);
     // The forwarder on the bottleneck counted the model's losses.

@@ -154,6 +154,56 @@ fn bad_input_is_an_input_error_and_leaves_nothing() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--seed` and `--duration` are applied and checked once, before anything is created: a
+/// duration not longer than the warm-up leaves no directory at all (not even the parents
+/// of `--out`), with or without variants.
+#[test]
+fn a_bad_duration_is_refused_before_any_directory_is_created() {
+    let d = tmp("duration");
+    let one = TINY.split("[[variants]]").next().unwrap();
+    for (text, says) in [
+        (one, "--duration 1s is not longer than the scenario's warm-up (1s)"),
+        (
+            TINY,
+            "variant l4s: --duration 1s is not longer than the scenario's warm-up (1s)",
+        ),
+    ] {
+        let opts = RunOptions {
+            duration: Some(l4s_core::Dur::from_secs(1)),
+            out: Some(d.join("parent/out")),
+            ..RunOptions::default()
+        };
+        let e = run_text(text, Path::new("tiny.toml"), &mut Simulator, &opts, &mut NoProgress).unwrap_err();
+        assert_eq!((e.kind, e.exit_code()), (ErrorKind::Input, 2));
+        assert_eq!(e.message, says);
+        assert!(!d.join("parent").exists(), "a results directory was created");
+    }
+    let opts = RunOptions {
+        duration: Some(l4s_core::Dur::ZERO),
+        out: Some(d.join("parent/out")),
+        ..RunOptions::default()
+    };
+    let e = run_text(one, Path::new("tiny.toml"), &mut Simulator, &opts, &mut NoProgress).unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Input, "the duration must be above zero")
+    );
+    assert!(!d.join("parent").exists());
+    // A good override is the run's: in the summary and in the run's statistics.
+    let opts = RunOptions {
+        seed: Some(9),
+        duration: Some(l4s_core::Dur::from_secs(2)),
+        out: Some(d.join("parent/out")),
+        report: false,
+        ..RunOptions::default()
+    };
+    let runs = run_text(one, Path::new("tiny.toml"), &mut Simulator, &opts, &mut NoProgress).unwrap();
+    let r = &runs.runs[0];
+    assert_eq!(r.stats.duration, l4s_core::Dur::from_secs(2));
+    assert_eq!((r.summary.scenario.seed, r.summary.scenario.duration_s), (9, 2.0));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn exit_codes_follow_the_kind() {
     for (k, code) in [

@@ -2,7 +2,7 @@
 //! [`crate::MediaMeter`] and [`crate::AppMeter`].
 
 use l4s_apps::{Completion, CompletionKind};
-use l4s_metrics::hist::round6;
+use l4s_metrics::hist::{ratio, round6};
 use l4s_metrics::summary::{AppSummary, CompletionSummary, MediaSummary};
 use l4s_metrics::LatencyHist;
 use std::collections::BTreeMap;
@@ -85,14 +85,6 @@ pub struct MediaWindow<'a> {
     pub sender_start: l4s_media::MediaSenderStats,
     /// Length of the window, seconds.
     pub secs: f64,
-}
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        round6(a as f64 / b as f64)
-    }
 }
 
 /// The `media` section of a flow.

@@ -7,6 +7,8 @@
 //! statistics window. Memory is fixed: HDR histograms and counters, nothing per packet.
 //!
 //! * [`Window`]: the statistics window `[warm-up, end]`.
+//! * [`Outputs`]: where a run's streamed outputs go (time series, distributions, packet
+//!   timeline, pcap), handed to either backend.
 //! * [`flow`]: per-flow meters ([`FlowMeter`], with [`MediaMeter`] for per-frame media
 //!   metrics and [`AppMeter`] for application completion times).
 //! * [`queue`]: per-queue meters ([`QueueMeter`]): sojourn per sub-queue, busy time,
@@ -23,12 +25,14 @@
 pub mod appmetrics;
 pub mod distributions;
 pub mod flow;
+pub mod outputs;
 pub mod queue;
 pub mod snapshot;
 pub mod summary;
 pub mod timeline;
 
 pub use flow::{AppMeter, FlowMeter, LossCount, MediaMeter};
+pub use outputs::{Outputs, SnapshotSinks};
 pub use queue::{QueueMeter, SubCounts};
 
 use l4s_core::Time;

@@ -2,20 +2,12 @@
 
 use crate::{FlowMeter, QueueMeter, Window};
 use l4s_core::{Dur, Ecn};
-use l4s_metrics::hist::round6;
+use l4s_metrics::hist::{ratio, round6};
 use l4s_metrics::summary::*;
 use l4s_metrics::LatencyHist;
 use l4s_scenario::{FlowKind, Scenario};
 use l4s_transport::EndpointStats;
 use std::collections::BTreeMap;
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        round6(a as f64 / b as f64)
-    }
-}
 
 /// What a flow's summary needs beside its meter.
 pub struct FlowEnd {

@@ -9,8 +9,8 @@ use l4s_aqm::QueueId;
 use l4s_core::{Dur, Ecn, Time};
 use std::io;
 
-/// Queues recorded per packet.
-pub const MAX_HOPS: usize = 4;
+/// Queues recorded per packet (as many as `packets.parquet` has columns for).
+pub use l4s_metrics::parquet::MAX_HOPS;
 
 /// What a queue did with a packet (the same type the Parquet timeline writes).
 pub use l4s_metrics::parquet::Decision;

@@ -157,6 +157,16 @@ pub fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
+/// `a / b` rounded as [`round6`], and 0 when `b` is 0: the fractions of `summary.json`
+/// (loss, CE marks, bad frames).
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        round6(a as f64 / b as f64)
+    }
+}
+
 /// Distribution summary of a delay, in milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {

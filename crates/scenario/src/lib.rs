@@ -1,7 +1,7 @@
 //! # l4s-scenario
 //!
 //! One scenario file describes a network, its bottleneck and its traffic; the simulator
-//! (and later the live testbed) runs it. This crate parses TOML into a validated
+//! and the live testbed run it. This crate parses TOML into a validated
 //! [`Scenario`], and every problem becomes a [`ScenarioError`] naming the file, the line,
 //! the key path and what was expected, before anything runs.
 //!
@@ -54,6 +54,28 @@ impl Scenario {
     /// Propagation RTT between two nodes (the sum of the link delays there and back).
     pub fn base_rtt(&self, a: usize, b: usize) -> Dur {
         self.path_delay(a, b) + self.path_delay(b, a)
+    }
+
+    /// Apply a run's overrides (`--seed`, `--duration`): the duration must be above zero
+    /// and longer than the warm-up. Every backend applies them through here, so a run
+    /// means the same thing in each.
+    pub fn apply_overrides(&mut self, seed: Option<u64>, duration: Option<Dur>) -> Result<(), String> {
+        if let Some(s) = seed {
+            self.seed = s;
+        }
+        if let Some(d) = duration {
+            if d.is_zero() {
+                return Err("the duration must be above zero".into());
+            }
+            if self.warmup >= d {
+                return Err(format!(
+                    "--duration {d} is not longer than the scenario's warm-up ({})",
+                    self.warmup
+                ));
+            }
+            self.duration = d;
+        }
+        Ok(())
     }
 }
 

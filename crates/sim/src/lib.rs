@@ -29,12 +29,15 @@ use l4s_metrics::summary::Summary;
 use l4s_scenario::Scenario;
 
 /// Where snapshots go: interval, flow rows, queue rows (see [`snapshot`]).
-pub type SnapshotSinks = (Dur, Box<dyn std::io::Write>, Box<dyn std::io::Write>);
+pub use l4s_measure::SnapshotSinks;
 
-/// Options of one run.
+/// Options of one run. The four sinks are those of [`l4s_measure::Outputs`], which
+/// converts into options without overrides (`RunOptions::from(outputs)`).
 #[derive(Default)]
 pub struct RunOptions {
+    /// Overrides the scenario's seed.
     pub seed: Option<u64>,
+    /// Overrides the scenario's duration (longer than its warm-up).
     pub duration: Option<Dur>,
     /// Stream time-series snapshots: interval, flow rows, queue rows (see [`snapshot`]).
     pub snapshots: Option<SnapshotSinks>,
@@ -44,6 +47,19 @@ pub struct RunOptions {
     pub pcap: Option<(Box<dyn std::io::Write>, bool)>,
     /// Record every data packet's life (see [`timeline`]).
     pub timeline: Option<Box<dyn timeline::TimelineSink>>,
+}
+
+impl From<l4s_measure::Outputs> for RunOptions {
+    fn from(o: l4s_measure::Outputs) -> RunOptions {
+        RunOptions {
+            seed: None,
+            duration: None,
+            snapshots: o.snapshots,
+            distributions: o.distributions,
+            pcap: o.pcap,
+            timeline: o.timeline,
+        }
+    }
 }
 
 /// What a finished run reports beside its summary.

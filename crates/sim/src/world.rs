@@ -83,21 +83,7 @@ impl Sim {
     /// Build the network of a validated scenario. `seed` overrides the scenario's seed and
     /// `duration` its length when given.
     pub fn new(mut scenario: Scenario, seed: Option<u64>, duration: Option<Dur>) -> Result<Sim, String> {
-        if let Some(s) = seed {
-            scenario.seed = s;
-        }
-        if let Some(d) = duration {
-            if d.is_zero() {
-                return Err("the duration must be above zero".into());
-            }
-            scenario.duration = d;
-            if scenario.warmup >= d {
-                return Err(format!(
-                    "--duration {d} is not longer than the scenario's warm-up ({})",
-                    scenario.warmup
-                ));
-            }
-        }
+        scenario.apply_overrides(seed, duration)?;
         let end = Time(scenario.duration.as_nanos());
         let window_start = Time(scenario.warmup.as_nanos());
         let window = Window {

@@ -253,7 +253,7 @@ fn listen_node(f: &l4s_scenario::Flow) -> usize {
 /// Run `sc` live. `progress` is called with the run time every snapshot interval (at
 /// least every 100 ms).
 pub fn run(
-    sc: Scenario,
+    mut sc: Scenario,
     mut opts: LiveOptions,
     progress: &mut dyn FnMut(Time),
 ) -> Result<(Summary, LiveRunInfo), LiveError> {
@@ -267,14 +267,8 @@ pub fn run(
             message: "`ethtool` was not found: install it (`apt-get install ethtool`); the testbed switches segmentation and receive offloads off with it".into(),
         });
     }
-    let seed = opts.seed.unwrap_or(sc.seed);
-    let duration = opts.duration.unwrap_or(sc.duration);
-    if sc.warmup >= duration {
-        return Err(LiveError::input(format!(
-            "warm-up {} is not shorter than the duration {duration}",
-            sc.warmup
-        )));
-    }
+    sc.apply_overrides(opts.seed, opts.duration).map_err(LiveError::input)?;
+    let (seed, duration) = (sc.seed, sc.duration);
     let end = Time(duration.as_nanos());
     let window = Window {
         start: Time(sc.warmup.as_nanos()),
