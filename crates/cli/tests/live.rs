@@ -746,8 +746,10 @@ fn live_packets_parquet_joins_sends_queue_records_and_arrivals() {
             busy += (packets > 0) as u32;
         }
     }
+    // One row per 100 ms interval of the 5 s run, even when the host held the run back
+    // (late rows are written when it catches up).
     assert!(
-        rows >= 45 && busy >= rows / 2,
+        rows == 50 && busy >= rows / 2,
         "{rows} snapshots, {busy} with a backlog"
     );
     let _ = std::fs::remove_dir_all(&d);
