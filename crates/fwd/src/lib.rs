@@ -11,7 +11,8 @@
 //! * [`lateness`]: how late the testbed's own threads hand packets on (a run's self-check).
 //! * [`afpacket`]: AF_PACKET sockets (recvmmsg), the monotonic clock, ppoll waits.
 //! * [`router`]: the forwarder, [`run`] / [`run_recording`] / [`run_recording_with_origin`]
-//!   with [`RouterConfig`] (per-direction rates, rate schedules, AQMs).
+//!   with [`RouterConfig`] (the two interfaces and each direction's
+//!   [`l4s_link::LinkConfig`]: rate and rate schedule, AQM, fault, loss model, delay).
 //! * [`cli`]: `l4s router` ([`cli::RouterArgs`], [`cli::router_main`]), feature `cli`.
 //! * [`error`]: [`FwdError`], the crate's one error type.
 //! * `sys` (private): every system call, behind safe wrappers; the only module allowed

@@ -7,9 +7,10 @@
 //!
 //! The forwarder is a transparent layer-2 bump in the wire: it needs no addresses, ARP and
 //! NDP cross it (unclassified, Not-ECT), and hosts on both sides share one subnet. The AQM
-//! is any [`l4s_aqm::AqmConfig`] (DualPI2 and every baseline), built with
-//! [`l4s_aqm::build`] and driven with the real clock ([`crate::afpacket::monotonic_now`],
-//! CLOCK_MONOTONIC in ns) exactly as the simulator drives it with the virtual one.
+//! is any [`l4s_aqm::AqmConfig`] (DualPI2 and every baseline), built inside each
+//! direction's link by [`l4s_link::build`] and driven with the real clock
+//! ([`crate::afpacket::monotonic_now`], CLOCK_MONOTONIC in ns) exactly as the simulator
+//! drives it with the virtual one.
 //!
 //! # The links
 //!

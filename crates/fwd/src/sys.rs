@@ -1,6 +1,7 @@
 //! Every system call of l4s-fwd, behind safe functions: the crate's one module with `unsafe`.
 //! l4s-live builds its own system calls on the common ones here ([`socket`],
-//! [`setsockopt_int`], [`ppoll`], [`set_timer_slack`], [`cvt`]).
+//! [`setsockopt_int`], [`ppoll`], [`set_timer_slack`], [`cvt`], [`cvt_len`],
+//! [`empty_msghdr`]).
 //!
 //! The rest of the crate is `#![deny(unsafe_code)]` and reaches the kernel only through
 //! here. The wrappers follow what `nix` and `rustix` offer, without the dependency:

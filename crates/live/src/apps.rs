@@ -52,7 +52,7 @@
 //! size (queries) or the reply size (replies). Servers close a connection that sends
 //! anything else; nothing here panics on what arrives.
 
-use crate::endpoints::{precise_timers, tcp_connect_start, tcp_info, FlowCtx};
+use crate::endpoints::{poll, precise_timers, tcp_connect_start, tcp_info, would_block, FlowCtx, TICK};
 use crate::sys;
 use crate::udp::EcnUdpSocket;
 use l4s_apps::schedule::{next_object, ChunkSource, Instance, Schedule, Unit};
@@ -74,14 +74,6 @@ pub const CHUNK_HEADER: usize = 16;
 pub const QUERY_HEADER: usize = 16;
 const QUERY: u8 = 1;
 const REPLY: u8 = 2;
-const TICK: Dur = Dur::from_millis(10);
-
-fn would_block(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
 
 /// A request for `response` bytes, padded to `len` bytes (at least [`REQUEST_HEADER`]).
 pub fn encode_request(len: usize, response: u64, close: bool) -> Vec<u8> {
@@ -132,18 +124,6 @@ pub fn decode_query(b: &[u8]) -> Option<(bool, u32, u32)> {
         u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
         u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
     ))
-}
-
-fn poll(fds: &mut [libc::pollfd], timeout: Dur) -> io::Result<usize> {
-    let ns = timeout.as_nanos();
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    match sys::ppoll(fds, &ts) {
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
-        r => r,
-    }
 }
 
 fn pfd(fd: RawFd, write: bool) -> libc::pollfd {

@@ -12,19 +12,15 @@
 //! kinds (their encoding on the wire, [`crate::wire`], and what is measured of a packet)
 //! is the [`LiveEndpoint`] trait.
 
-use crate::endpoints::{precise_timers, wait_fd, FlowCtx};
+use crate::endpoints::{precise_timers, wait_fd, would_block, FlowCtx, TICK};
 use crate::meter::LiveFlow;
 use crate::udp::EcnUdpSocket;
 use crate::wire;
-use l4s_core::{Dur, Ecn, Time};
+use l4s_core::{Ecn, Time};
 use l4s_transport::Transmit;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
-
-/// Longest wait between checks of the stop flag and the flow's times, and the interval of
-/// a sender's statistics reports.
-const TICK: Dur = Dur::from_millis(10);
 
 /// A datagram endpoint as the live driver runs it: the sans-IO endpoint's hooks, its
 /// encoding on the wire, and what is measured of it.
@@ -64,10 +60,6 @@ pub fn run_sender<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, dst: Socke
 /// the feedback the endpoint asks for back to where the data came from.
 pub fn run_receiver<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, ep: E) {
     drive(ctx, sock, ep, None);
-}
-
-fn would_block(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
 }
 
 fn drive<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: E, dst: Option<SocketAddr>) {

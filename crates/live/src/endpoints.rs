@@ -104,24 +104,35 @@ pub fn wait_fd(fd: RawFd, write: bool, timeout: Dur) -> io::Result<bool> {
         events: if write { libc::POLLOUT } else { libc::POLLIN },
         revents: 0,
     };
+    Ok(poll(std::slice::from_mut(&mut p), timeout)? > 0)
+}
+
+/// Wait until one of `fds` is ready or `timeout` passes: how many are ready (0 when a
+/// signal cut the wait short).
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: Dur) -> io::Result<usize> {
     let ns = timeout.as_nanos();
     let ts = libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
-    match sys::ppoll(std::slice::from_mut(&mut p), &ts) {
-        Ok(n) => Ok(n > 0),
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
-        Err(e) => Err(e),
+    match sys::ppoll(fds, &ts) {
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+        r => r,
     }
 }
 
-fn would_block(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+/// A non-blocking call that found nothing to do (or a signal that cut it short): try again
+/// after the next wait.
+pub(crate) fn would_block(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
-/// Longest wait between checks of the stop flag and the flow's times.
-const TICK: Dur = Dur::from_millis(10);
+/// Longest wait of an endpoint thread between checks of the stop flag and the flow's
+/// times, and the interval of a sender's statistics reports.
+pub(crate) const TICK: Dur = Dur::from_millis(10);
 
 /// The sender side of a datagram flow.
 pub enum UdpSender {

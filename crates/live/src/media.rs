@@ -18,8 +18,6 @@ use l4s_core::{Ecn, Time};
 use l4s_media::{FrameDone, MediaHeader, MediaReceiver, MediaSender};
 use l4s_transport::{Endpoint, Transmit};
 use std::net::SocketAddr;
-/// Smallest media datagram payload: the live header and the media data header.
-pub const MIN_MEDIA_PAYLOAD: usize = wire::COMMON_LEN + l4s_media::wire::DATA_LEN;
 
 /// Encode a media datagram into `out`: the payload length, or `None` if it does not fit.
 fn encode(ctx: &FlowCtx, h: &MediaHeader, size: u32, seq32: u32, sent: Time, out: &mut [u8]) -> Option<usize> {

@@ -134,10 +134,6 @@ impl EcnUdpSocket {
     pub fn set_nonblocking(&self, nb: bool) -> io::Result<()> {
         self.sock.set_nonblocking(nb)
     }
-    /// The underlying std socket.
-    pub fn std(&self) -> &UdpSocket {
-        &self.sock
-    }
 
     /// Send one datagram to `dst` with ECN field `ecn`. On an IPv6 socket an IPv4 `dst` is
     /// sent as IPv4-mapped.
