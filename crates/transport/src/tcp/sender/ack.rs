@@ -332,7 +332,14 @@ impl TcpSender {
             delivered_ce_pkts: self.delivered_ce_pkts,
             mss,
             cwnd_limited: self.cwnd_limited || (self.cc.in_slow_start() && cwnd < 2 * self.max_bif),
-            in_recovery: matches!(self.ca, CaState::Recovery | CaState::Loss),
+            // Only fast recovery holds the window. The Loss state after an RTO is not a
+            // reduction in progress: the RTO ended any RFC 6675 recovery (RFC 6675 §5.1),
+            // cwnd was set to the loss window, and the sender "uses the slow start
+            // algorithm to increase the window from 1 full-sized segment to the new value
+            // of ssthresh" (RFC 5681 §3.1) while it retransmits what the RTO marked lost.
+            // Linux likewise grows cwnd in TCP_CA_Loss: `tcp_in_cwnd_reduction` covers only
+            // TCP_CA_CWR and TCP_CA_Recovery, so `tcp_cong_control` calls `tcp_cong_avoid`.
+            in_recovery: self.ca == CaState::Recovery,
             in_cwr: self.ca == CaState::Cwr,
         };
 

@@ -60,7 +60,11 @@ pub enum CaState {
     Cwr,
     /// Fast recovery after loss detection (RFC 6675 §5): until `snd_una` ≥ recovery point.
     Recovery,
-    /// After an RTO, until everything outstanding at the RTO is acknowledged.
+    /// After an RTO, until everything outstanding at the RTO is acknowledged (Linux
+    /// `TCP_CA_Loss`). Every segment outstanding and not SACKed was marked lost and is
+    /// retransmitted as the window allows, SACKed ones skipped (RFC 6675 §5.1); the window
+    /// grows in slow start from the loss window meanwhile (RFC 5681 §3.1), so this state
+    /// is not reported to the controller as recovery (`AckSample::in_recovery`).
     Loss,
 }
 
