@@ -64,7 +64,10 @@ impl Backend for Simulator {
         progress: &mut dyn FnMut(Time),
     ) -> Result<(Summary, RunStats), Error> {
         let duration = sc.duration;
-        let (summary, st) = l4s_sim::run(sc, outputs.into(), progress).map_err(Error::input)?;
+        let (summary, st) = l4s_sim::run(sc, outputs.into(), progress).map_err(|e| match e {
+            l4s_sim::RunError::Input(m) => Error::input(m),
+            l4s_sim::RunError::Output(m) => Error::output(m),
+        })?;
         Ok((
             summary,
             RunStats {

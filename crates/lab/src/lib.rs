@@ -231,7 +231,9 @@ pub fn run_text(
     }
     let dirs: Vec<PathBuf> = runs.iter().map(|r| r.dir.clone()).collect();
     let page = base.join("compare.html");
-    let table = compare(&dirs, &page)?;
+    // The variants' results are written and kept: a comparison that fails now is an
+    // output error, not bad input.
+    let table = compare(&dirs, &page).map_err(|e| Error::output(e.message))?;
     Ok(Runs {
         runs,
         compare: Some((page, table)),

@@ -204,6 +204,31 @@ fn a_bad_duration_is_refused_before_any_directory_is_created() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A sink that cannot be written after the simulation ran is an output error (exit 1),
+/// not bad input (exit 2, which says nothing was run).
+#[test]
+fn a_failing_output_is_an_output_error() {
+    use l4s_lab::{Backend, Outputs};
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("no space left on device"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let one = TINY.split("[[variants]]").next().unwrap();
+    let sc = l4s_scenario::load_str(one, Path::new("tiny.toml")).unwrap();
+    let outputs = Outputs {
+        distributions: Some(Box::new(Full)),
+        ..Outputs::default()
+    };
+    let e = Simulator.run(sc, outputs, &mut |_| {}).unwrap_err();
+    assert_eq!((e.kind, e.exit_code()), (ErrorKind::Output, 1));
+    assert_eq!(e.message, "cannot write distributions: no space left on device");
+}
+
 #[test]
 fn exit_codes_follow_the_kind() {
     for (k, code) in [

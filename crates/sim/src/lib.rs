@@ -71,34 +71,54 @@ pub struct RunStats {
     pub simulated: Dur,
 }
 
+/// Why [`run`] failed: its input (an override that does not fit the scenario; nothing was
+/// run) or its outputs (a sink could not be written; the run itself was complete).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    Input(String),
+    Output(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Input(m) | RunError::Output(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
 /// Simulate a scenario to its end.
 pub fn run(
     scenario: Scenario,
     opts: RunOptions,
     progress: &mut dyn FnMut(Time),
-) -> Result<(Summary, RunStats), String> {
-    let mut sim = Sim::new(scenario, opts.seed, opts.duration)?;
+) -> Result<(Summary, RunStats), RunError> {
+    let mut sim = Sim::new(scenario, opts.seed, opts.duration).map_err(RunError::Input)?;
+    let out = RunError::Output;
     if let Some((interval, flows, queues)) = opts.snapshots {
         sim.enable_snapshots(interval, flows, queues)
-            .map_err(|e| format!("cannot write snapshots: {e}"))?;
+            .map_err(|e| out(format!("cannot write snapshots: {e}")))?;
     }
     if let Some((w, ipv6)) = opts.pcap {
         sim.enable_pcap(w, ipv6)
-            .map_err(|e| format!("cannot write the pcap: {e}"))?;
+            .map_err(|e| out(format!("cannot write the pcap: {e}")))?;
     }
     if let Some(sink) = opts.timeline {
         sim.enable_timeline(sink);
     }
     sim.run(progress);
     sim.finish_timeline()
-        .map_err(|e| format!("cannot write the packet timeline: {e}"))?;
-    sim.finish_pcap().map_err(|e| format!("cannot write the pcap: {e}"))?;
+        .map_err(|e| out(format!("cannot write the packet timeline: {e}")))?;
+    sim.finish_pcap()
+        .map_err(|e| out(format!("cannot write the pcap: {e}")))?;
     sim.finish_snapshots()
-        .map_err(|e| format!("cannot write snapshots: {e}"))?;
+        .map_err(|e| out(format!("cannot write snapshots: {e}")))?;
     if let Some(mut w) = opts.distributions {
         sim.write_distributions(&mut *w)
             .and_then(|_| w.flush())
-            .map_err(|e| format!("cannot write distributions: {e}"))?;
+            .map_err(|e| out(format!("cannot write distributions: {e}")))?;
     }
     let stats = RunStats {
         events: sim.events_processed(),
