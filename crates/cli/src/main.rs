@@ -137,6 +137,12 @@ fn run(a: &RunArgs) -> ExitCode {
                     eprintln!("error: the results are written, but report.html could not be built: {e}");
                     return ExitCode::from(1);
                 }
+                if let Some(Err(e)) = &r.png {
+                    eprintln!(
+                        "error: the results and report.html are written, but the PNG charts could not be drawn: {e}"
+                    );
+                    return ExitCode::from(1);
+                }
             }
             ExitCode::SUCCESS
         }

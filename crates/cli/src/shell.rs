@@ -70,6 +70,9 @@ impl Progress for Shell {
         if let Some(Ok(p)) = &r.report {
             println!("report:  {}", p.display());
         }
+        if let Some(Ok(p)) = &r.png {
+            println!("charts:  {}", p.display());
+        }
     }
 }
 

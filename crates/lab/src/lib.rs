@@ -104,6 +104,9 @@ pub struct Run {
     pub wall: std::time::Duration,
     /// `report.html`, or why it could not be built (the results are kept either way).
     pub report: Option<Result<PathBuf, String>>,
+    /// With `png`: the directory of the charts as PNG, or why they could not be drawn
+    /// (the results and `report.html` are kept either way).
+    pub png: Option<Result<PathBuf, String>>,
 }
 
 /// The runs of a scenario file, and the comparison of its variants.
@@ -250,7 +253,7 @@ pub fn apply_overrides(sc: &mut Scenario, seed: Option<u64>, duration: Option<Du
 
 /// Run one validated scenario into the results directory `out`, with the overrides of
 /// `opts` ([`apply_overrides`]). `scenario_text` is kept as `scenario.toml` beside the
-/// results.
+/// results; a scenario built by a program, with no text, has none.
 pub fn run_scenario(
     mut sc: Scenario,
     scenario_text: Option<&[u8]>,
@@ -316,7 +319,7 @@ fn run_applied(
         serde_json::to_vec_pretty(&summary).map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;
     let info = serde_json::to_vec_pretty(&run_info(&stats, started, elapsed, &opts.command)).unwrap_or_default();
     dir.write("summary.json", &json)
-        .and_then(|_| dir.write("scenario.toml", scenario_text.unwrap_or_default()))
+        .and_then(|_| scenario_text.map_or(Ok(()), |t| dir.write("scenario.toml", t)))
         .and_then(|_| dir.write("run-info.json", &info))
         .map_err(cannot)?;
     // The time series and distributions also as Parquet, for pandas and polars.
@@ -330,20 +333,18 @@ fn run_applied(
     // The report reads only the results directory, as `l4s report DIR` does later. A
     // report that cannot be built does not cost the results: they are kept and the failure
     // is reported.
-    let report = opts.report.then(|| {
-        l4s_report::write_report(dir.dir())
-            .and_then(|p| {
-                if opts.png {
-                    l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)?;
-                }
-                Ok(p)
-            })
+    let report = opts
+        .report
+        .then(|| l4s_report::write_report(dir.dir()).map_err(|e| e.to_string()));
+    let png = (opts.png && report.as_ref().is_some_and(|r| r.is_ok())).then(|| {
+        l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)
             .map_err(|e| e.to_string())
     });
     let written = dir.commit().map_err(cannot)?;
     let run = Run {
         variant: None,
         report: report.map(|r| r.map(|_| written.join("report.html"))),
+        png: png.map(|r| r.map(|_| written.join("png"))),
         dir: written,
         summary,
         stats,

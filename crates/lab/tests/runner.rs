@@ -204,6 +204,28 @@ fn a_bad_duration_is_refused_before_any_directory_is_created() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A scenario a program built and ran with `run_scenario` has results like any other,
+/// with the overrides applied, and no `scenario.toml` when there is no text behind it.
+#[test]
+fn a_scenario_without_text_runs_and_keeps_no_empty_copy() {
+    let d = tmp("no-text");
+    let one = TINY.split("[[variants]]").next().unwrap();
+    let sc = l4s_scenario::load_str(one, Path::new("tiny.toml")).unwrap();
+    let opts = RunOptions {
+        seed: Some(3),
+        report: false,
+        ..RunOptions::default()
+    };
+    let out = d.join("r");
+    let r = l4s_lab::run_scenario(sc.clone(), None, &mut Simulator, &opts, &out, &mut NoProgress).unwrap();
+    assert_eq!(r.summary.scenario.seed, 3);
+    assert!(out.join("summary.json").exists() && !out.join("scenario.toml").exists());
+    assert!(r.report.is_none() && r.png.is_none());
+    let r = l4s_lab::run_scenario(sc, Some(one.as_bytes()), &mut Simulator, &opts, &out, &mut NoProgress).unwrap();
+    assert_eq!(std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap(), one);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A sink that cannot be written after the simulation ran is an output error (exit 1),
 /// not bad input (exit 2, which says nothing was run).
 #[test]
