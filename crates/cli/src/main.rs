@@ -91,19 +91,17 @@ fn run(a: &RunArgs) -> ExitCode {
             Some(Ok(id)) => Some(id),
             Some(Err(e)) => return fail(&l4s_lab::Error::input(format!("--run-id: {e}"))),
         };
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         // The first SIGINT/SIGTERM ends the run (the testbed is removed, no results are
         // written); if it has not ended 10 s later, or on a second signal, everything is
         // removed and the process exits.
-        if let Err(e) = l4s_fwd::netns::install_signal_cleanup(Some(stop.clone()), std::time::Duration::from_secs(10)) {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+        let live = match Live::interruptible(std::time::Duration::from_secs(10)) {
+            Ok(l) => l,
+            Err(e) => return fail(&e),
+        };
         let quiet = a.quiet;
         Box::new(Live {
             ipv6: a.ipv6,
             run_id,
-            stop,
             on_start: Some(Box::new(move |id| {
                 if !quiet {
                     eprintln!(
@@ -112,6 +110,7 @@ fn run(a: &RunArgs) -> ExitCode {
                     );
                 }
             })),
+            ..live
         })
     } else {
         Box::new(Simulator)

@@ -106,6 +106,20 @@ impl Default for Live {
     }
 }
 
+impl Live {
+    /// A live backend that a person can interrupt: the process's first SIGINT or SIGTERM
+    /// sets [`Live::stop`], so the run ends, its testbed is removed and no results are
+    /// written; if the run has not ended `grace` later, or on a second signal, whatever is
+    /// still registered is removed and the process exits with status 128 + the signal.
+    /// This installs the process's signal handlers: call it once per process.
+    pub fn interruptible(grace: std::time::Duration) -> Result<Live, Error> {
+        let live = Live::default();
+        l4s_fwd::netns::install_signal_cleanup(Some(live.stop.clone()), grace)
+            .map_err(|e| Error::new(crate::ErrorKind::Setup, e.to_string()))?;
+        Ok(live)
+    }
+}
+
 impl Backend for Live {
     fn name(&self) -> &'static str {
         "live"
