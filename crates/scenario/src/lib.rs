@@ -56,6 +56,12 @@ impl Scenario {
         self.path_delay(a, b) + self.path_delay(b, a)
     }
 
+    /// The seed of flow `i`'s endpoints and application (derived from the run's seed):
+    /// both backends draw a flow's randomness from it.
+    pub fn flow_seed(&self, i: usize) -> u64 {
+        l4s_core::Rng::derive(self.seed, 0x3000 + i as u64).next_u64()
+    }
+
     /// Apply a run's overrides (`--seed`, `--duration`): the duration must be above zero
     /// and longer than the warm-up. Every backend applies them through here, so a run
     /// means the same thing in each.

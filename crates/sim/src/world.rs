@@ -414,7 +414,7 @@ impl Sim {
 
     fn flow_start(&mut self, f: usize) {
         let now = self.now;
-        let seed = Rng::derive(self.scenario.seed, 0x3000 + f as u64).next_u64();
+        let seed = self.scenario.flow_seed(f);
         match Ep::pair(&self.scenario.flows[f].kind, now, seed) {
             Ok((s, r)) => {
                 self.flows[f].ep = [Some(s), Some(r)];

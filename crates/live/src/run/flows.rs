@@ -244,9 +244,9 @@ impl<'a> FlowThreads<'a> {
     }
 
     /// Start every flow's sending side (application clients at the destination, sync
-    /// sources at the source); each waits for its flow's start time. `seed` seeds the
-    /// endpoints that draw random numbers, as in the simulator.
-    pub fn start_senders(&mut self, seed: u64) -> Result<(), LiveError> {
+    /// sources at the source); each waits for its flow's start time. Endpoints that draw
+    /// random numbers are seeded as in the simulator ([`Scenario::flow_seed`]).
+    pub fn start_senders(&mut self) -> Result<(), LiveError> {
         for (i, f) in self.sc.flows.iter().enumerate() {
             let ctx = self.ctx(i, false);
             let dst = SocketAddr::new(self.built.node_addr[listen_node(f)], self.ports[i]);
@@ -256,8 +256,7 @@ impl<'a> FlowThreads<'a> {
                 FlowKind::App { .. } => app_initiator(f),
                 _ => f.src,
             };
-            // The simulator's seed for the flow's endpoints.
-            let seed = l4s_core::Rng::derive(seed, 0x3000 + i as u64).next_u64();
+            let seed = self.sc.flow_seed(i);
             let h = self.built.nodes[node].spawn("l4s-tx", move || send(ctx, kind, dst, bind, nominal, seed))?;
             self.senders.push(h);
         }

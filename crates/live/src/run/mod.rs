@@ -327,7 +327,7 @@ fn run_built(
     // 3. Time 0: queue meters start counting, senders start at their flows' start times.
     fwd.set_origin(clock.mono0());
     let cpu0 = results::cpu_times();
-    threads.start_senders(seed)?;
+    threads.start_senders()?;
     // 4. Snapshots and progress on this thread until the end, or an interrupt.
     let mut snap = match opts.snapshots.take() {
         Some((interval, fw, qw)) => Some(
