@@ -63,7 +63,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::sync::atomic::Ordering;
 
 pub const VERSION: u8 = 1;
 /// Bytes of a request's header (the smallest request).
@@ -234,7 +233,7 @@ fn run_query_server(ctx: &FlowCtx, cfg: &AppConfig, sock: EcnUdpSocket) {
     let mut buf = vec![0u8; 65_536];
     loop {
         let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+        if ctx.done(now) {
             return;
         }
         loop {
@@ -276,7 +275,7 @@ fn run_tcp_server(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
     let mut fds = Vec::new();
     loop {
         let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+        if ctx.done(now) {
             break;
         }
         loop {
@@ -683,7 +682,7 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
     let mut ids = Vec::new();
     loop {
         let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+        if ctx.done(now) {
             return;
         }
         if now >= ctx.stop {
@@ -720,7 +719,7 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
             loop {
                 match u.recv_from(&mut inb) {
                     Ok(g) => {
-                        let at = Time(ctx.clock.now().as_nanos().saturating_sub(g.queued.as_nanos() as u64));
+                        let at = g.arrival(ctx.clock.now());
                         if let Some((true, id, _)) = decode_query(&inb[..g.len]) {
                             ctx.meter.lock().on_arrival(
                                 at,
@@ -774,7 +773,7 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
 pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u64) {
     precise_timers();
     ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
-    let done = |now: Time| now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed);
+    let done = |now: Time| ctx.done(now);
     if done(ctx.clock.now()) {
         return;
     }
@@ -895,7 +894,7 @@ pub fn run_sync_sink(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
     let mut completions = Vec::new();
     loop {
         let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(Ordering::Relaxed) {
+        if ctx.done(now) {
             return;
         }
         let Some(c) = conn.as_mut() else {

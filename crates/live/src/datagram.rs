@@ -81,7 +81,7 @@ fn drive<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: E, dst: Opt
     let mut send_errors = 0u64;
     loop {
         let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(std::sync::atomic::Ordering::Relaxed) {
+        if ctx.done(now) {
             break;
         }
         if !closed && now >= ctx.stop {
@@ -98,8 +98,7 @@ fn drive<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: E, dst: Opt
                     return;
                 }
             };
-            // The arrival time in the kernel, not when this thread got round to it.
-            let at = Time(ctx.clock.now().as_nanos().saturating_sub(got.queued.as_nanos() as u64));
+            let at = got.arrival(ctx.clock.now());
             if got.truncated {
                 continue;
             }

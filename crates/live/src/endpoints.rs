@@ -87,15 +87,13 @@ pub struct FlowCtx {
 }
 
 impl FlowCtx {
-    fn done(&self, now: Time) -> bool {
+    /// The run has reached its end, or was stopped.
+    pub(crate) fn done(&self, now: Time) -> bool {
         now >= self.end || self.stop_flag.load(Ordering::Relaxed)
     }
 }
 
-/// Ask for precise timer wake-ups on this thread (1 ns timer slack instead of 50 µs).
-pub fn precise_timers() {
-    let _ = sys::set_timer_slack(1);
-}
+pub use l4s_fwd::afpacket::precise_timers;
 
 /// Wait until `fd` is readable (or writable with `write`) or `timeout` passes.
 pub fn wait_fd(fd: RawFd, write: bool, timeout: Dur) -> io::Result<bool> {

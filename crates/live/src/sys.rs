@@ -5,7 +5,7 @@
 //! dependency:
 //!
 //! * descriptors are [`OwnedFd`](std::os::fd::OwnedFd) (closed on drop; [`socket`], from
-//!   l4s-fwd's `sys` like [`setsockopt_int`], [`ppoll`] and [`set_timer_slack`], is the only
+//!   l4s-fwd's `sys` like [`setsockopt_int`] and [`ppoll`], is the only
 //!   place one is made from a raw number) or borrowed as [`BorrowedFd`] for the length of a call;
 //! * failures are [`io::Result`], with `errno` read right after the failing call;
 //! * memory crosses as slices, values or types built here ([`Tos`], [`RecvMeta`],
@@ -16,7 +16,7 @@
 //!   thread are not offered: socket options take an `int` ([`setsockopt_int`]) or are named
 //!   ([`set_tcp_congestion`], [`tcp_info`]), the one control message a datagram is sent
 //!   with is its TOS / Traffic Class ([`Tos`]), `ioctl` reads a send queue's length only
-//!   ([`send_queue_len`]), `prctl` sets the timer slack only ([`set_timer_slack`]);
+//!   ([`send_queue_len`]) (the timer slack is l4s-fwd's `precise_timers`);
 //! * control messages the kernel returns are read only within the bytes it wrote, each
 //!   after its length is checked; unknown ones are skipped.
 //!
@@ -33,7 +33,7 @@ use libc::c_int;
 
 // The common calls, shared with the forwarder.
 use l4s_fwd::sys::{cvt, cvt_len, empty_msghdr};
-pub use l4s_fwd::sys::{ppoll, set_timer_slack, setsockopt_int, socket};
+pub use l4s_fwd::sys::{ppoll, setsockopt_int, socket};
 
 // ------------------------------------------------------------------------------------------
 // Sockets and their options

@@ -213,7 +213,7 @@ pub fn run_tcp_tap(ctx: &FlowCtx, tap: Tap, flow: Match, side: Side, inflight: S
     let mut last_expire = Time::ZERO;
     loop {
         let now = ctx.clock.now();
-        if now >= ctx.end || ctx.stop_flag.load(std::sync::atomic::Ordering::Relaxed) {
+        if ctx.done(now) {
             break;
         }
         loop {

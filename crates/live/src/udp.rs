@@ -15,13 +15,13 @@
 //! * **Kernel receive timestamps.** `SO_TIMESTAMPNS` is on: the kernel stamps each datagram
 //!   with `CLOCK_REALTIME` when it arrives, and [`Received::queued`] tells how long it then
 //!   waited in the socket buffer, so that a one-way delay measured with the monotonic
-//!   clock at `recvmsg` can be corrected to the arrival time ([`Received::arrival_mono`]).
+//!   clock at `recvmsg` can be corrected to the arrival time ([`Received::arrival`]).
 //!
 //! Nothing here panics on what arrives from the network: control messages are checked
 //! for length before they are read, and unknown ones are skipped.
 
 use crate::sys;
-use l4s_core::Ecn;
+use l4s_core::{Ecn, Time};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
@@ -50,10 +50,11 @@ impl Received {
     pub fn ecn(&self) -> Option<Ecn> {
         self.tos.map(Ecn::from_bits)
     }
-    /// A monotonic reading taken right after `recvmsg`, moved back by the time the datagram
-    /// sat in the socket buffer: the monotonic time of its arrival in the kernel.
-    pub fn arrival_mono(&self, mono_after_recv: Duration) -> Duration {
-        mono_after_recv.saturating_sub(self.queued)
+    /// A reading of the run's clock taken right after `recvmsg`, moved back by the time
+    /// the datagram sat in the socket buffer: when it arrived in the kernel, not when this
+    /// thread got round to it.
+    pub fn arrival(&self, now_after_recv: Time) -> Time {
+        Time(now_after_recv.as_nanos().saturating_sub(self.queued.as_nanos() as u64))
     }
 }
 
