@@ -52,7 +52,7 @@
 //! size (queries) or the reply size (replies). Servers close a connection that sends
 //! anything else; nothing here panics on what arrives.
 
-use crate::endpoints::{poll, precise_timers, tcp_connect_start, tcp_info, would_block, FlowCtx, TICK};
+use crate::endpoints::{no_datagram, poll, precise_timers, tcp_connect_start, tcp_info, would_block, FlowCtx, TICK};
 use crate::sys;
 use crate::udp::EcnUdpSocket;
 use l4s_apps::schedule::{next_object, ChunkSource, Instance, Schedule, Unit};
@@ -239,7 +239,7 @@ fn run_query_server(ctx: &FlowCtx, cfg: &AppConfig, sock: EcnUdpSocket) {
         loop {
             let got = match sock.recv_from(&mut buf) {
                 Ok(g) => g,
-                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) if no_datagram(&e) => break,
                 Err(e) => {
                     ctx.meter.fail(format!("flow {}: receiving queries: {e}", ctx.name));
                     return;
@@ -730,7 +730,7 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
                             cl.on_reply(at, id);
                         }
                     }
-                    Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                    Err(e) if no_datagram(&e) => break,
                     Err(e) => {
                         ctx.meter.fail(format!("flow {}: receiving replies: {e}", ctx.name));
                         return;

@@ -12,13 +12,12 @@
 //! kinds (their encoding on the wire, [`crate::wire`], and what is measured of a packet)
 //! is the [`LiveEndpoint`] trait.
 
-use crate::endpoints::{precise_timers, wait_fd, would_block, FlowCtx, TICK};
+use crate::endpoints::{no_datagram, precise_timers, wait_fd, FlowCtx, TICK};
 use crate::meter::LiveFlow;
 use crate::udp::EcnUdpSocket;
 use crate::wire;
 use l4s_core::{Ecn, Time};
 use l4s_transport::Transmit;
-use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 
@@ -92,7 +91,7 @@ fn drive<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: E, dst: Opt
         loop {
             let got = match sock.recv_from(&mut inb) {
                 Ok(g) => g,
-                Err(e) if would_block(&e) || e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) if no_datagram(&e) => break,
                 Err(e) => {
                     ctx.meter.fail(format!("flow {}: receiving: {e}", ctx.name));
                     return;

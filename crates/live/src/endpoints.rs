@@ -128,6 +128,13 @@ pub(crate) fn would_block(e: &io::Error) -> bool {
     )
 }
 
+/// A receive on a UDP socket that found no datagram: [`would_block`], or the ICMP port
+/// unreachable that an earlier send drew, which Linux reports on the socket's next call
+/// (RFC 1122 §4.1.3.3); the peer's socket may not be open yet, or be closed already.
+pub(crate) fn no_datagram(e: &io::Error) -> bool {
+    would_block(e) || e.kind() == io::ErrorKind::ConnectionRefused
+}
+
 /// Longest wait of an endpoint thread between checks of the stop flag and the flow's
 /// times, and the interval of a sender's statistics reports.
 pub(crate) const TICK: Dur = Dur::from_millis(10);
