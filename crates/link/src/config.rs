@@ -1,9 +1,10 @@
-//! A link from its description: the wire's rate, delay, queue, fault and rate schedule,
-//! and an optional loss model around it.
+//! A link from its description: the wire's rate, delay, queue, fault and rate schedule
+//! (or a capacity trace instead of the rate), and an optional loss model around it.
 
-use crate::{GilbertElliott, GilbertElliottConfig, Link, LinkPacket, RateSchedule, Wired};
+use crate::{GilbertElliott, GilbertElliottConfig, Link, LinkPacket, RateSchedule, Trace, TraceLink, Wired};
 use l4s_aqm::AqmConfig;
 use l4s_core::{Dur, Rate, Rng};
+use std::sync::Arc;
 
 /// Loss on the wire.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,6 +24,9 @@ pub struct LinkConfig {
     pub loss: Option<LossModel>,
     /// Longest lateness a real-time driver's serialiser makes up for (see [`crate::wired`]).
     pub max_lag: Dur,
+    /// Capacity as delivery opportunities ([`crate::trace`]) instead of `rate` and
+    /// `schedule`.
+    pub trace: Option<Arc<Trace>>,
 }
 
 impl LinkConfig {
@@ -36,6 +40,7 @@ impl LinkConfig {
             schedule: RateSchedule::default(),
             loss: None,
             max_lag: Dur::from_millis(2),
+            trace: None,
         }
     }
 }
@@ -44,15 +49,18 @@ impl LinkConfig {
 /// loss model draws from its own stream derived from it.
 pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Link<P>> {
     let loss_seed = rng.clone().next_u64();
-    let wire: Box<dyn Link<P>> = Box::new(Wired::new(
-        cfg.rate,
-        cfg.delay,
-        &cfg.aqm,
-        cfg.fault,
-        cfg.schedule.clone(),
-        cfg.max_lag,
-        rng,
-    ));
+    let wire: Box<dyn Link<P>> = match &cfg.trace {
+        Some(t) => Box::new(TraceLink::new(t.clone(), cfg.delay, &cfg.aqm, cfg.fault, rng)),
+        None => Box::new(Wired::new(
+            cfg.rate,
+            cfg.delay,
+            &cfg.aqm,
+            cfg.fault,
+            cfg.schedule.clone(),
+            cfg.max_lag,
+            rng,
+        )),
+    };
     match cfg.loss {
         None => wire,
         Some(LossModel::GilbertElliott(ge)) => Box::new(GilbertElliott::new(wire, ge, Rng::derive(loss_seed, 0x6745))),

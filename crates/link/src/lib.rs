@@ -16,6 +16,8 @@
 //! * [`wired::Wired`]: one direction of a wire: a faulty middlebox ([`fault`]), a queue
 //!   discipline, a serialiser at the link rate with its [`schedule::RateSchedule`], and a
 //!   propagation delay line.
+//! * [`trace::TraceLink`]: one direction of a trace-driven link: capacity as Mahimahi's
+//!   delivery opportunities, replayed from a [`trace::Trace`].
 //! * [`gilbert_elliott::GilbertElliott`]: bursty loss on the wire (two-state Markov
 //!   chain), around any other link.
 //! * [`config::LinkConfig`] and [`build`]: a link from its scenario description.
@@ -38,12 +40,14 @@ pub mod config;
 pub mod fault;
 pub mod gilbert_elliott;
 pub mod schedule;
+pub mod trace;
 pub mod wired;
 
 pub use config::{build, LinkConfig, LossModel};
 pub use fault::{Fault, FaultKind};
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
 pub use schedule::RateSchedule;
+pub use trace::{Trace, TraceError, TraceLink};
 pub use wired::Wired;
 
 use l4s_aqm::{DropReason, QueueId, QueueStats};

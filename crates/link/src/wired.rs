@@ -23,8 +23,8 @@
 //! A link without a rate has no queue and no serialiser: a pure delay line, or, without a
 //! delay either, a packet leaves the moment it enters.
 //!
-//! Each of the four stages asks for its own wake-ups ([`TX_DONE`], [`ARRIVE`], [`QDISC`],
-//! [`RATE`]), one per packet finishing its serialisation, one per head of the delay line,
+//! The serialiser, the delay line, the queue discipline and the rate schedule each ask
+//! for their own wake-ups ([`TX_DONE`], [`ARRIVE`], [`QDISC`], [`RATE`]), one per packet finishing its serialisation, one per head of the delay line,
 //! so that the simulator orders simultaneous events exactly as they were caused.
 
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Port, QueueInfo, RateSchedule, Timer};
@@ -59,8 +59,8 @@ pub struct Wired<P> {
     tx: Option<P>,
     /// When the link is free again (the end of the last serialisation).
     free_at: Time,
-    /// Packets on the wire, with the time they reach port 1.
-    line: VecDeque<(Time, P)>,
+    /// Packets on the wire.
+    line: DelayLine<P>,
     /// Deadline of the queue discipline's pending timer request.
     qdisc_timer: Option<Time>,
     drops: Vec<Dropped<P>>,
@@ -97,7 +97,7 @@ impl<P: LinkPacket + 'static> Wired<P> {
             origin: None,
             tx: None,
             free_at: Time::ZERO,
-            line: VecDeque::new(),
+            line: DelayLine::default(),
             qdisc_timer: None,
             drops: Vec::new(),
             stats: LinkStats::default(),
@@ -163,11 +163,61 @@ impl<P: LinkPacket + 'static> Wired<P> {
 
     /// Put a packet on the wire at `at` (the end of its serialisation).
     fn propagate(&mut self, pkt: P, at: Time, io: &mut Io<'_, P>) {
-        let due = at + self.delay;
-        self.line.push_back((due, pkt));
-        if self.line.len() == 1 {
-            io.wake(ARRIVE, due);
+        self.line.push(pkt, at + self.delay, io, ARRIVE);
+    }
+}
+
+/// Rewrite a packet's ECN field as `fault` does, from its start (counted from `origin`, the
+/// run's time 0; no fault before it is known).
+pub(crate) fn apply_fault<P: LinkPacket>(fault: Option<Fault>, origin: Option<Time>, now: Time, pkt: &mut P) {
+    if let (Some(f), Some(origin)) = (fault, origin) {
+        if now >= origin + f.start {
+            let e = f.kind.apply(pkt.ecn());
+            if e != pkt.ecn() {
+                pkt.set_ecn(e);
+            }
         }
+    }
+}
+
+/// A propagation delay line towards port 1. Constant delays keep the order, so it is a
+/// FIFO and only its head has a wake-up.
+pub(crate) struct DelayLine<P> {
+    q: VecDeque<(Time, P)>,
+}
+
+impl<P> Default for DelayLine<P> {
+    fn default() -> Self {
+        DelayLine { q: VecDeque::new() }
+    }
+}
+
+impl<P> DelayLine<P> {
+    /// `pkt` reaches port 1 at `due`; the head's wake-up is asked for with `timer`. A
+    /// packet already due with nothing ahead of it leaves at once.
+    pub(crate) fn push(&mut self, pkt: P, due: Time, io: &mut Io<'_, P>, timer: Timer) {
+        if self.q.is_empty() && due <= io.now {
+            io.deliver(1, pkt, due);
+            return;
+        }
+        self.q.push_back((due, pkt));
+        if self.q.len() == 1 {
+            io.wake(timer, due);
+        }
+    }
+
+    /// The head's wake-up: deliver it if it is due and ask for the next one.
+    pub(crate) fn arrive(&mut self, io: &mut Io<'_, P>, timer: Timer) {
+        if self.q.front().is_none_or(|(due, _)| *due > io.now) {
+            return;
+        }
+        let Some((due, pkt)) = self.q.pop_front() else {
+            return;
+        };
+        if let Some((next, _)) = self.q.front() {
+            io.wake(timer, *next);
+        }
+        io.deliver(1, pkt, due);
     }
 }
 
@@ -188,14 +238,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
 
     fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
         let now = io.now;
-        if let (Some(f), Some(origin)) = (self.fault, self.origin) {
-            if now >= origin + f.start {
-                let e = f.kind.apply(pkt.ecn());
-                if e != pkt.ecn() {
-                    pkt.set_ecn(e);
-                }
-            }
-        }
+        apply_fault(self.fault, self.origin, now, &mut pkt);
         if self.rate.is_none() {
             if self.delay.is_zero() {
                 io.deliver(1, pkt, now);
@@ -239,18 +282,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
                     self.start_tx(io);
                 }
             }
-            ARRIVE => {
-                if self.line.front().is_none_or(|(due, _)| *due > io.now) {
-                    return;
-                }
-                let Some((due, pkt)) = self.line.pop_front() else {
-                    return;
-                };
-                if let Some((next, _)) = self.line.front() {
-                    io.wake(ARRIVE, *next);
-                }
-                io.deliver(1, pkt, due);
-            }
+            ARRIVE => self.line.arrive(io, ARRIVE),
             QDISC => {
                 // Superseded requests are ignored.
                 if self.qdisc_timer != Some(at) {
