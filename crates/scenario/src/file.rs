@@ -60,6 +60,11 @@ pub struct TopologyTable {
     pub rate_schedule: Option<RateScheduleTable>,
     /// Loss on the bottleneck's forward wire.
     pub loss: Option<LossTable>,
+    /// A Mahimahi capacity trace for the bottleneck's forward direction, instead of `rate`
+    /// (a path, relative to the scenario file).
+    pub trace: Option<String>,
+    /// A capacity trace for the reverse direction, instead of `reverse_rate`.
+    pub reverse_trace: Option<String>,
     // --- custom ---
     #[serde(default)]
     pub nodes: Vec<NodeTable>,
@@ -96,6 +101,11 @@ pub struct LinkTable {
     pub rate_schedule: Option<RateScheduleTable>,
     /// Loss on the forward wire.
     pub loss: Option<LossTable>,
+    /// A Mahimahi capacity trace for the forward direction, instead of `rate` (a path,
+    /// relative to the scenario file).
+    pub trace: Option<String>,
+    /// A capacity trace for the reverse direction, instead of `reverse_rate`.
+    pub reverse_trace: Option<String>,
 }
 
 /// `loss = { model = "gilbert-elliott", loss_good = 0.0, loss_bad = 0.5, mean_good = "1s",

@@ -109,6 +109,9 @@ pub struct Link {
     pub schedule: RateSchedule,
     /// Loss on the wire (`loss`).
     pub loss: Option<LossModel>,
+    /// Capacity as Mahimahi delivery opportunities (`trace`); `rate` is then the trace's
+    /// mean.
+    pub trace: Option<std::sync::Arc<l4s_link::Trace>>,
 }
 
 impl Link {
@@ -118,6 +121,7 @@ impl Link {
             fault: self.fault,
             schedule: self.schedule.clone().ending_at(end),
             loss: self.loss,
+            trace: self.trace.clone(),
             ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
         }
     }

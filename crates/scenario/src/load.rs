@@ -5,9 +5,11 @@ use crate::file::{File, FlowTable, LinkTable};
 use crate::{Flow, Link, Node, Scenario, TcpEcn};
 use l4s_aqm::config::{AqmConfig, FifoConfig};
 use l4s_core::{units, Dur, Ecn, Rate};
+use l4s_link::Trace;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Read and validate a scenario file.
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
@@ -247,6 +249,67 @@ fn parse_loss(
     }
 }
 
+/// A `trace` key: a Mahimahi capacity trace read from `path`, relative to the scenario
+/// file's directory. A problem in the file names the trace's own line.
+fn load_trace(cx: &ErrCtx, at: &[Seg], path: Option<&str>) -> Result<Option<Arc<Trace>>, ScenarioError> {
+    let Some(p) = path else { return Ok(None) };
+    let full = cx.file.parent().unwrap_or(std::path::Path::new("")).join(p);
+    let file = std::fs::File::open(&full)
+        .map_err(|e| cx.at(at, format!("cannot read the trace file {}: {e}", full.display())))?;
+    let t = Trace::read(std::io::BufReader::new(file)).map_err(|e| {
+        let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();
+        cx.at(
+            at,
+            format!(
+                "{}{line}: {} (a Mahimahi trace: one delivery time in milliseconds per line, not decreasing, the last above 0)",
+                full.display(),
+                e.message
+            ),
+        )
+    })?;
+    Ok(Some(Arc::new(t)))
+}
+
+/// A direction's capacity: its `rate` or its `trace` (whose mean then stands for the rate),
+/// never both; a trace has no rate schedule.
+fn rate_or_trace(
+    cx: &ErrCtx,
+    at: &[Seg],
+    (rate_key, rate): (&str, Option<Rate>),
+    (trace_key, trace): (&str, Option<&str>),
+    schedule_given: bool,
+) -> Result<(Option<Rate>, Option<Arc<Trace>>), ScenarioError> {
+    let trace = load_trace(cx, &join(at, &[key(trace_key)]), trace)?;
+    let Some(t) = trace else {
+        return Ok((rate, None));
+    };
+    if rate.is_some() {
+        return Err(cx.at(
+            &join(at, &[key(rate_key)]),
+            format!("a direction with a `{trace_key}` takes its capacity from it: remove `{rate_key}`"),
+        ));
+    }
+    if schedule_given {
+        return Err(cx.at(
+            &join(at, &[key("rate_schedule")]),
+            format!("a direction with a `{trace_key}` takes its capacity over time from it: remove `rate_schedule`"),
+        ));
+    }
+    Ok((Some(t.mean_rate()), Some(t)))
+}
+
+/// The reverse direction's capacity: its own, or else the forward direction's trace
+/// (replayed on its own), as a reverse rate defaults to the forward rate.
+fn reverse_capacity(
+    given: (Option<Rate>, Option<Arc<Trace>>),
+    forward: &Option<Arc<Trace>>,
+) -> (Option<Rate>, Option<Arc<Trace>>) {
+    match (given, forward) {
+        ((None, None), Some(t)) => (Some(t.mean_rate()), Some(t.clone())),
+        (g, _) => g,
+    }
+}
+
 fn default_reverse_aqm() -> AqmConfig {
     AqmConfig::Fifo(FifoConfig::default())
 }
@@ -315,13 +378,30 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     ));
                 }
             }
-            let rate = topo.rate.ok_or_else(|| {
+            check_rate(cx, &join(&tp, &[key("rate")]), topo.rate)?;
+            let (rate, trace) = rate_or_trace(
+                cx,
+                &tp,
+                ("rate", topo.rate),
+                ("trace", topo.trace.as_deref()),
+                topo.rate_schedule.is_some(),
+            )?;
+            let rate = rate.ok_or_else(|| {
                 cx.at(
                     &tp,
-                    "required key `rate` is missing: the bottleneck rate, such as \"100Mbit\"",
+                    "required key `rate` is missing: the bottleneck rate, such as \"100Mbit\" (or a capacity `trace`)",
                 )
             })?;
-            check_rate(cx, &join(&tp, &[key("rate")]), Some(rate))?;
+            let (reverse_rate, reverse_trace) = reverse_capacity(
+                rate_or_trace(
+                    cx,
+                    &tp,
+                    ("reverse_rate", topo.reverse_rate),
+                    ("reverse_trace", topo.reverse_trace.as_deref()),
+                    false,
+                )?,
+                &trace,
+            );
             check_rate(cx, &join(&tp, &[key("reverse_rate")]), topo.reverse_rate)?;
             check_rate(cx, &join(&tp, &[key("access_rate")]), topo.access_rate)?;
             let bdelay = topo.delay.unwrap_or(Dur::ZERO);
@@ -356,18 +436,20 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     sc.duration,
                 )?,
                 loss: parse_loss(cx, &join(&tp, &[key("loss")]), topo.loss.as_ref())?,
+                trace,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
                 from: 1,
                 to: 0,
-                rate: Some(topo.reverse_rate.unwrap_or(rate)),
+                rate: Some(reverse_rate.unwrap_or(rate)),
                 delay: bdelay,
                 aqm: raqm,
                 bottleneck: false,
                 fault: None,
                 schedule: Default::default(),
                 loss: None,
+                trace: reverse_trace,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -419,6 +501,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     fault: None,
                     schedule: Default::default(),
                     loss: None,
+                    trace: None,
                 });
                 links.push(Link {
                     name: format!("left->{}.src", f.name),
@@ -431,6 +514,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     fault: None,
                     schedule: Default::default(),
                     loss: None,
+                    trace: None,
                 });
                 links.push(Link {
                     name: format!("right->{}.dst", f.name),
@@ -443,6 +527,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     fault: None,
                     schedule: Default::default(),
                     loss: None,
+                    trace: None,
                 });
                 links.push(Link {
                     name: format!("{}.dst->right", f.name),
@@ -455,6 +540,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     fault: None,
                     schedule: Default::default(),
                     loss: None,
+                    trace: None,
                 });
                 flow_ends.push((s, d));
             }
@@ -471,6 +557,8 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 ("fault", topo.fault.is_some()),
                 ("rate_schedule", topo.rate_schedule.is_some()),
                 ("loss", topo.loss.is_some()),
+                ("trace", topo.trace.is_some()),
+                ("reverse_trace", topo.reverse_trace.is_some()),
             ] {
                 if present {
                     return Err(cx.at(&join(&tp, &[key(k)]), "this key belongs to a dumbbell; a custom topology sets rates, delays and queues on each [[topology.links]]"));
@@ -593,6 +681,23 @@ fn add_custom_link(
     }
     check_rate(cx, &join(lp, &[key("rate")]), l.rate)?;
     check_rate(cx, &join(lp, &[key("reverse_rate")]), l.reverse_rate)?;
+    let (rate, trace) = rate_or_trace(
+        cx,
+        lp,
+        ("rate", l.rate),
+        ("trace", l.trace.as_deref()),
+        l.rate_schedule.is_some(),
+    )?;
+    let (reverse_rate, reverse_trace) = reverse_capacity(
+        rate_or_trace(
+            cx,
+            lp,
+            ("reverse_rate", l.reverse_rate),
+            ("reverse_trace", l.reverse_trace.as_deref()),
+            false,
+        )?,
+        &trace,
+    );
     let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
     let has_aqm = l.aqm.is_some();
     let aqm = parse_aqm(
@@ -601,7 +706,7 @@ fn add_custom_link(
         l.aqm,
         AqmConfig::Fifo(FifoConfig::default()),
     )?;
-    if has_aqm && l.rate.is_none() {
+    if has_aqm && rate.is_none() {
         return Err(cx.at(
             &join(lp, &[key("aqm")]),
             "a queue discipline needs a link `rate` (a link without a rate never queues)",
@@ -614,19 +719,20 @@ fn add_custom_link(
         name: name.clone(),
         from: a,
         to: b,
-        rate: l.rate,
+        rate,
         delay: l.delay,
         aqm,
-        bottleneck: has_aqm,
+        bottleneck: has_aqm || trace.is_some(),
         fault: parse_fault(cx, &join(lp, &[key("fault")]), l.fault.as_ref(), duration)?,
         schedule: parse_rate_schedule(
             cx,
             &join(lp, &[key("rate_schedule")]),
             l.rate_schedule.as_ref(),
-            l.rate,
+            rate,
             duration,
         )?,
         loss: parse_loss(cx, &join(lp, &[key("loss")]), l.loss.as_ref())?,
+        trace,
     });
     if l.bidirectional {
         let raqm = parse_aqm(
@@ -639,19 +745,21 @@ fn add_custom_link(
             name: format!("{name}-reverse"),
             from: b,
             to: a,
-            rate: l.reverse_rate.or(l.rate),
+            rate: reverse_rate.or(rate),
             delay: l.reverse_delay.unwrap_or(l.delay),
             aqm: raqm,
             bottleneck: false,
             fault: None,
             schedule: Default::default(),
             loss: None,
+            trace: reverse_trace,
         });
     } else {
         for (k, p) in [
             ("reverse_rate", l.reverse_rate.is_some()),
             ("reverse_delay", l.reverse_delay.is_some()),
             ("reverse_aqm", l.reverse_aqm.is_some()),
+            ("reverse_trace", l.reverse_trace.is_some()),
         ] {
             if p {
                 return Err(cx.at(

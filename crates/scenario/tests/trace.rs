@@ -1,0 +1,137 @@
+//! Capacity traces on links: read relative to the scenario file, instead of a rate, and
+//! bad ones refused with the trace's own line and the key that names it.
+
+use std::path::{Path, PathBuf};
+
+fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("l4s-scenario-trace-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("traces")).unwrap();
+    d
+}
+
+const DUMBBELL: &str = "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrtt = \"20ms\"\nTOPO\n[[flows]]\nname = \"f\"\ntype = \"udp-prague\"\n";
+
+fn load(d: &Path, topo: &str) -> Result<l4s_scenario::Scenario, String> {
+    let f = d.join("s.toml");
+    let text = DUMBBELL.replace("TOPO", topo);
+    std::fs::write(&f, &text).unwrap();
+    l4s_scenario::load_file(&f).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_dumbbell_bottleneck_replays_a_trace_named_relative_to_the_scenario() {
+    let d = dir("ok");
+    // Two opportunities every 3 ms; the reverse direction replays its own trace.
+    std::fs::write(d.join("traces/down"), "3\n3\n").unwrap();
+    std::fs::write(d.join("traces/up"), "1\n").unwrap();
+    let sc = load(&d, "trace = \"traces/down\"\nreverse_trace = \"traces/up\"").unwrap();
+    let fwd = &sc.links[0];
+    let t = fwd.trace.as_ref().expect("the bottleneck has the trace");
+    assert_eq!(t.times_ms(), [3, 3]);
+    // The rate that stands for it is its mean: 2 × 1504 bytes per 3 ms.
+    assert_eq!(fwd.rate.unwrap().bits_per_sec(), 2 * 1504 * 8 * 1000 / 3);
+    let cfg = fwd.config(sc.duration);
+    assert!(cfg.trace.is_some() && cfg.schedule.steps.is_empty());
+    let rev = &sc.links[1];
+    assert_eq!(rev.trace.as_ref().unwrap().times_ms(), [1]);
+    assert_eq!(rev.rate.unwrap().bits_per_sec(), 12_032_000);
+    // Without reverse_trace, the reverse direction replays the forward trace.
+    let sc = load(&d, "trace = \"traces/down\"").unwrap();
+    assert_eq!(sc.links[1].trace.as_ref().unwrap().times_ms(), [3, 3]);
+    // A rate still gives a plain wire.
+    let sc = load(&d, "rate = \"10Mbit\"").unwrap();
+    assert!(sc.links[0].trace.is_none() && sc.links[1].trace.is_none());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_custom_link_takes_a_trace_instead_of_its_rate() {
+    let d = dir("custom");
+    std::fs::write(d.join("cell.down"), "1\n2\n2\n").unwrap();
+    let text = r#"[scenario]
+duration = "3s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "server"
+[[topology.nodes]]
+name = "phone"
+[[topology.links]]
+name = "cell"
+from = "server"
+to = "phone"
+delay = "10ms"
+trace = "cell.down"
+reverse_rate = "5Mbit"
+aqm = { kind = "dualpi2" }
+[[flows]]
+name = "f"
+type = "udp-prague"
+from = "server"
+to = "phone"
+"#;
+    let f = d.join("c.toml");
+    std::fs::write(&f, text).unwrap();
+    let sc = l4s_scenario::load_file(&f).unwrap();
+    assert!(sc.links[0].trace.is_some() && sc.links[0].bottleneck);
+    assert!(sc.links[1].trace.is_none());
+    assert_eq!(sc.links[1].rate.unwrap().bits_per_sec(), 5_000_000);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_traces_are_refused_with_the_file_the_line_and_the_key() {
+    let d = dir("bad");
+    std::fs::write(d.join("decreasing"), "1\n5\n4\n").unwrap();
+    std::fs::write(d.join("words"), "1\nten\n").unwrap();
+    std::fs::write(d.join("empty"), "").unwrap();
+    std::fs::write(d.join("zero"), "0\n").unwrap();
+    std::fs::write(d.join("ok"), "1\n").unwrap();
+    let tr = |name: &str| d.join(name).display().to_string();
+    for (topo, says) in [
+        (
+            "trace = \"decreasing\"".to_string(),
+            format!(
+                "topology.trace: {}:3: 4 is before the previous time, 5",
+                tr("decreasing")
+            ),
+        ),
+        (
+            "trace = \"words\"".to_string(),
+            format!(
+                "topology.trace: {}:2: \"ten\" is not a time in whole milliseconds",
+                tr("words")
+            ),
+        ),
+        (
+            "trace = \"empty\"".to_string(),
+            format!("topology.trace: {}: no delivery opportunities", tr("empty")),
+        ),
+        (
+            "trace = \"zero\"".to_string(),
+            format!("topology.trace: {}:1: the last time is 0", tr("zero")),
+        ),
+        (
+            "trace = \"missing\"".to_string(),
+            format!("topology.trace: cannot read the trace file {}", tr("missing")),
+        ),
+        (
+            "trace = \"ok\"\nrate = \"10Mbit\"".to_string(),
+            "topology.rate: a direction with a `trace` takes its capacity from it: remove `rate`".to_string(),
+        ),
+        (
+            "trace = \"ok\"\nrate_schedule = { steps = [{ at = \"1s\", rate = \"5Mbit\" }] }".to_string(),
+            "topology.rate_schedule: a direction with a `trace` takes its capacity over time from it".to_string(),
+        ),
+        (
+            "rate = \"10Mbit\"\nreverse_trace = \"ok\"\nreverse_rate = \"1Mbit\"".to_string(),
+            "topology.reverse_rate: a direction with a `reverse_trace` takes its capacity from it".to_string(),
+        ),
+    ] {
+        let e = load(&d, &topo).unwrap_err();
+        assert!(e.starts_with(&format!("{}:", d.join("s.toml").display())), "{e}");
+        assert!(e.contains(&says), "{topo}: {e}\n  expected: {says}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
