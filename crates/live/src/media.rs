@@ -273,7 +273,8 @@ mod tests {
         let fs = {
             let m = ctx.meter.lock();
             let mm = m.media.as_ref().unwrap();
-            mm.frames.finish_with_seen(end, mm.highest_seen)
+            mm.frames
+                .finish_with_seen(end, mm.baseline.map(|b| b.frames_encoded), mm.highest_seen)
         };
         (ctx.meter, fs, stall)
     }

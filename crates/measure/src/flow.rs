@@ -416,7 +416,7 @@ mod tests {
         }
         // After the window.
         m.on_frame(&frame(21, 2000, 2015));
-        let fs = m.frames.finish_with_seen(w.end, Some(21));
+        let fs = m.frames.finish_with_seen(w.end, None, Some(21));
         assert_eq!((fs.frames_complete, fs.frames_late), (20, 1));
         assert_eq!(m.delay.count(), 20);
         assert_eq!(m.delay.max_ns(), 40_000_000);

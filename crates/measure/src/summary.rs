@@ -117,7 +117,11 @@ pub fn summary(
                 (FlowKind::Media { params }, Some(mm)) => Some(crate::appmetrics::media_summary(
                     params,
                     &crate::appmetrics::MediaWindow {
-                        frames: mm.frames.finish_with_seen(window.end, mm.highest_seen),
+                        frames: mm.frames.finish_with_seen(
+                            window.end,
+                            mm.baseline.map(|b| b.frames_encoded),
+                            mm.highest_seen,
+                        ),
                         delay: &mm.delay,
                         targets: &mm.targets,
                         sender_end: mm.latest.unwrap_or_default(),

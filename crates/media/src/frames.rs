@@ -12,13 +12,16 @@
 //!   the first frame, and from the last frame to the end) longer than `stall_gap` counts
 //!   wholly as stall time. `stall_fraction = stall time / (end − start)`.
 //! * **Frame rate** = complete frames per second.
-//! * **Incomplete frames**: frames not all of whose packets were received. A frame is
-//!   declared incomplete once a later frame completes, or at [`FrameMeter::finish`] if the
-//!   receiver saw part of it ([`FrameMeter::finish_with_seen`]). A frame completing after
-//!   a later one (reordering) is counted complete and no longer incomplete. The first
-//!   complete frame is the meter's baseline: frames before it are not counted (a meter
-//!   started mid-flow knows nothing of them; a loss of the very first frames shows as
-//!   stall time from the start).
+//! * **Incomplete frames**: frames not all of whose packets were received by the end. A
+//!   frame is declared incomplete once a later frame completes, or at
+//!   [`FrameMeter::finish_with_seen`] if the receiver saw part of it. A frame completing
+//!   after a later one (reordering) is counted complete and no longer incomplete. Frames
+//!   are numbered from the window's first frame when the caller knows it (the sender's
+//!   count of frames encoded when the window opened, `first_in_window`): then a frame of
+//!   the window that never completes is incomplete even if no frame before it, or none at
+//!   all, completed. Without it the first complete frame is the meter's baseline and the
+//!   frames before it are not counted (a meter started mid-flow knows nothing of them; a
+//!   loss of the very first frames then shows only as stall time from the start).
 //! * **Window**: a meter started at `start` counts (complete, incomplete, late, delay) only
 //!   frames captured at or after `start`, the frames the sender's `frames_encoded` counts
 //!   over the same window, so `complete + incomplete ≤ frames encoded`. A frame captured
@@ -106,7 +109,9 @@ pub struct FrameSummary {
     pub stall_fraction: f64,
     /// Complete frames per second over the run.
     pub mean_fps: f64,
-    /// Late frames / complete frames (0 without frames).
+    /// Frames late or incomplete / (complete + incomplete) frames: the fraction of the
+    /// window's frames the receiver did not have in time (0 without frames; 1 when no frame
+    /// completed but some were seen).
     pub late_fraction: f64,
 }
 
@@ -126,6 +131,12 @@ pub struct FrameMeter {
     any_frame: bool,
     /// `next_expected` was set by a frame captured before the window.
     pre_window_baseline: bool,
+    /// The number of the first frame counted, when it was the baseline (no frame captured
+    /// before the window completed before it): frames of the window before it are only
+    /// known incomplete once the window's first frame is known.
+    first_counted: Option<u64>,
+    /// Frames numbered below `first_counted` that completed (reordered): not incomplete.
+    below_first: u64,
     complete: u64,
     late: u64,
     incomplete: u64,
@@ -152,6 +163,8 @@ impl FrameMeter {
             next_expected: 0,
             any_frame: false,
             pre_window_baseline: false,
+            first_counted: None,
+            below_first: 0,
             complete: 0,
             late: 0,
             incomplete: 0,
@@ -209,9 +222,15 @@ impl FrameMeter {
             } else {
                 0
             };
+            if !self.any_frame && !self.pre_window_baseline {
+                self.first_counted = Some(f.frame);
+            }
             self.incomplete += gap;
             self.iv_incomplete += gap;
             self.next_expected = f.frame.saturating_add(1);
+        } else if self.first_counted.is_some_and(|b| f.frame < b) {
+            // Before the baseline: never declared incomplete, a leading gap less.
+            self.below_first += 1;
         } else {
             // A frame declared incomplete completed after all (reordering).
             self.incomplete = self.incomplete.saturating_sub(1);
@@ -263,24 +282,41 @@ impl FrameMeter {
         out
     }
 
-    /// Statistics of the run ending at `end`.
+    /// Statistics of the run ending at `end`, counting only the frames that completed and
+    /// the gaps between them.
     pub fn finish(&self, end: Time) -> FrameSummary {
-        self.finish_with_seen(end, None)
+        self.finish_with_seen(end, None, None)
     }
 
-    /// As [`FrameMeter::finish`], also counting as incomplete the frames after the last
-    /// complete one up to `highest_seen`, the highest frame of which the receiver got at
-    /// least one packet ([`crate::MediaReceiver::highest_frame_seen`]).
-    pub fn finish_with_seen(&self, end: Time, highest_seen: Option<u64>) -> FrameSummary {
+    /// As [`FrameMeter::finish`], also counting as incomplete every frame of the window
+    /// that never completed: those from `first_in_window`, the number of the window's first
+    /// frame (the sender's count of frames encoded when the window opened), to the first
+    /// complete one, and those after the last complete one up to `highest_seen`, the
+    /// highest frame of which the receiver got at least one packet
+    /// ([`crate::MediaReceiver::highest_frame_seen`]). With no complete frame, every frame
+    /// from `first_in_window` to `highest_seen` is incomplete. Frames after `highest_seen`
+    /// may still be in flight and are not counted.
+    pub fn finish_with_seen(&self, end: Time, first_in_window: Option<u64>, highest_seen: Option<u64>) -> FrameSummary {
         let mut stall = self.stall_total;
         let end = end.max(self.start);
         if end - self.last_complete > self.cfg.stall_gap {
             stall += end - self.stall_until.max(self.last_complete);
         }
         let mut incomplete = self.incomplete;
-        if let (Some(h), true) = (highest_seen, self.any_frame || self.pre_window_baseline) {
-            if h >= self.next_expected {
-                incomplete += h - self.next_expected + 1;
+        // Frames of the window before the first one counted.
+        if let (Some(first), Some(b)) = (first_in_window, self.first_counted) {
+            incomplete += b.saturating_sub(first).saturating_sub(self.below_first);
+        }
+        // The next frame not yet accounted for: after the last complete one, or the
+        // window's first frame if none completed.
+        let next = if self.any_frame || self.pre_window_baseline {
+            Some(self.next_expected)
+        } else {
+            first_in_window
+        };
+        if let (Some(h), Some(next)) = (highest_seen, next) {
+            if h >= next {
+                incomplete += h - next + 1;
             }
         }
         let mut sorted = self.delays.clone();
@@ -319,10 +355,10 @@ impl FrameMeter {
             } else {
                 self.complete as f64 / run.as_secs_f64()
             },
-            late_fraction: if self.complete == 0 {
+            late_fraction: if self.complete + incomplete == 0 {
                 0.0
             } else {
-                self.late as f64 / self.complete as f64
+                (self.late + incomplete) as f64 / (self.complete + incomplete) as f64
             },
         }
     }

@@ -454,3 +454,41 @@ fn feedback_conventions_and_cadences() {
         assert_eq!(s.tx.stats().lost_packets, 0, "{extra}");
     }
 }
+
+/// End to end, a stream whose every video frame loses its last packet (the marker): no
+/// frame completes, and every frame of the window the receiver saw part of is incomplete,
+/// numbered from the sender's count of frames encoded when the window opened. Before, a
+/// meter with no complete frame counted none of them (0 incomplete, late fraction 0).
+#[test]
+fn frames_that_never_complete_are_incomplete() {
+    let p = params("profile = \"cloud-gaming\"");
+    let mut net = Net::new(Rate::mbps(30), STEP_1MS, 10_000, OWD);
+    net.fwd_fault = Some((Time::ZERO, FwdFault::DropFrameTail));
+    let mut s = Sim::new(&p, net, 7);
+    let (start, end) = (Time::from_secs(1), Time::from_secs(6));
+    s.run_until(start);
+    let first = s.tx.media_stats().frames_encoded;
+    s.run_until(end);
+    let encoded = s.tx.media_stats().frames_encoded - first;
+    assert!(s.trace.frames.is_empty(), "{} frames completed", s.trace.frames.len());
+    let m = FrameMeter::new(
+        FrameMeterConfig {
+            frame_interval: p.frame_interval,
+            deadline: p.frame_deadline,
+            stall_gap: p.stall_gap,
+            base_owd: OWD,
+        },
+        start,
+    );
+    let highest = s.rx.highest_frame_seen().unwrap();
+    let fs = m.finish_with_seen(end, Some(first), Some(highest));
+    assert_eq!(fs.frames_complete, 0);
+    assert_eq!(fs.frames_incomplete, highest + 1 - first);
+    assert!(
+        fs.frames_incomplete + 2 >= encoded && fs.frames_incomplete <= encoded,
+        "{} incomplete of {encoded} encoded",
+        fs.frames_incomplete
+    );
+    assert_eq!(fs.late_fraction, 1.0);
+    assert_eq!(fs.stall_fraction, 1.0);
+}

@@ -96,8 +96,8 @@ fn incomplete_frames() {
     assert_eq!(m.finish(ms(120)).frames_incomplete, 1);
     assert_eq!(m.finish(ms(120)).frames_complete, 4);
     // The receiver saw parts of frames 5 and 6 but they never completed.
-    assert_eq!(m.finish_with_seen(ms(200), Some(6)).frames_incomplete, 3);
-    assert_eq!(m.finish_with_seen(ms(200), Some(4)).frames_incomplete, 1);
+    assert_eq!(m.finish_with_seen(ms(200), None, Some(6)).frames_incomplete, 3);
+    assert_eq!(m.finish_with_seen(ms(200), None, Some(4)).frames_incomplete, 1);
 }
 
 /// Snapshot intervals split a stall across the intervals it spans and add up to the total.
@@ -148,7 +148,7 @@ fn window_counts_only_frames_captured_in_it() {
         let cap = start + 20 * (n - 50);
         m.on_frame(&frame(n, cap, cap + 30));
     }
-    let s = m.finish_with_seen(ms(1500), Some(74));
+    let s = m.finish_with_seen(ms(1500), None, Some(74));
     let encoded_in_window = 25; // frames 50..=74
     assert_eq!(s.frames_complete, 22);
     assert_eq!(s.frames_incomplete, 3, "60, 61 and the partial 74");
@@ -158,4 +158,42 @@ fn window_counts_only_frames_captured_in_it() {
     assert_eq!(s.stall_time, Dur::ZERO);
     assert_eq!(s.delay_max, Dur::from_millis(30));
     assert_eq!(s.frames_late, 0);
+}
+
+/// A stream whose every frame loses a packet: the receiver sees packets of every frame but
+/// completes none. Every frame of the window the receiver saw part of is incomplete (frames
+/// 50..=99 of a window whose first frame is 50; 100..=102 were never seen), and every one
+/// of them counts as late or incomplete. Before, with no complete frame to number from,
+/// none was counted: 0 incomplete and a late fraction of 0.
+#[test]
+fn every_frame_losing_a_packet_is_incomplete() {
+    let m = FrameMeter::new(cfg(), ms(1000));
+    let s = m.finish_with_seen(ms(2000), Some(50), Some(99));
+    assert_eq!(s.frames_complete, 0);
+    assert_eq!(s.frames_incomplete, 50);
+    assert_eq!(s.late_fraction, 1.0);
+    assert_eq!(s.stall_time, Dur::from_millis(1000));
+}
+
+/// Frames of the window lost before the first one that completes: with the window's first
+/// frame known they are incomplete too (one of them completing late is not), and the
+/// late-or-incomplete fraction counts them. Without it the meter numbers from the first
+/// complete frame.
+#[test]
+fn frames_lost_before_the_first_complete_one_are_incomplete() {
+    let mut m = FrameMeter::new(cfg(), ms(1000));
+    // Window frames 50..=59 captured 1000..1180 ms; 50..=54 lost, 55..=59 complete in 30 ms.
+    for n in 55..60 {
+        let cap = 1000 + 20 * (n - 50);
+        m.on_frame(&frame(n, cap, cap + 30));
+    }
+    assert_eq!(m.finish_with_seen(ms(1200), None, Some(59)).frames_incomplete, 0);
+    let s = m.finish_with_seen(ms(1200), Some(50), Some(59));
+    assert_eq!((s.frames_complete, s.frames_incomplete), (5, 5));
+    assert_eq!(s.late_fraction, 0.5);
+    // Frame 52 completes after all (reordered), 60 ms late: 4 incomplete, 1 late.
+    m.on_frame(&frame(52, 1040, 1200));
+    let s = m.finish_with_seen(ms(1200), Some(50), Some(59));
+    assert_eq!((s.frames_complete, s.frames_incomplete, s.frames_late), (6, 4, 1));
+    assert_eq!(s.late_fraction, 0.5);
 }

@@ -57,12 +57,13 @@ pub fn rate(bps: f64) -> String {
     }
 }
 
-/// A fraction as a percentage with enough digits for small loss/CE fractions.
+/// A fraction as a percentage with enough digits for small loss/CE fractions ("0 %",
+/// "0.0030 %", "2.5 %"); zero keeps its unit, so "0 % of frames" reads as a percentage.
 pub fn pct(x: f64) -> String {
     if !x.is_finite() {
         "–".into()
     } else if x == 0.0 {
-        "0".into()
+        "0 %".into()
     } else if x.abs() < 0.0001 {
         format!("{:.4} %", x * 100.0)
     } else if x.abs() < 0.01 {
@@ -116,6 +117,7 @@ mod tests {
         assert_eq!(rate(69_545_408.0), "69.55 Mbit/s");
         assert_eq!(pct(0.025121), "2.5 %");
         assert_eq!(pct(0.00003), "0.0030 %");
+        assert_eq!(pct(0.0), "0 %", "zero keeps its unit");
         assert_eq!(count(287093), "287 093");
         assert_eq!(esc("<a href='x'>&\""), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;");
         assert_eq!(dms(-0.5), "-0.500");

@@ -1490,13 +1490,17 @@ mod rule_tests {
         let t = fires(media_frames_late, &s, "media-frames-late", Severity::Warn);
         assert!(
             t.contains(
-                "'prague' 10.0 % of frames late or incomplete (frame delay p99 10.35 ms), stalled 0 of the time"
+                "'prague' 10.0 % of frames late or incomplete (frame delay p99 10.35 ms), stalled 0 % of the time"
             ),
             "{t}"
         );
         s.flows[0].media = Some(media(3000, 0.0, 0.02));
         let t = fires(media_frames_late, &s, "media-frames-late", Severity::Warn);
         assert!(t.contains("stalled 2.0 % of the time"), "{t}");
+        assert!(
+            t.contains("'prague' 0 % of frames late or incomplete"),
+            "a zero percentage keeps its unit: {t}"
+        );
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub enum Aqm {
 pub enum FwdFault {
     Bleach,
     Remark,
+    /// Drop the last packet (RTP marker) of every video frame: no frame completes.
+    DropFrameTail,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -471,7 +473,9 @@ impl Sim {
                 };
             }
         }
-        if self.queue.len() >= self.net.limit_pkts {
+        let tail = matches!(&p.hdr, Payload::Media(MediaHeader::Data(d)) if !d.is_audio && d.marker);
+        let drop_tail = tail && matches!(self.net.fwd_fault, Some((from, FwdFault::DropFrameTail)) if self.now >= from);
+        if drop_tail || self.queue.len() >= self.net.limit_pkts {
             self.trace.drops += 1;
             return;
         }

@@ -1,0 +1,79 @@
+//! No false ECN validation failure: every shipped scenario and variant, none of which has a
+//! `fault`, run at its own seed and at seeds 2 and 7, must end with no flow whose ECN
+//! validation failed. Nothing on these paths rewrites the ECN field, so a failure is a
+//! sender mistaking congestion marking for mangling (and then turning a TCP Prague flow
+//! into a loss-based classic one, and the report blaming the path).
+//!
+//! Runs without a report and without snapshots: 42 runs in about 32 s in the test profile
+//! (opt-level 3), about as long as the golden test.
+//!
+//! Ignored until the all-CE rule of the TCP sender's ECN validation tells heavy L-queue
+//! marking from mangling: today it fails for `xr-varying-bandwidth` variant `l4s` (TCP
+//! Prague's `web` connections during the 5 Mbit/s periods, seeds 1, 2 and 7). Run it with
+//! `cargo test -p l4s-lab --test validation_no_false_failure -- --ignored`.
+
+use l4s_core::Dur;
+use l4s_lab::{run_text, NoProgress, RunOptions, Simulator};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+#[ignore = "fails: xr-varying-bandwidth[l4s] web connections fail all-CE validation on a healthy path"]
+fn no_shipped_scenario_fails_ecn_validation() {
+    let tmp = std::env::temp_dir().join(format!("l4s-validation-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 9, "shipped scenarios not found: {files:?}");
+    let (mut runs, mut failed) = (0, Vec::new());
+    for f in files {
+        let rel = format!("scenarios/{}", f.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(&f).unwrap();
+        // A fault (`fault = {...}` on a link, or set by a variant), outside comments.
+        let has_fault = text
+            .lines()
+            .any(|l| l.split('#').next().unwrap_or("").contains("fault"));
+        assert!(!has_fault, "{rel} has a fault: this test is for healthy paths");
+        for seed in [None, Some(2), Some(7)] {
+            let tag = seed.map(|s| s.to_string()).unwrap_or_else(|| "default".into());
+            let opts = RunOptions {
+                seed,
+                report: false,
+                snapshot_interval: Dur::ZERO,
+                out: Some(tmp.join(format!("{}-{tag}", rel.replace('/', "_")))),
+                command: Vec::new(),
+                ..RunOptions::default()
+            };
+            let set = run_text(&text, Path::new(&rel), &mut Simulator, &opts, &mut NoProgress)
+                .unwrap_or_else(|e| panic!("{rel}: {e}"));
+            for r in set.runs {
+                runs += 1;
+                for fl in r.summary.flows.iter().filter(|fl| fl.ecn_validation == "failed") {
+                    failed.push(format!(
+                        "{rel}{}@seed={tag}: '{}' ({}) at {:?} s: {}",
+                        r.variant.as_ref().map(|v| format!("[{v}]")).unwrap_or_default(),
+                        fl.name,
+                        fl.cc,
+                        fl.ecn_failed_at_s,
+                        fl.ecn_failure.as_deref().unwrap_or("?")
+                    ));
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(runs >= 40, "only {runs} runs");
+    assert!(
+        failed.is_empty(),
+        "{} flows of {runs} healthy runs failed ECN validation:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
