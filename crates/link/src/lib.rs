@@ -18,6 +18,9 @@
 //!   propagation delay line.
 //! * [`trace::TraceLink`]: one direction of a trace-driven link: capacity as Mahimahi's
 //!   delivery opportunities, replayed from a [`trace::Trace`].
+//! * [`capacity::CapacityProcess`]: capacity over time drawn from a seed (constant, steps,
+//!   sawtooth, clipped Gaussian, Markov-modulated with outages, log-rate AR(1)), as a
+//!   [`trace::Trace`] to replay.
 //! * [`gilbert_elliott::GilbertElliott`]: bursty loss on the wire (two-state Markov
 //!   chain), around any other link.
 //! * [`config::LinkConfig`] and [`build`]: a link from its scenario description.
@@ -36,6 +39,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod capacity;
 pub mod config;
 pub mod fault;
 pub mod gilbert_elliott;
@@ -43,6 +47,7 @@ pub mod schedule;
 pub mod trace;
 pub mod wired;
 
+pub use capacity::{CapacityProcess, MarkovState};
 pub use config::{build, LinkConfig, LossModel};
 pub use fault::{Fault, FaultKind};
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
