@@ -57,6 +57,9 @@ pub enum Cmd {
         #[arg(long, default_value = "compare.html")]
         out: PathBuf,
     },
+    /// Capacity traces in Mahimahi's format.
+    #[command(subcommand)]
+    Trace(TraceCmd),
     /// Check a scenario file without running it.
     Check {
         /// Scenario file (TOML)
@@ -72,6 +75,29 @@ pub enum Cmd {
     /// whether ECT(1) survives, is bleached or remarked, and whether CE is seen.
     /// Exit status 0 if ECT(1) survives both ways, 1 if not (or no reply), 2 on bad input.
     EcnCheck(l4s_live::cli::EcnCheckArgs),
+}
+
+#[derive(Subcommand)]
+pub enum TraceCmd {
+    /// Write the capacity a scenario's link draws from its `capacity` process (for the
+    /// run's seed and duration) as a Mahimahi trace, to replay it elsewhere (`trace =
+    /// "FILE"`, or mm-link).
+    Generate {
+        /// Scenario file (TOML) with a link that has a `capacity` process
+        scenario: PathBuf,
+        /// The link (default: the first with a `capacity` process)
+        #[arg(long)]
+        link: Option<String>,
+        /// Draw with this seed instead of the scenario's
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Draw this long instead of the scenario's duration, e.g. 120s
+        #[arg(long, value_parser = parse_duration_arg)]
+        duration: Option<Dur>,
+        /// The trace file to write (refused if it exists)
+        #[arg(long, short)]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]

@@ -10,7 +10,7 @@
 mod args;
 mod shell;
 
-use args::{BackendArg, Cli, Cmd, RunArgs};
+use args::{BackendArg, Cli, Cmd, RunArgs, TraceCmd};
 use clap::Parser;
 use l4s_lab::{Backend, Live, RunOptions, Simulator};
 use shell::Shell;
@@ -34,6 +34,25 @@ fn main() -> ExitCode {
             Ok(table) => {
                 print!("{table}");
                 println!("comparison: {}", out.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+        Cmd::Trace(TraceCmd::Generate {
+            scenario,
+            link,
+            seed,
+            duration,
+            out,
+        }) => match l4s_lab::generate_trace(&scenario, link.as_deref(), seed, duration, &out) {
+            Ok(t) => {
+                println!(
+                    "{}: {} delivery opportunities over {}, mean {}",
+                    out.display(),
+                    t.times_ms().len(),
+                    t.period(),
+                    t.mean_rate()
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),

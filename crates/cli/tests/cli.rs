@@ -724,3 +724,73 @@ fn live_variants_the_host_cannot_run_are_refused_naming_the_others() {
     assert!(!d.join("out").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `l4s trace generate` writes what a link's capacity process draws for the run, and a
+/// scenario that replays that file with `trace` gets the very same opportunities.
+#[test]
+fn trace_generate_writes_a_link_capacity_that_replays_as_drawn() {
+    let d = tmpdir("trace-generate");
+    let sc = r#"[scenario]
+name = "cell"
+duration = "20s"
+[topology]
+type = "dumbbell"
+rtt = "40ms"
+capacity = { process = "ar1", median = "10Mbit", sigma = 0.15, phi = 0.95, step = "100ms", min = "2Mbit", max = "40Mbit" }
+[[flows]]
+name = "f"
+type = "udp-prague"
+"#;
+    std::fs::write(d.join("cell.toml"), sc).unwrap();
+    let out = d.join("cell.down");
+    let o = l4s()
+        .args(["trace", "generate"])
+        .arg(d.join("cell.toml"))
+        .args(["--seed", "5", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("delivery opportunities over"), "{said}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let written = l4s_link::Trace::read(text.as_bytes()).unwrap();
+    // 20 s of capacity around 10 Mbit/s: some 16 600 opportunities, the last near 20 s.
+    assert!(
+        (8_000..40_000).contains(&written.times_ms().len()),
+        "{}",
+        written.times_ms().len()
+    );
+    assert!(*written.times_ms().last().unwrap() > 19_000);
+    // Replayed with `trace`, it is what the process drew for that seed.
+    let mut drawn = l4s_scenario::load_file(&d.join("cell.toml")).unwrap();
+    drawn.apply_overrides(Some(5), None).unwrap();
+    let replay = sc.replace(
+        "capacity = { process = \"ar1\", median = \"10Mbit\", sigma = 0.15, phi = 0.95, step = \"100ms\", min = \"2Mbit\", max = \"40Mbit\" }",
+        "trace = \"cell.down\"",
+    );
+    std::fs::write(d.join("replay.toml"), replay).unwrap();
+    let replayed = l4s_scenario::load_file(&d.join("replay.toml")).unwrap();
+    assert_eq!(replayed.links[0].trace, drawn.links[0].trace);
+    // An existing file is never overwritten; a link without a process is refused.
+    let again = l4s()
+        .args(["trace", "generate"])
+        .arg(d.join("cell.toml"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), text);
+    let wrong = l4s()
+        .args(["trace", "generate"])
+        .arg(d.join("cell.toml"))
+        .args(["--link", "f.src->left", "--out"])
+        .arg(d.join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("has no `capacity` process"));
+    let _ = std::fs::remove_dir_all(&d);
+}

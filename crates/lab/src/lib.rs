@@ -407,3 +407,60 @@ pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String, Error> {
         })?;
     Ok(table)
 }
+
+/// Write the capacity trace that link `link` of the scenario in `file` draws from its
+/// `capacity` process (the first such link when `link` is `None`), for the run's seed and
+/// duration with these overrides, to `out` in Mahimahi's format: one delivery time in
+/// milliseconds per line. An existing `out` is never overwritten; the file is written
+/// beside it and renamed, so it is never half-written.
+pub fn generate_trace(
+    file: &Path,
+    link: Option<&str>,
+    seed: Option<u64>,
+    duration: Option<Dur>,
+    out: &Path,
+) -> Result<l4s_link::Trace, Error> {
+    let mut sc = l4s_scenario::load_file(file)?;
+    apply_overrides(&mut sc, seed, duration)?;
+    let l = match link {
+        Some(name) => sc.links.iter().find(|l| l.name == name).ok_or_else(|| {
+            let names: Vec<&str> = sc.links.iter().map(|l| l.name.as_str()).collect();
+            Error::input(format!(
+                "--link {name}: {} has no such link (its links: {})",
+                file.display(),
+                names.join(", ")
+            ))
+        })?,
+        None => sc.links.iter().find(|l| l.capacity.is_some()).ok_or_else(|| {
+            Error::input(format!(
+                "{}: no link has a `capacity` process to draw a trace from",
+                file.display()
+            ))
+        })?,
+    };
+    let (Some(_), Some(trace)) = (&l.capacity, &l.trace) else {
+        return Err(Error::input(format!(
+            "--link {}: the link has no `capacity` process to draw a trace from",
+            l.name
+        )));
+    };
+    if out.exists() {
+        return Err(Error::input(format!(
+            "{} exists: give a new file with --out",
+            out.display()
+        )));
+    }
+    let mut text = String::with_capacity(trace.times_ms().len() * 6);
+    for t in trace.times_ms() {
+        text.push_str(&t.to_string());
+        text.push('\n');
+    }
+    let tmp = out.with_extension("trace.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, out))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::output(format!("cannot write {}: {e}", out.display()))
+        })?;
+    Ok((**trace).clone())
+}

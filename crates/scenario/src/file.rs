@@ -65,6 +65,8 @@ pub struct TopologyTable {
     pub trace: Option<String>,
     /// A capacity trace for the reverse direction, instead of `reverse_rate`.
     pub reverse_trace: Option<String>,
+    /// A capacity process for the bottleneck's forward direction, instead of `rate`.
+    pub capacity: Option<CapacityTable>,
     // --- custom ---
     #[serde(default)]
     pub nodes: Vec<NodeTable>,
@@ -106,6 +108,39 @@ pub struct LinkTable {
     pub trace: Option<String>,
     /// A capacity trace for the reverse direction, instead of `reverse_rate`.
     pub reverse_trace: Option<String>,
+    /// A capacity process for the forward direction, instead of `rate`.
+    pub capacity: Option<CapacityTable>,
+}
+
+/// `capacity = { process = "gaussian", mean = "10Mbit", std_dev = "3Mbit", step = "100ms",
+/// min = "5Mbit", max = "20Mbit" }`: capacity over time drawn from the scenario's seed (see
+/// `l4s_link::capacity`). Each process takes its own keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityTable {
+    pub process: String,
+    pub rate: Option<Rate>,
+    pub steps: Option<Vec<RateStepTable>>,
+    pub period: Option<Dur>,
+    pub low: Option<Rate>,
+    pub high: Option<Rate>,
+    pub mean: Option<Rate>,
+    pub std_dev: Option<Rate>,
+    pub step: Option<Dur>,
+    pub min: Option<Rate>,
+    pub max: Option<Rate>,
+    pub states: Option<Vec<MarkovStateTable>>,
+    pub median: Option<Rate>,
+    pub sigma: Option<f64>,
+    pub phi: Option<f64>,
+}
+
+/// One state of a Markov-modulated capacity: `{ rate = "20Mbit", mean_stay = "2s" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkovStateTable {
+    pub rate: Rate,
+    pub mean_stay: Dur,
 }
 
 /// `loss = { model = "gilbert-elliott", loss_good = 0.0, loss_bad = 0.5, mean_good = "1s",

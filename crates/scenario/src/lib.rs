@@ -81,6 +81,24 @@ impl Scenario {
             }
             self.duration = d;
         }
+        if seed.is_some() || duration.is_some() {
+            self.draw_capacities()?;
+        }
+        Ok(())
+    }
+
+    /// Draw every `capacity` link's trace for this run: as long as the run, from the run's
+    /// seed and the link's index, so both backends replay the same capacity.
+    pub fn draw_capacities(&mut self) -> Result<(), String> {
+        for i in 0..self.links.len() {
+            let Some(p) = &self.links[i].capacity else { continue };
+            let seed = l4s_core::Rng::derive(self.seed, 0x5000 + i as u64).next_u64();
+            let t = p
+                .trace(self.duration, seed)
+                .map_err(|e| format!("link {}: its capacity process gives {e}", self.links[i].name))?;
+            self.links[i].rate = Some(t.mean_rate());
+            self.links[i].trace = Some(std::sync::Arc::new(t));
+        }
         Ok(())
     }
 }
@@ -109,9 +127,12 @@ pub struct Link {
     pub schedule: RateSchedule,
     /// Loss on the wire (`loss`).
     pub loss: Option<LossModel>,
-    /// Capacity as Mahimahi delivery opportunities (`trace`); `rate` is then the trace's
-    /// mean.
+    /// Capacity as Mahimahi delivery opportunities (`trace`, or drawn from `capacity`);
+    /// `rate` is then the trace's mean.
     pub trace: Option<std::sync::Arc<l4s_link::Trace>>,
+    /// The process `trace` was drawn from (`capacity`), drawn again when the run's seed or
+    /// duration changes.
+    pub capacity: Option<l4s_link::CapacityProcess>,
 }
 
 impl Link {

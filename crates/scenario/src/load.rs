@@ -5,7 +5,7 @@ use crate::file::{File, FlowTable, LinkTable};
 use crate::{Flow, Link, Node, Scenario, TcpEcn};
 use l4s_aqm::config::{AqmConfig, FifoConfig};
 use l4s_core::{units, Dur, Ecn, Rate};
-use l4s_link::Trace;
+use l4s_link::{CapacityProcess, MarkovState, Trace};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -280,6 +280,42 @@ fn rate_or_trace(
     schedule_given: bool,
 ) -> Result<(Option<Rate>, Option<Arc<Trace>>), ScenarioError> {
     let trace = load_trace(cx, &join(at, &[key(trace_key)]), trace)?;
+    rate_or_this_trace(cx, at, (rate_key, rate), (trace_key, trace), schedule_given)
+}
+
+/// A direction's capacity from `rate`, `trace` or `capacity` (one of them); the process
+/// when it is drawn.
+#[allow(clippy::type_complexity)]
+fn capacity_of(
+    cx: &ErrCtx,
+    at: &[Seg],
+    (rate, trace, capacity): (Option<Rate>, Option<&str>, Option<&crate::file::CapacityTable>),
+    schedule_given: bool,
+    (seed, link, duration): (u64, usize, Dur),
+) -> Result<(Option<Rate>, Option<Arc<Trace>>, Option<CapacityProcess>), ScenarioError> {
+    let ck = join(at, &[key("capacity")]);
+    let Some((p, t)) = parse_capacity(cx, &ck, capacity, (seed, link), duration)? else {
+        let (r, t) = rate_or_trace(cx, at, ("rate", rate), ("trace", trace), schedule_given)?;
+        return Ok((r, t, None));
+    };
+    if trace.is_some() {
+        return Err(cx.at(
+            &ck,
+            "a direction takes its capacity from a `trace` or a `capacity` process, not both",
+        ));
+    }
+    let (r, t) = rate_or_this_trace(cx, at, ("rate", rate), ("capacity", Some(t)), schedule_given)?;
+    Ok((r, t, Some(p)))
+}
+
+/// [`rate_or_trace`] for a trace already at hand (read, or drawn from a `capacity`).
+fn rate_or_this_trace(
+    cx: &ErrCtx,
+    at: &[Seg],
+    (rate_key, rate): (&str, Option<Rate>),
+    (trace_key, trace): (&str, Option<Arc<Trace>>),
+    schedule_given: bool,
+) -> Result<(Option<Rate>, Option<Arc<Trace>>), ScenarioError> {
     let Some(t) = trace else {
         return Ok((rate, None));
     };
@@ -298,8 +334,129 @@ fn rate_or_trace(
     Ok((Some(t.mean_rate()), Some(t)))
 }
 
+/// A `capacity` table: a process with its own keys, checked, and drawn once for the
+/// scenario's seed and duration (every run draws it again for its own: see
+/// [`crate::Scenario::draw_capacities`]); the trace drawn here stands for the rate.
+fn parse_capacity(
+    cx: &ErrCtx,
+    at: &[Seg],
+    t: Option<&crate::file::CapacityTable>,
+    (seed, link): (u64, usize),
+    duration: Dur,
+) -> Result<Option<(CapacityProcess, Arc<Trace>)>, ScenarioError> {
+    let Some(t) = t else { return Ok(None) };
+    let need = |k: &str, v: bool, example: &str| {
+        if v {
+            Ok(())
+        } else {
+            Err(cx.at(
+                at,
+                format!(
+                    "required key `{k}` is missing for process {:?}: such as {example}",
+                    t.process
+                ),
+            ))
+        }
+    };
+    let given = [
+        ("rate", t.rate.is_some()),
+        ("steps", t.steps.is_some()),
+        ("period", t.period.is_some()),
+        ("low", t.low.is_some()),
+        ("high", t.high.is_some()),
+        ("mean", t.mean.is_some()),
+        ("std_dev", t.std_dev.is_some()),
+        ("step", t.step.is_some()),
+        ("min", t.min.is_some()),
+        ("max", t.max.is_some()),
+        ("states", t.states.is_some()),
+        ("median", t.median.is_some()),
+        ("sigma", t.sigma.is_some()),
+        ("phi", t.phi.is_some()),
+    ];
+    let keys: &[&str] = match t.process.as_str() {
+        "constant" => &["rate"],
+        "steps" => &["steps", "period"],
+        "sawtooth" => &["low", "high", "period"],
+        "gaussian" => &["mean", "std_dev", "step", "min", "max"],
+        "markov" => &["states"],
+        "ar1" => &["median", "sigma", "phi", "step", "min", "max"],
+        other => {
+            return Err(cx.at(
+                &join(at, &[key("process")]),
+                format!("unknown capacity process {other:?}: expected \"constant\", \"steps\", \"sawtooth\", \"gaussian\", \"markov\" or \"ar1\""),
+            ))
+        }
+    };
+    for (k, present) in given {
+        if present && !keys.contains(&k) {
+            return Err(cx.at(
+                &join(at, &[key(k)]),
+                format!(
+                    "`{k}` does not apply to process {:?} (its keys: {})",
+                    t.process,
+                    keys.join(", ")
+                ),
+            ));
+        }
+        if !present && keys.contains(&k) {
+            need(k, false, "the example in docs/scenarios.md")?;
+        }
+    }
+    let z = Rate::ZERO;
+    let zd = Dur::ZERO;
+    let p = match t.process.as_str() {
+        "constant" => CapacityProcess::Constant {
+            rate: t.rate.unwrap_or(z),
+        },
+        "steps" => CapacityProcess::Steps {
+            steps: t.steps.iter().flatten().map(|s| (s.at, s.rate)).collect(),
+            period: t.period.unwrap_or(zd),
+        },
+        "sawtooth" => CapacityProcess::Sawtooth {
+            low: t.low.unwrap_or(z),
+            high: t.high.unwrap_or(z),
+            period: t.period.unwrap_or(zd),
+        },
+        "gaussian" => CapacityProcess::Gaussian {
+            mean: t.mean.unwrap_or(z),
+            std_dev: t.std_dev.unwrap_or(z),
+            step: t.step.unwrap_or(zd),
+            min: t.min.unwrap_or(z),
+            max: t.max.unwrap_or(z),
+        },
+        "markov" => CapacityProcess::Markov {
+            states: t
+                .states
+                .iter()
+                .flatten()
+                .map(|s| MarkovState {
+                    rate: s.rate,
+                    mean_stay: s.mean_stay,
+                })
+                .collect(),
+        },
+        _ => CapacityProcess::Ar1 {
+            median: t.median.unwrap_or(z),
+            sigma: t.sigma.unwrap_or(0.0),
+            phi: t.phi.unwrap_or(0.0),
+            step: t.step.unwrap_or(zd),
+            min: t.min.unwrap_or(z),
+            max: t.max.unwrap_or(z),
+        },
+    };
+    p.validate().map_err(|(k, m)| cx.at(&join(at, &[key(k)]), m))?;
+    // The seed a run draws it with (`Scenario::draw_capacities`).
+    let seed = l4s_core::Rng::derive(seed, 0x5000 + link as u64).next_u64();
+    let trace = p
+        .trace(duration, seed)
+        .map_err(|e| cx.at(at, format!("the process gives {e} over the run's {duration}")))?;
+    Ok(Some((p, Arc::new(trace))))
+}
+
 /// The reverse direction's capacity: its own, or else the forward direction's trace
-/// (replayed on its own), as a reverse rate defaults to the forward rate.
+/// (replayed on its own), as a reverse rate defaults to the forward rate. (A forward
+/// `capacity` process is drawn again for the reverse: see [`crate::Scenario::draw_capacities`].)
 fn reverse_capacity(
     given: (Option<Rate>, Option<Arc<Trace>>),
     forward: &Option<Arc<Trace>>,
@@ -379,19 +536,24 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 }
             }
             check_rate(cx, &join(&tp, &[key("rate")]), topo.rate)?;
-            let (rate, trace) = rate_or_trace(
+            let (rate, trace, capacity) = capacity_of(
                 cx,
                 &tp,
-                ("rate", topo.rate),
-                ("trace", topo.trace.as_deref()),
+                (topo.rate, topo.trace.as_deref(), topo.capacity.as_ref()),
                 topo.rate_schedule.is_some(),
+                (sc.seed, links.len(), sc.duration),
             )?;
             let rate = rate.ok_or_else(|| {
                 cx.at(
                     &tp,
-                    "required key `rate` is missing: the bottleneck rate, such as \"100Mbit\" (or a capacity `trace`)",
+                    "required key `rate` is missing: the bottleneck rate, such as \"100Mbit\" (or a capacity `trace` or `capacity` process)",
                 )
             })?;
+            // Without its own capacity the reverse draws its own from the same process.
+            let reverse_process = match (&topo.reverse_rate, &topo.reverse_trace) {
+                (None, None) => capacity.clone(),
+                _ => None,
+            };
             let (reverse_rate, reverse_trace) = reverse_capacity(
                 rate_or_trace(
                     cx,
@@ -437,6 +599,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 )?,
                 loss: parse_loss(cx, &join(&tp, &[key("loss")]), topo.loss.as_ref())?,
                 trace,
+                capacity,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -450,6 +613,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 schedule: Default::default(),
                 loss: None,
                 trace: reverse_trace,
+                capacity: reverse_process,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -502,6 +666,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     schedule: Default::default(),
                     loss: None,
                     trace: None,
+                    capacity: None,
                 });
                 links.push(Link {
                     name: format!("left->{}.src", f.name),
@@ -515,6 +680,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     schedule: Default::default(),
                     loss: None,
                     trace: None,
+                    capacity: None,
                 });
                 links.push(Link {
                     name: format!("right->{}.dst", f.name),
@@ -528,6 +694,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     schedule: Default::default(),
                     loss: None,
                     trace: None,
+                    capacity: None,
                 });
                 links.push(Link {
                     name: format!("{}.dst->right", f.name),
@@ -541,6 +708,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     schedule: Default::default(),
                     loss: None,
                     trace: None,
+                    capacity: None,
                 });
                 flow_ends.push((s, d));
             }
@@ -559,6 +727,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 ("loss", topo.loss.is_some()),
                 ("trace", topo.trace.is_some()),
                 ("reverse_trace", topo.reverse_trace.is_some()),
+                ("capacity", topo.capacity.is_some()),
             ] {
                 if present {
                     return Err(cx.at(&join(&tp, &[key(k)]), "this key belongs to a dumbbell; a custom topology sets rates, delays and queues on each [[topology.links]]"));
@@ -595,7 +764,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
             };
             for (i, l) in topo.links.into_iter().enumerate() {
                 let lp = [key("topology"), key("links"), Seg::Index(i)];
-                add_custom_link(cx, &lp, l, &lookup, &mut links, sc.duration)?;
+                add_custom_link(cx, &lp, l, &lookup, &mut links, (sc.seed, sc.duration))?;
             }
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -649,7 +818,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
         flows.push(build_flow(cx, i, f, s, d, sc.duration)?);
     }
 
-    Ok(Scenario {
+    let mut scenario = Scenario {
         name,
         description: sc.description.clone(),
         file: cx.file.display().to_string(),
@@ -660,7 +829,11 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
         links,
         flows,
         routes,
-    })
+    };
+    // Each `capacity` link's trace as the run draws it (a reverse direction drawing from
+    // its forward's process gets its own draw here).
+    scenario.draw_capacities().map_err(|e| cx.at_str("topology", e))?;
+    Ok(scenario)
 }
 
 /// Resolves a node name (with the key path to blame) to its index.
@@ -672,7 +845,7 @@ fn add_custom_link(
     l: LinkTable,
     lookup: &NodeLookup,
     links: &mut Vec<Link>,
-    duration: Dur,
+    (seed, duration): (u64, Dur),
 ) -> Result<(), ScenarioError> {
     let a = lookup(&join(lp, &[key("from")]), &l.from)?;
     let b = lookup(&join(lp, &[key("to")]), &l.to)?;
@@ -681,13 +854,18 @@ fn add_custom_link(
     }
     check_rate(cx, &join(lp, &[key("rate")]), l.rate)?;
     check_rate(cx, &join(lp, &[key("reverse_rate")]), l.reverse_rate)?;
-    let (rate, trace) = rate_or_trace(
+    let (rate, trace, capacity) = capacity_of(
         cx,
         lp,
-        ("rate", l.rate),
-        ("trace", l.trace.as_deref()),
+        (l.rate, l.trace.as_deref(), l.capacity.as_ref()),
         l.rate_schedule.is_some(),
+        (seed, links.len(), duration),
     )?;
+    // Without its own capacity the reverse draws its own from the same process.
+    let reverse_process = match (&l.reverse_rate, &l.reverse_trace) {
+        (None, None) => capacity.clone(),
+        _ => None,
+    };
     let (reverse_rate, reverse_trace) = reverse_capacity(
         rate_or_trace(
             cx,
@@ -733,6 +911,7 @@ fn add_custom_link(
         )?,
         loss: parse_loss(cx, &join(lp, &[key("loss")]), l.loss.as_ref())?,
         trace,
+        capacity,
     });
     if l.bidirectional {
         let raqm = parse_aqm(
@@ -753,6 +932,7 @@ fn add_custom_link(
             schedule: Default::default(),
             loss: None,
             trace: reverse_trace,
+            capacity: reverse_process,
         });
     } else {
         for (k, p) in [

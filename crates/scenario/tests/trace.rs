@@ -135,3 +135,74 @@ fn bad_traces_are_refused_with_the_file_the_line_and_the_key() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_capacity_process_is_drawn_for_the_run_and_again_for_another_seed() {
+    let d = dir("capacity");
+    let gauss = "capacity = { process = \"gaussian\", mean = \"10Mbit\", std_dev = \"3Mbit\", step = \"100ms\", min = \"5Mbit\", max = \"20Mbit\" }";
+    let sc = load(&d, gauss).unwrap();
+    let l = &sc.links[0];
+    assert!(matches!(l.capacity, Some(l4s_link::CapacityProcess::Gaussian { .. })));
+    let t = l.trace.clone().unwrap();
+    // 3 s of a clipped Gaussian around 10 Mbit/s, redrawn every 100 ms.
+    let mean = l.rate.unwrap().bits_per_sec() as f64;
+    assert!((7e6..13e6).contains(&mean), "{mean}");
+    assert!(*t.times_ms().last().unwrap() <= 3000);
+    // The reverse direction draws its own capacity from the same process.
+    assert_eq!(sc.links[1].capacity, l.capacity);
+    assert!(sc.links[1].trace.is_some() && sc.links[1].trace.as_deref() != Some(&*t));
+    // The same seed draws the same; --seed draws again, and --duration draws as long.
+    let mut same = load(&d, gauss).unwrap();
+    same.apply_overrides(None, None).unwrap();
+    assert_eq!(same.links[0].trace.as_deref(), Some(&*t));
+    let mut other = sc.clone();
+    other.apply_overrides(Some(99), None).unwrap();
+    assert_ne!(other.links[0].trace.as_deref(), Some(&*t));
+    let mut longer = sc.clone();
+    longer
+        .apply_overrides(None, Some(l4s_core::Dur::from_secs(10)))
+        .unwrap();
+    assert!(*longer.links[0].trace.as_ref().unwrap().times_ms().last().unwrap() > 9000);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_capacity_processes_name_their_key() {
+    let d = dir("bad-capacity");
+    std::fs::write(d.join("ok"), "1\n").unwrap();
+    for (topo, says) in [
+        (
+            "capacity = { process = \"brownian\" }",
+            "topology.capacity.process: unknown capacity process \"brownian\"",
+        ),
+        (
+            "capacity = { process = \"constant\", rate = \"5Mbit\", phi = 0.5 }",
+            "topology.capacity.phi: `phi` does not apply to process \"constant\"",
+        ),
+        (
+            "capacity = { process = \"sawtooth\", low = \"5Mbit\", period = \"1s\" }",
+            "topology.capacity: required key `high` is missing for process \"sawtooth\"",
+        ),
+        (
+            "capacity = { process = \"gaussian\", mean = \"10Mbit\", std_dev = \"3Mbit\", step = \"100ms\", min = \"20Mbit\", max = \"5Mbit\" }",
+            "topology.capacity.min: min (20.000Mbit) is above max (5.000Mbit)",
+        ),
+        (
+            "capacity = { process = \"ar1\", median = \"10Mbit\", sigma = 0.1, phi = 1.5, step = \"100ms\", min = \"1Mbit\", max = \"50Mbit\" }",
+            "topology.capacity.phi: 1.5 is outside [0, 1)",
+        ),
+        (
+            "capacity = { process = \"constant\", rate = \"5Mbit\" }\ntrace = \"ok\"",
+            "topology.capacity: a direction takes its capacity from a `trace` or a `capacity` process, not both",
+        ),
+        (
+            "capacity = { process = \"constant\", rate = \"5Mbit\" }\nrate = \"5Mbit\"",
+            "topology.rate: a direction with a `capacity` takes its capacity from it: remove `rate`",
+        ),
+    ] {
+        let e = load(&d, topo).unwrap_err();
+        assert!(e.contains(says), "{topo}: {e}\n  expected: {says}");
+        assert!(e.starts_with(&format!("{}:", d.join("s.toml").display())), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
