@@ -794,3 +794,61 @@ type = "udp-prague"
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("has no `capacity` process"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The queue snapshots of a link whose capacity is drawn (here steps of 20 and 5 Mbit/s)
+/// carry the capacity over time, and a classic flow's queue delay grows when it falls.
+#[test]
+fn snapshots_follow_a_drawn_capacity_over_time() {
+    let d = tmpdir("capacity-snapshots");
+    let sc = r#"[scenario]
+name = "steps"
+duration = "8s"
+[topology]
+type = "dumbbell"
+rtt = "20ms"
+aqm = { kind = "fifo", limit = 400 }
+capacity = { process = "steps", steps = [{ at = "0s", rate = "20Mbit" }, { at = "4s", rate = "5Mbit" }], period = "8s" }
+[[flows]]
+name = "bulk"
+type = "tcp"
+cc = "cubic"
+"#;
+    std::fs::write(d.join("s.toml"), sc).unwrap();
+    let out = d.join("r");
+    let o = l4s()
+        .arg("run")
+        .arg(d.join("s.toml"))
+        .args(["-q", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("snapshots-queues.csv")).unwrap();
+    let mut rows = Vec::new();
+    for line in csv.lines().skip(1) {
+        let c: Vec<&str> = line.split(',').collect();
+        if c[1] == "bottleneck" {
+            rows.push((
+                c[0].parse::<f64>().unwrap(),
+                c[12].parse::<f64>().unwrap(),
+                c[4].parse::<f64>().unwrap(),
+            ));
+        }
+    }
+    // The capacity of the 100 ms before each row: 20 and 5 Mbit/s of IP packets, within
+    // one 1504-byte opportunity (0.12 Mbit/s over 100 ms).
+    let at = |t: f64| rows.iter().find(|r| (r.0 - t).abs() < 1e-6).copied().unwrap();
+    assert!((at(3.0).1 - 20e6).abs() <= 120_320.0, "{:?}", at(3.0));
+    assert!((at(7.0).1 - 5e6).abs() <= 120_320.0, "{:?}", at(7.0));
+    // CUBIC fills the 400-packet FIFO: its delay is about four times as long at 5 Mbit/s.
+    let mean_delay = |from: f64, to: f64| {
+        let v: Vec<f64> = rows.iter().filter(|r| r.0 > from && r.0 <= to).map(|r| r.2).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let (fast, slow) = (mean_delay(2.0, 4.0), mean_delay(6.0, 8.0));
+    assert!(
+        slow > 2.5 * fast,
+        "queue delay {fast:.1} ms at 20 Mbit/s, {slow:.1} ms at 5 Mbit/s"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

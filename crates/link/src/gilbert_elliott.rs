@@ -194,6 +194,9 @@ impl<P: LinkPacket + 'static> Link<P> for GilbertElliott<P> {
     fn rate(&self, from: Port, to: Port) -> Option<Rate> {
         self.inner.rate(from, to)
     }
+    fn rate_at(&self, from: Port, to: Port, t: Time) -> Option<Rate> {
+        self.inner.rate_at(from, to, t)
+    }
     fn stats(&self) -> LinkStats {
         LinkStats {
             wire_losses: self.inner.stats().wire_losses + self.lost,

@@ -200,6 +200,13 @@ pub trait Link<P: LinkPacket> {
     fn probability(&self, q: usize) -> Option<f64>;
     /// The rate from port `from` to port `to` in force now (`None`: unlimited).
     fn rate(&self, from: Port, to: Port) -> Option<Rate>;
+    /// The capacity from `from` to `to` at time `t`, for monitoring over time: the rate in
+    /// force, or what a link whose capacity varies within a rate (a trace) offered just
+    /// before `t`.
+    fn rate_at(&self, from: Port, to: Port, t: Time) -> Option<Rate> {
+        let _ = t;
+        self.rate(from, to)
+    }
     /// What the link counted (a driver reports it).
     fn stats(&self) -> LinkStats {
         LinkStats::default()

@@ -30,7 +30,8 @@
 //!
 //! The link reports as busy, for the utilisation, the share of each opportunity's time it
 //! used (an opportunity lasts from the previous distinct time in the trace to its own,
-//! split evenly among the opportunities at that time), and as its rate the trace's mean.
+//! split evenly among the opportunities at that time), as its rate the trace's mean, and
+//! as its rate at a time the capacity of the [`CAPACITY_WINDOW`] before it.
 //! A real-time driver woken late serves every opportunity that has passed, in order, as
 //! mm-link does when its event loop was held up.
 
@@ -48,6 +49,9 @@ pub const OPPORTUNITY_BYTES: u32 = 1504;
 /// Most opportunities a trace may hold (4 bytes each in memory, 256 MiB in all; a file of
 /// about 600 MB). Mahimahi's longest shipped traces hold a few million.
 pub const MAX_OPPORTUNITIES: usize = 64 << 20;
+
+/// The window over which [`Link::rate_at`] reports the capacity of a trace.
+pub const CAPACITY_WINDOW: Dur = Dur::from_millis(100);
 
 /// The next delivery opportunity is due.
 pub const OPPORTUNITY: Timer = 0;
@@ -168,6 +172,23 @@ impl Trace {
     pub fn mean_rate(&self) -> Rate {
         let bits = self.ms.len() as u64 * u64::from(OPPORTUNITY_BYTES) * 8;
         Rate::bps(bits * 1000 / self.period_ms())
+    }
+
+    /// Opportunities at or before `t_ms` from the start, the trace looping.
+    fn count_upto(&self, t_ms: u64) -> u64 {
+        let p = self.period_ms();
+        let lp = t_ms / p;
+        let within = t_ms - lp * p;
+        lp * self.ms.len() as u64 + self.ms.partition_point(|&m| u64::from(m) <= within) as u64
+    }
+
+    /// The capacity the trace offers in the `window` before `t` (from its start), as a rate
+    /// of IP bytes: how the capacity moves over time, for monitoring.
+    pub fn capacity_before(&self, t: Dur, window: Dur) -> Rate {
+        let t_ms = t.as_nanos() / 1_000_000;
+        let w_ms = (window.as_nanos() / 1_000_000).clamp(1, t_ms.max(1));
+        let n = self.count_upto(t_ms) - self.count_upto(t_ms.saturating_sub(w_ms));
+        Rate::bps(n * u64::from(OPPORTUNITY_BYTES) * 8 * 1000 / w_ms)
     }
 
     /// Index and loop of the first opportunity strictly after `t` ms from the start.
@@ -438,6 +459,11 @@ impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
         Some(self.trace.mean_rate())
     }
 
+    fn rate_at(&self, _from: Port, _to: Port, t: Time) -> Option<Rate> {
+        let since = Dur(t.as_nanos().saturating_sub(self.origin().as_nanos()));
+        Some(self.trace.capacity_before(since, CAPACITY_WINDOW))
+    }
+
     fn stats(&self) -> LinkStats {
         self.stats
     }
@@ -495,6 +521,47 @@ mod tests {
             assert_eq!(e.line, line, "{text:?}: {e}");
             assert!(e.message.starts_with(says), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn the_capacity_over_time_counts_the_opportunities_of_the_window_before() {
+        // 20 opportunities a millisecond for 500 ms, then 5, looping every second.
+        let mut ms = Vec::new();
+        for t in 1..=1000u32 {
+            ms.extend(std::iter::repeat_n(t, if t <= 500 { 20 } else { 5 }));
+        }
+        let t = Trace::new(ms).unwrap();
+        let mbps = |x: Rate| x.bits_per_sec() as f64 / 1e6;
+        let w = CAPACITY_WINDOW;
+        assert_eq!(
+            mbps(t.capacity_before(Dur::from_millis(400), w)),
+            20.0 * 1504.0 * 8.0 / 1000.0
+        );
+        assert_eq!(
+            mbps(t.capacity_before(Dur::from_millis(900), w)),
+            5.0 * 1504.0 * 8.0 / 1000.0
+        );
+        // Across the loop: 1400 ms is 400 ms into the second period.
+        assert_eq!(
+            t.capacity_before(Dur::from_millis(1400), w),
+            t.capacity_before(Dur::from_millis(400), w)
+        );
+        // Half a window in each regime.
+        assert_eq!(
+            mbps(t.capacity_before(Dur::from_millis(550), w)),
+            12.5 * 1504.0 * 8.0 / 1000.0
+        );
+        // A link reports it at a time, counted from its origin.
+        let mut l: TraceLink<Pkt> = link(Arc::new(t), 0);
+        let (mut actions, mut seen) = (Vec::new(), Seen::default());
+        l.start(
+            Time::from_secs(5),
+            &mut Io::new(Time::from_secs(5), &mut actions, &mut seen),
+        );
+        assert_eq!(
+            l.rate_at(0, 1, Time::from_millis(5_900)),
+            Some(Rate::bps(5 * 1504 * 8 * 1000))
+        );
     }
 
     #[test]

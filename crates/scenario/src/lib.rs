@@ -136,6 +136,17 @@ pub struct Link {
 }
 
 impl Link {
+    /// The capacity at run time `t` (`end`: the end of the run), as the link model reports
+    /// it for monitoring: the `rate_schedule` applied, or what a trace offered in the
+    /// [`l4s_link::trace::CAPACITY_WINDOW`] before `t`.
+    pub fn rate_at(&self, t: Dur, end: Dur) -> Option<Rate> {
+        if let Some(tr) = &self.trace {
+            return Some(tr.capacity_before(t, l4s_link::trace::CAPACITY_WINDOW));
+        }
+        let sched = self.schedule.clone().ending_at(end);
+        self.rate.map(|base| sched.rate_at(base, t))
+    }
+
     /// What the link model is built from. The schedule ends at `end`, the end of the run.
     pub fn config(&self, end: Dur) -> l4s_link::LinkConfig {
         l4s_link::LinkConfig {

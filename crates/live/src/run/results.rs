@@ -5,7 +5,7 @@
 use super::forwarders::{lockq, LiveQueue};
 use crate::meter::{SharedMeter, Window};
 use crate::topology::Built;
-use l4s_core::{Dur, Rate, Time};
+use l4s_core::{Dur, Time};
 use l4s_fwd::RouterStats;
 use l4s_metrics::hist::round6;
 use l4s_metrics::summary::{Summary, TestbedCheck};
@@ -95,12 +95,6 @@ pub(super) fn testbed_check(lateness: &[l4s_fwd::lateness::LatenessStats], cpu_s
     }
 }
 
-/// The rate of a scenario link at run time `t` (its `rate_schedule` applied).
-fn rate_at(link: &l4s_scenario::Link, t: Time, end: Time) -> Option<Rate> {
-    let sched = link.schedule.clone().ending_at(Dur(end.as_nanos()));
-    link.rate.map(|base| sched.rate_at(base, Dur(t.as_nanos())))
-}
-
 /// One row per flow and per queue at run time `t` (`end`: the end of the run).
 pub(super) fn write_snapshot(
     sc: &Scenario,
@@ -121,7 +115,9 @@ pub(super) fn write_snapshot(
             probability: m.probability,
             marks: m.meter.interval.marks,
             drops: m.meter.interval.drops,
-            rate_bps: rate_at(&sc.links[q.link], t, end).map_or(0, |r| r.bits_per_sec()),
+            rate_bps: sc.links[q.link]
+                .rate_at(Dur(t.as_nanos()), Dur(end.as_nanos()))
+                .map_or(0, |r| r.bits_per_sec()),
         };
         snap.queue_row(t, &q.name, &mut m.meter, now);
     }
@@ -209,8 +205,14 @@ pub(super) fn summary(
                     name: q.name.clone(),
                     link: q.link,
                     aqm: spec.aqm.kind().to_string(),
-                    // The rate at the end of the run, as the simulator reports it.
-                    rate_bps: rate_at(spec, window.end, window.end).map_or(0, |r| r.bits_per_sec()),
+                    // The rate at the end of the run, as the simulator reports it (a trace's
+                    // mean).
+                    rate_bps: if spec.trace.is_some() {
+                        spec.rate
+                    } else {
+                        spec.rate_at(Dur(window.end.as_nanos()), Dur(window.end.as_nanos()))
+                    }
+                    .map_or(0, |r| r.bits_per_sec()),
                 },
             )
         })
