@@ -44,6 +44,7 @@ pub mod config;
 pub mod fault;
 pub mod gilbert_elliott;
 pub mod schedule;
+mod stage;
 pub mod trace;
 pub mod wired;
 

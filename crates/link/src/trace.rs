@@ -35,9 +35,9 @@
 //! A real-time driver woken late serves every opportunity that has passed, in order, as
 //! mm-link does when its event loop was held up.
 
-use crate::wired::{apply_fault, DelayLine};
-use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Port, QueueInfo, Timer};
-use l4s_aqm::{AqmConfig, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::stage::{apply_fault, DelayLine, Queue};
+use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, Timer};
+use l4s_aqm::{AqmConfig, QueueId, QueueStats};
 use l4s_core::{Dur, Rate, Rng, Time, ETH_HEADER};
 use std::io::BufRead;
 use std::sync::Arc;
@@ -220,8 +220,7 @@ pub struct TraceLink<P> {
     trace: Arc<Trace>,
     delay: Dur,
     fault: Option<Fault>,
-    qdisc: Box<dyn Qdisc<P>>,
-    queues: [QueueInfo; 1],
+    queue: Queue<P>,
     /// Time 0 of the run (the trace starts there), once known.
     origin: Option<Time>,
     /// The next opportunity: its index and its loop of the trace.
@@ -232,8 +231,6 @@ pub struct TraceLink<P> {
     /// The opportunity time a wake-up was asked for.
     armed: Option<Time>,
     line: DelayLine<P>,
-    qdisc_timer: Option<Time>,
-    drops: Vec<Dropped<P>>,
     stats: LinkStats,
 }
 
@@ -251,25 +248,16 @@ impl<P: LinkPacket + 'static> TraceLink<P> {
     /// A trace-driven link with the given trace, propagation delay, queue and fault; `rng`
     /// seeds the queue discipline.
     pub fn new(trace: Arc<Trace>, delay: Dur, aqm: &AqmConfig, fault: Option<Fault>, rng: Rng) -> TraceLink<P> {
-        let qdisc: Box<dyn Qdisc<P>> = l4s_aqm::build(aqm, rng);
-        let queues = [QueueInfo {
-            label: String::new(),
-            aqm: qdisc.kind(),
-            subqueues: qdisc.queue_ids(),
-        }];
         TraceLink {
             trace,
             delay,
             fault,
-            qdisc,
-            queues,
+            queue: Queue::new(aqm, rng),
             origin: None,
             next: (0, 0),
             tx: None,
             armed: None,
             line: DelayLine::default(),
-            qdisc_timer: None,
-            drops: Vec::new(),
             stats: LinkStats::default(),
         }
     }
@@ -301,7 +289,7 @@ impl<P: LinkPacket + 'static> TraceLink<P> {
             if t > now {
                 break;
             }
-            if self.tx.is_none() && self.qdisc.len_packets() == 0 {
+            if self.tx.is_none() && self.queue.qdisc.len_packets() == 0 {
                 let since = now.since(self.origin()).as_nanos() / 1_000_000;
                 self.next = self.trace.first_after(since);
                 break;
@@ -310,9 +298,9 @@ impl<P: LinkPacket + 'static> TraceLink<P> {
             self.advance();
             self.serve(t, i, io);
         }
-        self.flush_drops(io);
-        self.arm_qdisc_timer(io);
-        if self.tx.is_some() || self.qdisc.len_packets() > 0 {
+        self.queue.flush_drops(io);
+        self.queue.arm(io, QDISC);
+        if self.tx.is_some() || self.queue.qdisc.len_packets() > 0 {
             let t = self.at(self.next);
             if self.armed != Some(t) {
                 self.armed = Some(t);
@@ -327,7 +315,7 @@ impl<P: LinkPacket + 'static> TraceLink<P> {
         let mut budget = OPPORTUNITY_BYTES;
         while budget > 0 {
             if self.tx.is_none() {
-                let Some(d) = self.qdisc.dequeue(io.now, &mut self.drops) else {
+                let Some(d) = self.queue.qdisc.dequeue(io.now, &mut self.queue.drops) else {
                     return;
                 };
                 let bytes = d.pkt.wire_len().saturating_sub(ETH_HEADER).max(1);
@@ -361,31 +349,6 @@ impl<P: LinkPacket + 'static> TraceLink<P> {
             }
         }
     }
-
-    fn arm_qdisc_timer(&mut self, io: &mut Io<'_, P>) {
-        match self.qdisc.next_timeout() {
-            Some(t) if self.qdisc_timer != Some(t) => {
-                self.qdisc_timer = Some(t);
-                io.wake(QDISC, t);
-            }
-            Some(_) => {}
-            None => self.qdisc_timer = None,
-        }
-    }
-
-    fn flush_drops(&mut self, io: &mut Io<'_, P>) {
-        for d in self.drops.drain(..) {
-            io.lost(Loss {
-                kind: LossKind::Queue {
-                    queue: 0,
-                    sub: d.queue,
-                    reason: d.reason,
-                },
-                sojourn: d.sojourn,
-                pkt: d.pkt,
-            });
-        }
-    }
 }
 
 impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
@@ -409,12 +372,8 @@ impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
         // mm-link serves the opportunities up to now before it takes an arrival.
         self.rationalize(io);
         apply_fault(self.fault, self.origin, io.now, &mut pkt);
-        let now = io.now;
-        match self.qdisc.enqueue(pkt, now) {
-            Enqueued::Queued { .. } => {}
-            Enqueued::Dropped(d) => self.drops.push(d),
-        }
-        self.qdisc.drain_enqueue_drops(&mut self.drops);
+        self.queue.enqueue(pkt, io);
+        self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
         self.rationalize(io);
     }
 
@@ -427,32 +386,25 @@ impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
                 self.rationalize(io);
             }
             ARRIVE => self.line.arrive(io, ARRIVE),
-            QDISC => {
-                if self.qdisc_timer != Some(at) {
-                    return;
-                }
-                self.qdisc_timer = None;
-                self.qdisc.on_timeout(io.now);
-                self.arm_qdisc_timer(io);
-            }
+            QDISC => self.queue.on_timer(at, io, QDISC),
             _ => {}
         }
     }
 
     fn queues(&self) -> &[QueueInfo] {
-        &self.queues
+        &self.queue.info
     }
 
     fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
-        self.qdisc.stats()
+        self.queue.stats()
     }
 
     fn backlog(&self, _q: usize) -> (u64, u64) {
-        (self.qdisc.len_packets() as u64, self.qdisc.len_bytes())
+        self.queue.backlog()
     }
 
     fn probability(&self, _q: usize) -> Option<f64> {
-        self.qdisc.probability()
+        self.queue.qdisc.probability()
     }
 
     fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
@@ -600,7 +552,7 @@ mod tests {
             fn departed(&mut self, _: Time, d: &Departure<'_, Pkt>) {
                 self.0.push(d.serialisation);
             }
-            fn lost(&mut self, _: Time, _: Loss<Pkt>) {}
+            fn lost(&mut self, _: Time, _: crate::Loss<Pkt>) {}
         }
         // Opportunities at 4, 4 and 10 ms: those at 4 ms stand for 2 ms each, the one at
         // 10 ms for 6 ms.

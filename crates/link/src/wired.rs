@@ -27,10 +27,10 @@
 //! for their own wake-ups ([`TX_DONE`], [`ARRIVE`], [`QDISC`], [`RATE`]), one per packet finishing its serialisation, one per head of the delay line,
 //! so that the simulator orders simultaneous events exactly as they were caused.
 
-use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Port, QueueInfo, RateSchedule, Timer};
-use l4s_aqm::{AqmConfig, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::stage::{apply_fault, DelayLine, Queue};
+use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer};
+use l4s_aqm::{AqmConfig, QueueId, QueueStats};
 use l4s_core::{Dur, Rate, Rng, Time};
-use std::collections::VecDeque;
 
 /// A packet finished its serialisation.
 pub const TX_DONE: Timer = 0;
@@ -51,8 +51,7 @@ pub struct Wired<P> {
     delay: Dur,
     fault: Option<Fault>,
     max_lag: Dur,
-    qdisc: Box<dyn Qdisc<P>>,
-    queues: [QueueInfo; 1],
+    queue: Queue<P>,
     /// Time 0 of the run, once known.
     origin: Option<Time>,
     /// The packet being serialised.
@@ -61,9 +60,6 @@ pub struct Wired<P> {
     free_at: Time,
     /// Packets on the wire.
     line: DelayLine<P>,
-    /// Deadline of the queue discipline's pending timer request.
-    qdisc_timer: Option<Time>,
-    drops: Vec<Dropped<P>>,
     stats: LinkStats,
 }
 
@@ -79,12 +75,6 @@ impl<P: LinkPacket + 'static> Wired<P> {
         max_lag: Dur,
         rng: Rng,
     ) -> Wired<P> {
-        let qdisc: Box<dyn Qdisc<P>> = l4s_aqm::build(aqm, rng);
-        let queues = [QueueInfo {
-            label: String::new(),
-            aqm: qdisc.kind(),
-            subqueues: qdisc.queue_ids(),
-        }];
         Wired {
             base_rate: rate,
             rate,
@@ -92,49 +82,19 @@ impl<P: LinkPacket + 'static> Wired<P> {
             delay,
             fault,
             max_lag,
-            qdisc,
-            queues,
+            queue: Queue::new(aqm, rng),
             origin: None,
             tx: None,
             free_at: Time::ZERO,
             line: DelayLine::default(),
-            qdisc_timer: None,
-            drops: Vec::new(),
             stats: LinkStats::default(),
-        }
-    }
-
-    /// Ask for the queue discipline's timer when it moved.
-    fn arm_qdisc_timer(&mut self, io: &mut Io<'_, P>) {
-        match self.qdisc.next_timeout() {
-            Some(t) if self.qdisc_timer != Some(t) => {
-                self.qdisc_timer = Some(t);
-                io.wake(QDISC, t);
-            }
-            Some(_) => {}
-            None => self.qdisc_timer = None,
-        }
-    }
-
-    /// Report the packets the queue discipline dropped.
-    fn flush_drops(&mut self, io: &mut Io<'_, P>) {
-        for d in self.drops.drain(..) {
-            io.lost(Loss {
-                kind: LossKind::Queue {
-                    queue: 0,
-                    sub: d.queue,
-                    reason: d.reason,
-                },
-                sojourn: d.sojourn,
-                pkt: d.pkt,
-            });
         }
     }
 
     /// Start serialising the next packet if the queue has one.
     fn start_tx(&mut self, io: &mut Io<'_, P>) {
         let now = io.now;
-        if let Some(d) = self.qdisc.dequeue(now, &mut self.drops) {
+        if let Some(d) = self.queue.qdisc.dequeue(now, &mut self.queue.drops) {
             let arrival = Time(now.as_nanos().saturating_sub(d.sojourn.as_nanos()));
             let catch_up_from = Time(now.as_nanos().saturating_sub(self.max_lag.as_nanos()));
             if self.free_at >= arrival && catch_up_from > self.free_at {
@@ -157,67 +117,13 @@ impl<P: LinkPacket + 'static> Wired<P> {
             self.tx = Some(d.pkt);
             io.wake(TX_DONE, self.free_at);
         }
-        self.flush_drops(io);
-        self.arm_qdisc_timer(io);
+        self.queue.flush_drops(io);
+        self.queue.arm(io, QDISC);
     }
 
     /// Put a packet on the wire at `at` (the end of its serialisation).
     fn propagate(&mut self, pkt: P, at: Time, io: &mut Io<'_, P>) {
         self.line.push(pkt, at + self.delay, io, ARRIVE);
-    }
-}
-
-/// Rewrite a packet's ECN field as `fault` does, from its start (counted from `origin`, the
-/// run's time 0; no fault before it is known).
-pub(crate) fn apply_fault<P: LinkPacket>(fault: Option<Fault>, origin: Option<Time>, now: Time, pkt: &mut P) {
-    if let (Some(f), Some(origin)) = (fault, origin) {
-        if now >= origin + f.start {
-            let e = f.kind.apply(pkt.ecn());
-            if e != pkt.ecn() {
-                pkt.set_ecn(e);
-            }
-        }
-    }
-}
-
-/// A propagation delay line towards port 1. Constant delays keep the order, so it is a
-/// FIFO and only its head has a wake-up.
-pub(crate) struct DelayLine<P> {
-    q: VecDeque<(Time, P)>,
-}
-
-impl<P> Default for DelayLine<P> {
-    fn default() -> Self {
-        DelayLine { q: VecDeque::new() }
-    }
-}
-
-impl<P> DelayLine<P> {
-    /// `pkt` reaches port 1 at `due`; the head's wake-up is asked for with `timer`. A
-    /// packet already due with nothing ahead of it leaves at once.
-    pub(crate) fn push(&mut self, pkt: P, due: Time, io: &mut Io<'_, P>, timer: Timer) {
-        if self.q.is_empty() && due <= io.now {
-            io.deliver(1, pkt, due);
-            return;
-        }
-        self.q.push_back((due, pkt));
-        if self.q.len() == 1 {
-            io.wake(timer, due);
-        }
-    }
-
-    /// The head's wake-up: deliver it if it is due and ask for the next one.
-    pub(crate) fn arrive(&mut self, io: &mut Io<'_, P>, timer: Timer) {
-        if self.q.front().is_none_or(|(due, _)| *due > io.now) {
-            return;
-        }
-        let Some((due, pkt)) = self.q.pop_front() else {
-            return;
-        };
-        if let Some((next, _)) = self.q.front() {
-            io.wake(timer, *next);
-        }
-        io.deliver(1, pkt, due);
     }
 }
 
@@ -233,7 +139,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
                 io.wake(RATE, origin + first);
             }
         }
-        self.arm_qdisc_timer(io);
+        self.queue.arm(io, QDISC);
     }
 
     fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
@@ -247,26 +153,13 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             }
             return;
         }
-        match self.qdisc.enqueue(pkt, now) {
-            Enqueued::Queued { .. } => {
-                if self.tx.is_none() {
-                    self.start_tx(io);
-                }
-            }
-            Enqueued::Dropped(d) => io.lost(Loss {
-                kind: LossKind::Queue {
-                    queue: 0,
-                    sub: d.queue,
-                    reason: d.reason,
-                },
-                sojourn: d.sojourn,
-                pkt: d.pkt,
-            }),
+        if self.queue.enqueue(pkt, io) && self.tx.is_none() {
+            self.start_tx(io);
         }
         // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
-        self.qdisc.drain_enqueue_drops(&mut self.drops);
-        self.flush_drops(io);
-        self.arm_qdisc_timer(io);
+        self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
+        self.queue.flush_drops(io);
+        self.queue.arm(io, QDISC);
     }
 
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
@@ -283,15 +176,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
                 }
             }
             ARRIVE => self.line.arrive(io, ARRIVE),
-            QDISC => {
-                // Superseded requests are ignored.
-                if self.qdisc_timer != Some(at) {
-                    return;
-                }
-                self.qdisc_timer = None;
-                self.qdisc.on_timeout(io.now);
-                self.arm_qdisc_timer(io);
-            }
+            QDISC => self.queue.on_timer(at, io, QDISC),
             RATE => {
                 let (Some(base), Some(origin)) = (self.base_rate, self.origin) else {
                     return;
@@ -310,22 +195,22 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
 
     fn queues(&self) -> &[QueueInfo] {
         if self.base_rate.is_some() {
-            &self.queues
+            &self.queue.info
         } else {
             &[]
         }
     }
 
     fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
-        self.qdisc.stats()
+        self.queue.stats()
     }
 
     fn backlog(&self, _q: usize) -> (u64, u64) {
-        (self.qdisc.len_packets() as u64, self.qdisc.len_bytes())
+        self.queue.backlog()
     }
 
     fn probability(&self, _q: usize) -> Option<f64> {
-        self.qdisc.probability()
+        self.queue.qdisc.probability()
     }
 
     fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
@@ -401,7 +286,7 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert_eq!(seen.lost.len(), 1);
         assert_eq!(seen.lost[0].1, 3);
-        assert!(matches!(seen.lost[0].2, LossKind::Queue { queue: 0, .. }));
+        assert!(matches!(seen.lost[0].2, crate::LossKind::Queue { queue: 0, .. }));
     }
 
     #[test]

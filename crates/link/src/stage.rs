@@ -1,0 +1,151 @@
+//! The stages a link model is made of, shared by the models: a faulty middlebox, a queue
+//! discipline with its timer, and a propagation delay line.
+
+use crate::{Fault, Io, LinkPacket, Loss, LossKind, QueueInfo, Timer};
+use l4s_aqm::{AqmConfig, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use l4s_core::{Rng, Time};
+use std::collections::VecDeque;
+
+/// Rewrite a packet's ECN field as `fault` does, from its start (counted from `origin`, the
+/// run's time 0; no fault before it is known).
+pub(crate) fn apply_fault<P: LinkPacket>(fault: Option<Fault>, origin: Option<Time>, now: Time, pkt: &mut P) {
+    if let (Some(f), Some(origin)) = (fault, origin) {
+        if now >= origin + f.start {
+            let e = f.kind.apply(pkt.ecn());
+            if e != pkt.ecn() {
+                pkt.set_ecn(e);
+            }
+        }
+    }
+}
+
+/// A propagation delay line towards port 1. Constant delays keep the order, so it is a
+/// FIFO and only its head has a wake-up.
+pub(crate) struct DelayLine<P> {
+    q: VecDeque<(Time, P)>,
+}
+
+impl<P> Default for DelayLine<P> {
+    fn default() -> Self {
+        DelayLine { q: VecDeque::new() }
+    }
+}
+
+impl<P> DelayLine<P> {
+    /// `pkt` reaches port 1 at `due`; the head's wake-up is asked for with `timer`. A
+    /// packet already due with nothing ahead of it leaves at once.
+    pub(crate) fn push(&mut self, pkt: P, due: Time, io: &mut Io<'_, P>, timer: Timer) {
+        if self.q.is_empty() && due <= io.now {
+            io.deliver(1, pkt, due);
+            return;
+        }
+        self.q.push_back((due, pkt));
+        if self.q.len() == 1 {
+            io.wake(timer, due);
+        }
+    }
+
+    /// The head's wake-up: deliver it if it is due and ask for the next one.
+    pub(crate) fn arrive(&mut self, io: &mut Io<'_, P>, timer: Timer) {
+        if self.q.front().is_none_or(|(due, _)| *due > io.now) {
+            return;
+        }
+        let Some((due, pkt)) = self.q.pop_front() else {
+            return;
+        };
+        if let Some((next, _)) = self.q.front() {
+            io.wake(timer, *next);
+        }
+        io.deliver(1, pkt, due);
+    }
+}
+
+/// A link's one queue: the queue discipline, its pending timer request, and the packets
+/// it dropped that are still to be reported.
+pub(crate) struct Queue<P> {
+    pub(crate) qdisc: Box<dyn Qdisc<P>>,
+    pub(crate) info: [QueueInfo; 1],
+    timer: Option<Time>,
+    pub(crate) drops: Vec<Dropped<P>>,
+}
+
+impl<P: LinkPacket + 'static> Queue<P> {
+    /// The queue discipline `aqm`, seeded with `rng`.
+    pub(crate) fn new(aqm: &AqmConfig, rng: Rng) -> Queue<P> {
+        let qdisc: Box<dyn Qdisc<P>> = l4s_aqm::build(aqm, rng);
+        let info = [QueueInfo {
+            label: String::new(),
+            aqm: qdisc.kind(),
+            subqueues: qdisc.queue_ids(),
+        }];
+        Queue {
+            qdisc,
+            info,
+            timer: None,
+            drops: Vec::new(),
+        }
+    }
+
+    /// Ask for the queue discipline's timer (with `timer`) when it moved.
+    pub(crate) fn arm(&mut self, io: &mut Io<'_, P>, timer: Timer) {
+        match self.qdisc.next_timeout() {
+            Some(t) if self.timer != Some(t) => {
+                self.timer = Some(t);
+                io.wake(timer, t);
+            }
+            Some(_) => {}
+            None => self.timer = None,
+        }
+    }
+
+    /// The timer asked for at `at` is due: run the discipline's timer unless the request
+    /// was superseded, and ask for the next.
+    pub(crate) fn on_timer(&mut self, at: Time, io: &mut Io<'_, P>, timer: Timer) {
+        if self.timer != Some(at) {
+            return;
+        }
+        self.timer = None;
+        self.qdisc.on_timeout(io.now);
+        self.arm(io, timer);
+    }
+
+    /// Put `pkt` in the queue; a packet the discipline refused is reported lost at once.
+    /// Whether it was queued.
+    pub(crate) fn enqueue(&mut self, pkt: P, io: &mut Io<'_, P>) -> bool {
+        match self.qdisc.enqueue(pkt, io.now) {
+            Enqueued::Queued { .. } => true,
+            Enqueued::Dropped(d) => {
+                io.lost(lost(d));
+                false
+            }
+        }
+    }
+
+    /// Report the packets the queue discipline dropped.
+    pub(crate) fn flush_drops(&mut self, io: &mut Io<'_, P>) {
+        for d in self.drops.drain(..) {
+            io.lost(lost(d));
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Vec<(QueueId, QueueStats)> {
+        self.qdisc.stats()
+    }
+
+    pub(crate) fn backlog(&self) -> (u64, u64) {
+        (self.qdisc.len_packets() as u64, self.qdisc.len_bytes())
+    }
+}
+
+/// A drop by the queue discipline as the link reports it (its only queue).
+fn lost<P>(d: Dropped<P>) -> Loss<P> {
+    Loss {
+        kind: LossKind::Queue {
+            queue: 0,
+            sub: d.queue,
+            reason: d.reason,
+        },
+        sojourn: d.sojourn,
+        pkt: d.pkt,
+    }
+}
