@@ -8,7 +8,7 @@
 //! Constructors never panic on an unvalidated configuration either; they clamp impossible
 //! values to the nearest valid one.
 
-use l4s_core::{Dur, QueuePacket, Rng, FRAME_MTU};
+use l4s_core::{Dur, QueuePacket, Rate, Rng, FRAME_MTU};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -99,6 +99,28 @@ pub enum Marking {
     Ramp,
 }
 
+/// Which deployed DualPI2 the L-queue's native AQM follows where they differ: whether a
+/// lone L4S packet can be marked. Below about 12 Mbit/s a 1514-byte frame takes longer to
+/// serialise than the 1 ms step, so a packet queued behind one frame already exceeds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepMode {
+    /// Upstream Linux (`net/sched/sch_dualpi2.c`, v6.17+, `skb_apply_step`): the step applies
+    /// when the L-queue holds at least `min_qlen_step` packets at enqueue (default 0: always,
+    /// so a lone packet is marked once its sojourn exceeds `step_thresh`).
+    #[default]
+    LinuxUpstream,
+    /// L4STeam's out-of-tree kernels (`github.com/L4STeam/linux`, `dualpi2_qdisc_enqueue`):
+    /// the step applies only when the L-queue already holds more than one packet at enqueue
+    /// (`qlen > 1`, upstream's `min_qlen_step = 2`); no `min_qlen_step` parameter.
+    L4steam,
+    /// DOCSIS 3.1 immediate AQM (MULPI Annex N as modelled by CableLabs' docsis-ns3,
+    /// `DualQueueCoupledAqm::InitializeParams`/`CalcProbNative`): at enqueue, a ramp on the
+    /// L backlog in bytes (arriving packet included) over `max_rate`, from
+    /// `max(1 ms − 2^19 ns, 2 frames at max_rate)` over 2^19 ns, with `recur()` draws.
+    Docsis,
+}
+
 /// The delay fed to the PI controller, where Linux `calculate_probability` and the RFC 9332
 /// Appendix A.1 pseudo-code differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -134,7 +156,13 @@ pub struct DualPi2Config {
     pub step_thresh: Dur,
     /// When set, the step is in packets (L-queue length after removal) and `step_thresh` is ignored.
     pub step_thresh_packets: Option<u32>,
-    pub min_qlen_step: u32,
+    /// Which deployed implementation's native-AQM guard to follow ([`StepMode`]).
+    pub step_mode: StepMode,
+    /// Upstream Linux's minimum L-queue length (packets, at enqueue) for the step to apply;
+    /// `None` = 0. Only with `step_mode = "linux-upstream"`.
+    pub min_qlen_step: Option<u32>,
+    /// DOCSIS `MAX_RATE` (the service flow's rate), required by `step_mode = "docsis"`.
+    pub max_rate: Option<Rate>,
     pub coupling_factor: u32,
     pub drop_overload: bool,
     pub drop_early: bool,
@@ -174,7 +202,9 @@ impl Default for DualPi2Config {
             typical_rtt: None,
             step_thresh: Dur::from_millis(1),
             step_thresh_packets: None,
-            min_qlen_step: 0,
+            step_mode: StepMode::LinuxUpstream,
+            min_qlen_step: None,
+            max_rate: None,
             coupling_factor: 2,
             drop_overload: true,
             drop_early: false,
@@ -317,6 +347,33 @@ impl DualPi2Config {
                     self.step_thresh
                 ),
             );
+        }
+        if self.step_mode != StepMode::LinuxUpstream && self.min_qlen_step.is_some() {
+            return err(
+                "min_qlen_step",
+                "only with step_mode = \"linux-upstream\" (\"l4steam\" fixes the guard at more than one \
+                 queued packet; \"docsis\" has none)",
+            );
+        }
+        if self.step_mode != StepMode::LinuxUpstream && self.marking == Marking::Ramp {
+            return err(
+                "step_mode",
+                "expected \"linux-upstream\" with marking = \"ramp\" (the RFC 9332 ramp has its own `th_len` guard)",
+            );
+        }
+        match (self.step_mode, self.max_rate) {
+            (StepMode::Docsis, None) => {
+                return err(
+                    "max_rate",
+                    "step_mode = \"docsis\" needs the service flow's rate, such as max_rate = \"10Mbit\"",
+                )
+            }
+            (StepMode::Docsis, Some(r)) if r.bits_per_sec() == 0 => {
+                return err("max_rate", "expected a rate greater than zero")
+            }
+            (StepMode::Docsis, _) => {}
+            (_, Some(_)) => return err("max_rate", "only with step_mode = \"docsis\""),
+            _ => {}
         }
         if self.marking == Marking::Ramp {
             positive_dur("range", self.range)?;

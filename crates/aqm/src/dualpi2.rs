@@ -10,14 +10,17 @@
 //!   integer arithmetic (gains scaled by `2^32 − 1 / 1e9 × 64`, division by 64 truncating the
 //!   magnitude). Classic packets see p'² (two independent draws), L4S packets k·p'.
 //! * The L-queue's native AQM: Linux's step (default, 1 ms, strict `>`) or the RFC 9332
-//!   Appendix A ramp (`minTh` 800 µs, `range` 400 µs, `Th_len` 1 packet).
+//!   Appendix A ramp (`minTh` 800 µs, `range` 400 µs, `Th_len` 1 packet). `step_mode` picks
+//!   whose guard against marking a lone packet applies: upstream Linux (`min_qlen_step`,
+//!   default none), L4STeam's kernels (more than one packet queued) or DOCSIS's immediate
+//!   AQM (a byte-based ramp whose start is floored at two frames' serialisation time).
 //! * Overload (k·p' > 1): with `drop_overload`, L4S packets are dropped with p'² and every
 //!   survivor is marked; Classic ECT packets are dropped instead of marked (RFC 9332 §4.2.3,
 //!   Appendix A.2). Without it, p' is capped at 1/k.
 //!
 //! Differences from the RFC 9332 Appendix A pseudo-code (all selectable, Linux is default):
 //! the PI input is max(L, C) head sojourn (RFC: C head only, [`PiInput::ClassicHead`]); the
-//! native L AQM is a step without a length guard (RFC: ramp with `Th_len`); random draws
+//! native L AQM is a step without a length guard by default (RFC: ramp with `Th_len`); random draws
 //! (RFC: `recur`, option `recur`); a 2-MTU floor on the total backlog below which nothing is
 //! signalled (RFC: none); limits in packets plus memory (RFC: bytes). With `marking = ramp`
 //! the ramp is drawn after the coupled draw instead of in a single draw of
@@ -30,11 +33,11 @@
 
 use std::collections::VecDeque;
 
-use l4s_core::{Dur, Ecn, QueuePacket, Rng, Time};
+use l4s_core::{Dur, Ecn, QueuePacket, Rate, Rng, Time};
 
 use crate::config::{
-    derive_from_rtt, gain_hz_to_nl, gain_nl_to_internal, DualPi2Config, EcnMask, Marking, PiInput, DEFAULT_ALPHA_NL,
-    DEFAULT_BETA_NL, MAX_GAIN_NL,
+    derive_from_rtt, gain_hz_to_nl, gain_nl_to_internal, DualPi2Config, EcnMask, Marking, PiInput, StepMode,
+    DEFAULT_ALPHA_NL, DEFAULT_BETA_NL, MAX_GAIN_NL,
 };
 use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
 
@@ -156,7 +159,14 @@ pub struct DualPi2Params {
     pub alpha_i: u32,
     pub beta_i: u32,
     pub step: Step,
+    pub step_mode: StepMode,
+    /// The L-queue length at enqueue from which the native AQM applies (resolved from the
+    /// step mode: upstream `min_qlen_step`, L4STeam 2, DOCSIS 0).
     pub min_qlen_step: u32,
+    /// DOCSIS mode: `MAX_RATE`, and the ramp's resolved `MINTH` and range.
+    pub max_rate: Option<Rate>,
+    pub docsis_min_th: Dur,
+    pub docsis_range: Dur,
     pub coupling_factor: u32,
     pub drop_overload: bool,
     pub drop_early: bool,
@@ -201,6 +211,14 @@ impl DualPi2Params {
         };
         let wc = cfg.classic_protection.min(100);
         let wl = 100 - wc;
+        let min_qlen_step = match cfg.step_mode {
+            StepMode::LinuxUpstream => cfg.min_qlen_step.unwrap_or(0),
+            // `qdisc_qlen(q->l_queue) > 1` in L4STeam's `dualpi2_qdisc_enqueue`.
+            StepMode::L4steam => 2,
+            StepMode::Docsis => 0,
+        };
+        let max_rate = cfg.max_rate.filter(|r| r.bits_per_sec() > 0);
+        let (docsis_min_th, docsis_range) = docsis_thresholds(max_rate, mtu);
         DualPi2Params {
             limit,
             memory_limit,
@@ -211,7 +229,11 @@ impl DualPi2Params {
             alpha_i: gain_nl_to_internal(alpha_nl),
             beta_i: gain_nl_to_internal(beta_nl),
             step,
-            min_qlen_step: cfg.min_qlen_step,
+            step_mode: cfg.step_mode,
+            min_qlen_step,
+            max_rate,
+            docsis_min_th,
+            docsis_range,
             coupling_factor: cfg.coupling_factor.clamp(1, 255),
             drop_overload: cfg.drop_overload,
             drop_early: cfg.drop_early,
@@ -236,6 +258,21 @@ impl DualPi2Params {
     pub fn beta_hz(&self) -> f64 {
         self.beta_i as f64 / 64.0 * 1e9 / MAX_PROB as f64
     }
+}
+
+/// DOCSIS immediate-AQM ramp thresholds (MINTH, range) for `MAX_RATE` and a frame of `mtu`
+/// bytes, as docsis-ns3 `DualQueueCoupledAqm::InitializeParams` derives them from the MULPI
+/// defaults (MAXTH 1 ms, LG_RANGE 19): FLOOR = 2 frames at MAX_RATE (capped at 65.535 ms),
+/// MINTH = max(MAXTH − range, FLOOR), MAXTH = min(MINTH + range, 65.535 ms).
+pub fn docsis_thresholds(max_rate: Option<Rate>, mtu: u32) -> (Dur, Dur) {
+    const CAP: Dur = Dur(65_535_000);
+    let range = Dur(1 << 19);
+    let floor = max_rate
+        .map(|r| r.tx_time(2 * mtu as u64).min(CAP))
+        .unwrap_or(Dur::ZERO);
+    let min_th = (Dur::from_millis(1) - range).max(floor);
+    let max_th = (min_th + range).min(CAP);
+    (min_th, max_th - min_th)
 }
 
 /// One step of the Linux integer PI2 update (`calculate_probability`), as a pure function.
@@ -523,6 +560,16 @@ impl<P: QueuePacket> DualPi2<P> {
         }
     }
 
+    /// DOCSIS immediate AQM at enqueue of an L4S packet (already counted in the L backlog):
+    /// the L backlog in bytes over `MAX_RATE`, on the ramp, drawn with `recur()` (docsis-ns3 `DoEnqueue`,
+    /// `QDelayCoupledL`, `CalcProbNative`, `Iaqm`; the coupled k·p' is still drawn at dequeue).
+    fn docsis_iaqm(&mut self) -> bool {
+        let Some(rate) = self.p.max_rate else { return false };
+        let qdelay = rate.tx_time(self.stats_l.backlog_bytes);
+        let pr = ramp_probability(qdelay, self.p.docsis_min_th, self.p.docsis_range);
+        pr > 0.0 && recur(&mut self.recur_ramp, pr.min(1.0))
+    }
+
     /// The native L AQM (Linux `do_step_aqm` step, or the RFC 9332 Appendix A ramp). `sojourn` of the packet, L length
     /// after its removal.
     fn native_l(&mut self, e: &mut Entry<P>, sojourn: Dur) -> Verdict {
@@ -530,6 +577,8 @@ impl<P: QueuePacket> DualPi2<P> {
             return Verdict::Pass { marked: false };
         }
         let hit = match self.p.marking {
+            // DOCSIS decided at enqueue; `apply_step` carries the outcome.
+            _ if self.p.step_mode == StepMode::Docsis => true,
             Marking::Step => match self.p.step {
                 Step::Time(th) => sojourn > th,
                 Step::Packets(n) => self.l.len() as u64 > n as u64,
@@ -641,7 +690,10 @@ impl<P: QueuePacket> Qdisc<P> for DualPi2<P> {
                 self.c_head_ts = Some(now);
             }
         } else {
-            let apply_step = class == TrafficClass::L4s && self.l.len() as u64 >= self.p.min_qlen_step as u64;
+            let mut apply_step = class == TrafficClass::L4s && self.l.len() as u64 >= self.p.min_qlen_step as u64;
+            if apply_step && self.p.step_mode == StepMode::Docsis {
+                apply_step = self.docsis_iaqm();
+            }
             self.l.push_back(Entry {
                 pkt,
                 ts: now,

@@ -33,7 +33,7 @@ pub use classic_ecn::ClassicEcn;
 pub use codel::Codel;
 pub use config::{
     build, derive_from_rtt, try_build, AqmConfig, ClassicEcnConfig, CodelConfig, ConfigError, DualPi2Config, EcnMask,
-    FifoConfig, FqCodelConfig, Marking, PiInput, PieConfig, KINDS,
+    FifoConfig, FqCodelConfig, Marking, PiInput, PieConfig, StepMode, KINDS,
 };
 pub use dualpi2::{Classifier, DualPi2, DualPi2Params, DualPi2Stats, Step, TrafficClass, MAX_PROB};
 pub use fifo::Fifo;

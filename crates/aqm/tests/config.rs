@@ -92,6 +92,36 @@ fn dualpi2_impossible_values_name_the_key() {
         ),
         (
             DualPi2Config {
+                step_mode: l4s_aqm::StepMode::L4steam,
+                min_qlen_step: Some(1),
+                ..d()
+            },
+            "min_qlen_step",
+        ),
+        (
+            DualPi2Config {
+                step_mode: l4s_aqm::StepMode::Docsis,
+                ..d()
+            },
+            "max_rate",
+        ),
+        (
+            DualPi2Config {
+                max_rate: Some(l4s_core::Rate::mbps(10)),
+                ..d()
+            },
+            "max_rate",
+        ),
+        (
+            DualPi2Config {
+                step_mode: l4s_aqm::StepMode::L4steam,
+                marking: l4s_aqm::Marking::Ramp,
+                ..d()
+            },
+            "step_mode",
+        ),
+        (
+            DualPi2Config {
                 coupling_factor: 0,
                 ..d()
             },

@@ -408,7 +408,7 @@ fn step_drops_not_ect_l4s_class_and_spares_llll() {
 #[test]
 fn step_min_qlen_step() {
     let mut q = dp(DualPi2Config {
-        min_qlen_step: 3,
+        min_qlen_step: Some(3),
         ..Default::default()
     });
     for i in 0..5 {
@@ -418,6 +418,45 @@ fn step_min_qlen_step() {
     let marked: Vec<bool> = (0..5).map(|_| q.dequeue(ms(5), &mut drops).unwrap().marked).collect();
     // Packets 0, 1, 2 found 0, 1, 2 packets in L; 3 and 4 found 3 and 4.
     assert_eq!(marked, [false, false, false, true, true]);
+}
+
+/// Five L4S packets enqueued together at `Time::ZERO`, dequeued at 5 ms: which are marked.
+fn marks_of_five(cfg: DualPi2Config) -> Vec<bool> {
+    let mut q = dp(cfg);
+    for i in 0..5 {
+        q.enqueue(pkt_id(Ecn::Ect1, i), Time::ZERO);
+    }
+    let mut drops = Vec::new();
+    (0..5).map(|_| q.dequeue(ms(5), &mut drops).unwrap().marked).collect()
+}
+
+#[test]
+fn step_modes_guard_a_lone_packet_differently() {
+    use l4s_aqm::StepMode;
+    // Upstream Linux (min_qlen_step 0): every packet past 1 ms is marked, even the first.
+    assert_eq!(marks_of_five(DualPi2Config::default()), [true; 5]);
+    // L4STeam: only packets that found more than one packet in L (`qlen > 1`).
+    let l4t = DualPi2Config {
+        step_mode: StepMode::L4steam,
+        ..Default::default()
+    };
+    assert_eq!(dp(l4t.clone()).params().min_qlen_step, 2);
+    assert_eq!(marks_of_five(l4t), [false, false, true, true, true]);
+    // DOCSIS at 10 Mbit/s: FLOOR = 2 × 1514 B = 2.42 ms, ramp to 2.95 ms on the backlog the
+    // arriving packet sees (1.21 ms per frame): 1.2 and 2.4 ms unmarked, 3.6 ms and up
+    // p = 1, which recur() turns into a hit from the second such packet on.
+    let docsis = DualPi2Config {
+        step_mode: StepMode::Docsis,
+        max_rate: Some(l4s_core::Rate::mbps(10)),
+        ..Default::default()
+    };
+    let p = dp(docsis.clone()).params().clone();
+    assert_eq!(p.docsis_min_th, l4s_core::Rate::mbps(10).tx_time(2 * 1514));
+    assert_eq!(p.docsis_range, Dur(1 << 19));
+    assert_eq!(marks_of_five(docsis), [false, false, false, true, true]);
+    // At 100 Mbit/s the floor is below MAXTH − range: MINTH = 1 ms − 2^19 ns.
+    let fast = l4s_aqm::dualpi2::docsis_thresholds(Some(l4s_core::Rate::mbps(100)), 1514);
+    assert_eq!(fast, (Dur::from_millis(1) - Dur(1 << 19), Dur(1 << 19)));
 }
 
 #[test]
