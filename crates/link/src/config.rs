@@ -1,7 +1,9 @@
 //! A link from its description: the wire's rate, delay, queue, fault and rate schedule
 //! (or a capacity trace instead of the rate), and an optional loss model around it.
 
-use crate::{GilbertElliott, GilbertElliottConfig, Link, LinkPacket, RateSchedule, Trace, TraceLink, Wired};
+use crate::{
+    GilbertElliott, GilbertElliottConfig, Harq, HarqConfig, Link, LinkPacket, RateSchedule, Trace, TraceLink, Wired,
+};
 use l4s_aqm::AqmConfig;
 use l4s_core::{Dur, Rate, Rng};
 use std::sync::Arc;
@@ -27,6 +29,8 @@ pub struct LinkConfig {
     /// Capacity as delivery opportunities ([`crate::trace`]) instead of `rate` and
     /// `schedule`.
     pub trace: Option<Arc<Trace>>,
+    /// HARQ retransmissions with in-order delivery ([`crate::harq`]), inside the loss model.
+    pub harq: Option<HarqConfig>,
 }
 
 impl LinkConfig {
@@ -41,6 +45,7 @@ impl LinkConfig {
             loss: None,
             max_lag: Dur::from_millis(2),
             trace: None,
+            harq: None,
         }
     }
 }
@@ -60,6 +65,10 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
             cfg.max_lag,
             rng,
         )),
+    };
+    let wire: Box<dyn Link<P>> = match cfg.harq {
+        None => wire,
+        Some(h) => Box::new(Harq::new(wire, h, Rng::derive(loss_seed, 0x4a52))),
     };
     match cfg.loss {
         None => wire,

@@ -23,6 +23,8 @@
 //!   [`trace::Trace`] to replay.
 //! * [`gilbert_elliott::GilbertElliott`]: bursty loss on the wire (two-state Markov
 //!   chain), around any other link.
+//! * [`harq::Harq`]: HARQ retransmissions of failed blocks with RLC in-order delivery,
+//!   around any other link.
 //! * [`config::LinkConfig`] and [`build`]: a link from its scenario description.
 //!
 //! ## Why wake-ups are requested by reason
@@ -43,6 +45,7 @@ pub mod capacity;
 pub mod config;
 pub mod fault;
 pub mod gilbert_elliott;
+pub mod harq;
 pub mod schedule;
 mod stage;
 pub mod trace;
@@ -52,6 +55,7 @@ pub use capacity::{CapacityProcess, MarkovState};
 pub use config::{build, LinkConfig, LossModel};
 pub use fault::{Fault, FaultKind};
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
+pub use harq::{Harq, HarqConfig};
 pub use schedule::RateSchedule;
 pub use trace::{Trace, TraceError, TraceLink};
 pub use wired::Wired;

@@ -67,6 +67,8 @@ pub struct TopologyTable {
     pub reverse_trace: Option<String>,
     /// A capacity process for the bottleneck's forward direction, instead of `rate`.
     pub capacity: Option<CapacityTable>,
+    /// HARQ on the bottleneck's forward direction.
+    pub harq: Option<HarqTable>,
     // --- custom ---
     #[serde(default)]
     pub nodes: Vec<NodeTable>,
@@ -110,6 +112,17 @@ pub struct LinkTable {
     pub reverse_trace: Option<String>,
     /// A capacity process for the forward direction, instead of `rate`.
     pub capacity: Option<CapacityTable>,
+    /// HARQ on the forward direction.
+    pub harq: Option<HarqTable>,
+}
+
+/// `harq = { bler = 0.1, rtt = "8ms" }`: failed blocks sent again one HARQ round trip
+/// later, delivered in order (see `l4s_link::harq`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HarqTable {
+    pub bler: f64,
+    pub rtt: Dur,
 }
 
 /// `capacity = { process = "gaussian", mean = "10Mbit", std_dev = "3Mbit", step = "100ms",

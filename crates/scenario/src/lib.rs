@@ -133,6 +133,8 @@ pub struct Link {
     /// The process `trace` was drawn from (`capacity`), drawn again when the run's seed or
     /// duration changes.
     pub capacity: Option<l4s_link::CapacityProcess>,
+    /// HARQ retransmissions with in-order delivery (`harq`).
+    pub harq: Option<l4s_link::HarqConfig>,
 }
 
 impl Link {
@@ -154,6 +156,7 @@ impl Link {
             schedule: self.schedule.clone().ending_at(end),
             loss: self.loss,
             trace: self.trace.clone(),
+            harq: self.harq,
             ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
         }
     }

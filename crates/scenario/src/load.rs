@@ -214,6 +214,21 @@ fn parse_rate_schedule(
     })
 }
 
+/// A `harq` table: the block error rate and the HARQ round trip, checked.
+fn parse_harq(
+    cx: &ErrCtx,
+    at: &[Seg],
+    t: Option<&crate::file::HarqTable>,
+) -> Result<Option<l4s_link::HarqConfig>, ScenarioError> {
+    let Some(t) = t else { return Ok(None) };
+    let h = l4s_link::HarqConfig {
+        bler: t.bler,
+        rtt: t.rtt,
+    };
+    h.validate().map_err(|(k, m)| cx.at(&join(at, &[key(k)]), m))?;
+    Ok(Some(h))
+}
+
 /// A `loss` table: the model and its parameters.
 fn parse_loss(
     cx: &ErrCtx,
@@ -600,6 +615,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 loss: parse_loss(cx, &join(&tp, &[key("loss")]), topo.loss.as_ref())?,
                 trace,
                 capacity,
+                harq: parse_harq(cx, &join(&tp, &[key("harq")]), topo.harq.as_ref())?,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -614,6 +630,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 loss: None,
                 trace: reverse_trace,
                 capacity: reverse_process,
+                harq: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(i)];
@@ -667,6 +684,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     loss: None,
                     trace: None,
                     capacity: None,
+                    harq: None,
                 });
                 links.push(Link {
                     name: format!("left->{}.src", f.name),
@@ -681,6 +699,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     loss: None,
                     trace: None,
                     capacity: None,
+                    harq: None,
                 });
                 links.push(Link {
                     name: format!("right->{}.dst", f.name),
@@ -695,6 +714,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     loss: None,
                     trace: None,
                     capacity: None,
+                    harq: None,
                 });
                 links.push(Link {
                     name: format!("{}.dst->right", f.name),
@@ -709,6 +729,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                     loss: None,
                     trace: None,
                     capacity: None,
+                    harq: None,
                 });
                 flow_ends.push((s, d));
             }
@@ -728,6 +749,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 ("trace", topo.trace.is_some()),
                 ("reverse_trace", topo.reverse_trace.is_some()),
                 ("capacity", topo.capacity.is_some()),
+                ("harq", topo.harq.is_some()),
             ] {
                 if present {
                     return Err(cx.at(&join(&tp, &[key(k)]), "this key belongs to a dumbbell; a custom topology sets rates, delays and queues on each [[topology.links]]"));
@@ -912,6 +934,7 @@ fn add_custom_link(
         loss: parse_loss(cx, &join(lp, &[key("loss")]), l.loss.as_ref())?,
         trace,
         capacity,
+        harq: parse_harq(cx, &join(lp, &[key("harq")]), l.harq.as_ref())?,
     });
     if l.bidirectional {
         let raqm = parse_aqm(
@@ -933,6 +956,7 @@ fn add_custom_link(
             loss: None,
             trace: reverse_trace,
             capacity: reverse_process,
+            harq: None,
         });
     } else {
         for (k, p) in [

@@ -206,3 +206,21 @@ fn bad_capacity_processes_name_their_key() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn harq_is_read_and_checked_with_its_key() {
+    let d = dir("harq");
+    let sc = load(&d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"8ms\" }").unwrap();
+    let h = sc.links[0].harq.unwrap();
+    assert_eq!((h.bler, h.rtt), (0.1, l4s_core::Dur::from_millis(8)));
+    assert_eq!(sc.links[0].config(sc.duration).harq, Some(h));
+    assert!(sc.links[1].harq.is_none());
+    let e = load(&d, "rate = \"10Mbit\"\nharq = { bler = 1.0, rtt = \"8ms\" }").unwrap_err();
+    assert!(
+        e.contains("topology.harq.bler: expected a block error rate in [0, 1)"),
+        "{e}"
+    );
+    let e = load(&d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"0ms\" }").unwrap_err();
+    assert!(e.contains("topology.harq.rtt:"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
