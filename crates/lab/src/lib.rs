@@ -396,6 +396,24 @@ fn run_info(
 /// it first, then renamed: never a half-written page) and return the difference table
 /// against the first directory.
 pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String, Error> {
+    // Never over a run's results: not into a results directory, not over a directory.
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if parent.join("summary.json").exists() {
+        return Err(Error::input(format!(
+            "--out {}: that is inside a results directory ({} holds summary.json); write the comparison page elsewhere",
+            out.display(),
+            parent.display()
+        )));
+    }
+    if out.is_dir() {
+        return Err(Error::input(format!(
+            "--out {} is a directory: give the comparison page's file name, such as compare.html",
+            out.display()
+        )));
+    }
     let table = l4s_report::compare_table(dirs)?;
     let html = l4s_report::render_compare(dirs)?;
     let tmp = out.with_extension("html.tmp");

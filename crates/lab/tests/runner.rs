@@ -107,6 +107,15 @@ fn variants_run_into_their_directories_with_a_comparison() {
     // The DualPI2 run keeps the probe's delay far below the 200-packet FIFO's.
     let owd = |i: usize| runs.runs[i].summary.flows[1].owd_ms.p99;
     assert!(owd(0) < owd(1), "{} vs {}", owd(0), owd(1));
+    // A comparison page is never written into a run's results, nor over a directory.
+    let dirs: Vec<PathBuf> = runs.runs.iter().map(|r| r.dir.clone()).collect();
+    let summary = std::fs::read(dirs[0].join("summary.json")).unwrap();
+    for out in [dirs[0].join("summary.json"), dirs[0].join("c.html"), d.join("out")] {
+        let e = l4s_lab::compare(&dirs, &out).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Input, "{}: {}", out.display(), e.message);
+    }
+    assert_eq!(std::fs::read(dirs[0].join("summary.json")).unwrap(), summary);
+    assert!(!dirs[0].join("c.html").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -499,6 +499,18 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
     let sc = &raw.scenario;
     let name = match &sc.name {
         Some(n) if n.trim().is_empty() => return Err(cx.at_str("scenario.name", "expected a non-empty name")),
+        // The name is the default results directory (results/<name>): it must stay one
+        // directory inside results/.
+        Some(n)
+            if n.contains(['/', '\\'])
+                || n.starts_with('.')
+                || n.chars().any(|c| c.is_control()) =>
+        {
+            return Err(cx.at_str(
+                "scenario.name",
+                format!("{n:?}: a name cannot hold '/', '\\' or control characters or start with '.' (it names the results directory, results/<name>)"),
+            ))
+        }
         Some(n) => n.clone(),
         None => cx
             .file

@@ -91,6 +91,13 @@ pub fn variants_of(text: &str, file: &Path) -> Result<Vec<Variant>, ScenarioErro
                 format!("{name:?}: expected letters, digits, '-', '_' or '.' (it names a results directory)"),
             ));
         }
+        if name == "compare.html" {
+            return Err(err(
+                file,
+                &at("name"),
+                "\"compare.html\" is the comparison page beside the variants' directories: choose another name",
+            ));
+        }
         if names.contains(&name) {
             return Err(err(file, &at("name"), format!("variant name {name:?} is used twice")));
         }

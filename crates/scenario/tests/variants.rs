@@ -93,3 +93,23 @@ fn bad_variants_name_the_key() {
         assert!(e.contains(words), "{vars}: {e}");
     }
 }
+
+/// Names become directories: a scenario name stays one directory inside results/, and no
+/// variant may take the comparison page's name.
+#[test]
+fn names_that_would_leave_their_directory_are_refused() {
+    for bad in ["../../x", "/abs/path", "a/b", "a\\\\b", ".hidden", "..", "tab\\there"] {
+        let text = BASE.replace("name = \"x\"", &format!("name = \"{bad}\""));
+        let e = variants_of(&text, Path::new("v.toml")).unwrap_err().to_string();
+        assert!(e.starts_with("v.toml:2: scenario.name: "), "{bad}: {e}");
+        assert!(e.contains("results/<name>"), "{bad}: {e}");
+    }
+    let ok = BASE.replace("name = \"x\"", "name = \"cable home 2 (10 ms)\"");
+    assert_eq!(
+        variants_of(&ok, Path::new("v.toml")).unwrap()[0].1.name,
+        "cable home 2 (10 ms)"
+    );
+    let text = format!("{BASE}\n[[variants]]\nname = \"compare.html\"\n");
+    let e = variants_of(&text, Path::new("v.toml")).unwrap_err().to_string();
+    assert!(e.contains("variants[0].name") && e.contains("comparison page"), "{e}");
+}
