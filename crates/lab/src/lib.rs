@@ -401,11 +401,12 @@ pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String, Error> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    if parent.join("summary.json").exists() {
+    if parent.join(l4s_metrics::results::MARKER).exists() {
         return Err(Error::input(format!(
-            "--out {}: that is inside a results directory ({} holds summary.json); write the comparison page elsewhere",
+            "--out {}: that is inside a results directory ({} holds {}); write the comparison page elsewhere",
             out.display(),
-            parent.display()
+            parent.display(),
+            l4s_metrics::results::MARKER
         )));
     }
     if out.is_dir() {
@@ -416,13 +417,7 @@ pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String, Error> {
     }
     let table = l4s_report::compare_table(dirs)?;
     let html = l4s_report::render_compare(dirs)?;
-    let tmp = out.with_extension("html.tmp");
-    std::fs::write(&tmp, html)
-        .and_then(|_| std::fs::rename(&tmp, out))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::output(format!("cannot write {}: {e}", out.display()))
-        })?;
+    write_new(out, html.as_bytes())?;
     Ok(table)
 }
 
@@ -437,7 +432,7 @@ pub fn generate_trace(
     seed: Option<u64>,
     duration: Option<Dur>,
     out: &Path,
-) -> Result<l4s_link::Trace, Error> {
+) -> Result<std::sync::Arc<l4s_link::Trace>, Error> {
     let mut sc = l4s_scenario::load_file(file)?;
     apply_overrides(&mut sc, seed, duration)?;
     let l = match link {
@@ -473,12 +468,12 @@ pub fn generate_trace(
         text.push_str(&t.to_string());
         text.push('\n');
     }
-    let tmp = out.with_extension("trace.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, out))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::output(format!("cannot write {}: {e}", out.display()))
-        })?;
-    Ok((**trace).clone())
+    write_new(out, text.as_bytes())?;
+    Ok(trace.clone())
+}
+
+/// Write a file the runner makes beside the results (never half-written).
+fn write_new(out: &Path, bytes: &[u8]) -> Result<(), Error> {
+    l4s_metrics::results::write_file_atomic(out, bytes)
+        .map_err(|e| Error::output(format!("cannot write {}: {e}", out.display())))
 }

@@ -122,44 +122,30 @@ impl<P: LinkPacket + 'static> GilbertElliott<P> {
     /// Decide the fate of every packet the inner link delivered in this call (the actions
     /// from `from` on).
     fn strike(&mut self, from: usize, io: &mut Io<'_, P>) {
-        if !io.actions_mut()[from..]
-            .iter()
-            .any(|a| matches!(a, Action::Deliver { .. }))
-        {
-            return;
-        }
-        let mut tail = std::mem::take(&mut self.scratch);
-        tail.extend(io.actions_mut().drain(from..));
-        for a in tail.drain(..) {
-            match a {
-                Action::Deliver { port, pkt, due } => {
-                    let p = if self.state_at(due) {
-                        self.cfg.loss_bad
-                    } else {
-                        self.cfg.loss_good
-                    };
-                    if p > 0.0 && self.rng.chance(p) {
-                        self.lost += 1;
-                        io.lost(Loss {
-                            pkt,
-                            kind: LossKind::Wire,
-                            sojourn: Dur::ZERO,
-                        });
-                    } else {
-                        io.deliver(port, pkt, due);
-                    }
-                }
-                other => io.actions_mut().push(other),
+        let mut scratch = std::mem::take(&mut self.scratch);
+        crate::stage::each_delivery(io, from, &mut scratch, |io, port, pkt, due| {
+            let p = if self.state_at(due) {
+                self.cfg.loss_bad
+            } else {
+                self.cfg.loss_good
+            };
+            if p > 0.0 && self.rng.chance(p) {
+                self.lost += 1;
+                io.lost(Loss {
+                    pkt,
+                    kind: LossKind::Wire,
+                    sojourn: Dur::ZERO,
+                });
+            } else {
+                io.deliver(port, pkt, due);
             }
-        }
-        self.scratch = tail;
+        });
+        self.scratch = scratch;
     }
 }
 
 impl<P: LinkPacket + 'static> Link<P> for GilbertElliott<P> {
-    fn ports(&self) -> usize {
-        self.inner.ports()
-    }
+    delegate_queries!();
     fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
         // The stationary distribution, then an exponential (memoryless) first stay.
         self.bad = self.rng.chance(self.cfg.bad_share());
@@ -178,24 +164,6 @@ impl<P: LinkPacket + 'static> Link<P> for GilbertElliott<P> {
         let mark = io.actions_mut().len();
         self.inner.handle_timeout(timer, at, io);
         self.strike(mark, io);
-    }
-    fn queues(&self) -> &[QueueInfo] {
-        self.inner.queues()
-    }
-    fn queue_stats(&self, q: usize) -> Vec<(QueueId, QueueStats)> {
-        self.inner.queue_stats(q)
-    }
-    fn backlog(&self, q: usize) -> (u64, u64) {
-        self.inner.backlog(q)
-    }
-    fn probability(&self, q: usize) -> Option<f64> {
-        self.inner.probability(q)
-    }
-    fn rate(&self, from: Port, to: Port) -> Option<Rate> {
-        self.inner.rate(from, to)
-    }
-    fn rate_at(&self, from: Port, to: Port, t: Time) -> Option<Rate> {
-        self.inner.rate_at(from, to, t)
     }
     fn stats(&self) -> LinkStats {
         LinkStats {

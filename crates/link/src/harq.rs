@@ -84,51 +84,37 @@ impl<P: LinkPacket + 'static> Harq<P> {
     /// Give every packet the inner link delivered in this call (the actions from `from`
     /// on) its block's HARQ delay, in order.
     fn delay(&mut self, from: usize, io: &mut Io<'_, P>) {
-        if !io.actions_mut()[from..]
-            .iter()
-            .any(|a| matches!(a, Action::Deliver { .. }))
-        {
-            return;
-        }
-        let mut tail = std::mem::take(&mut self.scratch);
-        tail.extend(io.actions_mut().drain(from..));
-        for a in tail.drain(..) {
-            match a {
-                Action::Deliver { port, pkt, due } => {
-                    let extra = match self.block {
-                        Some((t, extra)) if t == due => extra,
-                        _ => {
-                            let mut k = 0u64;
-                            while self.rng.chance(self.cfg.bler) {
-                                k += 1;
-                            }
-                            let extra = Dur(self.cfg.rtt.as_nanos() * k);
-                            self.block = Some((due, extra));
-                            extra
-                        }
-                    };
-                    let at = (due + extra).max(self.last);
-                    self.last = at;
-                    if at == due && self.held.is_empty() {
-                        io.deliver(port, pkt, due);
-                    } else {
-                        if self.held.is_empty() {
-                            io.wake(RELEASE, at);
-                        }
-                        self.held.push_back((at, port, pkt));
+        let mut scratch = std::mem::take(&mut self.scratch);
+        crate::stage::each_delivery(io, from, &mut scratch, |io, port, pkt, due| {
+            let extra = match self.block {
+                Some((t, extra)) if t == due => extra,
+                _ => {
+                    let mut k = 0u64;
+                    while self.rng.chance(self.cfg.bler) {
+                        k += 1;
                     }
+                    let extra = Dur(self.cfg.rtt.as_nanos() * k);
+                    self.block = Some((due, extra));
+                    extra
                 }
-                other => io.actions_mut().push(other),
+            };
+            let at = (due + extra).max(self.last);
+            self.last = at;
+            if at == due && self.held.is_empty() {
+                io.deliver(port, pkt, due);
+            } else {
+                if self.held.is_empty() {
+                    io.wake(RELEASE, at);
+                }
+                self.held.push_back((at, port, pkt));
             }
-        }
-        self.scratch = tail;
+        });
+        self.scratch = scratch;
     }
 }
 
 impl<P: LinkPacket + 'static> Link<P> for Harq<P> {
-    fn ports(&self) -> usize {
-        self.inner.ports()
-    }
+    delegate_queries!();
     fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
         let from = io.actions_mut().len();
         self.inner.start(origin, io);
@@ -155,24 +141,6 @@ impl<P: LinkPacket + 'static> Link<P> for Harq<P> {
         let mark = io.actions_mut().len();
         self.inner.handle_timeout(timer, at, io);
         self.delay(mark, io);
-    }
-    fn queues(&self) -> &[QueueInfo] {
-        self.inner.queues()
-    }
-    fn queue_stats(&self, q: usize) -> Vec<(QueueId, QueueStats)> {
-        self.inner.queue_stats(q)
-    }
-    fn backlog(&self, q: usize) -> (u64, u64) {
-        self.inner.backlog(q)
-    }
-    fn probability(&self, q: usize) -> Option<f64> {
-        self.inner.probability(q)
-    }
-    fn rate(&self, from: Port, to: Port) -> Option<Rate> {
-        self.inner.rate(from, to)
-    }
-    fn rate_at(&self, from: Port, to: Port, t: Time) -> Option<Rate> {
-        self.inner.rate_at(from, to, t)
     }
     fn stats(&self) -> LinkStats {
         self.inner.stats()

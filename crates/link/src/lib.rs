@@ -41,6 +41,34 @@
 
 #![forbid(unsafe_code)]
 
+/// The queue and rate queries of a decorator (a link around another, in `self.inner`),
+/// answered by the link it wraps.
+macro_rules! delegate_queries {
+    () => {
+        fn ports(&self) -> usize {
+            self.inner.ports()
+        }
+        fn queues(&self) -> &[QueueInfo] {
+            self.inner.queues()
+        }
+        fn queue_stats(&self, q: usize) -> Vec<(QueueId, QueueStats)> {
+            self.inner.queue_stats(q)
+        }
+        fn backlog(&self, q: usize) -> (u64, u64) {
+            self.inner.backlog(q)
+        }
+        fn probability(&self, q: usize) -> Option<f64> {
+            self.inner.probability(q)
+        }
+        fn rate(&self, from: Port, to: Port) -> Option<Rate> {
+            self.inner.rate(from, to)
+        }
+        fn rate_at(&self, from: Port, to: Port, t: Time) -> Option<Rate> {
+            self.inner.rate_at(from, to, t)
+        }
+    };
+}
+
 pub mod capacity;
 pub mod config;
 pub mod fault;

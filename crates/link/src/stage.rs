@@ -1,7 +1,7 @@
 //! The stages a link model is made of, shared by the models: a faulty middlebox, a queue
 //! discipline with its timer, and a propagation delay line.
 
-use crate::{Fault, Io, LinkPacket, Loss, LossKind, QueueInfo, Timer};
+use crate::{Action, Fault, Io, LinkPacket, Loss, LossKind, Port, QueueInfo, Timer};
 use l4s_aqm::{AqmConfig, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
 use l4s_core::{Rng, Time};
 use std::collections::VecDeque;
@@ -147,5 +147,29 @@ fn lost<P>(d: Dropped<P>) -> Loss<P> {
         },
         sojourn: d.sojourn,
         pkt: d.pkt,
+    }
+}
+
+/// For a decorator: hand each packet the inner link delivered among the actions from
+/// `from` on to `f` (which delivers it, holds it or reports it lost), in order, keeping the
+/// other actions as they were. `scratch` is reused between calls.
+pub(crate) fn each_delivery<P>(
+    io: &mut Io<'_, P>,
+    from: usize,
+    scratch: &mut Vec<Action<P>>,
+    mut f: impl FnMut(&mut Io<'_, P>, Port, P, Time),
+) {
+    if !io.actions_mut()[from..]
+        .iter()
+        .any(|a| matches!(a, Action::Deliver { .. }))
+    {
+        return;
+    }
+    scratch.extend(io.actions_mut().drain(from..));
+    for a in scratch.drain(..) {
+        match a {
+            Action::Deliver { port, pkt, due } => f(io, port, pkt, due),
+            other => io.actions_mut().push(other),
+        }
     }
 }

@@ -8,6 +8,18 @@ use std::path::{Path, PathBuf};
 /// replace our own output).
 pub const MARKER: &str = "summary.json";
 
+/// Write one file so that it is complete or absent: into a temporary sibling (hidden, named
+/// after the process), then renamed into place; the temporary file is removed on failure.
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let r = fs::write(&tmp, bytes).and_then(|_| fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    r
+}
+
 /// A results directory being built in a temporary sibling; [`ResultsDir::commit`] renames it
 /// into place. Dropping it without committing removes the temporary directory.
 pub struct ResultsDir {

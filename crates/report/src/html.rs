@@ -9,7 +9,6 @@ use crate::verdict::{verdict, Verdict, SAMPLES_P999, SAMPLES_P9999};
 use crate::ReportError;
 use l4s_metrics::Percentiles;
 use std::fmt::Write as _;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The chart rules (every selector starts with `svg `): the page's CSS and the `<style>` of a
@@ -59,16 +58,10 @@ pub fn render_report(dir: &Path) -> Result<String, ReportError> {
 pub fn write_report(dir: &Path) -> Result<PathBuf, ReportError> {
     let html = render_report(dir)?;
     let path = dir.join("report.html");
-    let tmp = dir.join(format!(".report.html.tmp-{}", std::process::id()));
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |source| ReportError::Io { path: p, source }
-    };
-    fs::write(&tmp, html.as_bytes()).map_err(io(&tmp))?;
-    if let Err(e) = fs::rename(&tmp, &path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(ReportError::Io { path, source: e });
-    }
+    l4s_metrics::results::write_file_atomic(&path, html.as_bytes()).map_err(|source| ReportError::Io {
+        path: path.clone(),
+        source,
+    })?;
     Ok(path)
 }
 

@@ -195,20 +195,10 @@ pub(crate) fn slug(title: &str) -> String {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    fs::write(&tmp, bytes).map_err(|source| ReportError::Io {
-        path: tmp.clone(),
+    l4s_metrics::results::write_file_atomic(path, bytes).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
         source,
-    })?;
-    if let Err(source) = fs::rename(&tmp, path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(ReportError::Io {
-            path: path.to_path_buf(),
-            source,
-        });
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]
