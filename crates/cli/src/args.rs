@@ -57,6 +57,10 @@ pub enum Cmd {
         #[arg(long, default_value = "compare.html")]
         out: PathBuf,
     },
+    /// Campaigns: thousands of paired runs of one scenario over swept and sampled
+    /// parameters, resumable, with tables for pandas and polars (docs/campaigns.md).
+    #[command(subcommand)]
+    Campaign(crate::campaign::CampaignCmd),
     /// Capacity traces in Mahimahi's format.
     #[command(subcommand)]
     Trace(TraceCmd),

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod campaign;
 mod shell;
 
 use args::{BackendArg, Cli, Cmd, RunArgs, TraceCmd};
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(&e.into()),
         },
+        Cmd::Campaign(c) => campaign::main(&c),
         Cmd::Router(args) => l4s_fwd::cli::router_main(&args),
         Cmd::Cleanup { run, force } => l4s_live::cli::cleanup_main(run.as_deref(), force),
         Cmd::Reflect(args) => l4s_live::cli::reflect_main(&args),

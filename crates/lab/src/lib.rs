@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+pub mod campaign;
 mod error;
 
 pub use backend::{Backend, Live, RunStats, Simulator};
@@ -71,6 +72,9 @@ pub struct RunOptions {
     pub variants: Vec<String>,
     /// The command recorded in `run-info.json`.
     pub command: Vec<String>,
+    /// Keep the time series and distributions as CSV beside their Parquet (default); a
+    /// campaign keeps only the Parquet.
+    pub keep_csv: bool,
 }
 
 impl Default for RunOptions {
@@ -87,6 +91,7 @@ impl Default for RunOptions {
             out: None,
             variants: Vec::new(),
             command: std::env::args().collect(),
+            keep_csv: true,
         }
     }
 }
@@ -328,6 +333,9 @@ fn run_applied(
         if csv.exists() {
             l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
                 .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
+            if !opts.keep_csv {
+                std::fs::remove_file(&csv).map_err(cannot)?;
+            }
         }
     }
     // The report reads only the results directory, as `l4s report DIR` does later. A

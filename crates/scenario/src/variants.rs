@@ -46,8 +46,26 @@ pub fn variants_of(text: &str, file: &Path) -> Result<Vec<Variant>, ScenarioErro
         // Let the ordinary loader report the syntax error with its line.
         return crate::load_str(text, file).map(|s| vec![(None, s)]);
     };
-    let Some(vars) = doc.get("variants") else {
-        return crate::load_str(text, file).map(|s| vec![(None, s)]);
+    let mut out = Vec::new();
+    for (name, text) in variant_texts(doc, file)? {
+        let sc = crate::load_str(&text, file).map_err(|mut e| {
+            if let Some(name) = &name {
+                e.message = format!("in variant {name:?}: {}", e.message);
+            }
+            e
+        })?;
+        out.push((name, sc));
+    }
+    Ok(out)
+}
+
+/// The text of each variant of a scenario document (the document itself, as one unnamed
+/// variant, when it has no `[[variants]]`), not yet validated: each is the document without
+/// its `[[variants]]`, with the variant's `set` applied. A front end that edits the
+/// scenario first (a campaign's swept parameters, say) passes the edited document.
+pub fn variant_texts(mut doc: DocumentMut, file: &Path) -> Result<Vec<(Option<String>, String)>, ScenarioError> {
+    let Some(vars) = doc.remove("variants") else {
+        return Ok(vec![(None, doc.to_string())]);
     };
     let Some(vars) = vars.as_array_of_tables() else {
         return Err(err(
@@ -103,21 +121,15 @@ pub fn variants_of(text: &str, file: &Path) -> Result<Vec<Variant>, ScenarioErro
         }
         names.push(name.clone());
         let mut d = doc.clone();
-        d.remove("variants");
         if let Some(set) = v.get("set") {
             let Some(set) = set.as_table_like() else {
                 return Err(err(file, &at("set"), "expected a table of \"dotted.key\" = value"));
             };
             for (path, value) in set.iter() {
-                apply(&mut d, path, value.clone()).map_err(|m| err(file, &format!("{}.{path:?}", at("set")), m))?;
+                set_path(&mut d, path, value.clone()).map_err(|m| err(file, &format!("{}.{path:?}", at("set")), m))?;
             }
         }
-        let text = d.to_string();
-        let sc = crate::load_str(&text, file).map_err(|mut e| {
-            e.message = format!("in variant {name:?}: {}", e.message);
-            e
-        })?;
-        out.push((Some(name), sc));
+        out.push((Some(name), d.to_string()));
     }
     Ok(out)
 }
@@ -125,7 +137,7 @@ pub fn variants_of(text: &str, file: &Path) -> Result<Vec<Variant>, ScenarioErro
 /// Set `path` (dotted; `flows.<name>` selects a flow by name) to `value` in `doc`.
 /// Tables keep their form (an inline table stays inline), so the edited text is valid
 /// TOML with every untouched key where it was.
-fn apply(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), String> {
+pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), String> {
     let segs: Vec<&str> = path.split('.').collect();
     if segs.iter().any(|s| s.is_empty()) {
         return Err("expected a dotted key path such as \"topology.aqm.kind\"".into());

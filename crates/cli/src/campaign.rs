@@ -1,0 +1,242 @@
+//! `l4s campaign`: run a campaign file into its store, say where a store stands, and
+//! rebuild its tables.
+
+use clap::Subcommand;
+use l4s_lab::campaign::{self, CampaignOptions, CampaignProgress, Plan, PlannedRun};
+use l4s_lab::Error;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Subcommand)]
+pub enum CampaignCmd {
+    /// Run a campaign file: every run its store lacks, on every core, then the tables
+    /// (index.parquet, pairs.parquet). Started again after an interrupt, it runs only
+    /// what is missing. Ctrl-C stops starting runs (a second one exits at once).
+    Run {
+        /// Campaign file (TOML), e.g. campaigns/dualpi2-sweep.toml
+        file: PathBuf,
+        /// Runs at once (default: every core)
+        #[arg(long, short)]
+        jobs: Option<usize>,
+        /// The store (default: results/campaigns/<campaign name>)
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The store holds another campaign's plan: make this file's plan the store's,
+        /// keeping the runs both share
+        #[arg(long)]
+        update: bool,
+        /// Print only the store's path
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Say what a campaign store holds: runs done, running, failed and missing, and the
+    /// disk per run.
+    Status {
+        /// The campaign store
+        dir: PathBuf,
+    },
+    /// Build index.parquet and pairs.parquet again from a store's completed runs.
+    Tables {
+        /// The campaign store
+        dir: PathBuf,
+    },
+}
+
+pub fn main(cmd: &CampaignCmd) -> ExitCode {
+    match cmd {
+        CampaignCmd::Run {
+            file,
+            jobs,
+            out,
+            update,
+            quiet,
+        } => run(file, *jobs, out.clone(), *update, *quiet),
+        CampaignCmd::Status { dir } => match campaign::status(dir) {
+            Ok(s) => {
+                print_status(&s);
+                ExitCode::SUCCESS
+            }
+            Err(e) => crate::fail(&e),
+        },
+        CampaignCmd::Tables { dir } => match campaign::write_tables(dir) {
+            Ok(t) => {
+                println!("{} ({} rows)", t.index.display(), t.index_rows);
+                println!("{} ({} rows)", t.pairs.display(), t.pair_rows);
+                ExitCode::SUCCESS
+            }
+            Err(e) => crate::fail(&e),
+        },
+    }
+}
+
+fn print_status(s: &campaign::Status) {
+    println!("campaign {} in {}", s.name, s.dir.display());
+    println!(
+        "  {} runs in the plan ({} distinct): {} done, {} running, {} failed, {} missing",
+        s.runs,
+        s.unique_runs,
+        s.done,
+        s.running,
+        s.failed.len(),
+        s.missing
+    );
+    println!(
+        "  {}; last started {} with l4s {}",
+        if s.active {
+            "a process is running it now"
+        } else {
+            "no process is running it"
+        },
+        s.updated_utc,
+        s.l4s_version
+    );
+    if s.done > 0 {
+        println!(
+            "  runs on disk: {:.1} MB, {:.1} kB per run",
+            s.run_bytes as f64 / 1e6,
+            s.bytes_per_run() as f64 / 1e3
+        );
+    }
+    for (k, msg) in s.failed.iter().take(5) {
+        println!("  failed {k}: {}", msg.lines().next().unwrap_or(""));
+    }
+    if s.failed.len() > 5 {
+        println!("  ... and {} more failed (DIR/failed/)", s.failed.len() - 5);
+    }
+}
+
+/// Progress on a terminal (a bar), or a line every tenth of the runs.
+struct Shell {
+    quiet: bool,
+    bar: indicatif::ProgressBar,
+    todo: usize,
+    seen: usize,
+    failed: usize,
+}
+
+impl CampaignProgress for Shell {
+    fn planned(&mut self, plan: &Plan, dir: &Path, todo: usize, unique: usize) {
+        self.todo = todo;
+        if self.quiet {
+            return;
+        }
+        println!(
+            "campaign {}: {} runs ({} distinct, {} points x {} seeds x {} variants); {} in the store, {} to run; store {}",
+            plan.name,
+            plan.runs.len(),
+            unique,
+            plan.points.len(),
+            plan.seeds.len(),
+            plan.variants.len(),
+            unique - todo,
+            todo,
+            dir.display()
+        );
+        if std::io::stderr().is_terminal() && todo > 0 {
+            let b = indicatif::ProgressBar::new(todo as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "  {bar:30.cyan/blue} {pos}/{len} runs {msg} elapsed {elapsed} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            self.bar = b;
+        }
+    }
+    fn finished(&mut self, run: &PlannedRun, result: &Result<Duration, Error>) {
+        self.seen += 1;
+        if let Err(e) = result {
+            self.failed += 1;
+            if !self.quiet {
+                self.bar
+                    .suspend(|| eprintln!("run {} (seed {}) failed: {e}", run.key, run.seed));
+            }
+        }
+        self.bar.set_position(self.seen as u64);
+        if self.failed > 0 {
+            self.bar.set_message(format!("({} failed)", self.failed));
+        }
+        if !self.quiet && self.bar.is_hidden() && self.todo >= 10 && self.seen.is_multiple_of(self.todo / 10) {
+            println!("  {}/{} runs", self.seen, self.todo);
+        }
+    }
+}
+
+fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, quiet: bool) -> ExitCode {
+    // The first SIGINT/SIGTERM stops starting runs; the runs under way finish and the
+    // tables are written. A second one exits at once (no run is half-written: each is
+    // renamed into place when complete).
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let r = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
+        if let Err(e) = r {
+            return crate::fail(&Error::new(
+                l4s_lab::ErrorKind::Setup,
+                format!("cannot install the interrupt handler: {e}"),
+            ));
+        }
+    }
+    let opts = CampaignOptions {
+        jobs: jobs.unwrap_or(0),
+        out,
+        update,
+        stop: Some(stop),
+        ..CampaignOptions::default()
+    };
+    let mut shell = Shell {
+        quiet,
+        bar: indicatif::ProgressBar::hidden(),
+        todo: 0,
+        seen: 0,
+        failed: 0,
+    };
+    let res = campaign::run(file, &mut l4s_lab::Simulator, &opts, &mut shell);
+    shell.bar.finish_and_clear();
+    let o = match res {
+        Ok(o) => o,
+        Err(e) => return crate::fail(&e),
+    };
+    if quiet {
+        println!("{}", o.dir.display());
+    } else {
+        println!(
+            "{} of {} distinct runs done ({} now, {} before) in {:.1} s wall; {} failed",
+            o.done,
+            o.unique_runs,
+            o.ran,
+            o.already_done,
+            o.wall.as_secs_f64(),
+            o.failed.len()
+        );
+        if o.ran > 0 {
+            println!(
+                "  per run: {:.3} s of simulation, {:.1} kB on disk",
+                o.run_wall.as_secs_f64() / o.ran as f64,
+                o.ran_bytes as f64 / o.ran as f64 / 1e3
+            );
+        }
+        println!("index: {} ({} rows)", o.tables.index.display(), o.tables.index_rows);
+        println!("pairs: {} ({} rows)", o.tables.pairs.display(), o.tables.pair_rows);
+    }
+    if o.interrupted {
+        eprintln!(
+            "interrupted: {} of {} runs done; run the same command again to run the rest",
+            o.done, o.unique_runs
+        );
+        return ExitCode::from(130);
+    }
+    if !o.failed.is_empty() {
+        eprintln!(
+            "error: {} runs failed (why: {}/failed/); run the same command again to try them again",
+            o.failed.len(),
+            o.dir.display()
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}

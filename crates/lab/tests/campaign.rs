@@ -1,0 +1,476 @@
+//! Campaigns through the library: the plan, bad input, the keyed store, resuming, the
+//! tables.
+
+use arrow_array::{Array, Float64Array, StringArray, UInt32Array, UInt64Array};
+use l4s_lab::campaign::{self, CampaignOptions, NoCampaignProgress};
+use l4s_lab::{ErrorKind, NoProgress, RunOptions, Simulator};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const SCENARIO: &str = r#"[scenario]
+name = "tiny"
+duration = "3s"
+warmup = "1s"
+[topology]
+type = "dumbbell"
+rate = "20Mbit"
+rtt = "20ms"
+aqm = { kind = "dualpi2" }
+[[flows]]
+name = "bulk"
+type = "tcp"
+cc = "prague"
+[[flows]]
+name = "probe"
+type = "probe"
+ecn = "ect1"
+
+[[variants]]
+name = "l4s"
+
+[[variants]]
+name = "classic"
+set = { "flows.bulk.cc" = "cubic", "flows.probe.ecn" = "not-ect" }
+"#;
+
+const CAMPAIGN: &str = r#"[campaign]
+name = "t"
+scenario = "s.toml"
+baseline = "classic"
+seeds = 2
+
+[sweep]
+"topology.rate" = ["10Mbit", "20Mbit"]
+
+[sample]
+count = 2
+seed = 3
+params = { "topology.rtt" = { uniform = ["5ms", "40ms"] } }
+
+[[groups]]
+name = "quiet"
+
+[[groups]]
+name = "busy"
+set = { "flows.bulk.start" = "0.5s" }
+"#;
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("l4s-campaign-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A folder with the scenario and the campaign file.
+fn setup(tag: &str, campaign: &str) -> (PathBuf, PathBuf) {
+    let d = tmp(tag);
+    std::fs::write(d.join("s.toml"), SCENARIO).unwrap();
+    std::fs::write(d.join("c.toml"), campaign).unwrap();
+    let f = d.join("c.toml");
+    (d, f)
+}
+
+fn opts(out: &Path, jobs: usize) -> CampaignOptions {
+    CampaignOptions {
+        jobs,
+        out: Some(out.to_path_buf()),
+        ..CampaignOptions::default()
+    }
+}
+
+fn read_table(p: &Path) -> Vec<arrow_array::RecordBatch> {
+    let f = std::fs::File::open(p).unwrap();
+    ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
+}
+
+#[test]
+fn a_plan_pairs_every_variant_of_a_point_with_one_seed_and_alternates_their_order() {
+    let (_d, f) = setup("plan", CAMPAIGN);
+    let (_, plan) = campaign::load(&f).unwrap();
+    // 2 rates x 2 draws x 2 groups = 8 points, x 2 seeds = 16 pairs of 2 variants.
+    assert_eq!(plan.points.len(), 8);
+    assert_eq!(plan.runs.len(), 32);
+    assert_eq!(plan.unique_runs().len(), 32);
+    assert_eq!(plan.params, vec!["topology.rate", "topology.rtt"]);
+    assert_eq!(plan.variants, vec!["l4s", "classic"]);
+    assert_eq!(plan.baseline, Some(1));
+    for pair in plan.runs.chunks(2) {
+        assert_eq!(pair[0].pair, pair[1].pair);
+        assert_eq!((pair[0].point, pair[0].seed), (pair[1].point, pair[1].seed));
+        assert_ne!(pair[0].variant, pair[1].variant);
+        // Even pairs run l4s first, odd pairs classic first.
+        assert_eq!(pair[0].variant, if pair[0].pair % 2 == 0 { 0 } else { 1 }, "{pair:?}");
+    }
+    // A draw is the same "home" in every group and grid cell.
+    let rtts: Vec<&str> = plan.points.iter().map(|p| p.values[1].as_str()).collect();
+    assert_eq!(rtts[0], rtts[1], "the two groups of draw 0 share its RTT");
+    assert_ne!(rtts[0], rtts[2], "draws differ");
+    assert_eq!(rtts[0], rtts[4], "the draw is the same at the other rate");
+    for p in &plan.points {
+        let ms = l4s_core::units::parse_dur(p.values[1].trim_matches('"'))
+            .unwrap()
+            .as_secs_f64()
+            * 1e3;
+        assert!((5.0..40.0).contains(&ms), "{ms}");
+    }
+    // The effective scenario has the point's values and the run's seed.
+    let r = plan.runs.iter().find(|r| r.point == 1 && r.seed == 2).unwrap();
+    let text = plan.run_text(r);
+    let sc = l4s_scenario::load_str(&text, Path::new("s.toml")).unwrap();
+    assert_eq!(sc.seed, r.seed);
+    let p = &plan.points[r.point as usize];
+    assert!(text.contains(&format!("rate = {}", p.values[0])), "{text}");
+    assert_eq!(p.group.as_deref(), Some("busy"));
+    assert!(text.contains("start = \"0.5s\""));
+    // The same file gives the same plan and keys.
+    let (_, again) = campaign::load(&f).unwrap();
+    assert_eq!(again.digest, plan.digest);
+    assert_eq!(again.runs, plan.runs);
+}
+
+#[test]
+fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
+    let cases: [(&str, &str, &str, usize, &str); 6] = [
+        (
+            "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+            "\"topology.rat\" = [\"10Mbit\", \"20Mbit\"]",
+            "sweep.\"topology.rat\"",
+            8,
+            "unknown field `rat`",
+        ),
+        (
+            "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+            "\"topology.rate\" = [\"10Mbit\", 20]",
+            "sweep.\"topology.rate\"",
+            8,
+            "the value 20 makes the scenario invalid",
+        ),
+        (
+            "[\"5ms\", \"40ms\"]",
+            "[\"40ms\", \"5ms\"]",
+            "sample.params.\"topology.rtt\"",
+            13,
+            "is empty",
+        ),
+        (
+            "baseline = \"classic\"",
+            "baseline = \"nope\"",
+            "campaign.baseline",
+            4,
+            "not a variant",
+        ),
+        (
+            "baseline = \"classic\"\n",
+            "",
+            "campaign.baseline",
+            1,
+            "required with several variants",
+        ),
+        (
+            "scenario = \"s.toml\"",
+            "scenario = \"missing.toml\"",
+            "campaign.scenario",
+            3,
+            "cannot read",
+        ),
+    ];
+    for (from, to, key, line, msg) in cases {
+        let (d, f) = setup("bad", &CAMPAIGN.replace(from, to));
+        let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Input, "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let want = format!("{}:{line}: {key}: ", f.display());
+        assert!(e.message.starts_with(&want), "expected {want:?} in: {e}");
+        assert!(e.message.contains(msg), "expected {msg:?} in: {e}");
+        assert!(!d.join("store").exists(), "nothing is written on bad input");
+    }
+    // An error of the scenario itself is the scenario's.
+    let (d, f) = setup("bad-scenario", CAMPAIGN);
+    std::fs::write(d.join("s.toml"), SCENARIO.replace("cc = \"prague\"", "cc = \"bogus\"")).unwrap();
+    let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+    assert!(e.message.contains("s.toml:"), "{e}");
+    assert!(e.message.contains("bogus"), "{e}");
+}
+
+#[test]
+fn a_campaign_stores_each_run_once_identical_to_the_run_alone_and_resumes_what_is_missing() {
+    let (d, f) = setup("resume", CAMPAIGN);
+    let store = d.join("store");
+    let out = campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap();
+    assert_eq!((out.unique_runs, out.ran, out.done, out.already_done), (32, 32, 32, 0));
+    assert!(out.failed.is_empty() && !out.interrupted);
+    let (_, plan) = campaign::load(&f).unwrap();
+    // Lean runs: the summary and the distributions (Parquet), the scenario, run-info.
+    let rd = campaign::store::run_dir(&store, &plan.runs[0].key);
+    let mut files: Vec<String> = std::fs::read_dir(&rd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "distributions.parquet",
+            "run-info.json",
+            "scenario.toml",
+            "summary.json"
+        ]
+    );
+    // Each run's summary is byte-identical to the same scenario run alone.
+    for r in plan.runs.iter().step_by(7) {
+        let text = std::fs::read_to_string(campaign::store::run_dir(&store, &r.key).join("scenario.toml")).unwrap();
+        assert_eq!(text, plan.run_text(r));
+        let alone = d.join(format!("alone-{}", r.key));
+        let ro = RunOptions {
+            out: Some(alone.clone()),
+            report: false,
+            ..RunOptions::default()
+        };
+        l4s_lab::run_text(
+            &text,
+            Path::new(&plan.scenario_file),
+            &mut Simulator,
+            &ro,
+            &mut NoProgress,
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read(alone.join("summary.json")).unwrap(),
+            std::fs::read(campaign::store::run_dir(&store, &r.key).join("summary.json")).unwrap(),
+            "run {} differs from the same run alone",
+            r.key
+        );
+    }
+    // Started again: nothing to do.
+    let again = campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap();
+    assert_eq!((again.ran, again.already_done, again.done), (0, 32, 32));
+    // A missing run and a half-written one (its summary cut short) are done again; the
+    // others are not touched.
+    let info = |k: &str| std::fs::read(campaign::store::run_dir(&store, k).join("run-info.json")).unwrap();
+    let kept = info(&plan.runs[5].key);
+    std::fs::remove_dir_all(campaign::store::run_dir(&store, &plan.runs[0].key)).unwrap();
+    let half = campaign::store::run_dir(&store, &plan.runs[1].key).join("summary.json");
+    let bytes = std::fs::read(&half).unwrap();
+    std::fs::write(&half, &bytes[..bytes.len() / 2]).unwrap();
+    let again = campaign::run(&f, &mut Simulator, &opts(&store, 1), &mut NoCampaignProgress).unwrap();
+    assert_eq!((again.ran, again.already_done, again.done), (2, 30, 32));
+    assert_eq!(std::fs::read(&half).unwrap(), bytes, "the half-written run is redone");
+    assert_eq!(info(&plan.runs[5].key), kept, "a complete run is never done twice");
+    let st = campaign::status(&store).unwrap();
+    assert_eq!(
+        (st.done, st.missing, st.running, st.failed.len(), st.active),
+        (32, 0, 0, 0, false)
+    );
+    assert!(
+        st.bytes_per_run() > 5_000 && st.bytes_per_run() < 60_000,
+        "{}",
+        st.bytes_per_run()
+    );
+}
+
+#[test]
+fn jobs_do_not_change_results_and_the_tables_hold_exact_pair_differences() {
+    let (d, f) = setup("tables", CAMPAIGN);
+    let one = campaign::run(&f, &mut Simulator, &opts(&d.join("one"), 1), &mut NoCampaignProgress).unwrap();
+    let two = campaign::run(&f, &mut Simulator, &opts(&d.join("two"), 2), &mut NoCampaignProgress).unwrap();
+    let (_, plan) = campaign::load(&f).unwrap();
+    for r in &plan.runs {
+        let a = std::fs::read(campaign::store::run_dir(&one.dir, &r.key).join("summary.json")).unwrap();
+        let b = std::fs::read(campaign::store::run_dir(&two.dir, &r.key).join("summary.json")).unwrap();
+        assert_eq!(a, b);
+    }
+    assert_eq!(
+        std::fs::read(&one.tables.index).unwrap(),
+        std::fs::read(&two.tables.index).unwrap()
+    );
+
+    // index.parquet: one row per run, parameters in SI units, metrics per flow and queue.
+    let idx = read_table(&two.tables.index);
+    let rows: usize = idx.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 32);
+    let b = &idx[0];
+    let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("no column {n}")).clone();
+    let rate = col("topology.rate");
+    let rate = rate.as_any().downcast_ref::<Float64Array>().unwrap();
+    let rtt = col("topology.rtt");
+    let rtt = rtt.as_any().downcast_ref::<Float64Array>().unwrap();
+    let key = col("run");
+    let key = key.as_any().downcast_ref::<StringArray>().unwrap();
+    let thr = col("flow.bulk.throughput_bps");
+    let thr = thr.as_any().downcast_ref::<Float64Array>().unwrap();
+    let group = col("group");
+    let group = group.as_any().downcast_ref::<StringArray>().unwrap();
+    for i in 0..b.num_rows() {
+        assert!(rate.value(i) == 10e6 || rate.value(i) == 20e6);
+        assert!((0.005..0.040).contains(&rtt.value(i)));
+        assert!(["quiet", "busy"].contains(&group.value(i)));
+        let s = campaign::store::load_summary(&two.dir, key.value(i)).unwrap();
+        assert_eq!(thr.value(i), s.flows[0].throughput_bps);
+        // A 10 or 20 Mbit/s link mostly used by the bulk flow.
+        assert!(
+            thr.value(i) > 0.5 * rate.value(i),
+            "{} of {}",
+            thr.value(i),
+            rate.value(i)
+        );
+    }
+    for name in [
+        "queue.bottleneck.sojourn_p99_ms",
+        "flow.probe.owd_p99_ms",
+        "class.L4S.throughput_bps",
+        "seed",
+        "pair",
+        "variant",
+    ] {
+        assert!(b.column_by_name(name).is_some(), "no column {name}");
+    }
+
+    // pairs.parquet: l4s against classic per pair and metric, exactly.
+    let pairs = read_table(&two.tables.pairs);
+    let mut by_pair: HashMap<u32, (String, String)> = HashMap::new();
+    for r in &plan.runs {
+        let e = by_pair.entry(r.pair).or_default();
+        if r.variant == 0 {
+            e.0 = r.key.clone();
+        } else {
+            e.1 = r.key.clone();
+        }
+    }
+    let mut checked = 0;
+    for b in &pairs {
+        let pair = b
+            .column_by_name("pair")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<UInt32Array>()
+            .unwrap()
+            .clone();
+        let seed = b
+            .column_by_name("seed")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .unwrap()
+            .clone();
+        let metric = b
+            .column_by_name("metric")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap()
+            .clone();
+        let variant = b
+            .column_by_name("variant")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap()
+            .clone();
+        let get = |n: &str| {
+            b.column_by_name(n)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .unwrap()
+                .clone()
+        };
+        let (v, bv, diff) = (get("value"), get("baseline_value"), get("difference"));
+        for i in 0..b.num_rows() {
+            assert_eq!(variant.value(i), "l4s");
+            let (l4s, classic) = &by_pair[&pair.value(i)];
+            let sl = campaign::store::load_summary(&two.dir, l4s).unwrap();
+            let sc = campaign::store::load_summary(&two.dir, classic).unwrap();
+            assert_eq!(sl.scenario.seed, seed.value(i));
+            let find = |s: &l4s_metrics::summary::Summary| {
+                campaign::tables::metrics(s)
+                    .into_iter()
+                    .find(|(k, _)| k == metric.value(i))
+                    .map(|(_, x)| x)
+                    .unwrap()
+            };
+            assert_eq!(v.value(i), find(&sl));
+            assert_eq!(bv.value(i), find(&sc));
+            assert_eq!(diff.value(i), find(&sl) - find(&sc));
+            assert!(!diff.is_null(i));
+            checked += 1;
+        }
+    }
+    assert!(checked > 16 * 20, "{checked} pair rows");
+}
+
+#[test]
+fn a_store_is_ours_alone_and_holds_one_campaign_unless_updated() {
+    let (d, f) = setup("store", CAMPAIGN);
+    // A folder of the user's is never used.
+    let theirs = d.join("theirs");
+    std::fs::create_dir_all(&theirs).unwrap();
+    std::fs::write(theirs.join("thesis.tex"), "mine").unwrap();
+    let e = campaign::run(&f, &mut Simulator, &opts(&theirs, 1), &mut NoCampaignProgress).unwrap_err();
+    assert!(e.message.contains("not an l4s-lab campaign store"), "{e}");
+    assert_eq!(std::fs::read_to_string(theirs.join("thesis.tex")).unwrap(), "mine");
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 1);
+
+    let store = d.join("store");
+    campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap();
+    // Another campaign into the same store is refused...
+    std::fs::write(&f, CAMPAIGN.replace("\"20Mbit\"]", "\"20Mbit\", \"30Mbit\"]")).unwrap();
+    let e = campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(
+        e.message.contains("holds the runs of another campaign") && e.message.contains("--update"),
+        "{e}"
+    );
+    // ...unless told: the runs both share are kept, only the new ones run.
+    let o = CampaignOptions {
+        update: true,
+        ..opts(&store, 2)
+    };
+    let out = campaign::run(&f, &mut Simulator, &o, &mut NoCampaignProgress).unwrap();
+    assert_eq!((out.unique_runs, out.already_done, out.ran), (48, 32, 16));
+    // One process per store: a second is refused while the first holds it.
+    let (_, plan) = campaign::load(&f).unwrap();
+    let held = campaign::store::Store::open(&store, &plan, "", "", false).unwrap();
+    let e = campaign::run(&f, &mut Simulator, &opts(&store, 1), &mut NoCampaignProgress).unwrap_err();
+    assert!(
+        e.message.contains("another l4s process is running this campaign"),
+        "{e}"
+    );
+    assert!(campaign::status(&store).unwrap().active);
+    drop(held);
+    assert!(!campaign::status(&store).unwrap().active);
+}
+
+#[test]
+fn stopping_a_campaign_starts_no_new_run_and_a_restart_finishes_it() {
+    let (d, f) = setup("stop", CAMPAIGN);
+    let store = d.join("store");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    struct StopAfter(usize, std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl campaign::CampaignProgress for StopAfter {
+        fn finished(&mut self, _: &campaign::PlannedRun, _: &Result<std::time::Duration, l4s_lab::Error>) {
+            self.0 -= 1;
+            if self.0 == 0 {
+                self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+    let o = CampaignOptions {
+        stop: Some(stop.clone()),
+        ..opts(&store, 1)
+    };
+    let out = campaign::run(&f, &mut Simulator, &o, &mut StopAfter(5, stop.clone())).unwrap();
+    assert!(out.interrupted);
+    assert_eq!((out.ran, out.done), (5, 5));
+    assert_eq!(out.tables.index_rows, 5, "the tables hold what is done");
+    let st = campaign::status(&store).unwrap();
+    assert_eq!((st.done, st.missing), (5, 27));
+    let out = campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap();
+    assert_eq!((out.ran, out.already_done, out.done), (27, 5, 32));
+}
