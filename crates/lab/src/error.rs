@@ -27,6 +27,20 @@ pub enum ErrorKind {
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
+    /// Where in a scenario or campaign file the problem is, when it is in one (the
+    /// message says it too): for front ends that point at it, such as an editor or the
+    /// Python package's exception.
+    pub location: Option<Location>,
+}
+
+/// A place in a scenario or campaign file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub file: std::path::PathBuf,
+    /// 1-based line, when the key could be located.
+    pub line: Option<usize>,
+    /// Dotted key path, such as `topology.aqm.target` or `sweep."topology.rate"`.
+    pub key: String,
 }
 
 impl Error {
@@ -34,6 +48,7 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            location: None,
         }
     }
     pub fn input(message: impl Into<String>) -> Error {
@@ -64,7 +79,13 @@ impl std::error::Error for Error {}
 
 impl From<l4s_scenario::ScenarioError> for Error {
     fn from(e: l4s_scenario::ScenarioError) -> Error {
-        Error::input(e.to_string())
+        let mut err = Error::input(e.to_string());
+        err.location = Some(Location {
+            file: e.file,
+            line: e.line,
+            key: e.key,
+        });
+        err
     }
 }
 

@@ -36,7 +36,7 @@ pub mod campaign;
 mod error;
 
 pub use backend::{Backend, Live, RunStats, Simulator};
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, Location};
 pub use l4s_measure::{Outputs, SnapshotSinks};
 
 use l4s_core::{Dur, Time};

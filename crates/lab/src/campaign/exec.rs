@@ -2,6 +2,7 @@
 //! run after the other (the live testbed, whose runs must not share the host).
 
 use super::plan::{Plan, PlannedRun};
+use super::spec::Spec;
 use super::store::Store;
 use super::tables::{self, Tables};
 use crate::{run_scenario, Backend, Error, ErrorKind, NoProgress, RunOptions, Simulator};
@@ -84,8 +85,17 @@ pub fn run(
     opts: &CampaignOptions,
     progress: &mut dyn CampaignProgress,
 ) -> Result<Outcome, Error> {
-    let t0 = Instant::now();
-    let (spec, plan) = super::load(file)?;
+    let spec = super::spec::load(file)?;
+    run_spec(spec, backend, opts, progress)
+}
+
+/// [`run`] for a campaign already read ([`super::spec::parse`] of text from elsewhere).
+pub fn run_spec(
+    spec: Spec,
+    backend: &mut dyn Backend,
+    opts: &CampaignOptions,
+    progress: &mut dyn CampaignProgress,
+) -> Result<Outcome, Error> {
     let jobs = match opts.jobs {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -97,65 +107,19 @@ pub fn run(
             backend.name()
         )));
     }
-    let scenario_text = std::fs::read_to_string(spec.scenario_path()).map_err(|e| {
-        Error::input(format!(
-            "{}: cannot read the scenario file: {e}",
-            spec.scenario_path().display()
-        ))
-    })?;
-    // A live host that cannot run a variant is refused before anything is written.
-    for r in plan.unique_runs().into_iter().take(plan.variants.len() * 2) {
-        let sc = l4s_scenario::load_str(&plan.run_text(r), Path::new(&plan.scenario_file))?;
-        backend.preflight(&sc)?;
-    }
-    let dir = opts.out.clone().unwrap_or_else(|| super::default_dir(&spec));
-    let store = Store::open(&dir, &plan, &spec.text, &scenario_text, opts.update)?;
-    let unique = plan.unique_runs();
-    let todo: Vec<&PlannedRun> = unique.iter().copied().filter(|r| !store.check_done(&r.key)).collect();
-    let already_done = unique.len() - todo.len();
-    progress.planned(&plan, &dir, todo.len(), unique.len());
-
-    let run_opts = RunOptions {
-        seed: None,
-        duration: None,
-        snapshot_interval: spec.outputs.snapshots.unwrap_or(Dur::ZERO),
-        pcap: false,
-        pcap_ipv6: false,
-        packets: spec.outputs.packets,
-        report: spec.outputs.report,
-        png: false,
-        out: None,
-        variants: Vec::new(),
-        command: opts.command.clone(),
-        keep_csv: false,
-    };
+    let session = Session::open(spec, &*backend, opts)?;
+    progress.planned(&session.plan, &session.dir, session.todo.len(), session.unique);
     let stop = opts.stop.clone().unwrap_or_default();
-    let mut failed = Vec::new();
-    let mut ran = 0;
-    let mut run_wall = Duration::ZERO;
-    let mut ran_bytes = 0;
-    let mut tally = |r: &PlannedRun, res: Result<Duration, Error>, progress: &mut dyn CampaignProgress| {
-        match &res {
-            Ok(w) => {
-                ran += 1;
-                run_wall += *w;
-                ran_bytes += super::store::dir_bytes(&store.run_dir(&r.key));
-                store.clear_failure(&r.key);
-            }
-            Err(e) => {
-                store.fail(&r.key, &e.message);
-                failed.push((r.key.clone(), e.message.clone()));
-            }
-        }
-        progress.finished(r, &res);
-    };
+    let todo = session.todo.clone();
     if jobs == 1 || backend.name() != "sim" {
-        for r in &todo {
+        for &i in &todo {
             if stop.load(Ordering::SeqCst) {
                 break;
             }
-            let res = one(&plan, &store, r, backend, &run_opts);
-            tally(r, res, progress);
+            let r = session.plan.runs[i].clone();
+            let res = session.run_here(&r, backend);
+            session.record(&r, &res);
+            progress.finished(&r, &res);
         }
     } else {
         let next = AtomicUsize::new(0);
@@ -163,76 +127,240 @@ pub fn run(
         std::thread::scope(|s| {
             for _ in 0..jobs.min(todo.len()) {
                 let tx = tx.clone();
-                let (next, todo, plan, store, run_opts, stop) = (&next, &todo, &plan, &store, &run_opts, &stop);
+                let (next, todo, session, stop) = (&next, &todo, &session, &stop);
                 s.spawn(move || loop {
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(r) = todo.get(i) else { break };
-                    let res = one(plan, store, r, &mut Simulator, run_opts);
-                    if tx.send((i, res)).is_err() {
+                    let Some(&ri) = todo.get(i) else { break };
+                    let res = session.run_here(&session.plan.runs[ri], &mut Simulator);
+                    if tx.send((ri, res)).is_err() {
                         break;
                     }
                 });
             }
             drop(tx);
-            for (i, res) in rx {
-                tally(todo[i], res, progress);
+            for (ri, res) in rx {
+                session.record(&session.plan.runs[ri], &res);
+                progress.finished(&session.plan.runs[ri], &res);
             }
         });
     }
-    let interrupted = stop.load(Ordering::SeqCst);
-    let tables = tables::write(&dir, &plan)?;
-    let done = unique
-        .iter()
-        .filter(|r| store.run_dir(&r.key).join("summary.json").is_file())
-        .count();
-    Ok(Outcome {
-        dir,
-        name: plan.name.clone(),
-        runs: plan.runs.len(),
-        unique_runs: unique.len(),
-        already_done,
-        ran,
-        done,
-        failed,
-        interrupted,
-        tables,
-        wall: t0.elapsed(),
-        run_wall,
-        ran_bytes,
-    })
+    session.finish(stop.load(Ordering::SeqCst))
 }
 
-/// One run into its folder of the store.
-fn one(
-    plan: &Plan,
-    store: &Store,
-    r: &PlannedRun,
-    backend: &mut dyn Backend,
-    opts: &RunOptions,
-) -> Result<Duration, Error> {
-    let text = plan.run_text(r);
-    let sc = l4s_scenario::load_str(&text, Path::new(&plan.scenario_file))?;
-    let t = Instant::now();
-    run_scenario(
-        sc,
-        Some(text.as_bytes()),
-        backend,
-        opts,
-        &store.run_dir(&r.key),
-        &mut NoProgress,
-    )
-    .map_err(|e| {
-        Error::new(
-            if e.kind == ErrorKind::Input {
-                ErrorKind::Run
-            } else {
-                e.kind
-            },
-            e.message,
+/// A campaign being run: its plan, its store (locked), what is left to do and what was
+/// done. [`run`] drives one on this machine; another executor (the Python package's Ray
+/// executor) runs [`Session::todo`] elsewhere with [`run_to_files`] and hands the files
+/// back through [`Session::store_files`].
+pub struct Session {
+    pub spec: Spec,
+    pub plan: Plan,
+    pub dir: PathBuf,
+    store: Store,
+    run_opts: RunOptions,
+    /// Indices into `plan.runs` of the distinct runs the store lacked when opened.
+    pub todo: Vec<usize>,
+    pub unique: usize,
+    t0: Instant,
+    tally: std::sync::Mutex<Tally>,
+}
+
+/// What the runs of this start came to.
+#[derive(Default)]
+struct Tally {
+    ran: usize,
+    failed: Vec<(String, String)>,
+    run_wall: Duration,
+    ran_bytes: u64,
+}
+
+impl Session {
+    /// Expand the campaign, check that `backend` can run its variants, and open (or make)
+    /// its store. Nothing is written on bad input.
+    pub fn open(spec: Spec, backend: &dyn Backend, opts: &CampaignOptions) -> Result<Session, Error> {
+        let t0 = Instant::now();
+        let plan = super::plan::build(&spec)?;
+        let scenario_text = std::fs::read_to_string(spec.scenario_path()).map_err(|e| {
+            Error::input(format!(
+                "{}: cannot read the scenario file: {e}",
+                spec.scenario_path().display()
+            ))
+        })?;
+        // A live host that cannot run a variant is refused before anything is written.
+        for r in plan.unique_runs().into_iter().take(plan.variants.len() * 2) {
+            let sc = l4s_scenario::load_str(&plan.run_text(r), Path::new(&plan.scenario_file))?;
+            backend.preflight(&sc)?;
+        }
+        let dir = opts.out.clone().unwrap_or_else(|| super::default_dir(&spec));
+        let store = Store::open(&dir, &plan, &spec.text, &scenario_text, opts.update)?;
+        let mut seen = std::collections::HashSet::new();
+        let mut unique = 0;
+        let mut todo = Vec::new();
+        for (i, r) in plan.runs.iter().enumerate() {
+            if !seen.insert(r.key.as_str()) {
+                continue;
+            }
+            unique += 1;
+            if !store.check_done(&r.key) {
+                todo.push(i);
+            }
+        }
+        let run_opts = RunOptions {
+            seed: None,
+            duration: None,
+            snapshot_interval: spec.outputs.snapshots.unwrap_or(Dur::ZERO),
+            pcap: false,
+            pcap_ipv6: false,
+            packets: spec.outputs.packets,
+            report: spec.outputs.report,
+            png: false,
+            out: None,
+            variants: Vec::new(),
+            command: opts.command.clone(),
+            keep_csv: false,
+        };
+        Ok(Session {
+            spec,
+            plan,
+            dir,
+            store,
+            run_opts,
+            todo,
+            unique,
+            t0,
+            tally: Default::default(),
+        })
+    }
+
+    /// The runs left to do, in plan order (pairs back to back).
+    pub fn todo(&self) -> impl Iterator<Item = &PlannedRun> {
+        self.todo.iter().map(|&i| &self.plan.runs[i])
+    }
+
+    /// What each run keeps (the campaign's `[outputs]`).
+    pub fn run_options(&self) -> &RunOptions {
+        &self.run_opts
+    }
+
+    /// Run `r` on this machine into its folder of the store.
+    pub fn run_here(&self, r: &PlannedRun, backend: &mut dyn Backend) -> Result<Duration, Error> {
+        let text = self.plan.run_text(r);
+        let sc = l4s_scenario::load_str(&text, Path::new(&self.plan.scenario_file))?;
+        let t = Instant::now();
+        run_scenario(
+            sc,
+            Some(text.as_bytes()),
+            backend,
+            &self.run_opts,
+            &self.store.run_dir(&r.key),
+            &mut NoProgress,
         )
-    })?;
-    Ok(t.elapsed())
+        .map_err(|e| {
+            Error::new(
+                if e.kind == ErrorKind::Input {
+                    ErrorKind::Run
+                } else {
+                    e.kind
+                },
+                e.message,
+            )
+        })?;
+        Ok(t.elapsed())
+    }
+
+    /// Store the files of `r` run elsewhere ([`run_to_files`]): written beside the run's
+    /// folder and renamed into it when complete.
+    pub fn store_files(&self, r: &PlannedRun, files: &[(String, Vec<u8>)]) -> Result<(), Error> {
+        if !files.iter().any(|(n, _)| n == l4s_metrics::results::MARKER) {
+            return Err(Error::output(format!(
+                "run {}: no {} came back",
+                r.key,
+                l4s_metrics::results::MARKER
+            )));
+        }
+        let target = self.store.run_dir(&r.key);
+        let cannot = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", target.display()));
+        let dir = l4s_metrics::results::ResultsDir::create(&target).map_err(cannot)?;
+        for (name, bytes) in files {
+            if name.is_empty() || name.contains('/') || name.contains('\\') || name.starts_with('.') {
+                return Err(Error::output(format!("run {}: refused the file name {name:?}", r.key)));
+            }
+            dir.write(name, bytes).map_err(cannot)?;
+        }
+        dir.commit().map_err(cannot)?;
+        Ok(())
+    }
+
+    /// Count a run's outcome, and keep (or forget) why it failed.
+    pub fn record(&self, r: &PlannedRun, res: &Result<Duration, Error>) {
+        let mut t = self.tally.lock().unwrap_or_else(|p| p.into_inner());
+        match res {
+            Ok(w) => {
+                t.ran += 1;
+                t.run_wall += *w;
+                t.ran_bytes += super::store::dir_bytes(&self.store.run_dir(&r.key));
+                self.store.clear_failure(&r.key);
+            }
+            Err(e) => {
+                self.store.fail(&r.key, &e.message);
+                t.failed.push((r.key.clone(), e.message.clone()));
+            }
+        }
+    }
+
+    /// Build the tables from everything in the store, release it, and say what was done.
+    pub fn finish(self, interrupted: bool) -> Result<Outcome, Error> {
+        let tables = tables::write(&self.dir, &self.plan)?;
+        let t = self.tally.into_inner().unwrap_or_else(|p| p.into_inner());
+        let uniq = self.plan.unique_runs();
+        let done = uniq
+            .iter()
+            .filter(|r| self.store.run_dir(&r.key).join(l4s_metrics::results::MARKER).is_file())
+            .count();
+        Ok(Outcome {
+            name: self.plan.name.clone(),
+            runs: self.plan.runs.len(),
+            unique_runs: self.unique,
+            already_done: self.unique - self.todo.len(),
+            ran: t.ran,
+            done,
+            failed: t.failed,
+            interrupted,
+            tables,
+            wall: self.t0.elapsed(),
+            run_wall: t.run_wall,
+            ran_bytes: t.ran_bytes,
+            dir: self.dir,
+        })
+    }
+}
+
+/// Run one effective scenario (a run's text, [`Plan::run_text`]) with the options of a
+/// campaign, and return its results directory's files (name, bytes): what a worker on
+/// another machine sends back to the campaign's store. The files are written in a
+/// temporary folder first, which is removed.
+pub fn run_to_files(text: &str, scenario_file: &Path, opts: &RunOptions) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    let sc = l4s_scenario::load_str(text, scenario_file)?;
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let tmp = std::env::temp_dir().join(format!(
+        "l4s-run-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let res = run_scenario(sc, Some(text.as_bytes()), &mut Simulator, opts, &tmp, &mut NoProgress).and_then(|_| {
+        let mut files = Vec::new();
+        let rd = std::fs::read_dir(&tmp).map_err(|e| Error::output(format!("{}: {e}", tmp.display())))?;
+        for e in rd.flatten() {
+            if e.path().is_file() {
+                let bytes = std::fs::read(e.path()).map_err(|e| Error::output(e.to_string()))?;
+                files.push((e.file_name().to_string_lossy().into_owned(), bytes));
+            }
+        }
+        files.sort();
+        Ok(files)
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+    res
 }

@@ -33,7 +33,7 @@ pub mod spec;
 pub mod store;
 pub mod tables;
 
-pub use exec::{run, CampaignOptions, CampaignProgress, NoCampaignProgress, Outcome};
+pub use exec::{run, run_spec, run_to_files, CampaignOptions, CampaignProgress, NoCampaignProgress, Outcome, Session};
 pub use plan::{Plan, PlannedRun, Point};
 pub use spec::Spec;
 pub use store::{status, Status};
