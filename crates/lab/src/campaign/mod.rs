@@ -30,6 +30,7 @@
 mod exec;
 pub mod plan;
 pub mod spec;
+pub mod stats;
 pub mod store;
 pub mod tables;
 
