@@ -88,6 +88,9 @@ pub struct Axis {
     pub min: f64,
     pub max: f64,
     pub scale: Scale,
+    /// Tick labels at given positions instead of computed ones (categories): see
+    /// [`Axis::categories`].
+    pub labels: Vec<(f64, String)>,
 }
 
 impl Axis {
@@ -98,7 +101,19 @@ impl Axis {
             min,
             max,
             scale: Scale::Linear,
+            labels: Vec::new(),
         }
+    }
+    /// A linear axis of categories: category `i` sits at `i`, labelled with its name (at
+    /// most `max_chars` characters, longer names end in "…").
+    pub fn categories(label: &str, names: &[String], max_chars: usize) -> Axis {
+        let mut a = Axis::linear(label, -0.5, names.len().max(1) as f64 - 0.5);
+        a.labels = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i as f64, truncate(n, max_chars)))
+            .collect();
+        a
     }
     pub fn log(label: &str, min: f64, max: f64) -> Axis {
         let (min, max) = sane_range(min, max, true);
@@ -107,6 +122,7 @@ impl Axis {
             min,
             max,
             scale: Scale::Log10,
+            labels: Vec::new(),
         }
     }
     fn t(&self, v: f64) -> f64 {
@@ -124,6 +140,25 @@ impl Axis {
         let (a, b) = (self.t(self.min), self.t(self.max));
         (self.t(v) - a) / (b - a)
     }
+    /// The value at position `f` (0..1) along the axis: the inverse of [`Axis::frac`].
+    pub fn at(&self, f: f64) -> f64 {
+        let (a, b) = (self.t(self.min), self.t(self.max));
+        let t = a + f * (b - a);
+        match self.scale {
+            Scale::Linear => t,
+            Scale::Log10 => 10f64.powf(t),
+        }
+    }
+}
+
+/// `s` cut to at most `max` characters, ending in "…" when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
 }
 
 fn sane_range(min: f64, max: f64, log: bool) -> (f64, f64) {
@@ -165,6 +200,11 @@ pub enum Mark {
     /// A filled area between two series with the same x (stacked throughput); downsampled
     /// to the column mean of each, so stacked areas stay adjacent.
     Area { lo: Vec<(f64, f64)>, hi: Vec<(f64, f64)> },
+    /// A filled circle of `radius` px at each point (not downsampled: for a few points).
+    Points { pts: Vec<(f64, f64)>, radius: f64 },
+    /// A vertical error bar from `lo` to `hi` at each `(x, lo, hi)`, with caps 8 px wide
+    /// (not downsampled: for a few bars).
+    ErrorBars { bars: Vec<(f64, f64, f64)>, width: f64 },
 }
 
 #[derive(Clone, Debug)]
@@ -220,6 +260,10 @@ impl Chart {
         self.layers.iter().any(|l| match &l.mark {
             Mark::Line { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
             Mark::Band { lo, hi, .. } | Mark::Area { lo, hi } => !lo.is_empty() && !hi.is_empty(),
+            Mark::Points { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
+            Mark::ErrorBars { bars, .. } => bars
+                .iter()
+                .any(|b| b.0.is_finite() && b.1.is_finite() && b.2.is_finite()),
         })
     }
 
@@ -287,19 +331,21 @@ impl Chart {
             let x = px(*v);
             let _ = write!(
                 s,
-                "<line x1=\"{x:.1}\" y1=\"{b:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{lab}</text>",
+                "<line x1=\"{x:.1}\" y1=\"{b:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 b + 5.0,
-                b + 18.0
+                b + 18.0,
+                esc(lab)
             );
         }
         for (v, lab) in &yt {
             let y = py(*v);
             let _ = write!(
                 s,
-                "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{l}\" y2=\"{y:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{lab}</text>",
+                "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{l}\" y2=\"{y:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
                 l - 5.0,
                 l - 8.0,
-                y + 4.0
+                y + 4.0,
+                esc(lab)
             );
         }
         let _ = write!(
@@ -349,6 +395,39 @@ impl Chart {
                     let (dl, dh) = downsample_band(lo, hi, &self.x, &self.y, PLOT_WIDTH as usize, true);
                     area_path(&mut s, &dl, &dh, &color, 0.85, &px, &py);
                 }
+                Mark::Points { pts, radius } => {
+                    for (x, y) in pts {
+                        let (cx, cy) = (px(*x), py(*y));
+                        if cx.is_finite() && cy.is_finite() {
+                            let _ = write!(
+                                s,
+                                "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{radius}\" fill=\"{color}\"/>"
+                            );
+                        }
+                    }
+                }
+                Mark::ErrorBars { bars, width } => {
+                    let mut d = String::new();
+                    for (x, lo, hi) in bars {
+                        let (cx, y0, y1) = (px(*x), py(*lo), py(*hi));
+                        if cx.is_finite() && y0.is_finite() && y1.is_finite() {
+                            let _ = write!(
+                                d,
+                                "M{cx:.1},{y0:.1}V{y1:.1}M{:.1},{y0:.1}H{:.1}M{:.1},{y1:.1}H{:.1}",
+                                cx - 4.0,
+                                cx + 4.0,
+                                cx - 4.0,
+                                cx + 4.0
+                            );
+                        }
+                    }
+                    if !d.is_empty() {
+                        let _ = write!(
+                            s,
+                            "<path fill=\"none\" stroke=\"{color}\" stroke-width=\"{width}\" d=\"{d}\"/>"
+                        );
+                    }
+                }
             }
         }
         s.push_str("</g>");
@@ -394,6 +473,7 @@ impl Chart {
                 Mark::Line { dash, .. } => (*dash, 0.0),
                 Mark::Band { opacity, .. } => (None, (opacity * 1.6).min(1.0)),
                 Mark::Area { .. } => (None, 0.85),
+                Mark::Points { .. } | Mark::ErrorBars { .. } => (None, 0.0),
             };
             entries.push((l.name.clone(), l.color.clone(), dash, filled));
         }
@@ -565,6 +645,14 @@ pub fn downsample_band(
 
 /// Nice tick positions and labels for an axis.
 pub fn ticks(a: &Axis) -> Vec<(f64, String)> {
+    if !a.labels.is_empty() {
+        return a
+            .labels
+            .iter()
+            .filter(|(v, _)| *v >= a.min && *v <= a.max)
+            .map(|(v, l)| (*v, l.clone()))
+            .collect();
+    }
     match a.scale {
         Scale::Linear => {
             let span = a.max - a.min;

@@ -33,11 +33,12 @@ h1{font-size:22px;margin:8px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bo
 .headline{font-size:17px;font-weight:600;margin:4px 0 8px}
 .warnings{margin:0;padding-left:18px}.warnings li{margin:4px 0}
 .sev{display:inline-block;min-width:38px;font:600 11px monospace;text-transform:uppercase;border-radius:3px;padding:0 4px;margin-right:6px;text-align:center}
-.sev.bad{background:#c62828;color:#fff}.sev.warn{background:#e6a100;color:#000}.sev.note{background:#ccc;color:#000}
+.sev.bad{background:#c62828;color:#fff}.sev.warn{background:#e6a100;color:#000}.sev.note{background:#ccc;color:#000}.sev.good{background:#2e7d32;color:#fff}
 code{font:12px monospace;color:#555}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}th{background:#f4f4f4;font-weight:600}
 td.l,th.l{text-align:left}tr.sub td{color:#555}.thin{color:#999}
+td.w,th.w{text-align:left;white-space:normal;overflow-wrap:anywhere;max-width:220px}tr.diff td{font-weight:600}tr.first td{border-top:1px solid #ccc}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 svg.chart{display:block;width:100%;height:auto;margin:6px 0 14px}
 "#,

@@ -9,7 +9,9 @@
 //!   and time series, CDF and CCDF charts;
 //! * [`render_compare`] / [`compare_table`]: several runs overlaid on shared axes, and a
 //!   difference table relative to the first run, as HTML or plain text;
-//! * [`write_pngs`]: every chart of the report as a PNG (rasterised from the same SVG).
+//! * [`write_pngs`]: every chart of the report as a PNG (rasterised from the same SVG);
+//! * [`render_campaign`]: the page of a campaign (many paired runs), from statistics its
+//!   caller computed ([`campaign::CampaignPage`]); [`write_chart_pngs`] its charts as PNGs.
 //!
 //! The report reads only the results directory (DESIGN.md principle 5): `summary.json`
 //! is required; `snapshots-flows.csv`, `snapshots-queues.csv` and `distributions.csv` are
@@ -17,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod campaign;
 pub mod charts;
 pub mod compare;
 mod csv;
@@ -30,9 +33,10 @@ mod png;
 pub mod synth;
 pub mod verdict;
 
+pub use campaign::render_campaign;
 pub use compare::{compare_table, render_compare};
 pub use data::{Distributions, Results, Snapshots};
 pub use error::ReportError;
 pub use html::{render_report, write_report};
-pub use png::{write_pngs, DEFAULT_PNG_SCALE};
+pub use png::{write_chart_pngs, write_pngs, DEFAULT_PNG_SCALE};
 pub use verdict::{verdict, Level, Severity, Verdict, Warning};

@@ -46,14 +46,26 @@ const PREFERRED_FAMILIES: [&str; 6] = [
 /// font, [`ReportError::Png`] for a bad `scale` or a chart that cannot be rasterised, and
 /// [`ReportError::Io`] naming the file that could not be written.
 pub fn write_pngs(dir: &Path, out_dir: &Path, scale: f32) -> Result<Vec<PathBuf>, ReportError> {
+    check_scale(out_dir, scale)?;
+    let res = Results::load(dir)?;
+    write_chart_pngs(&report_figures(&res), out_dir, scale)
+}
+
+fn check_scale(out_dir: &Path, scale: f32) -> Result<(), ReportError> {
     if !(scale.is_finite() && scale > 0.0) {
         return Err(ReportError::Png {
             path: out_dir.to_path_buf(),
             reason: format!("scale must be a finite number above 0, not {scale}"),
         });
     }
-    let res = Results::load(dir)?;
-    let figures = report_figures(&res);
+    Ok(())
+}
+
+/// Write charts given as `(title, inline svg)` (as [`Chart::to_svg`](crate::charts::Chart::to_svg)
+/// draws them for a page, e.g. [`render_campaign_with_charts`](crate::campaign::render_campaign_with_charts))
+/// as PNGs into `out_dir`, named and drawn as [`write_pngs`] does, and return their paths.
+pub fn write_chart_pngs(figures: &[(String, String)], out_dir: &Path, scale: f32) -> Result<Vec<PathBuf>, ReportError> {
+    check_scale(out_dir, scale)?;
     let mut opt = usvg::Options::default();
     let (db, family) = font_database()?;
     opt.fontdb = Arc::new(db);

@@ -164,7 +164,10 @@ mod tests {
         assert!(close(s.sd.unwrap(), (5.0f64 / 3.0).sqrt()));
         // NaN is a missing value; one value has no standard deviation.
         let s = Stats::of(&[f64::NAN, -2.5, f64::NAN]).unwrap();
-        assert_eq!((s.n, s.mean, s.median, s.p90, s.iqr, s.sd), (1, -2.5, -2.5, -2.5, 0.0, None));
+        assert_eq!(
+            (s.n, s.mean, s.median, s.p90, s.iqr, s.sd),
+            (1, -2.5, -2.5, -2.5, 0.0, None)
+        );
         assert_eq!(Stats::of(&[]), None);
         assert_eq!(Stats::of(&[f64::NAN]), None);
         assert!(close(percentile(&[0.0, 10.0], 33.0), 3.3));
@@ -220,7 +223,10 @@ mod tests {
             }
         }
         let rate = covered as f64 / trials as f64;
-        println!("bootstrap 95 % interval coverage: {covered} of {trials} trials ({:.1} %)", rate * 100.0);
+        println!(
+            "bootstrap 95 % interval coverage: {covered} of {trials} trials ({:.1} %)",
+            rate * 100.0
+        );
         assert!((0.88..=0.99).contains(&rate), "coverage {rate}");
     }
 }
