@@ -136,7 +136,8 @@ pub fn variant_texts(mut doc: DocumentMut, file: &Path) -> Result<Vec<(Option<St
 
 /// Set `path` (dotted; `flows.<name>` selects a flow by name) to `value` in `doc`.
 /// Tables keep their form (an inline table stays inline), so the edited text is valid
-/// TOML with every untouched key where it was.
+/// TOML with every untouched key where it was. `flows.<name>` itself set to a table
+/// replaces the flow's keys (its `name` stays): one flow becomes another kind of traffic.
 pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), String> {
     let segs: Vec<&str> = path.split('.').collect();
     if segs.iter().any(|s| s.is_empty()) {
@@ -157,7 +158,22 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
             .find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
             .ok_or_else(|| format!("no flow named {name:?}"))?;
         if segs.len() == 2 {
-            return Err("name a key of the flow, such as \"flows.<name>.ecn\"".into());
+            let Some(new) = value.as_table_like() else {
+                return Err(
+                    "name a key of the flow, such as \"flows.<name>.ecn\", or give a table of the flow's keys to replace them".into(),
+                );
+            };
+            if new.contains_key("name") {
+                return Err("the flow keeps its name: leave `name` out of the table".into());
+            }
+            let old: Vec<String> = t.iter().map(|(k, _)| k.to_string()).filter(|k| k != "name").collect();
+            for k in old {
+                t.remove(&k);
+            }
+            for (k, v) in new.iter() {
+                t.insert(k, v.clone());
+            }
+            return Ok(());
         }
         tbl = t;
         i = 2;

@@ -113,3 +113,23 @@ fn names_that_would_leave_their_directory_are_refused() {
     let e = variants_of(&text, Path::new("v.toml")).unwrap_err().to_string();
     assert!(e.contains("variants[0].name") && e.contains("comparison page"), "{e}");
 }
+
+#[test]
+fn a_flow_set_to_a_table_becomes_that_traffic_and_keeps_its_name() {
+    let text = format!(
+        "{BASE}\n[[variants]]\nname = \"a\"\n\n[[variants]]\nname = \"b\"\nset = {{ \"flows.bulk\" = {{ type = \"request-response\", cc = \"cubic\", app = {{ response = \"20kB\", repeat = \"1s\" }} }} }}\n"
+    );
+    let v = variants_of(&text, Path::new("v.toml")).unwrap();
+    assert_eq!(v[0].1.flows[1].kind.type_name(), "tcp");
+    assert_eq!(v[1].1.flows[1].name, "bulk");
+    assert_eq!(v[1].1.flows[1].kind.type_name(), "request-response");
+    // The old keys are gone: `cc = "prague"` did not survive into the new flow.
+    let bad = format!(
+        "{BASE}\n[[variants]]\nname = \"b\"\nset = {{ \"flows.bulk\" = {{ name = \"x\", type = \"tcp\" }} }}\n"
+    );
+    let e = variants_of(&bad, Path::new("v.toml")).unwrap_err();
+    assert!(e.message.contains("keeps its name"), "{e}");
+    let bad = format!("{BASE}\n[[variants]]\nname = \"b\"\nset = {{ \"flows.bulk\" = 3 }}\n");
+    let e = variants_of(&bad, Path::new("v.toml")).unwrap_err();
+    assert!(e.message.contains("give a table of the flow's keys"), "{e}");
+}

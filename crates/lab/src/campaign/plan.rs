@@ -166,7 +166,7 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
     };
 
     // The points: the grid, then the draws, then the groups.
-    let mut params: Vec<String> = spec.sweep.iter().map(|(k, _)| k.clone()).collect();
+    let mut params: Vec<String> = spec.sweep.iter().map(|w| w.key.clone()).collect();
     let mut tables: Vec<String> = vec!["sweep".into(); params.len()];
     if let Some(s) = &spec.sample {
         params.extend(s.params.iter().map(|(k, _)| k.clone()));
@@ -213,13 +213,29 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
     for cell in &grid {
         for draw in &draws {
             for g in &groups {
-                let mut values: Vec<(usize, toml::Value)> = cell.iter().cloned().enumerate().collect();
+                // (parameter, value, how the point shows it: the label of a labelled value)
+                let mut values: Vec<(usize, toml::Value, String)> = cell
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &k)| {
+                        let w = &spec.sweep[j];
+                        let shown = match &w.labels {
+                            Some(l) => toml::Value::String(l[k].clone()).to_string(),
+                            None => w.values[k].to_string(),
+                        };
+                        (j, w.values[k].clone(), shown)
+                    })
+                    .collect();
                 if let Some((_, vals)) = draw {
-                    values.extend(vals.iter().cloned().enumerate().map(|(j, v)| (cell.len() + j, v)));
+                    values.extend(
+                        vals.iter()
+                            .enumerate()
+                            .map(|(j, v)| (cell.len() + j, v.clone(), v.to_string())),
+                    );
                 }
                 let mut sets: Vec<(String, String, toml::Value)> = values
                     .iter()
-                    .map(|(i, v)| (tables[*i].clone(), params[*i].clone(), v.clone()))
+                    .map(|(i, v, _)| (tables[*i].clone(), params[*i].clone(), v.clone()))
                     .collect();
                 if let Some(gi) = g {
                     let grp = &spec.groups[*gi];
@@ -241,7 +257,7 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
                 points.push(Point {
                     group: g.map(|i| spec.groups[i].name.clone()),
                     sample: draw.as_ref().map(|(i, _)| *i),
-                    values: values.iter().map(|(_, v)| v.to_string()).collect(),
+                    values: values.into_iter().map(|(_, _, shown)| shown).collect(),
                 });
                 for seed in &spec.seeds {
                     let pair = runs.len() as u32 / variants.len() as u32;
@@ -281,16 +297,17 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
     Ok(plan)
 }
 
-/// Every combination of the swept values (one empty combination without a sweep).
-fn grid(sweep: &[(String, Vec<toml::Value>)]) -> Vec<Vec<toml::Value>> {
+/// Every combination of the swept values, as indices into each key's values (one empty
+/// combination without a sweep).
+fn grid(sweep: &[super::spec::Sweep]) -> Vec<Vec<usize>> {
     let mut out = vec![Vec::new()];
-    for (_, vals) in sweep {
+    for w in sweep {
         out = out
             .iter()
             .flat_map(|c| {
-                vals.iter().map(move |v| {
+                (0..w.values.len()).map(move |k| {
                     let mut c = c.clone();
-                    c.push(v.clone());
+                    c.push(k);
                     c
                 })
             })
@@ -477,12 +494,14 @@ mod tests {
 
     #[test]
     fn grid_is_every_combination() {
-        let g = grid(&[
-            ("a".into(), vec![1.into(), 2.into()]),
-            ("b".into(), vec!["x".into(), "y".into(), "z".into()]),
-        ]);
+        let w = |k: &str, n: i64| super::super::spec::Sweep {
+            key: k.into(),
+            values: (0..n).map(toml::Value::from).collect(),
+            labels: None,
+        };
+        let g = grid(&[w("a", 2), w("b", 3)]);
         assert_eq!(g.len(), 6);
-        assert_eq!(g[1], vec![toml::Value::from(1), toml::Value::from("y")]);
-        assert_eq!(grid(&[]), vec![Vec::<toml::Value>::new()]);
+        assert_eq!(g[1], vec![0, 1]);
+        assert_eq!(grid(&[]), vec![Vec::<usize>::new()]);
     }
 }

@@ -85,10 +85,19 @@ pub struct Spec {
     /// `scenario.duration` of every run, as written.
     pub duration: Option<String>,
     /// The grid: every combination of these values is a point.
-    pub sweep: Vec<(String, Vec<toml::Value>)>,
+    pub sweep: Vec<Sweep>,
     pub sample: Option<Sample>,
     pub groups: Vec<Group>,
     pub outputs: OutputsSpec,
+}
+
+/// A swept key and its values: a list, or a table of labelled values
+/// (`{ bulk = { ... }, sync = { ... } }`), whose labels then name the points.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub key: String,
+    pub values: Vec<toml::Value>,
+    pub labels: Option<Vec<String>>,
 }
 
 /// Parameters drawn per point ("per home"), `count` draws from `seed`.
@@ -282,12 +291,27 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
     }
     for (k, v) in &raw.sweep {
         check_param(&spec, "sweep", k)?;
-        let toml::Value::Array(vals) = v else {
-            return Err(spec.err_at_param(
-                "sweep",
-                k,
-                "expected a list of values, such as [\"20Mbit\", \"50Mbit\"]",
-            ));
+        let (vals, labels) = match v {
+            toml::Value::Array(vals) => (vals.clone(), None),
+            toml::Value::Table(t) => {
+                for l in t.keys() {
+                    if !valid_name(l) {
+                        return Err(spec.err_at_param(
+                            "sweep",
+                            k,
+                            format!("label {l:?}: expected letters, digits, '-', '_' or '.'"),
+                        ));
+                    }
+                }
+                (t.values().cloned().collect(), Some(t.keys().cloned().collect()))
+            }
+            _ => {
+                return Err(spec.err_at_param(
+                    "sweep",
+                    k,
+                    "expected a list of values, such as [\"20Mbit\", \"50Mbit\"], or a table of labelled values",
+                ))
+            }
         };
         if vals.is_empty() {
             return Err(spec.err_at_param("sweep", k, "the list of values is empty"));
@@ -297,7 +321,11 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
                 return Err(spec.err_at_param("sweep", k, format!("the value {a} is listed twice")));
             }
         }
-        spec.sweep.push((k.clone(), vals.clone()));
+        spec.sweep.push(Sweep {
+            key: k.clone(),
+            values: vals,
+            labels,
+        });
     }
     if let Some(s) = &raw.sample {
         if s.count == 0 {
@@ -562,8 +590,20 @@ set = { "flows.bg.rate" = "5Mbit" }
     fn parses_a_campaign() {
         let s = parse(OK, Path::new("dir/c.toml")).unwrap();
         assert_eq!(s.seeds, vec![1, 2, 3]);
-        assert_eq!(s.sweep[0].0, "topology.rate");
-        assert_eq!(s.sweep[0].1.len(), 2);
+        assert_eq!(s.sweep[0].key, "topology.rate");
+        assert_eq!(s.sweep[0].values.len(), 2);
+        assert!(s.sweep[0].labels.is_none());
+        let l = parse(
+            &OK.replace(
+                "\"topology.rate\" = [\"20Mbit\", \"50Mbit\"]",
+                "\"topology.rate\" = { slow = \"20Mbit\", fast = \"50Mbit\" }",
+            ),
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let labels = l.sweep[0].labels.clone().unwrap();
+        assert_eq!(labels.len(), 2);
+        assert!(labels.contains(&"slow".to_string()));
         assert_eq!(s.scenario_path(), Path::new("dir/s.toml"));
         let smp = s.sample.unwrap();
         assert_eq!(smp.count, 4);

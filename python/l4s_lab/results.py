@@ -1,0 +1,194 @@
+"""One run's results: the summary as a dict, the tables as pandas DataFrames read from the
+results directory's Parquet files (Arrow underneath: no CSV is parsed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import _native
+
+__all__ = ["Result", "load", "run", "run_variants"]
+
+
+def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Nested summary records as columns joined with '.' (``owd_ms.p99``)."""
+    return pd.json_normalize(records, sep=".") if records else pd.DataFrame()
+
+
+class Result:
+    """The results of one run.
+
+    Attributes:
+        summary: ``summary.json`` as a dict (schema in docs/results.md).
+        dir: the results directory, or ``None`` when the run was not kept on disk.
+        arrow: the Parquet tables as ``pyarrow.Table`` (``snapshots_flows``,
+            ``snapshots_queues``, ``distributions``) where the run wrote them.
+        wall_s: wall-clock seconds the run took (``None`` for a loaded directory).
+    """
+
+    def __init__(self, summary: dict[str, Any], arrow: dict[str, pa.Table], dir: Path | None, wall_s: float | None = None):
+        self.summary = summary
+        self.arrow = arrow
+        self.dir = dir
+        self.wall_s = wall_s
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """One row per flow: every field of ``summary["flows"]``, nested ones as
+        ``owd_ms.p99``, ``media.frame_delay_ms.p99``... (float64 for measures, int64 for
+        counts, object for names)."""
+        return _frame(self.summary["flows"])
+
+    @property
+    def queues(self) -> pd.DataFrame:
+        """One row per queue (``summary["queues"]``, sub-queues as ``subqueues.L.sojourn_ms.p99``)."""
+        return _frame(self.summary["queues"])
+
+    @property
+    def classes(self) -> pd.DataFrame:
+        """One row per traffic class ("L4S", "classic")."""
+        return _frame(self.summary["classes"])
+
+    def _table(self, name: str) -> pd.DataFrame:
+        t = self.arrow.get(name)
+        if t is None:
+            raise _native.L4sError(f"this run has no {name} (snapshots off, or not written)")
+        return t.to_pandas()
+
+    @property
+    def snapshots_flows(self) -> pd.DataFrame:
+        """The per-flow time series (``snapshots-flows``): one row per flow and interval."""
+        return self._table("snapshots_flows")
+
+    @property
+    def snapshots_queues(self) -> pd.DataFrame:
+        """The per-queue time series (``snapshots-queues``)."""
+        return self._table("snapshots_queues")
+
+    @property
+    def distributions(self) -> pd.DataFrame:
+        """Delay distributions (``kind``, ``name``, ``value_ms``, ``cdf``)."""
+        return self._table("distributions")
+
+    def __repr__(self) -> str:
+        sc = self.summary.get("scenario", {})
+        return f"<l4s_lab.Result {sc.get('name')!r} seed={sc.get('seed')} flows={len(self.summary.get('flows', []))} dir={self.dir}>"
+
+
+_TABLES = {
+    "snapshots_flows": "snapshots-flows.parquet",
+    "snapshots_queues": "snapshots-queues.parquet",
+    "distributions": "distributions.parquet",
+}
+
+
+def load(dir: str | os.PathLike[str]) -> Result:
+    """Open any results directory (``l4s run``'s, a campaign run's, or ``run(out=...)``'s)."""
+    d = Path(dir)
+    p = d / "summary.json"
+    try:
+        summary = json.loads(p.read_text())
+    except OSError as e:
+        raise _native.L4sError(f"{d}: not an l4s-lab results directory (cannot read summary.json: {e})") from None
+    except ValueError as e:
+        raise _native.L4sError(f"{p}: not valid JSON: {e}") from None
+    arrow = {k: pq.read_table(d / f) for k, f in _TABLES.items() if (d / f).is_file()}
+    return Result(summary, arrow, d)
+
+
+def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
+    keys: dict[str, Any] = dict(set or {})
+    for k, v in overrides.items():
+        keys[k.replace("__", ".")] = v
+    return json.dumps(keys)
+
+
+def run(
+    scenario: str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    backend: str = "sim",
+    variant: str | None = None,
+    duration: str | None = None,
+    set: Mapping[str, Any] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    snapshots: str | None = "100ms",
+    report: bool = False,
+    packets: bool = False,
+    text: str | None = None,
+    **overrides: Any,
+) -> Result:
+    """Run one scenario in this process and return its results.
+
+    Args:
+        scenario: the scenario file (its path also anchors trace files and names it in
+            messages; with ``text``, only that).
+        seed, duration: override the scenario's (``duration="10s"``).
+        variant: for a file with ``[[variants]]``, which one (``run_variants`` runs all).
+        set: scenario keys to change, as in ``[[variants]]``:
+            ``{"topology.rate": "50Mbit", "flows.bulk.cc": "cubic"}``.
+        **overrides: the same with ``__`` for ``.``: ``topology__rate="50Mbit"``.
+        out: keep the results directory there (as ``l4s run --out``); by default the run
+            is read into memory and its temporary directory removed.
+        snapshots: the time-series interval, or ``None`` for none.
+        report, packets: also write ``report.html`` / ``packets.parquet`` (with ``out``).
+        backend: ``"sim"`` (the deterministic simulator). The live testbed runs from the
+            ``l4s`` command (``l4s run --backend live``): it needs root and its own
+            process.
+
+    Raises:
+        L4sError: bad input (with ``file``, ``line``, ``key``), or a failed run.
+    """
+    if backend != "sim":
+        raise _native.L4sError(
+            f"backend={backend!r}: run() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
+        )
+    keep = out is not None
+    dest = Path(out) if keep else Path(tempfile.mkdtemp(prefix="l4s-run-")) / "run"
+    try:
+        info = _native.run(
+            os.fspath(scenario),
+            os.fspath(dest),
+            text=text,
+            set_json=_set(set, overrides),
+            variant=variant,
+            seed=seed,
+            duration=duration,
+            snapshots=snapshots,
+            report=report,
+            packets=packets,
+        )
+        r = load(info["dir"])
+        # Read everything now: the temporary directory goes away.
+        r.arrow = {k: t.combine_chunks() for k, t in r.arrow.items()}
+        r.wall_s = info["wall_s"]
+        if not keep:
+            r.dir = None
+        return r
+    finally:
+        if not keep:
+            shutil.rmtree(dest.parent, ignore_errors=True)
+
+
+def run_variants(scenario: str | os.PathLike[str], **kwargs: Any) -> dict[str, Result]:
+    """Run every variant of a scenario file (as ``l4s run`` does), one ``Result`` each,
+    by name; a file without variants gives ``{"": result}``. With ``out``, each variant
+    goes to ``out/<variant>``. Takes the arguments of :func:`run`."""
+    names = _native.variant_names(os.fspath(scenario), kwargs.get("text"))
+    if not names:
+        return {"": run(scenario, **kwargs)}
+    out = kwargs.pop("out", None)
+    res = {}
+    for n in names:
+        o = None if out is None else Path(out) / n
+        res[n] = run(scenario, variant=n, out=o, **kwargs)
+    return res
