@@ -12,7 +12,7 @@
 //! `queue.<name>.sojourn_p99_ms`, `class.L4S.throughput_bps`, ...). Their unit and which
 //! way is better come from the name's suffix ([`Unit::of`], [`Better::of`]).
 
-use crate::charts::{truncate, Axis, Chart, Guide, Layer, Mark, Palette};
+use crate::charts::{truncate, Axis, Chart, Guide, Layer, Mark, PALETTE};
 use crate::figures::{rate_unit, RUN_DASHES};
 use crate::fmt::{count, esc};
 use crate::html::head;
@@ -434,6 +434,12 @@ fn max_abs(m: &MetricStats) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The colour of the `i`-th variant or group: the palette in order, so that the first
+/// few are as far apart as the palette allows (blue, orange, red, ...).
+fn nth_color(i: usize) -> String {
+    PALETTE[i % PALETTE.len()].to_string()
+}
+
 /// Charts embedded so far: (title, svg), in page order.
 struct Figures<'a> {
     out: &'a mut String,
@@ -582,9 +588,22 @@ fn verdict_line(metric: &str, d: &PairedDiff, baseline: &str, level: f64) -> (&'
     let v = esc(&d.variant);
     let (down, up) = (share(d.below, n), share(d.above, n));
     let pairs = format!("{} pairs against {}", count(n as u64), esc(baseline));
+    let other = |k: usize, verb: &str, s: &str| {
+        if k > 0 {
+            format!(" ({verb} it in {s})")
+        } else {
+            String::new()
+        }
+    };
     let body = match better {
-        Better::Lower => format!("<b>{v}</b> lowered the {label} in {down} of {pairs} (raised it in {up})"),
-        Better::Higher => format!("<b>{v}</b> raised the {label} in {up} of {pairs} (lowered it in {down})"),
+        Better::Lower => format!(
+            "<b>{v}</b> lowered the {label} in {down} of {pairs}{}",
+            other(d.above, "raised", &up)
+        ),
+        Better::Higher => format!(
+            "<b>{v}</b> raised the {label} in {up} of {pairs}{}",
+            other(d.below, "lowered", &down)
+        ),
         Better::Either => format!("<b>{v}</b> raised the {label} in {up} and lowered it in {down} of {pairs}"),
     };
     let ci = d
@@ -701,7 +720,7 @@ fn differences(figs: &mut Figures, page: &CampaignPage) {
          value is the lower. The legend gives, per group, the share of pairs where it did better and the number of pairs.</p>",
         esc(base)
     );
-    let gpal = Palette::new(page.groups.iter().map(|g| g.name.as_str()));
+    let gcolor = |g: &str| nth_color(page.groups.iter().position(|x| x.name == g).unwrap_or(0));
     for m in &page.metrics {
         let better = Better::of(&m.metric);
         let disp = Disp::new(Unit::of(&m.metric), max_abs(m));
@@ -757,7 +776,7 @@ fn differences(figs: &mut Figures, page: &CampaignPage) {
                 };
                 c.layers.push(Layer {
                     name,
-                    color: gpal.color(g),
+                    color: gcolor(g),
                     mark: Mark::Line {
                         pts: ecdf_steps(&pts, x0, x1),
                         width: 1.8,
@@ -900,7 +919,7 @@ fn param_charts(figs: &mut Figures, page: &CampaignPage) {
         },
         level_pct(page.method.level)
     );
-    let vpal = Palette::new(page.variants.iter().map(|v| v.as_str()));
+    let vcolor = |v: &str| nth_color(page.variants.iter().position(|x| x == v).unwrap_or(0));
     let group_dash = |g: &str| {
         let i = page.groups.iter().position(|x| x.name == g).unwrap_or(0);
         RUN_DASHES[i % RUN_DASHES.len()]
@@ -931,7 +950,7 @@ fn param_charts(figs: &mut Figures, page: &CampaignPage) {
             );
         }
         for pm in &p.metrics {
-            if let Some(c) = param_chart(page, p, pm, &vpal, &group_dash) {
+            if let Some(c) = param_chart(page, p, pm, &vcolor, &group_dash) {
                 figs.push(&c);
             }
         }
@@ -949,7 +968,7 @@ fn param_chart(
     page: &CampaignPage,
     p: &ParamCharts,
     pm: &ParamMetric,
-    vpal: &Palette,
+    vcolor: &dyn Fn(&str) -> String,
     group_dash: &dyn Fn(&str) -> Option<&'static str>,
 ) -> Option<Chart> {
     let unit = Unit::of(&pm.metric);
@@ -1012,13 +1031,13 @@ fn param_chart(
     let mut distinct = xs.clone();
     distinct.sort_by(f64::total_cmp);
     distinct.dedup();
-    let step = (0.4 / (distinct.len().max(1) * m) as f64).min(0.012);
+    let step = (0.4 / (distinct.len().max(1) * m) as f64).min(0.006);
     let mut named: Vec<&str> = Vec::new();
     for (j, s) in pm.series.iter().enumerate() {
         let shift = (j as f64 - (m as f64 - 1.0) / 2.0) * step;
         let xa = c.x.clone();
         let at = |x: f64| xa.at(xa.frac(x) + shift);
-        let color = vpal.color(&s.variant);
+        let color = vcolor(&s.variant);
         let dash = if page.groups.len() > 1 {
             group_dash(&s.group)
         } else {

@@ -447,11 +447,15 @@ impl Chart {
             } else {
                 let x = px(g.value);
                 if x.is_finite() && x >= l - 0.5 && x <= r + 0.5 {
+                    // Right of the line; left of it when the label would leave the chart
+                    // (10 px text, about 6 px a character).
+                    let fits = x + 3.0 + 6.0 * g.label.chars().count() as f64 <= WIDTH;
                     let _ = write!(
                         s,
-                        "<line class=\"guide\" x1=\"{x:.1}\" y1=\"{t:.1}\" x2=\"{x:.1}\" y2=\"{b:.1}\"/><text class=\"guidelabel\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-                        x + 3.0,
+                        "<line class=\"guide\" x1=\"{x:.1}\" y1=\"{t:.1}\" x2=\"{x:.1}\" y2=\"{b:.1}\"/><text class=\"guidelabel\" x=\"{:.1}\" y=\"{:.1}\"{}>{}</text>",
+                        if fits { x + 3.0 } else { x - 3.0 },
                         t + 24.0,
+                        if fits { "" } else { " text-anchor=\"end\"" },
                         esc(&g.label)
                     );
                 }
