@@ -74,6 +74,9 @@ pub struct Outcome {
     pub run_wall: Duration,
     /// Bytes of the runs done now, on disk.
     pub ran_bytes: u64,
+    /// The campaign's page, `DIR/campaign.html` ([`super::report`]), or why it could not
+    /// be written (the runs and tables are kept all the same).
+    pub report: Result<PathBuf, String>,
 }
 
 /// Run the campaign in `file` into its store: only the runs the store lacks, then the
@@ -310,9 +313,14 @@ impl Session {
         }
     }
 
-    /// Build the tables from everything in the store, release it, and say what was done.
+    /// Build the tables and the page from everything in the store, release it, and say
+    /// what was done.
     pub fn finish(self, interrupted: bool) -> Result<Outcome, Error> {
         let tables = tables::write(&self.dir, &self.plan)?;
+        // This process holds the store: no other is running the campaign.
+        let report = super::report::write(&self.dir, &Default::default(), false)
+            .map(|w| w.html)
+            .map_err(|e| e.message);
         let t = self.tally.into_inner().unwrap_or_else(|p| p.into_inner());
         let uniq = self.plan.unique_runs();
         let done = uniq
@@ -332,6 +340,7 @@ impl Session {
             wall: self.t0.elapsed(),
             run_wall: t.run_wall,
             ran_bytes: t.ran_bytes,
+            report,
             dir: self.dir,
         })
     }

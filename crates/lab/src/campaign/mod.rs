@@ -26,9 +26,15 @@
 //! parameter never meets an old result. A run's folder is written beside its place and
 //! renamed into it when complete, so a killed campaign leaves no half-written run; one
 //! whose summary does not read is done again.
+//!
+//! At the end of every start, the store's tables ([`tables`]: `index.parquet`,
+//! `pairs.parquet`) and its page ([`report`]: `campaign.html`, the paired differences and
+//! their statistics, [`stats`]) are made from the store alone; both can be made again on
+//! demand.
 
 mod exec;
 pub mod plan;
+pub mod report;
 pub mod spec;
 pub mod stats;
 pub mod store;
