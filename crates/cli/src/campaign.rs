@@ -1,5 +1,5 @@
 //! `l4s campaign`: run a campaign file into its store, say where a store stands, and
-//! rebuild its tables.
+//! rebuild its tables and its page.
 
 use clap::Subcommand;
 use l4s_lab::campaign::{self, CampaignOptions, CampaignProgress, Plan, PlannedRun};
@@ -14,8 +14,9 @@ use std::time::Duration;
 #[derive(Subcommand)]
 pub enum CampaignCmd {
     /// Run a campaign file: every run its store lacks, on every core, then the tables
-    /// (index.parquet, pairs.parquet). Started again after an interrupt, it runs only
-    /// what is missing. Ctrl-C stops starting runs (a second one exits at once).
+    /// (index.parquet, pairs.parquet) and the page (campaign.html). Started again after an
+    /// interrupt, it runs only what is missing. Ctrl-C stops starting runs (a second one
+    /// exits at once).
     Run {
         /// Campaign file (TOML), e.g. campaigns/dualpi2-sweep.toml
         file: PathBuf,
@@ -44,6 +45,20 @@ pub enum CampaignCmd {
         /// The campaign store
         dir: PathBuf,
     },
+    /// Build the campaign's page, DIR/campaign.html, from a store's completed runs: a
+    /// verdict per group, the paired differences, summary statistics with bootstrap
+    /// intervals, and each metric against each parameter.
+    Report {
+        /// The campaign store
+        dir: PathBuf,
+        /// Also write every chart as a PNG into DIR/png/ (needs a system font)
+        #[arg(long)]
+        png: bool,
+        /// Metrics to show, as columns of index.parquet; `*` matches any text
+        /// (default: flow.*.owd_p99_ms, flow.*.frame_delay_p99_ms, flow.*.*_time_p99_ms)
+        #[arg(long = "metric", value_name = "PATTERN")]
+        metrics: Vec<String>,
+    },
 }
 
 pub fn main(cmd: &CampaignCmd) -> ExitCode {
@@ -70,6 +85,22 @@ pub fn main(cmd: &CampaignCmd) -> ExitCode {
             }
             Err(e) => crate::fail(&e),
         },
+        CampaignCmd::Report { dir, png, metrics } => {
+            let opts = campaign::report::ReportOptions {
+                png: *png,
+                metrics: metrics.clone(),
+            };
+            match campaign::report::write_report_with(dir, &opts) {
+                Ok(w) => {
+                    println!("{}", w.html.display());
+                    if *png {
+                        println!("{} charts as PNG in {}", w.pngs.len(), dir.join("png").display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => crate::fail(&e),
+            }
+        }
     }
 }
 
@@ -222,6 +253,14 @@ fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, qui
         }
         println!("index: {} ({} rows)", o.tables.index.display(), o.tables.index_rows);
         println!("pairs: {} ({} rows)", o.tables.pairs.display(), o.tables.pair_rows);
+        if let Ok(p) = &o.report {
+            println!("report: {}", p.display());
+        }
+    }
+    // The runs and tables are kept: a page that could not be made is only a warning
+    // (`l4s campaign report DIR` makes it again).
+    if let Err(e) = &o.report {
+        eprintln!("warning: no campaign.html: {e}");
     }
     if o.interrupted {
         eprintln!(
