@@ -595,16 +595,20 @@ fn verdict_line(metric: &str, d: &PairedDiff, baseline: &str, level: f64) -> (&'
             String::new()
         }
     };
-    let body = match better {
-        Better::Lower => format!(
+    // Led by the way the median moved.
+    let m = d.stats.median;
+    let body = if m < 0.0 {
+        format!(
             "<b>{v}</b> lowered the {label} in {down} of {pairs}{}",
             other(d.above, "raised", &up)
-        ),
-        Better::Higher => format!(
+        )
+    } else if m > 0.0 {
+        format!(
             "<b>{v}</b> raised the {label} in {up} of {pairs}{}",
             other(d.below, "lowered", &down)
-        ),
-        Better::Either => format!("<b>{v}</b> raised the {label} in {up} and lowered it in {down} of {pairs}"),
+        )
+    } else {
+        format!("<b>{v}</b> lowered the {label} in {down} and raised it in {up} of {pairs}")
     };
     let ci = d
         .stats
@@ -616,10 +620,10 @@ fn verdict_line(metric: &str, d: &PairedDiff, baseline: &str, level: f64) -> (&'
         esc(&disp.du(d.stats.median)),
         esc(&disp.du(d.stats.mean)),
     );
-    let (lvl, badge) = match better.improves(d.stats.median) {
+    let (lvl, badge) = match better.improves(m) {
         Some(true) => ("good", "better"),
         Some(false) => ("bad", "worse"),
-        None if better == Better::Either => ("note", "changed"),
+        None if better == Better::Either && m != 0.0 => ("note", "changed"),
         None => ("note", "same"),
     };
     (lvl, badge, text)
@@ -850,9 +854,13 @@ fn stats_tables(out: &mut String, page: &CampaignPage) {
             if multi { "<th class=\"w\">group</th>" } else { "" },
             level_pct(page.method.level)
         );
-        for g in &m.groups {
+        for g in m
+            .groups
+            .iter()
+            .filter(|g| !g.diffs.is_empty() || g.values.iter().any(|(_, s)| s.is_some()))
+        {
             let mut first = true;
-            let mut row = |out: &mut String, kind: &str, name: &str, s: &SampleStats, diff: bool| {
+            let mut row = |out: &mut String, kind: &str, name: &str, s: Option<&SampleStats>, diff: bool| {
                 let _ = write!(
                     out,
                     "<tr class=\"{}{}\" data-group=\"{}\" data-row=\"{kind}\" data-variant=\"{}\">",
@@ -877,17 +885,19 @@ fn stats_tables(out: &mut String, page: &CampaignPage) {
                     name.to_string()
                 };
                 let _ = write!(out, "<td class=\"w\">{}</td>", esc(&label));
-                stats_cells(out, s, &disp, diff);
+                match s {
+                    Some(s) => stats_cells(out, s, &disp, diff),
+                    None => out.push_str(
+                        "<td data-stat=\"n\">0</td><td data-stat=\"mean\">–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>",
+                    ),
+                }
                 out.push_str("</tr>");
             };
             for (v, s) in &g.values {
-                match s {
-                    Some(s) => row(out, "value", v, s, false),
-                    None => row(out, "value", v, &SampleStats::default(), false),
-                }
+                row(out, "value", v, s.as_ref(), false);
             }
             for d in &g.diffs {
-                row(out, "difference", &d.variant, &d.stats, true);
+                row(out, "difference", &d.variant, Some(&d.stats), true);
             }
         }
         out.push_str("</table>");
@@ -1032,7 +1042,27 @@ fn param_chart(
     distinct.sort_by(f64::total_cmp);
     distinct.dedup();
     let step = (0.4 / (distinct.len().max(1) * m) as f64).min(0.006);
+    // The legend: each variant's colour, solid (the line style is the group's).
     let mut named: Vec<&str> = Vec::new();
+    for s in &pm.series {
+        if !named.contains(&s.variant.as_str()) {
+            named.push(&s.variant);
+            c.layers.push(Layer {
+                name: if s.variant.is_empty() {
+                    "(the scenario)".to_string()
+                } else {
+                    s.variant.clone()
+                },
+                color: vcolor(&s.variant),
+                mark: Mark::Line {
+                    pts: Vec::new(),
+                    width: 1.6,
+                    dash: None,
+                },
+                legend: true,
+            });
+        }
+    }
     for (j, s) in pm.series.iter().enumerate() {
         let shift = (j as f64 - (m as f64 - 1.0) / 2.0) * step;
         let xa = c.x.clone();
@@ -1049,22 +1079,15 @@ fn param_chart(
             .iter()
             .filter_map(|q| q.ci.map(|(lo, hi)| (at(q.x), lo * disp.k, hi * disp.k)))
             .collect();
-        let name = if s.variant.is_empty() {
-            "(the scenario)".to_string()
-        } else {
-            s.variant.clone()
-        };
-        let first = !named.contains(&s.variant.as_str());
-        named.push(&s.variant);
         c.layers.push(Layer {
-            name,
+            name: String::new(),
             color: color.clone(),
             mark: Mark::Line {
                 pts: pts.clone(),
                 width: 1.6,
                 dash,
             },
-            legend: first,
+            legend: false,
         });
         c.layers.push(Layer {
             name: String::new(),

@@ -693,11 +693,29 @@ pub fn ticks(a: &Axis) -> Vec<(f64, String)> {
             let lo = a.min.log10().floor() as i32;
             let hi = a.max.log10().ceil() as i32;
             let stride = ((hi - lo) / 8 + 1).max(1);
-            (lo..=hi)
+            let inside = |v: f64| v >= a.min * 0.999 && v <= a.max * 1.001;
+            let decades: Vec<(f64, String)> = (lo..=hi)
                 .filter(|e| (e - lo) % stride == 0)
                 .map(|e| (10f64.powi(e), e))
-                .filter(|(v, _)| *v >= a.min * 0.999 && *v <= a.max * 1.001)
+                .filter(|(v, _)| inside(*v))
                 .map(|(v, e)| (v, pow10_label(e)))
+                .collect();
+            if decades.len() >= 3 {
+                return decades;
+            }
+            // Less than two decades: 1, 2 and 5 times each power of ten.
+            (lo..=hi)
+                .flat_map(|e| [1.0, 2.0, 5.0].map(|m| (m, e)))
+                .map(|(m, e)| (m * 10f64.powi(e), e))
+                .filter(|(v, _)| inside(*v))
+                .map(|(v, e)| {
+                    let label = if e >= 0 {
+                        format!("{v:.0}")
+                    } else {
+                        format!("{v:.*}", (-e) as usize)
+                    };
+                    (v, label)
+                })
                 .collect()
         }
     }
@@ -772,6 +790,10 @@ mod tests {
         assert_eq!(t, ["0", "10", "20", "30", "40", "50", "60"]);
         let t: Vec<String> = ticks(&Axis::log("", 1e-5, 1.0)).into_iter().map(|t| t.1).collect();
         assert_eq!(t, ["10⁻⁵", "10⁻⁴", "10⁻³", "0.01", "0.1", "1"]);
+        let t: Vec<String> = ticks(&Axis::log("", 22.0, 600.0)).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["50", "100", "200", "500"]);
+        let t: Vec<String> = ticks(&Axis::log("", 0.015, 0.3)).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["0.02", "0.05", "0.1", "0.2"]);
         let t: Vec<String> = ticks(&Axis::linear("", 0.0, 1.0)).into_iter().map(|t| t.1).collect();
         assert_eq!(t.first().map(|s| s.as_str()), Some("0.0"));
         assert!(ticks(&Axis::linear("", f64::NAN, f64::NAN)).len() >= 2);

@@ -452,7 +452,7 @@ fn param_charts(
                         }
                     })
                     .collect();
-                (x, cats, key.clone(), false, "each value".into())
+                (x, cats, key.clone(), false, "A point per value.".into())
             }
             ParamValues::Num(v, unit) => {
                 let axis = if unit.is_empty() {
@@ -466,7 +466,7 @@ fn param_charts(
                 let is_swept = swept.as_ref().map(|s| s.contains(key));
                 let sampled = is_swept == Some(false) || (is_swept.is_none() && distinct.len() > BINS);
                 let pos = distinct.first().is_some_and(|x| *x > 0.0);
-                let log = pos && distinct.last().copied().unwrap_or(0.0) / distinct[0] >= 50.0;
+                let log = pos && distinct.last().copied().unwrap_or(0.0) / distinct[0] >= 10.0;
                 if sampled && distinct.len() > BINS {
                     // Quantile bins: equal numbers of distinct draws, at their median.
                     let m = distinct.len();
