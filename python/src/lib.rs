@@ -477,6 +477,32 @@ fn run_to_files<'py>(
     Ok(files.into_iter().map(|(n, b)| (n, PyBytes::new(py, &b))).collect())
 }
 
+/// Summary statistics of a sample, as the campaign report computes them (numpy's linear
+/// percentiles, sample standard deviation with divisor n - 1); `None` without values.
+#[pyfunction]
+fn stats<'py>(py: Python<'py>, values: Vec<f64>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(s) = campaign::stats::Stats::of(&values) else {
+        return Ok(None);
+    };
+    let d = PyDict::new(py);
+    d.set_item("n", s.n)?;
+    d.set_item("mean", s.mean)?;
+    d.set_item("median", s.median)?;
+    d.set_item("p90", s.p90)?;
+    d.set_item("q25", s.q25)?;
+    d.set_item("q75", s.q75)?;
+    d.set_item("iqr", s.iqr)?;
+    d.set_item("sd", s.sd)?;
+    Ok(Some(d))
+}
+
+/// The percentile-bootstrap confidence interval of the mean (deterministic for a seed).
+#[pyfunction]
+#[pyo3(signature = (values, level=0.95, resamples=2000, seed=1))]
+fn bootstrap_mean_ci(values: Vec<f64>, level: f64, resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    campaign::stats::bootstrap_mean_ci(&values, level, resamples, seed)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("L4sError", m.py().get_type::<L4sError>())?;
@@ -488,6 +514,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(campaign_status, m)?)?;
     m.add_function(wrap_pyfunction!(campaign_tables, m)?)?;
     m.add_function(wrap_pyfunction!(run_to_files, m)?)?;
+    m.add_function(wrap_pyfunction!(stats, m)?)?;
+    m.add_function(wrap_pyfunction!(bootstrap_mean_ci, m)?)?;
     m.add_class::<CampaignSession>()?;
     Ok(())
 }

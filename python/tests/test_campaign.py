@@ -1,0 +1,80 @@
+"""Campaigns from Python on this machine: tables as DataFrames (pandas and polars), exact
+pair differences, and errors that name the file, line and key."""
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import l4s_lab
+from l4s_lab import campaign
+from conftest import small_campaign
+
+
+def test_a_campaign_from_a_dict_gives_index_and_pairs(tiny, tmp_path):
+    c = campaign.run(small_campaign(tiny), jobs=2, out=tmp_path / "store")
+    o = c.outcome
+    assert (o["unique_runs"], o["done"], o["ran"], o["failed"]) == (16, 16, 16, [])
+    idx = c.index
+    assert len(idx) == 16
+    assert set(idx["variant"]) == {"l4s", "classic"}
+    assert idx["topology.rate"].dtype == "float64"
+    assert set(idx["topology.rate"]) == {10e6, 20e6}
+    assert idx["topology.rtt"].between(0.005, 0.040).all()
+    assert idx["flow.bulk.throughput_bps"].dtype == "float64"
+    # Each pair: the same point and seed, both variants.
+    for _, g in idx.groupby("pair"):
+        assert sorted(g["variant"]) == ["classic", "l4s"]
+        assert g["seed"].nunique() == 1 and g["point"].nunique() == 1
+    # pairs.parquet: value - baseline_value, exactly, as in the two runs' summaries.
+    p = c.pairs
+    m = p[p.metric == "flow.probe.owd_p99_ms"]
+    assert len(m) == 8
+    for _, row in m.iterrows():
+        runs = idx[idx.pair == row.pair].set_index("variant")
+        l4s = l4s_lab.load(c.run_dir(runs.loc["l4s", "run"])).summary["flows"][1]["owd_ms"]["p99"]
+        cls = l4s_lab.load(c.run_dir(runs.loc["classic", "run"])).summary["flows"][1]["owd_ms"]["p99"]
+        assert (row.value, row.baseline_value, row.difference) == (l4s, cls, l4s - cls)
+    # An L4S probe beside Prague sees less delay than a classic one beside CUBIC.
+    assert (m.difference < 0).mean() >= 0.75, m.difference.tolist()
+    # polars reads the same tables as they are.
+    assert pl.read_parquet(c.dir / "index.parquet").height == 16
+    assert pl.read_parquet(c.dir / "pairs.parquet").height == len(p)
+    st = c.status()
+    assert (st["done"], st["missing"], st["active"]) == (16, 0, False)
+    # Started again: nothing runs twice.
+    again = campaign.run(small_campaign(tiny), out=tmp_path / "store")
+    assert (again.outcome["ran"], again.outcome["already_done"]) == (0, 16)
+
+
+def test_bad_campaigns_raise_errors_that_name_file_line_and_key(tiny, tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text(
+        f'[campaign]\nname = "x"\nscenario = "{tiny}"\nbaseline = "classic"\n\n[sweep]\n"topology.rat" = ["10Mbit"]\n'
+    )
+    with pytest.raises(l4s_lab.L4sError) as e:
+        campaign.run(f, out=tmp_path / "store")
+    assert (e.value.file, e.value.line, e.value.key) == (str(f), 7, 'sweep."topology.rat"')
+    assert "unknown field `rat`" in str(e.value)
+    assert not (tmp_path / "store").exists()
+    bad = small_campaign(tiny)
+    bad["sample"]["params"]["topology.rtt"] = {"uniform": ["40ms", "5ms"]}
+    with pytest.raises(l4s_lab.L4sError, match="is empty"):
+        campaign.run(bad, out=tmp_path / "store")
+    with pytest.raises(l4s_lab.L4sError, match="executor"):
+        campaign.run(small_campaign(tiny), executor="spark")
+
+
+def test_summary_statistics_match_numpy():
+    rng = np.random.default_rng(7)
+    for n in (2, 5, 31, 200):
+        x = rng.normal(3.0, 2.0, n)
+        s = l4s_lab._native.stats(x.tolist())
+        assert s["n"] == n
+        assert math.isclose(s["mean"], np.mean(x), rel_tol=1e-12)
+        assert math.isclose(s["median"], np.median(x), rel_tol=1e-12)
+        assert math.isclose(s["p90"], np.percentile(x, 90), rel_tol=1e-12)
+        q75, q25 = np.percentile(x, [75, 25])
+        assert math.isclose(s["iqr"], q75 - q25, rel_tol=1e-12)
+        assert math.isclose(s["sd"], np.std(x, ddof=1), rel_tol=1e-12)

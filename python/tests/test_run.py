@@ -1,0 +1,102 @@
+"""l4s_lab.run and load: the same results as the `l4s` command, errors that point at the
+file, line and key, and DataFrames with the documented types."""
+
+import hashlib
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import l4s_lab
+from conftest import ROOT, TINY
+
+
+def golden() -> dict[str, str]:
+    out = {}
+    for line in (ROOT / "tests/golden/sim.sha256").read_text().splitlines():
+        digest, name, file = line.split("  ", 1)[0], *line.split("  ", 1)[1].rsplit(" ", 1)
+        out[f"{name} {file}"] = digest
+    return out
+
+
+def test_run_gives_the_summary_of_l4s_run_for_every_shipped_scenario(tmp_path, monkeypatch):
+    # The golden digests are those of `l4s run` (the runner library) at each scenario's
+    # seed, 1; run() must write the very same summary.json, byte for byte.
+    monkeypatch.chdir(ROOT)
+    want = golden()
+    checked = 0
+    for f in sorted((ROOT / "scenarios").glob("*.toml")):
+        rel = f"scenarios/{f.name}"
+        variants = l4s_lab._native.variant_names(rel) or [None]
+        for v in variants:
+            out = tmp_path / f"{f.stem}-{v}"
+            r = l4s_lab.run(rel, variant=v, seed=1, out=out)
+            name = f"{rel}{'' if v is None else f'[{v}]'}@seed=default summary.json"
+            got = hashlib.sha256((out / "summary.json").read_bytes()).hexdigest()
+            assert got == want[name], f"{name}: run() differs from l4s run"
+            assert r.summary["scenario"]["seed"] == 1
+            checked += 1
+    # Every shipped scenario and variant, none left out.
+    assert checked == sum(1 for k in want if k.endswith("@seed=default summary.json")), checked
+
+
+def test_a_bad_scenario_raises_an_error_that_names_file_line_and_key(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text(TINY.replace('cc = "prague"', 'cc = "bogus"'))
+    with pytest.raises(l4s_lab.L4sError) as e:
+        l4s_lab.run(p, variant="l4s")
+    err = e.value
+    assert err.file == str(p)
+    assert err.line == 13
+    assert err.key == "flows[0].cc"
+    assert err.kind == "input" and err.exit_code == 2
+    assert f"{p}:13: flows[0].cc:" in str(err)
+    with pytest.raises(l4s_lab.L4sError, match="has variants"):
+        l4s_lab.run(ROOT / "scenarios/cloud-gaming.toml")
+    with pytest.raises(l4s_lab.L4sError, match="no such variant"):
+        l4s_lab.run(ROOT / "scenarios/cloud-gaming.toml", variant="nope")
+    with pytest.raises(l4s_lab.L4sError, match="cannot read the scenario file"):
+        l4s_lab.run(tmp_path / "missing.toml")
+
+
+def test_results_are_dataframes_with_the_documented_types(tiny):
+    r = l4s_lab.run(tiny, variant="l4s", seed=3)
+    assert r.dir is None, "nothing is left on disk without out="
+    f = r.flows
+    assert list(f["name"]) == ["bulk", "probe"]
+    assert f["throughput_bps"].dtype == "float64"
+    assert f["owd_ms.p99"].dtype == "float64"
+    assert f["sent_packets"].dtype == "int64"
+    assert pd.api.types.is_string_dtype(f["name"])
+    # The bulk flow fills most of the 20 Mbit/s link.
+    assert 14e6 < f.loc[0, "throughput_bps"] < 20e6
+    q = r.queues
+    assert q.loc[0, "rate_bps"] == 20_000_000
+    assert q["utilization"].dtype == "float64"
+    s = r.snapshots_flows
+    assert s["time_s"].dtype == "float64"
+    assert len(s) == 2 * 30, len(s)  # two flows, one row per 100 ms of 3 s
+    d = r.distributions
+    assert d["value_ms"].dtype == "float64" and d["cdf"].dtype == "float64"
+    assert set(d["kind"]) >= {"owd"}
+    assert r.classes["class"].tolist() == ["L4S"]
+
+
+def test_overrides_set_keys_like_variants_and_load_reads_a_results_directory(tiny, tmp_path):
+    r = l4s_lab.run(tiny, variant="classic", topology__rate="10Mbit", set={"topology.rtt": "40ms"}, out=tmp_path / "r")
+    assert r.queues.loc[0, "rate_bps"] == 10_000_000
+    assert r.flows.loc[0, "cc"] == "cubic"
+    assert abs(r.flows.loc[0, "base_rtt_ms"] - 40.0) < 1e-9
+    again = l4s_lab.load(tmp_path / "r")
+    assert again.summary == r.summary
+    assert again.snapshots_queues.shape == r.snapshots_queues.shape
+    allv = l4s_lab.run_variants(tiny, duration="2s", snapshots=None)
+    assert sorted(allv) == ["classic", "l4s"]
+    assert allv["l4s"].summary["scenario"]["duration_s"] == 2.0
+    with pytest.raises(l4s_lab.L4sError, match="snapshots off"):
+        allv["l4s"].snapshots_flows
+    with pytest.raises(l4s_lab.L4sError, match="not an l4s-lab results directory"):
+        l4s_lab.load(tmp_path)
+    with pytest.raises(l4s_lab.L4sError, match="backend"):
+        l4s_lab.run(tiny, variant="l4s", backend="live")
