@@ -508,7 +508,8 @@ fn variants_text(page: &CampaignPage) -> String {
             page.variants.len(),
             names.join(", ")
         ),
-        None if page.variants.len() == 1 => format!("one configuration ({})", names.join(", ")),
+        None if page.variants.len() == 1 && names[0] == "(the scenario)" => "one configuration".to_string(),
+        None if page.variants.len() == 1 => format!("one configuration, {}", names[0]),
         None => format!("{} configurations ({})", page.variants.len(), names.join(", ")),
     }
 }
@@ -531,19 +532,29 @@ fn header(out: &mut String, page: &CampaignPage) {
     } else {
         String::new()
     };
+    // Pairs only where there is something to pair.
+    let paired = page.variants.len() > 1;
     let _ = writeln!(
         out,
-        "<p class=\"meta\">{} points{} × {} seeds = {} pairs of {}.</p>\
-         <p class=\"meta\">{} of {} distinct runs done; {} of {} pairs complete · store <code>{}</code></p></header>",
+        "<p class=\"meta\">{} points{} × {} seeds = {} {} of {}.</p>\
+         <p class=\"meta\">{} of {} distinct runs done{} · store <code>{}</code></p></header>",
         count(page.points as u64),
         esc(&groups),
         count(page.seeds as u64),
         count(page.pairs as u64),
+        if paired { "pairs" } else { "runs" },
         esc(&variants_text(page)),
         count(page.runs_done as u64),
         count(page.runs_planned as u64),
-        count(page.pairs_done as u64),
-        count(page.pairs as u64),
+        if paired {
+            format!(
+                "; {} of {} pairs complete",
+                count(page.pairs_done as u64),
+                count(page.pairs as u64)
+            )
+        } else {
+            String::new()
+        },
         esc(&page.store)
     );
     if page.runs_done < page.runs_planned {
@@ -551,7 +562,7 @@ fn header(out: &mut String, page: &CampaignPage) {
         let _ = writeln!(
             out,
             "<section class=\"verdict warn\"><p class=\"headline\">Incomplete campaign: {} of {} runs done ({} missing{}){}.</p>\
-             <p>The statistics below cover the {} complete pairs only, so they may not represent the whole campaign. \
+             <p>The statistics below cover the {} only, so they may not represent the whole campaign. \
              {}</p></section>",
             count(page.runs_done as u64),
             count(page.runs_planned as u64),
@@ -566,7 +577,11 @@ fn header(out: &mut String, page: &CampaignPage) {
             } else {
                 ""
             },
-            count(page.pairs_done as u64),
+            if paired {
+                format!("{} complete pairs", count(page.pairs_done as u64))
+            } else {
+                format!("{} completed runs", count(page.runs_done as u64))
+            },
             if page.active {
                 "This page is made again when that process ends."
             } else {
@@ -830,13 +845,13 @@ fn stats_tables(out: &mut String, page: &CampaignPage) {
     out.push_str("<h2>Summary statistics</h2>");
     let _ = write!(
         out,
-        "<p class=\"meta\">Per metric and group: each configuration's values over the pairs where every configuration has \
-         the metric{}. Percentiles interpolate linearly between closest ranks (numpy's default); sd is the sample standard \
+        "<p class=\"meta\">Per metric and group: {}. Percentiles interpolate linearly between closest ranks (numpy's default); sd is the sample standard \
          deviation (n − 1); the {} CI is a percentile bootstrap interval of the mean.</p>",
         if page.baseline.is_some() {
-            ", then the paired difference (bold) over the pairs where both have it"
+            "each configuration's values over the pairs where every configuration has the metric, then the paired \
+             difference (bold) over the pairs where both have it"
         } else {
-            ""
+            "each configuration's values over its completed runs"
         },
         level_pct(page.method.level)
     );
@@ -1044,7 +1059,7 @@ fn param_chart(
     let step = (0.4 / (distinct.len().max(1) * m) as f64).min(0.006);
     // The legend: each variant's colour, solid (the line style is the group's).
     let mut named: Vec<&str> = Vec::new();
-    for s in &pm.series {
+    for s in pm.series.iter().filter(|_| page.variants.len() > 1) {
         if !named.contains(&s.variant.as_str()) {
             named.push(&s.variant);
             c.layers.push(Layer {

@@ -670,11 +670,8 @@ pub fn ticks(a: &Axis) -> Vec<(f64, String)> {
             if !(step.is_finite() && step > 0.0) {
                 return Vec::new();
             }
-            let decimals = if step >= 1.0 {
-                0
-            } else {
-                (-step.log10().floor()) as usize + usize::from(step / mag == 2.5)
-            };
+            // 2.5 needs one more decimal than its magnitude (7.5, 0.25); 25 does not.
+            let decimals = (-step.log10().floor()).max(0.0) as usize + usize::from(step / mag == 2.5 && step < 10.0);
             let first = (a.min / step).ceil() as i64;
             let mut out = Vec::new();
             let mut k = first;
@@ -797,6 +794,11 @@ mod tests {
         let t: Vec<String> = ticks(&Axis::linear("", 0.0, 1.0)).into_iter().map(|t| t.1).collect();
         assert_eq!(t.first().map(|s| s.as_str()), Some("0.0"));
         assert!(ticks(&Axis::linear("", f64::NAN, f64::NAN)).len() >= 2);
+        // A step of 2.5 keeps its half (7.5, not "8").
+        let t: Vec<String> = ticks(&Axis::linear("", 5.0, 20.0)).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["5.0", "7.5", "10.0", "12.5", "15.0", "17.5", "20.0"]);
+        let t: Vec<String> = ticks(&Axis::linear("", 0.0, 150.0)).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["0", "25", "50", "75", "100", "125", "150"]);
     }
 
     #[test]
