@@ -23,6 +23,7 @@ use l4s_report::campaign::{
 use l4s_report::charts::fnv1a;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The metrics shown by default: every flow's p99 one-way delay, and the p99 frame delay
 /// of media flows and p99 completion times of application flows where there are any.
@@ -210,10 +211,7 @@ fn page_of(dir: &Path, metrics: &[String], active: bool) -> Result<CampaignPage,
         }
     }
 
-    let metric_stats: Vec<MetricStats> = names
-        .iter()
-        .map(|m| metric_stats(&plan, m, &groups, &pairs, &rows))
-        .collect();
+    let metric_stats: Vec<MetricStats> = par_map(&names, |m| metric_stats(&plan, m, &groups, &pairs, &rows));
     let params = param_charts(dir, &plan, &names, &groups, &point_group, &rows);
 
     let mut notes = Vec::new();
@@ -500,8 +498,7 @@ fn param_charts(
         if xs.len() < 2 {
             continue;
         }
-        let mut pm = Vec::new();
-        for metric in metrics {
+        let pm = par_map(metrics, |metric| {
             let mut series = Vec::new();
             for (gi, g) in groups.iter().enumerate() {
                 for (vi, variant) in plan.variants.iter().enumerate() {
@@ -539,23 +536,56 @@ fn param_charts(
                     }
                 }
             }
-            if !series.is_empty() {
-                pm.push(ParamMetric {
-                    metric: metric.clone(),
-                    series,
-                });
+            ParamMetric {
+                metric: metric.clone(),
+                series,
             }
-        }
+        });
         out.push(ParamCharts {
             param: key.clone(),
             axis,
             categories,
             log,
             note,
-            metrics: pm,
+            metrics: pm.into_iter().filter(|m| !m.series.is_empty()).collect(),
         });
     }
     out
+}
+
+/// `f` of each item, in item order, on every core: the bootstrap intervals of a campaign
+/// of many thousand pairs take a while.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let (f, next) = (&f, &next);
+    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(move || {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, f(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for w in workers {
+            for (i, r) in w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
+                out[i] = Some(r);
+            }
+        }
+    });
+    out.into_iter().map(|r| r.expect("every item is mapped")).collect()
 }
 
 /// A key that sorts like the number `x` (total order).
