@@ -33,6 +33,10 @@ pub enum CampaignCmd {
         /// Print only the store's path
         #[arg(long, short)]
         quiet: bool,
+        /// Make the campaign K times larger: K times the sampled draws (homes), or the
+        /// seeds when it samples nothing (its store: results/campaigns/<name>-xK)
+        #[arg(long, value_name = "K", default_value_t = 1)]
+        scale: u32,
     },
     /// Say what a campaign store holds: runs done, running, failed and missing, and the
     /// disk per run.
@@ -69,7 +73,8 @@ pub fn main(cmd: &CampaignCmd) -> ExitCode {
             out,
             update,
             quiet,
-        } => run(file, *jobs, out.clone(), *update, *quiet),
+            scale,
+        } => run(file, *jobs, out.clone(), *update, *quiet, *scale),
         CampaignCmd::Status { dir } => match campaign::status(dir) {
             Ok(s) => {
                 print_status(&s);
@@ -197,7 +202,7 @@ impl CampaignProgress for Shell {
     }
 }
 
-fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, quiet: bool) -> ExitCode {
+fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, quiet: bool, scale: u32) -> ExitCode {
     // The first SIGINT/SIGTERM stops starting runs; the runs under way finish and the
     // tables are written. A second one exits at once (no run is half-written: each is
     // renamed into place when complete).
@@ -226,7 +231,11 @@ fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, qui
         seen: 0,
         failed: 0,
     };
-    let res = campaign::run(file, &mut l4s_lab::Simulator, &opts, &mut shell);
+    let spec = match campaign::spec::load(file).and_then(|s| s.scaled(scale)) {
+        Ok(s) => s,
+        Err(e) => return crate::fail(&e.into()),
+    };
+    let res = campaign::run_spec(spec, &mut l4s_lab::Simulator, &opts, &mut shell);
     shell.bar.finish_and_clear();
     let o = match res {
         Ok(o) => o,

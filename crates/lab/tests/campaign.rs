@@ -137,7 +137,14 @@ fn a_plan_pairs_every_variant_of_a_point_with_one_seed_and_alternates_their_orde
 
 #[test]
 fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
-    let cases: [(&str, &str, &str, usize, &str); 6] = [
+    let cases: [(&str, &str, &str, usize, &str); 7] = [
+        (
+            "seeds = 2\n",
+            "seeds = 2\nduration = \"1s\"\n",
+            "campaign.duration",
+            6,
+            "makes the scenario invalid",
+        ),
         (
             "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
             "\"topology.rat\" = [\"10Mbit\", \"20Mbit\"]",

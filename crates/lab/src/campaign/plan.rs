@@ -58,7 +58,11 @@ pub struct Plan {
     pub seeds: Vec<u64>,
     pub points: Vec<Point>,
     pub runs: Vec<PlannedRun>,
-    /// Digest of all of the above: what makes two campaigns the same campaign.
+    /// What `campaign.html` shows by default (the campaign's `metrics`); not part of the
+    /// digest: it changes no run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
+    /// Digest of all of the above but `metrics`: what makes two campaigns the same campaign.
     pub digest: String,
     /// The scenario text of each point and variant (`point * variants + variant`), with
     /// the campaign's keys set; a run sets its seed in it.
@@ -290,6 +294,7 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
         seeds: spec.seeds.clone(),
         points,
         runs,
+        metrics: spec.metrics.clone(),
         digest: String::new(),
         templates,
     };
@@ -356,13 +361,22 @@ fn blame(
     e: ScenarioError,
 ) -> ScenarioError {
     let all: Vec<usize> = (0..l4s_scenario::variant_texts(base.clone(), scen_path).map_or(1, |v| v.len())).collect();
+    let invalid = |sets: &[(String, String, toml::Value)]| match point_texts(spec, base, &all, sets, scen_path) {
+        Err(e) => Some(e),
+        Ok(texts) => texts.iter().find_map(|t| l4s_scenario::load_str(t, scen_path).err()),
+    };
+    // The campaign's duration alone (it must be longer than the scenario's warm-up).
+    if let (Some(d), Some(inner)) = (&spec.duration, invalid(&[])) {
+        return spec.err(
+            "campaign.duration",
+            format!("{d:?} makes the scenario invalid: {inner}"),
+        );
+    }
+    if sets.is_empty() {
+        return e;
+    }
     for (i, (table, key, v)) in sets.iter().enumerate() {
-        let alone = point_texts(spec, base, &all, &sets[i..=i], scen_path);
-        let bad = match alone {
-            Err(e) => Some(e),
-            Ok(texts) => texts.iter().find_map(|t| l4s_scenario::load_str(t, scen_path).err()),
-        };
-        if let Some(inner) = bad {
+        if let Some(inner) = invalid(&sets[i..=i]) {
             return spec.err_at_param(table, key, format!("the value {v} makes the scenario invalid: {inner}"));
         }
     }
@@ -419,7 +433,7 @@ fn plan_digest(p: &Plan) -> String {
     let mut h = Sha256::new();
     let mut v = serde_json::to_value(p).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
-        for k in ["digest", "campaign_file", "scenario_file", "description"] {
+        for k in ["digest", "campaign_file", "scenario_file", "description", "metrics"] {
             o.remove(k);
         }
     }

@@ -136,10 +136,13 @@ pub fn page(dir: &Path, metrics: &[String]) -> Result<CampaignPage, Error> {
 fn page_of(dir: &Path, metrics: &[String], active: bool) -> Result<CampaignPage, Error> {
     let marker = store::marker(dir)?;
     let plan = store::read_plan(dir)?;
-    let patterns: Vec<&str> = if metrics.is_empty() {
-        DEFAULT_METRICS.to_vec()
-    } else {
+    // Asked for, else the campaign's own choice, else the defaults.
+    let patterns: Vec<&str> = if !metrics.is_empty() {
         metrics.iter().map(String::as_str).collect()
+    } else if !plan.metrics.is_empty() {
+        plan.metrics.iter().map(String::as_str).collect()
+    } else {
+        DEFAULT_METRICS.to_vec()
     };
     let chosen = |m: &str| patterns.iter().any(|p| glob(p, m));
 

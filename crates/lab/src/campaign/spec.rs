@@ -34,6 +34,8 @@ struct CampaignToml {
     #[serde(default = "one_seed")]
     seeds: toml::Value,
     duration: Option<String>,
+    #[serde(default)]
+    metrics: Vec<String>,
 }
 
 fn one_seed() -> toml::Value {
@@ -84,6 +86,9 @@ pub struct Spec {
     pub seeds: Vec<u64>,
     /// `scenario.duration` of every run, as written.
     pub duration: Option<String>,
+    /// The metrics `campaign.html` shows (patterns of `index.parquet` columns, `*` for
+    /// any text); empty for the page's defaults.
+    pub metrics: Vec<String>,
     /// The grid: every combination of these values is a point.
     pub sweep: Vec<Sweep>,
     pub sample: Option<Sample>,
@@ -169,6 +174,40 @@ pub struct OutputsSpec {
 }
 
 impl Spec {
+    /// The same campaign `k` times larger, toward a field study's size: `k` times the
+    /// sampled draws (homes) when it samples, otherwise `k` times the seeds. Its name (and
+    /// so its default store) gains `-x<k>`.
+    pub fn scaled(mut self, k: u32) -> Result<Spec, ScenarioError> {
+        if k == 0 {
+            return Err(self.err("campaign", "--scale: expected a factor of at least 1"));
+        }
+        if k == 1 {
+            return Ok(self);
+        }
+        match self.sample.as_ref().map(|s| s.count) {
+            Some(count) => {
+                let c = count
+                    .checked_mul(k)
+                    .filter(|&c| c <= 100_000_000)
+                    .ok_or_else(|| self.err("sample.count", format!("--scale {k}: too many draws")))?;
+                if let Some(s) = &mut self.sample {
+                    s.count = c;
+                }
+            }
+            None => {
+                let n = self.seeds.len() as u64 * k as u64;
+                if n > 1_000_000 {
+                    return Err(self.err("campaign.seeds", format!("--scale {k}: {n} seeds, at most 1000000")));
+                }
+                let start = self.seeds.iter().max().copied().unwrap_or(0) + 1;
+                let more: Vec<u64> = (start..).take(n as usize - self.seeds.len()).collect();
+                self.seeds.extend(more);
+            }
+        }
+        self.name = format!("{}-x{k}", self.name);
+        Ok(self)
+    }
+
     /// The scenario file's path, relative to the working directory.
     pub fn scenario_path(&self) -> PathBuf {
         match self.file.parent() {
@@ -267,6 +306,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
         baseline: raw.campaign.baseline.clone(),
         seeds: Vec::new(),
         duration: raw.campaign.duration.clone(),
+        metrics: raw.campaign.metrics.clone(),
         sweep: Vec::new(),
         sample: None,
         groups: Vec::new(),
@@ -638,6 +678,17 @@ set = { "flows.bg.rate" = "5Mbit" }
         assert_eq!(e.line, Some(16));
         let e = parse_err("[campaign]\nname = \"c\"\n");
         assert!(e.message.contains("required key `scenario`"), "{e}");
+    }
+
+    #[test]
+    fn scaling_multiplies_the_draws_or_else_the_seeds() {
+        let s = parse(OK, Path::new("c.toml")).unwrap().scaled(250).unwrap();
+        assert_eq!(s.sample.as_ref().unwrap().count, 1000);
+        assert_eq!(s.name, "c-x250");
+        let no_sample = OK.split("[sample]").next().unwrap();
+        let s = parse(no_sample, Path::new("c.toml")).unwrap().scaled(3).unwrap();
+        assert_eq!(s.seeds, (1..=9).collect::<Vec<u64>>());
+        assert!(parse(OK, Path::new("c.toml")).unwrap().scaled(0).is_err());
     }
 
     #[test]

@@ -114,8 +114,16 @@ fn numeric(values: &[&str]) -> Option<Vec<f64>> {
         .collect();
     let inner = inner?;
     let by = |f: &dyn Fn(&str) -> Option<f64>| inner.iter().map(|v| f(v)).collect::<Option<Vec<f64>>>();
+    // A rate says "bit", "bps" or "Bps" (or "/s"); a bare "kB" is a size.
+    let rate_unit = |v: &str| v.contains("bit") || v.contains("bps") || v.contains("Bps") || v.ends_with("/s");
     by(&|v| units::parse_dur(v).ok().map(|d| d.as_secs_f64()))
-        .or_else(|| by(&|v| units::parse_rate(v).ok().map(|r| r.0 as f64)))
+        .or_else(|| {
+            by(&|v| {
+                rate_unit(v)
+                    .then(|| units::parse_rate(v).ok().map(|r| r.0 as f64))
+                    .flatten()
+            })
+        })
         .or_else(|| by(&|v| units::parse_bytes(v).ok().map(|b| b as f64)))
 }
 
@@ -374,6 +382,8 @@ mod tests {
         assert_eq!(numeric(&["2", "2.5"]), Some(vec![2.0, 2.5]));
         assert_eq!(numeric(&["\"prague\"", "\"cubic\""]), None);
         assert_eq!(numeric(&["\"10ms\"", "\"20Mbit\""]), None);
+        assert_eq!(numeric(&["\"64kB\"", "\"1MB\""]), Some(vec![64e3, 1e6]));
+        assert_eq!(numeric(&["\"1MBps\""]), Some(vec![8e6]));
         assert_eq!(text_cell("\"prague\""), "prague");
         assert_eq!(text_cell("{ kind = \"fifo\" }"), "{ kind = \"fifo\" }");
     }
