@@ -17,8 +17,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
-python -m pip install -q --upgrade "maturin>=1.7,<2" "pytest>=7" "pandas>=2" "pyarrow>=14" "numpy>=1.26" "polars>=0.20" "ray>=2.9"
-# The native module with the test profile (optimised, overflow checks on), sharing the
-# Rust tests' build where it can.
-MATURIN_PEP517_ARGS="--profile test" python -m pip install -q --no-build-isolation --force-reinstall --no-deps ./python
+python -m pip install -q --upgrade "maturin>=1.7,<2" "pytest>=7" "pandas>=2" "pyarrow>=14" "numpy>=1.26" "polars>=0.20" "ray>=2.9" "matplotlib>=3.7"
+# The native module, built by maturin in the release profile (as `pip install ./python`
+# does for a user). Cargo's test profile cannot be used here: it builds the library as a
+# test executable, which Python cannot load.
+python -m pip install -q --no-build-isolation --force-reinstall --no-deps ./python
 python -m pytest python/tests -q

@@ -53,3 +53,14 @@ def small_campaign(scenario: Path, seeds: int = 2) -> dict:
         "sweep": {"topology.rate": ["10Mbit", "20Mbit"]},
         "sample": {"count": 2, "seed": 5, "params": {"topology.rtt": {"uniform": ["5ms", "40ms"]}}},
     }
+
+
+def need(module: str):
+    """Import a test dependency: skipped when it is missing, except under CI (`CI` set),
+    where scripts/test.sh installs it and a missing one is a failure."""
+    import importlib
+    import os
+
+    if os.environ.get("CI"):
+        return importlib.import_module(module)
+    return pytest.importorskip(module)

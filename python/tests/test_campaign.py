@@ -78,3 +78,29 @@ def test_summary_statistics_match_numpy():
         q75, q25 = np.percentile(x, [75, 25])
         assert math.isclose(s["iqr"], q75 - q25, rel_tol=1e-12)
         assert math.isclose(s["sd"], np.std(x, ddof=1), rel_tol=1e-12)
+
+
+def test_the_example_script_runs_a_campaign_and_draws_its_plot(tiny, tmp_path):
+    import runpy
+    import sys
+
+    from conftest import need
+
+    need("matplotlib")
+    f = tmp_path / "c.toml"
+    f.write_text(
+        f'[campaign]\nname = "ex"\nscenario = "{tiny}"\nbaseline = "classic"\nseeds = 3\n'
+        '[sweep]\n"topology.rtt" = ["10ms", "40ms"]\n'
+        '[[groups]]\nname = "a"\n[[groups]]\nname = "b"\nset = { "flows.bulk.start" = "0.5s" }\n'
+    )
+    png = tmp_path / "p.png"
+    argv = sys.argv
+    sys.argv = ["campaign_plot.py", str(f), "--out", str(tmp_path / "store"), "--png", str(png)]
+    try:
+        from conftest import ROOT
+
+        runpy.run_path(str(ROOT / "python/examples/campaign_plot.py"), run_name="__main__")
+    finally:
+        sys.argv = argv
+    assert png.stat().st_size > 10_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

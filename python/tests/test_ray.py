@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-ray = pytest.importorskip("ray")
-psutil = pytest.importorskip("psutil")
-
 import l4s_lab
 from l4s_lab import campaign
-from conftest import small_campaign
+from conftest import need, small_campaign
+
+ray = need("ray")
+psutil = need("psutil")
 
 
 def test_a_ray_address_that_does_not_answer_is_refused_quickly(tiny, tmp_path):
@@ -39,8 +39,7 @@ def metrics(c):
 
 
 def test_ray_gives_the_index_of_the_local_executor(cluster, tiny, tmp_path):
-    spec = small_campaign(tiny, seeds=5)  # 2 rates x 2 homes x 5 seeds... 40 runs
-    spec["campaign"]["seeds"] = 3  # 24 runs
+    spec = small_campaign(tiny, seeds=3)  # 2 rates x 2 homes x 3 seeds x 2 variants = 24 runs
     local = campaign.run(spec, out=tmp_path / "local", jobs=2)
     remote = campaign.run(spec, executor="ray", out=tmp_path / "ray")
     assert remote.outcome["failed"] == []

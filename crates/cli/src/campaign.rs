@@ -37,6 +37,10 @@ pub enum CampaignCmd {
         /// seeds when it samples nothing (its store: results/campaigns/<name>-xK)
         #[arg(long, value_name = "K", default_value_t = 1)]
         scale: u32,
+        /// Where the runs go: `sim` (the simulator, every core) or `live` (the live
+        /// testbed, one run at a time, the variants of a pair back to back; needs root)
+        #[arg(long, value_enum, default_value = "sim")]
+        backend: crate::args::BackendArg,
     },
     /// Say what a campaign store holds: runs done, running, failed and missing, and the
     /// disk per run.
@@ -74,7 +78,8 @@ pub fn main(cmd: &CampaignCmd) -> ExitCode {
             update,
             quiet,
             scale,
-        } => run(file, *jobs, out.clone(), *update, *quiet, *scale),
+            backend,
+        } => run(file, *jobs, out.clone(), *update, *quiet, *scale, *backend),
         CampaignCmd::Status { dir } => match campaign::status(dir) {
             Ok(s) => {
                 print_status(&s);
@@ -202,14 +207,37 @@ impl CampaignProgress for Shell {
     }
 }
 
-fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, quiet: bool, scale: u32) -> ExitCode {
+fn run(
+    file: &Path,
+    jobs: Option<usize>,
+    out: Option<PathBuf>,
+    update: bool,
+    quiet: bool,
+    scale: u32,
+    backend: crate::args::BackendArg,
+) -> ExitCode {
+    let live = backend == crate::args::BackendArg::Live;
+    // A live run removes its testbed on SIGINT/SIGTERM (and ends the campaign below).
+    let mut backend: Box<dyn l4s_lab::Backend> = if live {
+        match l4s_lab::Live::interruptible(std::time::Duration::from_secs(10)) {
+            Ok(l) => Box::new(l),
+            Err(e) => return crate::fail(&e),
+        }
+    } else {
+        Box::new(l4s_lab::Simulator)
+    };
     // The first SIGINT/SIGTERM stops starting runs; the runs under way finish and the
     // tables are written. A second one exits at once (no run is half-written: each is
     // renamed into place when complete).
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let r = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
-            .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
+        // Live: the testbed's own handler removes everything on a second signal.
+        let r = if live {
+            Ok(())
+        } else {
+            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).map(|_| ())
+        }
+        .and_then(|_| signal_hook::flag::register(sig, stop.clone()).map(|_| ()));
         if let Err(e) = r {
             return crate::fail(&Error::new(
                 l4s_lab::ErrorKind::Setup,
@@ -218,7 +246,7 @@ fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, qui
         }
     }
     let opts = CampaignOptions {
-        jobs: jobs.unwrap_or(0),
+        jobs: jobs.unwrap_or(if live { 1 } else { 0 }),
         out,
         update,
         stop: Some(stop),
@@ -235,7 +263,7 @@ fn run(file: &Path, jobs: Option<usize>, out: Option<PathBuf>, update: bool, qui
         Ok(s) => s,
         Err(e) => return crate::fail(&e.into()),
     };
-    let res = campaign::run_spec(spec, &mut l4s_lab::Simulator, &opts, &mut shell);
+    let res = campaign::run_spec(spec, &mut *backend, &opts, &mut shell);
     shell.bar.finish_and_clear();
     let o = match res {
         Ok(o) => o,
