@@ -198,10 +198,13 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowTable {
     pub name: String,
+    /// Copies of this flow (default 1): `count = 3` makes flows `<name>-1` to `<name>-3`,
+    /// each with its own seed.
+    pub count: Option<u32>,
     /// "tcp", "udp-prague" or "probe".
     #[serde(rename = "type")]
     pub kind: String,

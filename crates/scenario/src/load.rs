@@ -495,7 +495,47 @@ fn check_rate(cx: &ErrCtx, at: &[Seg], r: Option<Rate>) -> Result<(), ScenarioEr
     Ok(())
 }
 
-fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
+/// The most copies one `[[flows]]` table may ask for (`count`).
+pub const MAX_FLOW_COUNT: u32 = 10_000;
+
+/// Expand each flow with `count = N` into N flows named `<name>-1` ... `<name>-N`; the
+/// returned vector gives, for each expanded flow, the index of its table as written, so
+/// that errors still point at that table.
+fn expand_counts(cx: &ErrCtx, flows: &mut Vec<FlowTable>) -> Result<Vec<usize>, ScenarioError> {
+    if flows.iter().all(|f| f.count.is_none()) {
+        return Ok((0..flows.len()).collect());
+    }
+    let mut out = Vec::new();
+    let mut origin = Vec::new();
+    for (i, f) in std::mem::take(flows).into_iter().enumerate() {
+        match f.count {
+            None => {
+                out.push(f);
+                origin.push(i);
+            }
+            Some(n) if n == 0 || n > MAX_FLOW_COUNT => {
+                return Err(cx.at(
+                    &[key("flows"), Seg::Index(i), key("count")],
+                    format!("expected 1 to {MAX_FLOW_COUNT} copies of the flow, found {n}"),
+                ))
+            }
+            Some(n) => {
+                for k in 1..=n {
+                    let mut c = f.clone();
+                    c.name = format!("{}-{k}", f.name);
+                    c.count = None;
+                    out.push(c);
+                    origin.push(i);
+                }
+            }
+        }
+    }
+    *flows = out;
+    Ok(origin)
+}
+
+fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
+    let origin = expand_counts(cx, &mut raw.flows)?;
     let sc = &raw.scenario;
     let name = match &sc.name {
         Some(n) if n.trim().is_empty() => return Err(cx.at_str("scenario.name", "expected a non-empty name")),
@@ -540,12 +580,15 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
     // Flow names first: the dumbbell derives host names from them.
     let mut seen = BTreeMap::new();
     for (i, f) in raw.flows.iter().enumerate() {
-        let at = [key("flows"), Seg::Index(i), key("name")];
+        let at = [key("flows"), Seg::Index(origin[i]), key("name")];
         if f.name.trim().is_empty() {
             return Err(cx.at(&at, "expected a non-empty flow name"));
         }
         if let Some(j) = seen.insert(f.name.clone(), i) {
-            return Err(cx.at(&at, format!("flow name {:?} is already used by flows[{j}]", f.name)));
+            return Err(cx.at(
+                &at,
+                format!("flow name {:?} is already used by flows[{}]", f.name, origin[j]),
+            ));
         }
     }
     if raw.flows.is_empty() {
@@ -645,7 +688,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 harq: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
-                let fp = [key("flows"), Seg::Index(i)];
+                let fp = [key("flows"), Seg::Index(origin[i])];
                 for k in ["from", "to"] {
                     let given = if k == "from" { f.from.is_some() } else { f.to.is_some() };
                     if given {
@@ -801,7 +844,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
                 add_custom_link(cx, &lp, l, &lookup, &mut links, (sc.seed, sc.duration))?;
             }
             for (i, f) in raw.flows.iter().enumerate() {
-                let fp = [key("flows"), Seg::Index(i)];
+                let fp = [key("flows"), Seg::Index(origin[i])];
                 if f.rtt.is_some() {
                     return Err(cx.at(
                         &join(&fp, &[key("rtt")]),
@@ -837,7 +880,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
         for (a, b, dir) in [(s, d, "forward"), (d, s, "reverse")] {
             if !routes.reachable(a, b) {
                 return Err(cx.at(
-                    &[key("flows"), Seg::Index(i)],
+                    &[key("flows"), Seg::Index(origin[i])],
                     format!(
                         "no {dir} path from node {:?} to {:?}: add links (bidirectional = true) between them",
                         nodes[a].name, nodes[b].name
@@ -849,7 +892,7 @@ fn build(cx: &ErrCtx, raw: File) -> Result<Scenario, ScenarioError> {
 
     let mut flows = Vec::new();
     for (i, (f, &(s, d))) in raw.flows.into_iter().zip(flow_ends.iter()).enumerate() {
-        flows.push(build_flow(cx, i, f, s, d, sc.duration)?);
+        flows.push(build_flow(cx, origin[i], f, s, d, sc.duration)?);
     }
 
     let mut scenario = Scenario {
@@ -988,6 +1031,7 @@ fn add_custom_link(
     Ok(())
 }
 
+/// Build flow `f`; `i` is the index of its table as written (for errors).
 fn build_flow(
     cx: &ErrCtx,
     i: usize,

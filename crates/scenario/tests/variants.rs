@@ -133,3 +133,42 @@ fn a_flow_set_to_a_table_becomes_that_traffic_and_keeps_its_name() {
     let e = variants_of(&bad, Path::new("v.toml")).unwrap_err();
     assert!(e.message.contains("give a table of the flow's keys"), "{e}");
 }
+
+#[test]
+fn count_makes_numbered_copies_and_errors_still_point_at_the_table() {
+    let text = BASE.replace(
+        "name = \"bulk\"\ntype = \"tcp\"",
+        "name = \"bulk\"\ncount = 3\ntype = \"tcp\"",
+    );
+    let v = variants_of(&text, Path::new("v.toml")).unwrap();
+    let names: Vec<&str> = v[0].1.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["xr", "bulk-1", "bulk-2", "bulk-3"]);
+    let seeds: std::collections::BTreeSet<u64> = (0..4).map(|i| v[0].1.flow_seed(i)).collect();
+    assert_eq!(seeds.len(), 4, "each copy has its own seed");
+    // A variant key sets every copy.
+    let with = format!(
+        "{text}\n[[variants]]\nname = \"c\"\nset = {{ \"flows.bulk.cc\" = \"cubic\", \"flows.bulk.count\" = 2 }}\n"
+    );
+    let v = variants_of(&with, Path::new("v.toml")).unwrap();
+    assert_eq!(v[0].1.flows.len(), 3);
+    for f in &v[0].1.flows[1..] {
+        match &f.kind {
+            l4s_scenario::FlowKind::Tcp { cc, .. } => assert_eq!(cc, "cubic"),
+            other => panic!("{other:?}"),
+        }
+    }
+    // An error in a copied flow names the table as written, at its line.
+    let bad = text.replace("cc = \"prague\"", "cc = \"bogus\"");
+    let e = variants_of(&bad, Path::new("v.toml")).unwrap_err();
+    assert_eq!(e.key, "flows[1].cc");
+    assert_eq!(e.line, Some(20), "{e}");
+    for n in ["0", "10001"] {
+        let e = variants_of(&text.replace("count = 3", &format!("count = {n}")), Path::new("v.toml")).unwrap_err();
+        assert_eq!(e.key, "flows[1].count");
+        assert!(e.message.contains("1 to 10000"), "{e}");
+    }
+    // A copy's name that another flow already has is refused.
+    let clash = format!("{text}\n[[flows]]\nname = \"bulk-2\"\ntype = \"tcp\"\ncc = \"cubic\"\n");
+    let e = variants_of(&clash, Path::new("v.toml")).unwrap_err();
+    assert!(e.message.contains("already used by flows[1]"), "{e}");
+}
