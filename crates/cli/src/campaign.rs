@@ -283,7 +283,7 @@ fn run(
         );
         if o.ran > 0 {
             println!(
-                "  per run: {:.3} s of simulation, {:.1} kB on disk",
+                "  per run: {:.3} s, {:.1} kB on disk",
                 o.run_wall.as_secs_f64() / o.ran as f64,
                 o.ran_bytes as f64 / o.ran as f64 / 1e3
             );

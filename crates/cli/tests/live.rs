@@ -1044,3 +1044,101 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A campaign on the live testbed: one run at a time, the variants of a pair back to back
+/// with their order alternating pair by pair; an L4S probe behind DualPI2 against a
+/// classic one behind a FIFO in every pair.
+#[test]
+fn a_live_campaign_runs_its_pairs_back_to_back_in_alternating_order() {
+    if !is_root() {
+        return;
+    }
+    let _one = serial();
+    let d = tmpdir("campaign");
+    std::fs::write(
+        d.join("s.toml"),
+        r#"[scenario]
+name = "live-campaign"
+duration = "3s"
+warmup = "1s"
+[topology]
+type = "dumbbell"
+rate = "20Mbit"
+rtt = "20ms"
+aqm = { kind = "dualpi2" }
+[[flows]]
+name = "bulk"
+type = "udp-prague"
+[[flows]]
+name = "probe"
+type = "probe"
+ecn = "ect1"
+[[variants]]
+name = "l4s"
+[[variants]]
+name = "classic"
+set = { "flows.probe.ecn" = "not-ect", "topology.aqm" = { kind = "fifo", limit = 200 } }
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("c.toml"),
+        "[campaign]\nname = \"lc\"\nscenario = \"s.toml\"\nbaseline = \"classic\"\nseeds = 2\n",
+    )
+    .unwrap();
+    let store = d.join("store");
+    let o = l4s()
+        .args(["campaign", "run", "--backend", "live"])
+        .arg(d.join("c.toml"))
+        .arg("--out")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Runs --jobs > 1 live are refused.
+    let o = l4s()
+        .args(["campaign", "run", "--backend", "live", "--jobs", "2"])
+        .arg(d.join("c.toml"))
+        .arg("--out")
+        .arg(d.join("other"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one at a time"));
+
+    let plan: serde_json::Value = serde_json::from_slice(&std::fs::read(store.join("plan.json")).unwrap()).unwrap();
+    let runs = plan["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let info = |key: &str| -> (String, serde_json::Value, f64) {
+        let rd = store.join("runs").join(&key[..2]).join(key);
+        let i: serde_json::Value = serde_json::from_slice(&std::fs::read(rd.join("run-info.json")).unwrap()).unwrap();
+        let s: serde_json::Value = serde_json::from_slice(&std::fs::read(rd.join("summary.json")).unwrap()).unwrap();
+        let p99 = s["flows"][1]["owd_ms"]["p99"].as_f64().unwrap();
+        (
+            i["started_utc"].as_str().unwrap().to_string(),
+            i["backend"].clone(),
+            p99,
+        )
+    };
+    // Plan order is run order: pair 0 runs l4s then classic, pair 1 classic then l4s.
+    let mut started = Vec::new();
+    for r in runs {
+        let (t, backend, _) = info(r["key"].as_str().unwrap());
+        assert_eq!(backend, "live");
+        started.push(t);
+    }
+    let mut sorted = started.clone();
+    sorted.sort();
+    assert_eq!(started, sorted, "the runs ran in plan order");
+    assert_eq!(runs[0]["variant"], 0);
+    assert_eq!(runs[2]["variant"], 1, "the second pair starts with the other variant");
+    for pair in runs.chunks(2) {
+        let p99 = |r: &serde_json::Value| info(r["key"].as_str().unwrap()).2;
+        let (l4s, classic) = if pair[0]["variant"] == 0 {
+            (p99(&pair[0]), p99(&pair[1]))
+        } else {
+            (p99(&pair[1]), p99(&pair[0]))
+        };
+        assert!(l4s < classic, "pair: L4S probe p99 {l4s} ms, classic {classic} ms");
+    }
+}
