@@ -51,6 +51,9 @@ pub struct Plan {
     pub scenario_file: String,
     /// The swept, then the sampled parameters (key paths of the scenario).
     pub params: Vec<String>,
+    /// How many of `params` are swept (the first ones).
+    #[serde(default)]
+    pub swept: usize,
     /// Variant names; `[""]` for a scenario without variants.
     pub variants: Vec<String>,
     /// Index into `variants` of the variant the others are compared with.
@@ -288,6 +291,7 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
         description: spec.description.clone(),
         campaign_file: spec.file.display().to_string(),
         scenario_file: scen_path.display().to_string(),
+        swept: spec.sweep.len(),
         params,
         variants,
         baseline,
@@ -433,7 +437,14 @@ fn plan_digest(p: &Plan) -> String {
     let mut h = Sha256::new();
     let mut v = serde_json::to_value(p).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
-        for k in ["digest", "campaign_file", "scenario_file", "description", "metrics"] {
+        for k in [
+            "digest",
+            "campaign_file",
+            "scenario_file",
+            "description",
+            "metrics",
+            "swept",
+        ] {
             o.remove(k);
         }
     }

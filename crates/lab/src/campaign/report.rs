@@ -171,13 +171,27 @@ fn page_of(dir: &Path, metrics: &[String], active: bool) -> Result<CampaignPage,
         }
     }
 
-    // Groups in plan order, and each point's.
+    // Groups in plan order, and each point's. A swept parameter with values that are not
+    // numbers (a labelled sweep such as the service under test, a controller's name) splits
+    // the groups too: "cdn-download · evening".
+    let categorical: Vec<usize> = (0..plan.swept.min(plan.params.len()))
+        .filter(|&i| {
+            let vals: Vec<&str> = plan.points.iter().map(|p| p.values[i].as_str()).collect();
+            tables::numeric(&vals).is_none()
+        })
+        .collect();
     let mut groups: Vec<String> = Vec::new();
     let point_group: Vec<usize> = plan
         .points
         .iter()
         .map(|p| {
-            let g = p.group.clone().unwrap_or_else(|| ALL.to_string());
+            let mut parts: Vec<String> = categorical.iter().map(|&i| tables::text_cell(&p.values[i])).collect();
+            parts.extend(p.group.clone());
+            let g = if parts.is_empty() {
+                ALL.to_string()
+            } else {
+                parts.join(" · ")
+            };
             match groups.iter().position(|x| *x == g) {
                 Some(i) => i,
                 None => {

@@ -103,7 +103,7 @@ pub fn metrics(s: &Summary) -> Vec<(String, f64)> {
 
 /// A parameter's values as numbers in SI units (bit/s, s, bytes, or the number itself),
 /// when every value is one of the same kind.
-fn numeric(values: &[&str]) -> Option<Vec<f64>> {
+pub(crate) fn numeric(values: &[&str]) -> Option<Vec<f64>> {
     let plain: Option<Vec<f64>> = values.iter().map(|v| v.parse::<f64>().ok()).collect();
     if plain.is_some() {
         return plain;
@@ -128,7 +128,7 @@ fn numeric(values: &[&str]) -> Option<Vec<f64>> {
 }
 
 /// The text of a TOML value as a cell: a string without its quotes.
-fn text_cell(v: &str) -> String {
+pub(crate) fn text_cell(v: &str) -> String {
     match v.parse::<toml::Value>() {
         Ok(toml::Value::String(s)) => s,
         _ => match format!("x = {v}").parse::<toml::Table>() {
