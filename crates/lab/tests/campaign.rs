@@ -6,71 +6,10 @@ use l4s_lab::campaign::{self, CampaignOptions, NoCampaignProgress};
 use l4s_lab::{ErrorKind, NoProgress, RunOptions, Simulator};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const SCENARIO: &str = r#"[scenario]
-name = "tiny"
-duration = "3s"
-warmup = "1s"
-[topology]
-type = "dumbbell"
-rate = "20Mbit"
-rtt = "20ms"
-aqm = { kind = "dualpi2" }
-[[flows]]
-name = "bulk"
-type = "tcp"
-cc = "prague"
-[[flows]]
-name = "probe"
-type = "probe"
-ecn = "ect1"
-
-[[variants]]
-name = "l4s"
-
-[[variants]]
-name = "classic"
-set = { "flows.bulk.cc" = "cubic", "flows.probe.ecn" = "not-ect" }
-"#;
-
-const CAMPAIGN: &str = r#"[campaign]
-name = "t"
-scenario = "s.toml"
-baseline = "classic"
-seeds = 2
-
-[sweep]
-"topology.rate" = ["10Mbit", "20Mbit"]
-
-[sample]
-count = 2
-seed = 3
-params = { "topology.rtt" = { uniform = ["5ms", "40ms"] } }
-
-[[groups]]
-name = "quiet"
-
-[[groups]]
-name = "busy"
-set = { "flows.bulk.start" = "0.5s" }
-"#;
-
-fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-campaign-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A folder with the scenario and the campaign file.
-fn setup(tag: &str, campaign: &str) -> (PathBuf, PathBuf) {
-    let d = tmp(tag);
-    std::fs::write(d.join("s.toml"), SCENARIO).unwrap();
-    std::fs::write(d.join("c.toml"), campaign).unwrap();
-    let f = d.join("c.toml");
-    (d, f)
-}
+mod common;
+use common::{setup, CAMPAIGN, SCENARIO};
 
 fn opts(out: &Path, jobs: usize) -> CampaignOptions {
     CampaignOptions {

@@ -10,65 +10,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-const SCENARIO: &str = r#"[scenario]
-name = "tiny"
-duration = "3s"
-warmup = "1s"
-[topology]
-type = "dumbbell"
-rate = "20Mbit"
-rtt = "20ms"
-aqm = { kind = "dualpi2" }
-[[flows]]
-name = "bulk"
-type = "tcp"
-cc = "prague"
-[[flows]]
-name = "probe"
-type = "probe"
-ecn = "ect1"
+mod common;
 
-[[variants]]
-name = "l4s"
-
-[[variants]]
-name = "classic"
-set = { "flows.bulk.cc" = "cubic", "flows.probe.ecn" = "not-ect" }
-"#;
-
-const CAMPAIGN: &str = r#"[campaign]
-name = "rep"
-description = "L4S against classic on a small dumbbell"
-scenario = "s.toml"
-baseline = "classic"
-seeds = 2
-
-[sweep]
-"topology.rate" = ["10Mbit", "20Mbit"]
-
-[sample]
-count = 2
-seed = 3
-params = { "topology.rtt" = { uniform = ["5ms", "40ms"] } }
-
-[[groups]]
-name = "quiet"
-
-[[groups]]
-name = "busy"
-set = { "flows.bulk.start" = "0.5s" }
-"#;
-
+/// The shared campaign, with a name and a description of its own.
 fn setup(tag: &str) -> (PathBuf, PathBuf) {
-    let d = std::env::temp_dir().join(format!("l4s-campaign-report-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("s.toml"), SCENARIO).unwrap();
-    std::fs::write(d.join("c.toml"), CAMPAIGN).unwrap();
-    let f = d.join("c.toml");
-    (d, f)
+    let c = common::CAMPAIGN.replace(
+        "name = \"t\"",
+        "name = \"rep\"\ndescription = \"L4S against classic on a small dumbbell\"",
+    );
+    common::setup(&format!("report-{tag}"), &c)
 }
-
 fn opts(out: &Path) -> CampaignOptions {
     CampaignOptions {
         jobs: 2,

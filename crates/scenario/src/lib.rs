@@ -18,7 +18,7 @@ pub mod variants;
 
 pub use error::ScenarioError;
 pub use l4s_link::{Fault, FaultKind, LossModel, RateSchedule};
-pub use load::{load_file, load_str};
+pub use load::{load_file, load_str, parse_toml};
 pub use routes::Routes;
 pub use variants::{load_variants, set_path, variant_texts, variants_of, Variant};
 

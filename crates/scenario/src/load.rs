@@ -25,13 +25,20 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
 /// Validate scenario text; `file` is used in error messages.
 pub fn load_str(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
     let cx = ErrCtx { file, text };
+    let raw: File = parse_toml(text, file)?;
+    build(&cx, raw)
+}
+
+/// Deserialize TOML text into `T` (a file's tables as serde structs), with errors that
+/// name the file, the line and the key path (`flows[1].cc`). The campaign file uses it too.
+pub fn parse_toml<T: DeserializeOwned>(text: &str, file: &Path) -> Result<T, ScenarioError> {
     let de = toml::de::Deserializer::parse(text).map_err(|e| ScenarioError {
         file: file.to_path_buf(),
         line: e.span().map(|s| line_of(text, s.start)),
         key: String::new(),
         message: format!("not valid TOML: {}", e.message().trim()),
     })?;
-    let raw: File = serde_path_to_error::deserialize(de).map_err(|e| {
+    serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let segs = parse_path(&path);
@@ -45,8 +52,7 @@ pub fn load_str(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
             key: if path == "." { String::new() } else { path_string(&segs) },
             message: friendly(inner.message()),
         }
-    })?;
-    build(&cx, raw)
+    })
 }
 
 /// Make serde's wording a little more direct.

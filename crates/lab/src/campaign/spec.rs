@@ -3,7 +3,7 @@
 //! format).
 
 use l4s_core::{units, Dur};
-use l4s_scenario::error::{line_of, parse_path, path_string, ErrCtx};
+use l4s_scenario::error::{line_of, parse_path, ErrCtx};
 use l4s_scenario::ScenarioError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -271,31 +271,7 @@ pub fn load(file: &Path) -> Result<Spec, ScenarioError> {
 
 /// Validate campaign text; `file` names it in errors and anchors the scenario's path.
 pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
-    let de = toml::de::Deserializer::parse(text).map_err(|e| ScenarioError {
-        file: file.to_path_buf(),
-        line: e.span().map(|s| line_of(text, s.start)),
-        key: String::new(),
-        message: format!("not valid TOML: {}", e.message().trim()),
-    })?;
-    let raw: FileToml = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let segs = parse_path(&path);
-        let line = inner
-            .span()
-            .map(|s| line_of(text, s.start))
-            .or_else(|| l4s_scenario::error::locate(text, &segs));
-        let msg = inner.message().trim().to_string();
-        ScenarioError {
-            file: file.to_path_buf(),
-            line,
-            key: if path == "." { String::new() } else { path_string(&segs) },
-            message: match msg.strip_prefix("missing field ") {
-                Some(rest) => format!("required key {rest} is missing"),
-                None => msg,
-            },
-        }
-    })?;
+    let raw: FileToml = l4s_scenario::parse_toml(text, file)?;
     let mut spec = Spec {
         file: file.to_path_buf(),
         text: text.to_string(),

@@ -1,0 +1,66 @@
+//! What the campaign tests share: a small scenario with an L4S and a classic variant
+//! (runs of a few milliseconds) and a campaign over it of 32 runs (2 rates x 2 drawn RTTs
+//! x 2 groups x 2 seeds x 2 variants).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+pub const SCENARIO: &str = r#"[scenario]
+name = "tiny"
+duration = "3s"
+warmup = "1s"
+[topology]
+type = "dumbbell"
+rate = "20Mbit"
+rtt = "20ms"
+aqm = { kind = "dualpi2" }
+[[flows]]
+name = "bulk"
+type = "tcp"
+cc = "prague"
+[[flows]]
+name = "probe"
+type = "probe"
+ecn = "ect1"
+
+[[variants]]
+name = "l4s"
+
+[[variants]]
+name = "classic"
+set = { "flows.bulk.cc" = "cubic", "flows.probe.ecn" = "not-ect" }
+"#;
+
+pub const CAMPAIGN: &str = r#"[campaign]
+name = "t"
+scenario = "s.toml"
+baseline = "classic"
+seeds = 2
+
+[sweep]
+"topology.rate" = ["10Mbit", "20Mbit"]
+
+[sample]
+count = 2
+seed = 3
+params = { "topology.rtt" = { uniform = ["5ms", "40ms"] } }
+
+[[groups]]
+name = "quiet"
+
+[[groups]]
+name = "busy"
+set = { "flows.bulk.start" = "0.5s" }
+"#;
+
+/// A fresh folder holding `s.toml` (the scenario) and `c.toml` (`campaign`); returns the
+/// folder and the campaign file.
+pub fn setup(tag: &str, campaign: &str) -> (PathBuf, PathBuf) {
+    let d = std::env::temp_dir().join(format!("l4s-campaign-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("s.toml"), SCENARIO).unwrap();
+    std::fs::write(d.join("c.toml"), campaign).unwrap();
+    let f = d.join("c.toml");
+    (d, f)
+}
