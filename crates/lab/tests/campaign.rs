@@ -420,3 +420,78 @@ fn stopping_a_campaign_starts_no_new_run_and_a_restart_finishes_it() {
     let out = campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap();
     assert_eq!((out.ran, out.already_done, out.done), (27, 5, 32));
 }
+
+/// The simulator under another name: the executor treats it as a testbed whose runs take
+/// real time (one at a time, `gap` applies).
+struct FakeLive;
+impl l4s_lab::Backend for FakeLive {
+    fn name(&self) -> &'static str {
+        "live"
+    }
+    fn preflight(&self, _: &l4s_scenario::Scenario) -> Result<(), l4s_lab::Error> {
+        Ok(())
+    }
+    fn run(
+        &mut self,
+        sc: l4s_scenario::Scenario,
+        outputs: l4s_lab::Outputs,
+        progress: &mut dyn FnMut(l4s_core::Time),
+    ) -> Result<(l4s_metrics::summary::Summary, l4s_lab::RunStats), l4s_lab::Error> {
+        Simulator.run(sc, outputs, progress)
+    }
+}
+
+#[test]
+fn on_a_testbed_a_pair_split_by_more_than_the_gap_is_run_again_whole() {
+    let small = CAMPAIGN
+        .replace(
+            "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+            "\"topology.rate\" = [\"10Mbit\"]",
+        )
+        .replace("count = 2", "count = 1")
+        .replace("seeds = 2", "seeds = 1")
+        .replace(
+            "[[groups]]\nname = \"busy\"\nset = { \"flows.bulk.start\" = \"0.5s\" }\n",
+            "",
+        );
+    for (gap, backend_live, redone) in [
+        (Some("1ms"), true, true),
+        (None, true, false),
+        (Some("1ms"), false, false),
+    ] {
+        let text = match gap {
+            Some(g) => small.replace("seeds = 1", &format!("seeds = 1\ngap = \"{g}\"")),
+            None => small.clone(),
+        };
+        let (d, f) = setup("gap", &text);
+        let store = d.join("store");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        struct StopNow(std::sync::Arc<std::sync::atomic::AtomicBool>);
+        impl campaign::CampaignProgress for StopNow {
+            fn finished(&mut self, _: &campaign::PlannedRun, _: &Result<std::time::Duration, l4s_lab::Error>) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let o = CampaignOptions {
+            stop: Some(stop.clone()),
+            ..opts(&store, 1)
+        };
+        let mut live = FakeLive;
+        let backend: &mut dyn l4s_lab::Backend = if backend_live { &mut live } else { &mut Simulator };
+        let first = campaign::run(&f, backend, &o, &mut StopNow(stop)).unwrap();
+        assert_eq!((first.unique_runs, first.ran), (2, 1), "one pair of two runs, one done");
+        let (_, plan) = campaign::load(&f).unwrap();
+        let done_key = &plan.runs[0].key;
+        let info = std::fs::read(campaign::store::run_dir(&store, done_key).join("run-info.json")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let again = campaign::run(&f, backend, &opts(&store, 1), &mut NoCampaignProgress).unwrap();
+        assert_eq!(again.done, 2);
+        let info2 = std::fs::read(campaign::store::run_dir(&store, done_key).join("run-info.json")).unwrap();
+        if redone {
+            assert_eq!(again.ran, 2, "gap {gap:?}: the pair is run again whole");
+        } else {
+            assert_eq!(again.ran, 1, "gap {gap:?}, live {backend_live}: only the missing run");
+            assert_eq!(info, info2, "the done run is kept");
+        }
+    }
+}

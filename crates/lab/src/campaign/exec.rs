@@ -115,6 +115,10 @@ pub fn run_spec(
     let stop = opts.stop.clone().unwrap_or_default();
     let todo = session.todo.clone();
     if jobs == 1 || backend.name() != "sim" {
+        let todo = match (session.spec.gap, backend.name()) {
+            (Some(gap), name) if name != "sim" => session.with_stale_partners(&todo, gap),
+            _ => todo,
+        };
         for &i in &todo {
             if stop.load(Ordering::SeqCst) {
                 break;
@@ -235,6 +239,42 @@ impl Session {
             t0,
             tally: Default::default(),
         })
+    }
+
+    /// `todo` with, before the missing runs of each pair, the pair's completed runs that
+    /// ended more than `gap` ago: on the live testbed the runs of a pair must follow each
+    /// other closely (the network and the host drift), so a pair a restart would split is
+    /// run again whole. A run whose end cannot be read counts as stale.
+    fn with_stale_partners(&self, todo: &[usize], gap: Dur) -> Vec<usize> {
+        let pending: std::collections::HashSet<u32> = todo.iter().map(|&i| self.plan.runs[i].pair).collect();
+        let todo_set: std::collections::HashSet<usize> = todo.iter().copied().collect();
+        let now = std::time::SystemTime::now();
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for (i, r) in self.plan.runs.iter().enumerate() {
+            if !pending.contains(&r.pair) || !seen.insert(r.key.as_str()) {
+                continue;
+            }
+            if todo_set.contains(&i) {
+                out.push(i);
+                continue;
+            }
+            let ended = std::fs::read(self.store.run_dir(&r.key).join("run-info.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| {
+                    let start = humantime::parse_rfc3339(v["started_utc"].as_str()?).ok()?;
+                    Some(start + Duration::from_secs_f64(v["wall_seconds"].as_f64()?.max(0.0)))
+                });
+            let stale = match ended {
+                Some(t) => now.duration_since(t).map_or(false, |d| d > Duration::from_nanos(gap.0)),
+                None => true,
+            };
+            if stale {
+                out.push(i);
+            }
+        }
+        out
     }
 
     /// The runs left to do, in plan order (pairs back to back).

@@ -36,6 +36,7 @@ struct CampaignToml {
     duration: Option<String>,
     #[serde(default)]
     metrics: Vec<String>,
+    gap: Option<String>,
 }
 
 fn one_seed() -> toml::Value {
@@ -86,6 +87,9 @@ pub struct Spec {
     pub seeds: Vec<u64>,
     /// `scenario.duration` of every run, as written.
     pub duration: Option<String>,
+    /// Live runs: the most time between the end of one run of a pair and the start of the
+    /// next; a pair that a restart would split by more is run again whole.
+    pub gap: Option<Dur>,
     /// The metrics `campaign.html` shows (patterns of `index.parquet` columns, `*` for
     /// any text); empty for the page's defaults.
     pub metrics: Vec<String>,
@@ -283,6 +287,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
         seeds: Vec::new(),
         duration: raw.campaign.duration.clone(),
         metrics: raw.campaign.metrics.clone(),
+        gap: None,
         sweep: Vec::new(),
         sample: None,
         groups: Vec::new(),
@@ -304,6 +309,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
         if d.is_zero() {
             return Err(spec.err("campaign.duration", "the duration must be above zero"));
         }
+    }
+    if let Some(g) = &c.gap {
+        spec.gap = Some(units::parse_dur(g).map_err(|e| spec.err("campaign.gap", e))?);
     }
     for (k, v) in &raw.sweep {
         check_param(&spec, "sweep", k)?;
