@@ -1,5 +1,9 @@
 //! `l4s campaign`: run a campaign file into its store, say where a store stands, and
 //! rebuild its tables and its page.
+//!
+//! The doc comments below are the command's help texts (clap), written for a terminal:
+//! `<campaign name>` is meant literally.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use clap::Subcommand;
 use l4s_lab::campaign::{self, CampaignOptions, CampaignProgress, Plan, PlannedRun};

@@ -267,7 +267,7 @@ impl Session {
                     Some(start + Duration::from_secs_f64(v["wall_seconds"].as_f64()?.max(0.0)))
                 });
             let stale = match ended {
-                Some(t) => now.duration_since(t).map_or(false, |d| d > Duration::from_nanos(gap.0)),
+                Some(t) => now.duration_since(t).is_ok_and(|d| d > Duration::from_nanos(gap.0)),
                 None => true,
             };
             if stale {
