@@ -632,7 +632,16 @@ fn variants_run_into_their_directories_and_can_be_picked() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(dirs(&out), ["classic", "compare.html", "l4s", "l4s-classic-background"]);
+    assert_eq!(
+        dirs(&out),
+        [
+            "classic",
+            "compare.html",
+            "l4s",
+            "l4s-classic-background",
+            "variants.json"
+        ]
+    );
     let out = d.join("picked");
     let o = l4s()
         .arg("run")
@@ -651,7 +660,10 @@ fn variants_run_into_their_directories_and_can_be_picked() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(dirs(&out), ["classic", "compare.html", "l4s-classic-background"]);
+    assert_eq!(
+        dirs(&out),
+        ["classic", "compare.html", "l4s-classic-background", "variants.json"]
+    );
     // The web flow ran over CUBIC in both picked variants.
     for v in ["classic", "l4s-classic-background"] {
         let s: serde_json::Value =

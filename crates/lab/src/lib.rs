@@ -75,6 +75,9 @@ pub struct RunOptions {
     /// Keep the time series and distributions as CSV beside their Parquet (default); a
     /// campaign keeps only the Parquet.
     pub keep_csv: bool,
+    /// Lock the results directory while the run writes it (default), so that a second run
+    /// into it is refused; a campaign, which locks its whole store, does not.
+    pub lock_out: bool,
 }
 
 impl Default for RunOptions {
@@ -92,6 +95,7 @@ impl Default for RunOptions {
             variants: Vec::new(),
             command: std::env::args().collect(),
             keep_csv: true,
+            lock_out: true,
         }
     }
 }
@@ -191,7 +195,7 @@ pub fn run_text(
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-        let run = run_applied(sc, Some(text.as_bytes()), backend, opts, &out, progress)?;
+        let run = run_applied(sc, Some(text.as_bytes()), backend, opts, &out, progress, None)?;
         return Ok(Runs {
             runs: vec![run],
             compare: None,
@@ -229,11 +233,52 @@ pub fn run_text(
             base.display()
         )));
     }
+    // The manifest of this set of variants: which runs belong together, and whether the
+    // set is complete (an interrupted run leaves it incomplete, its finished variants beside
+    // an earlier run's).
+    let manifest_path = base.join(l4s_report::variant_set::MANIFEST);
+    if manifest_path.exists() && l4s_report::variant_set::VariantSet::read(&base).is_none() {
+        return Err(Error::input(format!(
+            "{} exists and is not an l4s-lab variant manifest; choose another --out",
+            manifest_path.display()
+        )));
+    }
+    let now = std::time::SystemTime::now();
+    let mut manifest = l4s_report::variant_set::VariantSet {
+        format: 1,
+        set: format!(
+            "{:x}-{:x}",
+            now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+            std::process::id()
+        ),
+        scenario: variants[0].1.name.clone(),
+        file: path.display().to_string(),
+        started_utc: humantime::format_rfc3339_seconds(now).to_string(),
+        variants: variants.iter().map(|(n, _)| n.clone().unwrap_or_default()).collect(),
+        done: Vec::new(),
+        complete: false,
+    };
+    let write_manifest = |m: &l4s_report::variant_set::VariantSet| -> Result<(), Error> {
+        std::fs::create_dir_all(&base).map_err(|e| Error::output(format!("cannot write {}: {e}", base.display())))?;
+        write_new(&manifest_path, &serde_json::to_vec_pretty(m).unwrap_or_default())
+    };
+    write_manifest(&manifest)?;
     let mut runs = Vec::new();
     for (name, sc) in variants {
         let name = name.unwrap_or_default();
         progress.variant(&name);
-        let mut run = run_applied(sc, Some(text.as_bytes()), backend, opts, &base.join(&name), progress)?;
+        let mut run = run_applied(
+            sc,
+            Some(text.as_bytes()),
+            backend,
+            opts,
+            &base.join(&name),
+            progress,
+            Some(&manifest.set),
+        )?;
+        manifest.done.push(name.clone());
+        manifest.complete = manifest.done.len() == manifest.variants.len();
+        write_manifest(&manifest)?;
         run.variant = Some(name);
         runs.push(run);
     }
@@ -268,10 +313,11 @@ pub fn run_scenario(
     progress: &mut dyn Progress,
 ) -> Result<Run, Error> {
     apply_overrides(&mut sc, opts.seed, opts.duration)?;
-    run_applied(sc, scenario_text, backend, opts, out, progress)
+    run_applied(sc, scenario_text, backend, opts, out, progress, None)
 }
 
-/// [`run_scenario`] for a scenario whose overrides are applied.
+/// [`run_scenario`] for a scenario whose overrides are applied; `variant_set` names the
+/// set of variants the run belongs to (recorded in `run-info.json`).
 fn run_applied(
     sc: Scenario,
     scenario_text: Option<&[u8]>,
@@ -279,6 +325,7 @@ fn run_applied(
     opts: &RunOptions,
     out: &Path,
     progress: &mut dyn Progress,
+    variant_set: Option<&str>,
 ) -> Result<Run, Error> {
     if opts.pcap && backend.name() != "sim" {
         return Err(Error::input(
@@ -287,7 +334,7 @@ fn run_applied(
     }
     // Refuse what cannot run, and a foreign output path, before spending time running.
     backend.preflight(&sc)?;
-    let dir = ResultsDir::create(out).map_err(|e| Error::input(e.to_string()))?;
+    let dir = ResultsDir::create_with(out, opts.lock_out).map_err(|e| Error::input(e.to_string()))?;
     let cannot = |e: std::io::Error| Error::output(format!("cannot write results to {}: {e}", out.display()));
     let open = |name: &str| -> std::io::Result<Box<dyn Write>> {
         Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
@@ -322,7 +369,11 @@ fn run_applied(
     let elapsed = wall.elapsed();
     let json =
         serde_json::to_vec_pretty(&summary).map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;
-    let info = serde_json::to_vec_pretty(&run_info(&stats, started, elapsed, &opts.command)).unwrap_or_default();
+    let mut info = run_info(&stats, started, elapsed, &opts.command);
+    if let (Some(set), Some(o)) = (variant_set, info.as_object_mut()) {
+        o.insert("variant_set".into(), set.into());
+    }
+    let info = serde_json::to_vec_pretty(&info).unwrap_or_default();
     dir.write("summary.json", &json)
         .and_then(|_| scenario_text.map_or(Ok(()), |t| dir.write("scenario.toml", t)))
         .and_then(|_| dir.write("run-info.json", &info))
@@ -333,9 +384,6 @@ fn run_applied(
         if csv.exists() {
             l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
                 .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
-            if !opts.keep_csv {
-                std::fs::remove_file(&csv).map_err(cannot)?;
-            }
         }
     }
     // The report reads only the results directory, as `l4s report DIR` does later. A
@@ -348,6 +396,15 @@ fn run_applied(
         l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)
             .map_err(|e| e.to_string())
     });
+    // Without the CSVs (a campaign's lean runs) only once the report has read them.
+    if !opts.keep_csv {
+        for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+            let csv = dir.path(&format!("{name}.csv"));
+            if csv.exists() {
+                std::fs::remove_file(&csv).map_err(cannot)?;
+            }
+        }
+    }
     let written = dir.commit().map_err(cannot)?;
     let run = Run {
         variant: None,

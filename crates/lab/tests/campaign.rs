@@ -163,6 +163,7 @@ fn a_campaign_stores_each_run_once_identical_to_the_run_alone_and_resumes_what_i
     assert_eq!(
         files,
         [
+            ".l4s-results",
             "distributions.parquet",
             "run-info.json",
             "scenario.toml",

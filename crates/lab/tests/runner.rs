@@ -273,3 +273,118 @@ fn exit_codes_follow_the_kind() {
         assert_eq!(Error::new(k, "x").exit_code(), code, "{k:?}");
     }
 }
+
+#[test]
+fn a_results_directory_holding_a_users_files_is_never_replaced_and_two_runs_do_not_mix() {
+    let d = tmp("ours");
+    let out = d.join("out");
+    let opts = RunOptions {
+        out: Some(out.clone()),
+        report: false,
+        variants: vec!["l4s".into()],
+        ..RunOptions::default()
+    };
+    let run = |o: &RunOptions| run_text(TINY, Path::new("tiny.toml"), &mut Simulator, o, &mut NoProgress);
+    run(&opts).unwrap();
+    let l4s = out.join("l4s");
+    assert!(l4s.join(".l4s-results").is_file());
+    // A rerun replaces our own results...
+    run(&opts).unwrap();
+    // ...but not once the user keeps notes and plots in them.
+    std::fs::write(l4s.join("NOTES.md"), "mine").unwrap();
+    std::fs::create_dir_all(l4s.join("plots")).unwrap();
+    std::fs::write(l4s.join("plots/p.svg"), "mine").unwrap();
+    let summary = std::fs::read(l4s.join("summary.json")).unwrap();
+    let e = run(&opts).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(
+        e.message.contains("holds files l4s did not write (NOTES.md, plots/)") && e.message.contains("another --out"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(l4s.join("NOTES.md")).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(l4s.join("plots/p.svg")).unwrap(), "mine");
+    assert_eq!(std::fs::read(l4s.join("summary.json")).unwrap(), summary);
+    // A run into a directory another run is writing is refused at once.
+    std::fs::remove_file(l4s.join("NOTES.md")).unwrap();
+    std::fs::remove_dir_all(l4s.join("plots")).unwrap();
+    let held = l4s_metrics::results::ResultsDir::create(&l4s).unwrap();
+    let e = run(&opts).unwrap_err();
+    assert!(e.message.contains("another l4s run is writing"), "{e}");
+    drop(held);
+    run(&opts).unwrap();
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The simulator, failing the runs of a FIFO (the second variant of TINY): a run of the
+/// variants interrupted part-way.
+struct FailFifo;
+impl l4s_lab::Backend for FailFifo {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+    fn preflight(&self, _: &l4s_scenario::Scenario) -> Result<(), Error> {
+        Ok(())
+    }
+    fn run(
+        &mut self,
+        sc: l4s_scenario::Scenario,
+        outputs: l4s_lab::Outputs,
+        progress: &mut dyn FnMut(l4s_core::Time),
+    ) -> Result<(l4s_metrics::summary::Summary, l4s_lab::RunStats), Error> {
+        if sc.links.iter().any(|l| l.bottleneck && l.aqm.kind() == "fifo") {
+            return Err(Error::new(ErrorKind::Interrupted, "interrupted"));
+        }
+        Simulator.run(sc, outputs, progress)
+    }
+}
+
+#[test]
+fn an_interrupted_variant_run_leaves_an_incomplete_set_that_compare_and_the_report_name() {
+    let d = tmp("set");
+    let out = d.join("out");
+    let opts = RunOptions {
+        out: Some(out.clone()),
+        report: false,
+        ..RunOptions::default()
+    };
+    let runs = run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &opts, &mut NoProgress).unwrap();
+    let m = l4s_report::variant_set::VariantSet::read(&out).unwrap();
+    assert!(m.complete);
+    assert_eq!(
+        (m.variants.clone(), m.done.clone()),
+        (
+            vec!["l4s".to_string(), "fifo".into()],
+            vec!["l4s".to_string(), "fifo".into()]
+        )
+    );
+    assert!(!runs.compare.unwrap().1.contains("warning"));
+    for v in ["l4s", "fifo"] {
+        let info: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join(v).join("run-info.json")).unwrap()).unwrap();
+        assert_eq!(info["variant_set"], m.set.as_str());
+    }
+    // Again, interrupted at the second variant: l4s is new, fifo is the first run's.
+    let e = run_text(TINY, Path::new("tiny.toml"), &mut FailFifo, &opts, &mut NoProgress).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Interrupted);
+    let m2 = l4s_report::variant_set::VariantSet::read(&out).unwrap();
+    assert!(!m2.complete && m2.set != m.set);
+    assert_eq!(m2.done, ["l4s"]);
+    let dirs = vec![out.join("l4s"), out.join("fifo")];
+    let page = d.join("cmp.html");
+    let table = l4s_lab::compare(&dirs, &page).unwrap();
+    assert!(
+        table.contains("warning: the variant set in")
+            && table.contains("is incomplete: 1 of 2 variants written (missing: fifo)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("fifo is not from the latest run of tiny.toml"),
+        "{table}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("These runs may not belong together") && html.contains("is incomplete"));
+    let report = l4s_report::write_report(&out.join("fifo")).unwrap();
+    let html = std::fs::read_to_string(report).unwrap();
+    assert!(html.contains("not from the latest run"), "the report says so too");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -20,37 +20,148 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     r
 }
 
+/// The file l4s writes into every results directory it makes: with it, and with nothing
+/// but l4s's own files beside it ([`OWN_FILES`]), a directory may be replaced by a new run.
+pub const OWNER_MARK: &str = ".l4s-results";
+
+/// What l4s writes in a results directory. A directory that holds anything else (a user's
+/// notes, plots, a thesis) is never replaced or deleted.
+pub const OWN_FILES: &[&str] = &[
+    OWNER_MARK,
+    "summary.json",
+    "run-info.json",
+    "scenario.toml",
+    "snapshots-flows.csv",
+    "snapshots-queues.csv",
+    "snapshots-flows.parquet",
+    "snapshots-queues.parquet",
+    "distributions.csv",
+    "distributions.parquet",
+    "packets.parquet",
+    "bottleneck.pcap",
+    "report.html",
+    "png",
+];
+
+/// Why `dir` may not be replaced, if it may not: it is not l4s-lab results, or it holds
+/// files l4s did not write (named, so a person can move them).
+pub fn foreign_content(dir: &Path) -> Option<String> {
+    if !dir.is_dir() {
+        return Some(format!("{} exists and is not a directory", dir.display()));
+    }
+    let ours = dir.join(OWNER_MARK).is_file() || dir.join(MARKER).is_file();
+    if !ours {
+        return Some(format!(
+            "{} exists and is not an l4s-lab results directory (no {OWNER_MARK})",
+            dir.display()
+        ));
+    }
+    let mut foreign: Vec<String> = Vec::new();
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        let own = match name.as_str() {
+            // The charts exported as PNG: only PNG files inside.
+            "png" => {
+                is_dir
+                    && fs::read_dir(e.path()).into_iter().flatten().flatten().all(|p| {
+                        p.file_type().is_ok_and(|t| t.is_file()) && p.file_name().to_string_lossy().ends_with(".png")
+                    })
+            }
+            n => !is_dir && OWN_FILES.contains(&n),
+        };
+        if !own {
+            foreign.push(if is_dir { format!("{name}/") } else { name });
+        }
+    }
+    if foreign.is_empty() {
+        return None;
+    }
+    foreign.sort();
+    Some(format!(
+        "{} holds files l4s did not write ({}): move them elsewhere to let a new run replace it, or choose another --out",
+        dir.display(),
+        foreign.join(", ")
+    ))
+}
+
 /// A results directory being built in a temporary sibling; [`ResultsDir::commit`] renames it
 /// into place. Dropping it without committing removes the temporary directory.
+///
+/// While it lives it holds a lock on `.NAME.lock` beside the target (`flock`, released
+/// however the process ends; the file is removed when done), so two runs into one
+/// directory never mix: the second is refused at once.
 pub struct ResultsDir {
     tmp: PathBuf,
     target: PathBuf,
     committed: bool,
+    lock: Option<(fs::File, PathBuf)>,
+}
+
+/// Lock `path` (created if missing) for this process, or say who holds it. The file is
+/// removed again when the results are committed or dropped; a process that opened it just
+/// before and locks it just after finds the path gone or another file there, and tries
+/// again, so two processes never both believe they hold the lock.
+fn take_lock(path: &Path, target: &Path) -> io::Result<(fs::File, PathBuf)> {
+    use std::os::unix::fs::MetadataExt;
+    loop {
+        let f = fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!(
+                        "another l4s run is writing {} (it holds {}); wait for it or choose another --out",
+                        target.display(),
+                        path.display()
+                    ),
+                ))
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+        let (held, now) = (f.metadata()?, fs::metadata(path));
+        if now.is_ok_and(|m| m.ino() == held.ino() && m.dev() == held.dev()) {
+            return Ok((f, path.to_path_buf()));
+        }
+    }
 }
 
 impl ResultsDir {
-    /// Prepare to write `target`. Fails if `target` exists and is not an l4s-lab results
-    /// directory (we never delete what we did not write).
+    /// Prepare to write `target`, locked. Fails if `target` exists and is not an l4s-lab
+    /// results directory, or holds files l4s did not write (we never delete what we did
+    /// not write), or another run is writing it.
     pub fn create(target: &Path) -> io::Result<ResultsDir> {
-        if target.exists() && !(target.is_dir() && target.join(MARKER).is_file()) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!(
-                    "{} exists and is not an l4s-lab results directory (no {MARKER}); choose another --out",
-                    target.display()
-                ),
-            ));
-        }
+        Self::create_with(target, true)
+    }
+
+    /// [`ResultsDir::create`]; without `lock` for a caller that already holds a lock over
+    /// the target's folder (a campaign store).
+    pub fn create_with(target: &Path, lock: bool) -> io::Result<ResultsDir> {
         let parent = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&parent)?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "results".into());
-        remove_stale(&parent, &name);
+        if target.exists() {
+            if let Some(why) = foreign_content(target) {
+                return Err(io::Error::new(io::ErrorKind::AlreadyExists, why));
+            }
+        }
+        fs::create_dir_all(&parent)?;
+        let lock = if lock {
+            Some(take_lock(&parent.join(format!(".{name}.lock")), target)?)
+        } else {
+            None
+        };
+        remove_stale(&parent, &name, lock.is_some());
         let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
         if tmp.exists() {
             fs::remove_dir_all(&tmp)?;
@@ -60,6 +171,7 @@ impl ResultsDir {
             tmp,
             target: target.to_path_buf(),
             committed: false,
+            lock,
         })
     }
     /// The (temporary) directory being written.
@@ -76,10 +188,23 @@ impl ResultsDir {
         f.write_all(bytes)?;
         f.sync_all()
     }
-    /// Move the finished directory into place, replacing an earlier l4s-lab result.
+    /// Move the finished directory into place, replacing an earlier l4s-lab result (checked
+    /// again now: a file a user put there while the run went keeps it from being replaced).
     pub fn commit(mut self) -> io::Result<PathBuf> {
+        self.write(
+            OWNER_MARK,
+            b"l4s-lab results: l4s may replace this directory while it holds only its own files\n",
+        )?;
         if self.target.exists() {
-            let old = self.tmp.with_extension("old");
+            if let Some(why) = foreign_content(&self.target) {
+                return Err(io::Error::new(io::ErrorKind::AlreadyExists, why));
+            }
+            let mut old = self.tmp.clone().into_os_string();
+            old.push(".old");
+            let old = PathBuf::from(old);
+            if old.exists() {
+                fs::remove_dir_all(&old)?;
+            }
             fs::rename(&self.target, &old)?;
             fs::rename(&self.tmp, &self.target)?;
             let _ = fs::remove_dir_all(&old);
@@ -91,24 +216,30 @@ impl ResultsDir {
     }
 }
 
-/// Remove `.NAME.tmp-PID` directories left by runs that were killed: their process no
-/// longer exists (checked through /proc; elsewhere nothing is removed).
-fn remove_stale(parent: &Path, name: &str) {
+/// Remove `.NAME.tmp-PID` directories (and `.NAME.tmp-PID.old`, the earlier results a
+/// killed commit had moved aside) left by runs that were killed. Holding the target's lock,
+/// every such leftover is a dead run's; without it only those whose process is gone
+/// (checked through /proc; elsewhere nothing is removed).
+fn remove_stale(parent: &Path, name: &str, locked: bool) {
     let prefix = format!(".{name}.tmp-");
-    if !Path::new("/proc/self").exists() {
-        return;
+    // What earlier versions moved an old result to while replacing it.
+    let legacy_old = parent.join(format!(".{name}.old"));
+    if locked && legacy_old.is_dir() {
+        let _ = fs::remove_dir_all(&legacy_old);
     }
     let Ok(entries) = fs::read_dir(parent) else { return };
+    let have_proc = Path::new("/proc/self").exists();
     for e in entries.flatten() {
         let file = e.file_name();
         let Some(pid) = file
             .to_str()
             .and_then(|f| f.strip_prefix(&prefix))
-            .and_then(|p| p.parse::<u32>().ok())
+            .and_then(|p| p.strip_suffix(".old").unwrap_or(p).parse::<u32>().ok())
         else {
             continue;
         };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+        let dead = have_proc && !Path::new(&format!("/proc/{pid}")).exists();
+        if pid != std::process::id() && (locked || dead) {
             let _ = fs::remove_dir_all(e.path());
         }
     }
@@ -119,12 +250,49 @@ impl Drop for ResultsDir {
         if !self.committed {
             let _ = fs::remove_dir_all(&self.tmp);
         }
+        // Removed while still held (see `take_lock`), then released.
+        if let Some((f, path)) = self.lock.take() {
+            let _ = fs::remove_file(&path);
+            drop(f);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn two_runs_into_one_directory_do_not_mix_and_dead_runs_leftovers_go() {
+        let base = std::env::temp_dir().join(format!("l4s-results-lock-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let target = base.join("run");
+        let first = ResultsDir::create(&target).unwrap();
+        let e = ResultsDir::create(&target).err().expect("second writer refused");
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert!(e.to_string().contains("another l4s run is writing"), "{e}");
+        first.write(MARKER, b"{}").unwrap();
+        first.commit().unwrap();
+        // Leftovers of a killed run of an older l4s (a live pid: not ours, but we hold the
+        // lock, so it cannot be writing) and a half-replaced directory are removed.
+        let live_pid = 1u32;
+        let left = base.join(format!(".run.tmp-{live_pid}"));
+        let old = base.join(".run.tmp-4294967295.old");
+        let legacy = base.join(".run.old");
+        for d in [&left, &old, &legacy] {
+            fs::create_dir_all(d).unwrap();
+            fs::write(d.join(MARKER), "x").unwrap();
+        }
+        let r = ResultsDir::create(&target).unwrap();
+        assert!(!left.exists() && !old.exists() && !legacy.exists());
+        r.write(MARKER, b"{}").unwrap();
+        r.commit().unwrap();
+        // Unlocked (a campaign store that holds its own lock) a live process's is kept.
+        fs::create_dir_all(&left).unwrap();
+        drop(ResultsDir::create_with(&target, false).unwrap());
+        assert!(left.exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
     #[test]
     fn commit_or_nothing() {
         let base = std::env::temp_dir().join(format!("l4s-results-test-{}", std::process::id()));
@@ -139,7 +307,7 @@ mod tests {
         assert_eq!(
             fs::read_dir(&base).unwrap().count(),
             0,
-            "temporary directory left behind"
+            "temporary directory or lock file left behind"
         );
         let r = ResultsDir::create(&target).unwrap();
         r.write(MARKER, b"{\"a\":1}").unwrap();
@@ -162,6 +330,47 @@ mod tests {
         fs::write(foreign.join("precious.txt"), "x").unwrap();
         assert!(ResultsDir::create(&foreign).is_err());
         assert!(foreign.join("precious.txt").exists());
+        // So is a directory that merely holds a summary.json beside a user's files, and a
+        // results directory the user added a file or a folder to: nothing is deleted.
+        for (tag, extra_file, extra_dir) in [
+            ("thesis", Some("thesis.tex"), Some("chapters")),
+            ("notes", Some("NOTES.md"), None),
+            ("plots", None, Some("plots")),
+        ] {
+            let d = base.join(tag);
+            let r = ResultsDir::create(&d).unwrap();
+            r.write(MARKER, b"{}").unwrap();
+            r.commit().unwrap();
+            assert!(d.join(OWNER_MARK).is_file());
+            if let Some(f) = extra_file {
+                fs::write(d.join(f), "mine").unwrap();
+            }
+            if let Some(x) = extra_dir {
+                fs::create_dir_all(d.join(x)).unwrap();
+                fs::write(d.join(x).join("a.txt"), "mine").unwrap();
+            }
+            let e = ResultsDir::create(&d).err().expect("refused");
+            assert!(e.to_string().contains("holds files l4s did not write"), "{e}");
+            if let Some(f) = extra_file {
+                assert!(e.to_string().contains(f), "{e}");
+                assert_eq!(fs::read_to_string(d.join(f)).unwrap(), "mine");
+            }
+            if let Some(x) = extra_dir {
+                assert!(e.to_string().contains(&format!("{x}/")), "{e}");
+                assert!(d.join(x).join("a.txt").exists());
+            }
+        }
+        let legacy = base.join("legacy");
+        fs::create_dir_all(legacy.join("png")).unwrap();
+        fs::write(legacy.join(MARKER), "{}").unwrap();
+        fs::write(legacy.join("report.html"), "x").unwrap();
+        fs::write(legacy.join("png").join("a.png"), "x").unwrap();
+        assert!(foreign_content(&legacy).is_none(), "an older l4s's results are ours");
+        fs::write(legacy.join("png").join("notes.txt"), "x").unwrap();
+        assert!(
+            foreign_content(&legacy).is_some(),
+            "a png/ folder with other files is not"
+        );
         fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -125,6 +125,14 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
         "<header><h1>Comparison of {} runs</h1><p class=\"meta\">Differences are relative to run 1. Flows are matched by name and keep their colour; runs differ by line style.</p></header>",
         runs.len()
     );
+    let warnings = crate::variant_set::warnings(dirs);
+    if !warnings.is_empty() {
+        out.push_str("<section class=\"verdict warn\"><p class=\"headline\">These runs may not belong together</p><ul class=\"warnings\">");
+        for w in &warnings {
+            let _ = write!(out, "<li><span class=\"sev warn\">warn</span>{}</li>", esc(w));
+        }
+        out.push_str("</ul></section>\n");
+    }
     out.push_str("<h2>Runs</h2><table><tr><th class=\"l\">run</th><th class=\"l\">directory</th><th class=\"l\">scenario</th><th>seed</th><th>duration s</th><th class=\"l\">line</th></tr>");
     for (i, r) in runs.iter().enumerate() {
         let sc = &r.summary.scenario;
@@ -298,7 +306,12 @@ fn diff_table_html(out: &mut String, runs: &[Results]) {
 /// OWD percentiles, throughput and loss with differences relative to run 1.
 pub fn compare_table(dirs: &[PathBuf]) -> Result<String, ReportError> {
     let runs = load_all(dirs)?;
-    Ok(compare_table_of(&runs))
+    let mut out = String::new();
+    for w in crate::variant_set::warnings(dirs) {
+        let _ = writeln!(out, "warning: {}", sanitize(&w));
+    }
+    out.push_str(&compare_table_of(&runs));
+    Ok(out)
 }
 
 fn compare_table_of(runs: &[Results]) -> String {

@@ -363,6 +363,15 @@ fn render_with_figures(res: &Results) -> (String, Vec<(String, String)>) {
     );
     out.push_str("<h2>Verdict</h2>");
     verdict_html(&mut out, &v);
+    // A variant whose set was not finished, or was replaced by a later run in part.
+    let vs = crate::variant_set::warnings(std::slice::from_ref(&res.dir));
+    if !vs.is_empty() {
+        out.push_str("<section class=\"verdict warn\"><ul class=\"warnings\">");
+        for w in &vs {
+            let _ = write!(out, "<li><span class=\"sev warn\">warn</span>{}</li>", esc(w));
+        }
+        out.push_str("</ul></section>\n");
+    }
 
     out.push_str("<h2>Summary</h2>");
     flows_table(&mut out, res, &pal);

@@ -31,6 +31,7 @@ pub mod html;
 mod png;
 #[doc(hidden)]
 pub mod synth;
+pub mod variant_set;
 pub mod verdict;
 
 pub use campaign::render_campaign;

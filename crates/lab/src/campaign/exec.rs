@@ -227,6 +227,7 @@ impl Session {
             variants: Vec::new(),
             command: opts.command.clone(),
             keep_csv: false,
+            lock_out: false,
         };
         Ok(Session {
             spec,
@@ -325,7 +326,7 @@ impl Session {
         }
         let target = self.store.run_dir(&r.key);
         let cannot = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", target.display()));
-        let dir = l4s_metrics::results::ResultsDir::create(&target).map_err(cannot)?;
+        let dir = l4s_metrics::results::ResultsDir::create_with(&target, false).map_err(cannot)?;
         for (name, bytes) in files {
             if name.is_empty() || name.contains('/') || name.contains('\\') || name.starts_with('.') {
                 return Err(Error::output(format!("run {}: refused the file name {name:?}", r.key)));
@@ -402,7 +403,8 @@ pub fn run_to_files(text: &str, scenario_file: &Path, opts: &RunOptions) -> Resu
         let mut files = Vec::new();
         let rd = std::fs::read_dir(&tmp).map_err(|e| Error::output(format!("{}: {e}", tmp.display())))?;
         for e in rd.flatten() {
-            if e.path().is_file() {
+            // Not the owner mark: the store's folder gets its own.
+            if e.path().is_file() && !e.file_name().to_string_lossy().starts_with('.') {
                 let bytes = std::fs::read(e.path()).map_err(|e| Error::output(e.to_string()))?;
                 files.push((e.file_name().to_string_lossy().into_owned(), bytes));
             }

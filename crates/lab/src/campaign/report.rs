@@ -171,13 +171,13 @@ fn page_of(dir: &Path, metrics: &[String], active: bool) -> Result<CampaignPage,
         }
     }
 
-    // Groups in plan order, and each point's. A swept parameter with values that are not
-    // numbers (a labelled sweep such as the service under test, a controller's name) splits
-    // the groups too: "cdn-download · evening".
+    // Groups in plan order, and each point's. A swept parameter whose values are names (a
+    // labelled sweep such as the service under test, a controller's name; not numbers with
+    // units, not tables) splits the groups too: "cdn-download · evening".
     let categorical: Vec<usize> = (0..plan.swept.min(plan.params.len()))
         .filter(|&i| {
             let vals: Vec<&str> = plan.points.iter().map(|p| p.values[i].as_str()).collect();
-            tables::numeric(&vals).is_none()
+            vals.iter().all(|v| v.starts_with('"')) && tables::numeric(&vals).is_none()
         })
         .collect();
     let mut groups: Vec<String> = Vec::new();
