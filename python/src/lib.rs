@@ -468,6 +468,7 @@ fn run_to_files<'py>(
         report: get_bool("report")?,
         packets: get_bool("packets")?,
         keep_csv: false,
+        lock_out: false,
         command: vec!["python".into(), "l4s_lab.campaign".into(), "worker".into()],
         ..RunOptions::default()
     };
