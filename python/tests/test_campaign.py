@@ -104,3 +104,24 @@ def test_the_example_script_runs_a_campaign_and_draws_its_plot(tiny, tmp_path):
         sys.argv = argv
     assert png.stat().st_size > 10_000
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_console_command_runs_a_campaign_and_says_where_it_stands(tiny, tmp_path, capsys):
+    from l4s_lab import cli
+
+    f = tmp_path / "c.toml"
+    f.write_text(
+        f'[campaign]\nname = "cli"\nscenario = "{tiny}"\nbaseline = "classic"\nseeds = 2\n'
+        '[sweep]\n"topology.rtt" = ["10ms", "40ms"]\n'
+    )
+    store = tmp_path / "store"
+    assert cli.main(["run", str(f), "--out", str(store), "-j", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "8 of 8 runs done (8 now)" in out and str(store) in out
+    assert cli.main(["status", str(store)]) == 0
+    assert "8 of 8 runs done, 0 running, 0 failed, 0 missing" in capsys.readouterr().out
+    # Bad input: exit status 2 and the file, line and key.
+    f.write_text(f.read_text().replace("topology.rtt", "topology.rtx"))
+    assert cli.main(["run", str(f), "--out", str(tmp_path / "other")]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:7: sweep.\"topology.rtx\"" in err
