@@ -118,9 +118,18 @@ pub struct RunArgs {
     /// Simulated duration (overrides the scenario's `duration`), e.g. 10s.
     #[arg(long, value_parser = parse_duration_arg)]
     pub duration: Option<Dur>,
-    /// Print only the results path.
+    /// Print only the results paths (each run's directory, and the comparison page of a
+    /// file with variants).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print the summary (summary.json) on stdout instead of tables: one object, or for a
+    /// file with variants an object of the variants' summaries by name.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 3 when a run's verdict is at least this bad: `warn` (a WARNING or
+    /// a PROBLEM) or `problem` (a PROBLEM); for CI pipelines.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub fail_on: Option<FailOn>,
     /// Interval of the time-series snapshots written beside summary.json
     /// (snapshots-flows.csv, snapshots-queues.csv); 0 turns them off.
     #[arg(long, default_value = "100ms", value_parser = parse_interval_arg)]
@@ -150,6 +159,12 @@ pub struct RunArgs {
     /// e.g. the ones a live host can run.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Warn,
+    Problem,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

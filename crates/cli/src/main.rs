@@ -3,7 +3,7 @@
 //!
 //! Exit status: 0 on success, 2 when the scenario or the command line is wrong (nothing
 //! is run and no results directory is left behind), 130 after an interrupt, 1 when the
-//! run itself fails.
+//! run itself fails, 3 when `--fail-on` is given and a run's verdict is that bad.
 
 #![forbid(unsafe_code)]
 
@@ -137,20 +137,37 @@ fn run(a: &RunArgs) -> ExitCode {
         Box::new(Simulator)
     };
     let mut shell = Shell {
-        quiet: a.quiet,
+        quiet: a.quiet || a.json,
+        json: a.json,
         bar: indicatif::ProgressBar::hidden(),
     };
     match l4s_lab::run_file(&a.scenario, &mut *backend, &opts, &mut shell) {
         Ok(runs) => {
-            if let Some((page, table)) = &runs.compare {
-                if !a.quiet {
+            if a.json {
+                let v = match &runs.compare {
+                    None => serde_json::to_value(&runs.runs[0].summary),
+                    Some(_) => serde_json::to_value(
+                        runs.runs
+                            .iter()
+                            .map(|r| (r.variant.clone().unwrap_or_default(), &r.summary))
+                            .collect::<std::collections::BTreeMap<_, _>>(),
+                    ),
+                };
+                match v.and_then(|v| serde_json::to_string_pretty(&v)) {
+                    Ok(t) => println!("{t}"),
+                    Err(e) => return fail(&l4s_lab::Error::output(format!("cannot print the summary: {e}"))),
+                }
+            } else if let Some((page, table)) = &runs.compare {
+                if a.quiet {
+                    println!("{}", page.display());
+                } else {
                     println!(
                         "\n=== variants side by side (differences against {}) ===",
                         runs.runs[0].dir.display()
                     );
+                    print!("{}", shell::clean(table));
+                    println!("comparison: {}", page.display());
                 }
-                print!("{table}");
-                println!("comparison: {}", page.display());
             }
             for r in &runs.runs {
                 if let Some(Err(e)) = &r.report {
@@ -162,6 +179,38 @@ fn run(a: &RunArgs) -> ExitCode {
                         "error: the results and report.html are written, but the PNG charts could not be drawn: {e}"
                     );
                     return ExitCode::from(1);
+                }
+            }
+            // --fail-on: the worst verdict of the runs against the threshold.
+            let rank = |l: &str| match l {
+                "good" => 0,
+                "warn" => 1,
+                _ => 2,
+            };
+            if let Some(f) = a.fail_on {
+                let need = match f {
+                    args::FailOn::Warn => 1,
+                    args::FailOn::Problem => 2,
+                };
+                let worst = runs
+                    .runs
+                    .iter()
+                    .filter_map(|r| r.summary.verdict.as_ref().map(|v| (rank(&v.level), r)))
+                    .max_by_key(|(k, _)| *k);
+                if let Some((k, r)) = worst.filter(|(k, _)| *k >= need) {
+                    let v = r
+                        .summary
+                        .verdict
+                        .as_ref()
+                        .map(|v| v.headline.clone())
+                        .unwrap_or_default();
+                    eprintln!(
+                        "fail-on: {} is {} ({}): exit 3",
+                        r.dir.display(),
+                        ["good", "warn", "bad"][k],
+                        shell::clean(&v)
+                    );
+                    return ExitCode::from(3);
                 }
             }
             ExitCode::SUCCESS

@@ -7,7 +7,10 @@ use std::io::IsTerminal;
 
 /// The progress bar on a terminal and the results of each run as it finishes.
 pub struct Shell {
+    /// Print only the results paths (and nothing with `json`, which prints the summaries
+    /// at the end).
     pub quiet: bool,
+    pub json: bool,
     pub bar: indicatif::ProgressBar,
 }
 
@@ -41,11 +44,15 @@ impl Progress for Shell {
         self.bar.finish_and_clear();
         self.bar = indicatif::ProgressBar::hidden();
         if self.quiet {
-            println!("{}", r.dir.display());
+            if !self.json {
+                println!("{}", r.dir.display());
+            }
             return;
         }
-        print_verdict(&l4s_report::verdict(&r.summary, None));
-        print!("{}", l4s_metrics::table::summary_tables(&r.summary));
+        if let Some(v) = &r.summary.verdict {
+            print_verdict(v);
+        }
+        print!("{}", clean(&l4s_metrics::table::summary_tables(&r.summary)));
         let (st, wall) = (&r.stats, r.wall.as_secs_f64());
         match (&st.live, st.events) {
             (Some(li), _) => println!(
@@ -77,15 +84,23 @@ impl Progress for Shell {
 }
 
 /// Print the verdict: a headline, then warnings that explain themselves.
-fn print_verdict(v: &l4s_report::Verdict) {
-    let tag = match v.level {
-        l4s_report::Level::Good => "OK",
-        l4s_report::Level::Warn => "WARNING",
-        l4s_report::Level::Bad => "PROBLEM",
+fn print_verdict(v: &l4s_metrics::summary::VerdictSummary) {
+    let tag = match v.level.as_str() {
+        "good" => "OK",
+        "warn" => "WARNING",
+        _ => "PROBLEM",
     };
-    println!("{tag}: {}", v.headline);
-    for w in &v.warnings {
-        println!("  - [{}] {}", w.severity.as_str(), w.text);
+    println!("{tag}: {}", clean(&v.headline));
+    for w in &v.findings {
+        println!("  - [{}] {}", w.severity, clean(&w.text));
     }
     println!();
+}
+
+/// Text for the terminal: control characters (escape sequences a hostile scenario name
+/// could carry) become U+FFFD.
+pub fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() && c != '\n' { '\u{fffd}' } else { c })
+        .collect()
 }

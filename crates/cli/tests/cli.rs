@@ -864,3 +864,83 @@ cc = "cubic"
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn scripts_get_the_verdict_in_the_summary_json_on_stdout_and_an_exit_status() {
+    let d = tmpdir("scripts");
+    let good = d.join("good.toml");
+    std::fs::write(&good, GOOD).unwrap();
+    // The same traffic through a FIFO: L4S traffic that gets no marks while delay builds.
+    let bad = d.join("bad.toml");
+    std::fs::write(
+        &bad,
+        GOOD.replace(
+            "kind = \"dualpi2\"\nstep_thresh = \"1ms\"",
+            "kind = \"fifo\"\nlimit = 300",
+        ),
+    )
+    .unwrap();
+    let run = |f: &Path, out: &str, args: &[&str]| {
+        l4s()
+            .arg("run")
+            .arg(f)
+            .arg("--out")
+            .arg(d.join(out))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // --json: the summary, with its verdict, and nothing else on stdout.
+    let o = run(&good, "g", &["--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is the summary");
+    assert_eq!(v["verdict"]["level"], "good", "{}", v["verdict"]);
+    assert!(v["verdict"]["headline"].as_str().unwrap().contains("L4S working"));
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("g/summary.json")).unwrap()).unwrap();
+    assert_eq!(v, file);
+    // --fail-on: exit 3 when the verdict is that bad, 0 otherwise.
+    let o = run(&bad, "b", &["-q", "--fail-on", "problem"]);
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("fail-on:"));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("b/summary.json")).unwrap()).unwrap();
+    assert_eq!(s["verdict"]["level"], "bad");
+    let codes: Vec<&str> = s["verdict"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(!codes.is_empty(), "a PROBLEM names its findings");
+    assert_eq!(run(&good, "g", &["-q", "--fail-on", "warn"]).status.code(), Some(0));
+    // -q with variants: only the paths, each one that exists.
+    let both = d.join("both.toml");
+    std::fs::write(
+        &both,
+        format!("{GOOD}\n[[variants]]\nname = \"dualpi2\"\n\n[[variants]]\nname = \"fifo\"\nset = {{ \"topology.aqm\" = {{ kind = \"fifo\", limit = 300 }} }}\n"),
+    )
+    .unwrap();
+    let o = run(&both, "v", &["-q"]);
+    assert!(o.status.success());
+    let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for l in &lines {
+        assert!(Path::new(l).exists(), "{l:?} is not a path");
+    }
+    let o = run(&both, "v", &["--json", "--fail-on", "problem"]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["dualpi2"]["verdict"]["level"], "good");
+    assert_eq!(v["fifo"]["verdict"]["level"], "bad");
+}
+
+#[test]
+fn names_with_terminal_escapes_are_printed_harmless() {
+    let d = tmpdir("escapes");
+    let f = d.join("e.toml");
+    std::fs::write(&f, GOOD.replace("name = \"p\"", "name = \"p\\u001b[31mRED\"")).unwrap();
+    let o = l4s().arg("run").arg(&f).arg("--out").arg(d.join("o")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains('\u{1b}'), "an escape reached the terminal");
+    assert!(out.contains("p\u{fffd}[31mRED"), "{out}");
+}

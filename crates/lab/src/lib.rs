@@ -365,8 +365,12 @@ fn run_applied(
     progress.started(sc.duration, backend.name());
     let wall = Instant::now();
     let started = std::time::SystemTime::now();
-    let (summary, stats) = backend.run(sc, outputs, &mut |t| progress.time(t))?;
+    let (mut summary, stats) = backend.run(sc, outputs, &mut |t| progress.time(t))?;
     let elapsed = wall.elapsed();
+    // The verdict, from the summary and the time series as the report reads them, so that
+    // summary.json, the terminal and report.html say the same.
+    let snapshots = l4s_report::Snapshots::load(dir.dir()).ok().flatten();
+    summary.verdict = Some(l4s_report::verdict(&summary, snapshots.as_ref()).to_summary());
     let json =
         serde_json::to_vec_pretty(&summary).map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;
     let mut info = run_info(&stats, started, elapsed, &opts.command);

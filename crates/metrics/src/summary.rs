@@ -25,6 +25,29 @@ pub struct Summary {
     /// simulator, whose timing is exact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub testbed: Option<TestbedCheck>,
+    /// The verdict on the run, as the terminal and `report.html` give it, for scripts
+    /// (absent in summaries written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<VerdictSummary>,
+}
+
+/// The verdict of a run: its level, its headline and each finding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerdictSummary {
+    /// "good", "warn" or "bad".
+    pub level: String,
+    pub headline: String,
+    pub findings: Vec<Finding>,
+}
+
+/// One finding of a verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable, for scripts (e.g. "bleached-ecn", "starvation", "testbed-timing").
+    pub code: String,
+    /// "note", "warn" or "bad".
+    pub severity: String,
+    pub text: String,
 }
 
 /// The self-check of a live run: how late the testbed's own elements (the forwarders'
@@ -291,6 +314,7 @@ impl Summary {
             queues,
             classes,
             testbed: None,
+            verdict: None,
         }
     }
 

@@ -142,6 +142,23 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The verdict as `summary.json` records it.
+    pub fn to_summary(&self) -> l4s_metrics::summary::VerdictSummary {
+        l4s_metrics::summary::VerdictSummary {
+            level: self.level.as_str().to_string(),
+            headline: self.headline.clone(),
+            findings: self
+                .warnings
+                .iter()
+                .map(|w| l4s_metrics::summary::Finding {
+                    code: w.code.to_string(),
+                    severity: w.severity.as_str().to_string(),
+                    text: w.text.clone(),
+                })
+                .collect(),
+        }
+    }
+
     pub fn has(&self, code: &str) -> bool {
         self.warnings.iter().any(|w| w.code == code)
     }
