@@ -94,6 +94,23 @@ fn run(a: &RunArgs) -> ExitCode {
         eprintln!("error: --ipv6 applies to --pcap in the simulator (or to --backend live)");
         return ExitCode::from(2);
     }
+    // The simulator: the first SIGINT/SIGTERM stops the run at the time reached, whose
+    // results are written marked incomplete (exit 130); a second one exits at once (the
+    // results directory is written beside its place, so nothing half-written is left
+    // there). The live testbed installs its own handler below.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if !live {
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let r = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+                .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
+            if let Err(e) = r {
+                return fail(&l4s_lab::Error::new(
+                    l4s_lab::ErrorKind::Setup,
+                    format!("cannot install the interrupt handler: {e}"),
+                ));
+            }
+        }
+    }
     let opts = RunOptions {
         seed: a.seed,
         duration: a.duration,
@@ -104,6 +121,7 @@ fn run(a: &RunArgs) -> ExitCode {
         png: a.png,
         out: a.out.clone(),
         variants: a.variants.clone(),
+        stop: (!live).then(|| stop.clone()),
         ..RunOptions::default()
     };
     let mut backend: Box<dyn Backend> = if live {
@@ -180,6 +198,16 @@ fn run(a: &RunArgs) -> ExitCode {
                     );
                     return ExitCode::from(1);
                 }
+            }
+            // Stopped by a signal: what was written, and how to finish.
+            if let Some(r) = runs.runs.iter().find(|r| !r.summary.complete) {
+                eprintln!(
+                    "interrupted at {:.1} s of {:.1} s: results up to then written to {} (marked incomplete); run again for the whole run",
+                    r.summary.reached_s.unwrap_or(0.0),
+                    r.summary.scenario.duration_s,
+                    r.dir.display()
+                );
+                return ExitCode::from(130);
             }
             // --fail-on: the worst verdict of the runs against the threshold.
             let rank = |l: &str| match l {

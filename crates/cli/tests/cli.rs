@@ -944,3 +944,63 @@ fn names_with_terminal_escapes_are_printed_harmless() {
     assert!(!out.contains('\u{1b}'), "an escape reached the terminal");
     assert!(out.contains("p\u{fffd}[31mRED"), "{out}");
 }
+
+#[test]
+fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
+    let d = tmpdir("sigint");
+    let f = d.join("long.toml");
+    std::fs::write(&f, GOOD.replace("duration = \"3s\"", "duration = \"3600s\"")).unwrap();
+    let out = d.join("out");
+    let child = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("interrupted at") && err.contains("marked incomplete"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["complete"], false);
+    let reached = s["reached_s"].as_f64().unwrap();
+    assert!(reached > 1.0 && reached < 3600.0, "{reached}");
+    assert_eq!(s["scenario"]["duration_s"], 3600.0);
+    assert!(out.join("report.html").is_file() && out.join("distributions.csv").is_file());
+    // Two signals: the second exits at once, leaving no results directory half-written.
+    let out2 = d.join("out2");
+    let child = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out2)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let pid = child.id().to_string();
+    for _ in 0..2 {
+        assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    }
+    let t = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    assert!(
+        !out2.exists() || out2.join("summary.json").is_file(),
+        "no half-written results"
+    );
+}

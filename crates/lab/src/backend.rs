@@ -63,7 +63,6 @@ impl Backend for Simulator {
         outputs: Outputs,
         progress: &mut dyn FnMut(Time),
     ) -> Result<(Summary, RunStats), Error> {
-        let duration = sc.duration;
         let (summary, st) = l4s_sim::run(sc, outputs.into(), progress).map_err(|e| match e {
             l4s_sim::RunError::Input(m) => Error::input(m),
             l4s_sim::RunError::Output(m) => Error::output(m),
@@ -72,7 +71,8 @@ impl Backend for Simulator {
             summary,
             RunStats {
                 backend: "sim",
-                duration,
+                // The time simulated: the scenario's duration, or less when stopped.
+                duration: st.simulated,
                 bottleneck_packets: st.bottleneck_packets,
                 events: Some(st.events),
                 live: None,

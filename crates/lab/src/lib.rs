@@ -78,6 +78,10 @@ pub struct RunOptions {
     /// Lock the results directory while the run writes it (default), so that a second run
     /// into it is refused; a campaign, which locks its whole store, does not.
     pub lock_out: bool,
+    /// Set (by a Ctrl-C handler, say) to stop the simulator at the time reached: the run's
+    /// results are written up to then and marked incomplete (`summary.json` `complete:
+    /// false`, `reached_s`), and no further variant starts.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for RunOptions {
@@ -96,6 +100,7 @@ impl Default for RunOptions {
             command: std::env::args().collect(),
             keep_csv: true,
             lock_out: true,
+            stop: None,
         }
     }
 }
@@ -276,11 +281,18 @@ pub fn run_text(
             progress,
             Some(&manifest.set),
         )?;
-        manifest.done.push(name.clone());
-        manifest.complete = manifest.done.len() == manifest.variants.len();
-        write_manifest(&manifest)?;
+        let stopped = !run.summary.complete;
+        if !stopped {
+            manifest.done.push(name.clone());
+            manifest.complete = manifest.done.len() == manifest.variants.len();
+            write_manifest(&manifest)?;
+        }
         run.variant = Some(name);
         runs.push(run);
+        if stopped {
+            // Stopped: the set stays incomplete and is not compared.
+            return Ok(Runs { runs, compare: None });
+        }
     }
     let dirs: Vec<PathBuf> = runs.iter().map(|r| r.dir.clone()).collect();
     let page = base.join("compare.html");
@@ -343,6 +355,7 @@ fn run_applied(
     };
     let mut outputs = Outputs {
         distributions: Some(open("distributions.csv").map_err(cannot)?),
+        stop: opts.stop.clone(),
         ..Default::default()
     };
     if !opts.snapshot_interval.is_zero() {

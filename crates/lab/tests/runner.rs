@@ -388,3 +388,56 @@ fn an_interrupted_variant_run_leaves_an_incomplete_set_that_compare_and_the_repo
     assert!(html.contains("not from the latest run"), "the report says so too");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_stopped_simulation_writes_its_results_up_to_then_marked_incomplete() {
+    let d = tmp("stop");
+    let out = d.join("out");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let opts = RunOptions {
+        out: Some(out.clone()),
+        stop: Some(stop),
+        ..RunOptions::default()
+    };
+    let runs = run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &opts, &mut NoProgress).unwrap();
+    // Stopped in the first variant: the second does not start, nothing is compared.
+    assert_eq!(runs.runs.len(), 1);
+    assert!(runs.compare.is_none());
+    let r = &runs.runs[0];
+    assert!(!r.summary.complete);
+    let reached = r.summary.reached_s.unwrap();
+    assert!(reached > 0.0 && reached < 3.0, "{reached}");
+    assert_eq!(r.summary.scenario.duration_s, 3.0);
+    assert!(r.stats.duration.as_secs_f64() < 3.0);
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(r.dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(written["complete"], false);
+    assert_eq!(written["reached_s"], reached);
+    let v = r.summary.verdict.as_ref().unwrap();
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.code == "incomplete" && f.text.contains("stopped at")),
+        "{v:?}"
+    );
+    let html = std::fs::read_to_string(r.dir.join("report.html")).unwrap();
+    assert!(html.contains("the run was stopped at"));
+    let m = l4s_report::variant_set::VariantSet::read(&out).unwrap();
+    assert!(!m.complete && m.done.is_empty());
+    // A complete run has neither key.
+    let full = run_text(
+        TINY,
+        Path::new("tiny.toml"),
+        &mut Simulator,
+        &RunOptions {
+            out: Some(d.join("full")),
+            report: false,
+            ..RunOptions::default()
+        },
+        &mut NoProgress,
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(full.runs[0].dir.join("summary.json")).unwrap();
+    assert!(!text.contains("\"complete\"") && !text.contains("reached_s"));
+    let _ = std::fs::remove_dir_all(&d);
+}

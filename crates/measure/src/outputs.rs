@@ -21,4 +21,8 @@ pub struct Outputs {
     /// The bottleneck's egress as pcap (writer, IPv6 addresses); only a backend that
     /// sees whole packets writes it (the simulator).
     pub pcap: Option<(Box<dyn Write>, bool)>,
+    /// Set to end the run early (Ctrl-C): the simulator stops at the time reached and
+    /// writes what it measured until then, marked incomplete. The live testbed has its own
+    /// interrupt and ignores this.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }

@@ -25,10 +25,25 @@ pub struct Summary {
     /// simulator, whose timing is exact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub testbed: Option<TestbedCheck>,
+    /// False for a run stopped before its end (Ctrl-C): its figures cover the statistics
+    /// window up to `reached_s`. Written only when false.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub complete: bool,
+    /// Where a stopped run ended (s); absent for a complete run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached_s: Option<f64>,
     /// The verdict on the run, as the terminal and `report.html` give it, for scripts
     /// (absent in summaries written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<VerdictSummary>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// The verdict of a run: its level, its headline and each finding.
@@ -314,6 +329,8 @@ impl Summary {
             queues,
             classes,
             testbed: None,
+            complete: true,
+            reached_s: None,
             verdict: None,
         }
     }

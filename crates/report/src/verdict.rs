@@ -327,6 +327,7 @@ const RULES: &[Rule] = &[
     Rule::once("few_samples_p999", "few-samples-p999", few_samples_p999),
     Rule::once("few_samples_p9999", "few-samples-p9999", few_samples_p9999),
     Rule::once("testbed_timing", "testbed-timing", testbed_timing),
+    Rule::once("incomplete", "incomplete", incomplete),
 ];
 
 /// Compute the verdict. `snaps`, when given, adds per-interval detail to some warnings.
@@ -846,6 +847,30 @@ fn testbed_timing(cx: &Context) -> Option<Warning> {
             t.late_share * 100.0,
             ms(t.worst_p999_ms),
             ms(t.max_ms)
+        ),
+    })
+}
+
+/// `incomplete`: the run was stopped (Ctrl-C) before its end; its figures cover the
+/// statistics window up to the time reached only.
+fn incomplete(cx: &Context) -> Option<Warning> {
+    if cx.s.complete {
+        return None;
+    }
+    let sc = &cx.s.scenario;
+    let reached = cx.s.reached_s.unwrap_or(sc.duration_s);
+    let from = if reached < sc.warmup_s { 0.0 } else { sc.warmup_s };
+    Some(Warning {
+        code: "incomplete",
+        severity: Severity::Warn,
+        text: format!(
+            "the run was stopped at {reached:.1} s of {:.1} s: these figures cover {from:.1}–{reached:.1} s only{}",
+            sc.duration_s,
+            if reached < sc.warmup_s {
+                " (the warm-up had not ended, so they include it)"
+            } else {
+                ""
+            }
         ),
     })
 }

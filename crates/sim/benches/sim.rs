@@ -83,6 +83,7 @@ fn run_with(file: &str, duration: Option<Dur>, outputs: bool) -> Result {
         distributions: outputs.then(|| Box::new(std::io::sink()) as Box<dyn std::io::Write>),
         pcap: None,
         timeline: None,
+        stop: None,
     };
     let (summary, stats) = l4s_sim::run(sc, opts, &mut |_| {}).expect("run");
     let wall = t.elapsed().as_secs_f64();

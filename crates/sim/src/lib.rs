@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub pcap: Option<(Box<dyn std::io::Write>, bool)>,
     /// Record every data packet's life (see [`timeline`]).
     pub timeline: Option<Box<dyn timeline::TimelineSink>>,
+    /// Set to stop the run at the time reached (see [`l4s_measure::Outputs::stop`]).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl From<l4s_measure::Outputs> for RunOptions {
@@ -58,6 +60,7 @@ impl From<l4s_measure::Outputs> for RunOptions {
             distributions: o.distributions,
             pcap: o.pcap,
             timeline: o.timeline,
+            stop: o.stop,
         }
     }
 }
@@ -108,7 +111,7 @@ pub fn run(
     if let Some(sink) = opts.timeline {
         sim.enable_timeline(sink);
     }
-    sim.run(progress);
+    sim.run_until_stopped(progress, opts.stop.as_deref());
     sim.finish_timeline()
         .map_err(|e| out(format!("cannot write the packet timeline: {e}")))?;
     sim.finish_pcap()
@@ -125,7 +128,13 @@ pub fn run(
         bottleneck_packets: sim.bottleneck_packets(),
         simulated: Dur(sim.end.as_nanos()),
     };
-    let summary = sim.summary();
+    let mut summary = sim.summary();
+    if let Some(reached) = sim.interrupted_at {
+        summary.complete = false;
+        summary.reached_s = Some(l4s_metrics::hist::round6(reached.as_secs_f64()));
+        // The scenario's duration stays what was asked for; the window ends where it stopped.
+        summary.scenario.duration_s = l4s_metrics::hist::round6(sim.scenario.duration.as_secs_f64());
+    }
     Ok((summary, stats))
 }
 

@@ -62,6 +62,8 @@ pub struct Sim {
     pub(crate) now: Time,
     pub(crate) end: Time,
     pub(crate) window_start: Time,
+    /// Where a stopped run ended ([`Sim::run_until_stopped`]).
+    pub interrupted_at: Option<Time>,
     pub(crate) q: EventQueue,
     pub(crate) links: Vec<LinkRt>,
     pub(crate) flows: Vec<FlowRt>,
@@ -147,6 +149,7 @@ impl Sim {
             now: Time::ZERO,
             end,
             window_start,
+            interrupted_at: None,
             q: EventQueue::default(),
             links,
             flows,
@@ -187,9 +190,31 @@ impl Sim {
     /// Run to the end of the scenario. `progress` is called about every simulated second
     /// with the current simulated time.
     pub fn run(&mut self, progress: &mut dyn FnMut(Time)) {
+        self.run_until_stopped(progress, None);
+    }
+
+    /// [`Sim::run`], ending early once `stop` is set (looked at every 65 536 events and
+    /// every simulated second): the
+    /// run then ends at the time reached, which [`Sim::interrupted_at`] records, and the
+    /// results cover the statistics window up to it (from the start of the run when the
+    /// warm-up had not ended).
+    pub fn run_until_stopped(&mut self, progress: &mut dyn FnMut(Time), stop: Option<&std::sync::atomic::AtomicBool>) {
         let mut next_progress = Time::from_secs(1);
+        let mut n: u32 = 0;
         while let Some((t, ev)) = self.q.pop_until(self.end) {
             self.now = t;
+            n = n.wrapping_add(1);
+            if (n & 0xffff == 0 || t >= next_progress)
+                && stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                self.interrupted_at = Some(t);
+                self.end = t;
+                if t < self.window_start {
+                    // The warm-up had not ended: the meters have counted from the start.
+                    self.window_start = Time::ZERO;
+                }
+                break;
+            }
             if t >= next_progress {
                 progress(t);
                 next_progress = Time(t.as_nanos() - t.as_nanos() % 1_000_000_000) + Dur::from_secs(1);

@@ -47,6 +47,7 @@ fn snapshots_and_distributions_match_the_summary() {
         distributions: Some(Box::new(d.clone())),
         pcap: None,
         timeline: None,
+        stop: None,
     };
     let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
     // Flow rows: 120 intervals x 3 flows, plus the header; every row as wide as the header.

@@ -53,6 +53,7 @@ fn cubic_after_burst_loss_and_rto_refills_the_link_within_a_second() {
         distributions: None,
         pcap: None,
         timeline: None,
+        stop: None,
     };
     let (summary, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
     let text = String::from_utf8(f.0.lock().unwrap().clone()).unwrap();

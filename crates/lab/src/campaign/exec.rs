@@ -228,6 +228,8 @@ impl Session {
             command: opts.command.clone(),
             keep_csv: false,
             lock_out: false,
+            // A campaign stops between runs: a run cut short is never stored as done.
+            stop: None,
         };
         Ok(Session {
             spec,
