@@ -48,6 +48,8 @@
 //!     samples (and its p99.9 on enough).
 //! 14. `testbed-timing`, warn: a live run's own timing check says the host held the
 //!     testbed back.
+//! 15. `incomplete`, warn: the run was stopped before its end (Ctrl-C); its figures cover
+//!     the statistics window up to the time reached.
 //!
 //! The headline sums up the L4S and classic one-way delay p99 at the bottleneck ("L4S
 //! working", "L4S degraded: marked but queued", "L4S not working: ECT(1) traffic got no
@@ -1396,6 +1398,7 @@ mod rule_tests {
                 ("few_samples_p999", "few-samples-p999"),
                 ("few_samples_p9999", "few-samples-p9999"),
                 ("testbed_timing", "testbed-timing"),
+                ("incomplete", "incomplete"),
             ]
         );
         let s = synth::healthy_dualpi2();
@@ -1681,6 +1684,21 @@ mod rule_tests {
             "p99.99 rests on fewer than 10 000 samples for RTT of 'prague' (9 999): it is in effect the maximum \
              (p99.9 is sound)."
         );
+    }
+
+    #[test]
+    fn incomplete_only_when_stopped() {
+        let mut s = with_flows(&[PRAGUE]);
+        assert_eq!(run(incomplete, &s), None);
+        s.complete = false;
+        s.reached_s = Some(23.45);
+        let t = fires(incomplete, &s, "incomplete", Severity::Warn);
+        assert!(t.starts_with("the run was stopped at 23.4 s of"), "{t}");
+        let want = format!("cover {:.1}–23.4 s only", s.scenario.warmup_s);
+        assert!(t.contains(&want), "{t}");
+        s.reached_s = Some(s.scenario.warmup_s / 2.0);
+        let t = fires(incomplete, &s, "incomplete", Severity::Warn);
+        assert!(t.contains("the warm-up had not ended"), "{t}");
     }
 
     #[test]
