@@ -66,8 +66,16 @@ pub enum Cmd {
     Trace(TraceCmd),
     /// Check a scenario file without running it.
     Check {
-        /// Scenario file (TOML)
-        scenario: PathBuf,
+        /// Scenario files (TOML); each is checked, every variant of each
+        #[arg(required = true, num_args = 1..)]
+        scenarios: Vec<PathBuf>,
+        /// Set a scenario key as in [[variants]], e.g. --set topology.rate=50Mbit
+        /// (repeatable; VALUE is TOML, or else a string)
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set_arg)]
+        set: Vec<(String, String)>,
+        /// The warm-up (statistics start after it), e.g. 5s: as --set scenario.warmup=5s
+        #[arg(long, value_parser = parse_dur)]
+        warmup: Option<Dur>,
     },
     /// Answer `l4s ecn-check` probes: a UDP reflector that reports the ECN codepoint each
     /// probe arrived with and replies with the codepoint the probe was sent with. Never an
@@ -106,8 +114,18 @@ pub enum TraceCmd {
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// Scenario file (TOML), e.g. scenarios/dumbbell-dualpi2.toml
-    pub scenario: PathBuf,
+    /// Scenario files (TOML), e.g. scenarios/dumbbell-dualpi2.toml; several run one after
+    /// the other, each into results/<its name>
+    #[arg(required = true, num_args = 1..)]
+    pub scenarios: Vec<PathBuf>,
+    /// Set a scenario key as in [[variants]], e.g. --set topology.rate=50Mbit or
+    /// --set flows.bulk.cc=cubic (repeatable; applied after a variant's own keys; VALUE is
+    /// TOML, or else a string)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set_arg)]
+    pub set: Vec<(String, String)>,
+    /// The warm-up (statistics start after it), e.g. 5s: as --set scenario.warmup=5s
+    #[arg(long, value_parser = parse_dur)]
+    pub warmup: Option<Dur>,
     /// Results directory (default: results/<scenario name>). An earlier l4s-lab
     /// results directory there is replaced; any other existing path is refused.
     #[arg(long)]
@@ -179,6 +197,25 @@ fn parse_interval_arg(s: &str) -> Result<Dur, String> {
         "0" | "off" | "none" => Ok(Dur::ZERO),
         other => parse_dur(other),
     }
+}
+
+/// `KEY=VALUE` of `--set`.
+fn parse_set_arg(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!(
+            "expected KEY=VALUE with a scenario key path, such as topology.rate=50Mbit, found {s:?}"
+        )),
+    }
+}
+
+/// `--set` with `--warmup` folded in.
+pub fn sets(set: &[(String, String)], warmup: Option<Dur>) -> Vec<(String, String)> {
+    let mut v = set.to_vec();
+    if let Some(w) = warmup {
+        v.push(("scenario.warmup".into(), format!("\"{}ns\"", w.as_nanos())));
+    }
+    v
 }
 
 fn parse_duration_arg(s: &str) -> Result<Dur, String> {

@@ -58,23 +58,34 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(&e),
         },
-        Cmd::Check { scenario } => match l4s_scenario::load_variants(&scenario) {
-            Ok(v) => {
-                for (name, s) in &v {
-                    println!(
-                        "{}{}: ok ({} nodes, {} links, {} flows, {} simulated)",
-                        scenario.display(),
-                        name.as_ref().map(|n| format!(" [variant {n}]")).unwrap_or_default(),
-                        s.nodes.len(),
-                        s.links.len(),
-                        s.flows.len(),
-                        s.duration
-                    );
+        Cmd::Check { scenarios, set, warmup } => {
+            let sets = args::sets(&set, warmup);
+            let mut code = ExitCode::SUCCESS;
+            for scenario in &scenarios {
+                let v = std::fs::read_to_string(scenario)
+                    .map_err(|e| {
+                        l4s_lab::Error::input(format!("{}: cannot read the scenario file: {e}", scenario.display()))
+                    })
+                    .and_then(|t| l4s_scenario::variants_with(&t, scenario, &sets).map_err(l4s_lab::Error::from));
+                match v {
+                    Ok(v) => {
+                        for (name, s) in &v {
+                            println!(
+                                "{}{}: ok ({} nodes, {} links, {} flows, {} simulated)",
+                                scenario.display(),
+                                name.as_ref().map(|n| format!(" [variant {n}]")).unwrap_or_default(),
+                                s.nodes.len(),
+                                s.links.len(),
+                                s.flows.len(),
+                                s.duration
+                            );
+                        }
+                    }
+                    Err(e) => code = fail(&e),
                 }
-                ExitCode::SUCCESS
             }
-            Err(e) => fail(&e.into()),
-        },
+            code
+        }
         Cmd::Campaign(c) => campaign::main(&c),
         Cmd::Router(args) => l4s_fwd::cli::router_main(&args),
         Cmd::Cleanup { run, force } => l4s_live::cli::cleanup_main(run.as_deref(), force),
@@ -89,6 +100,21 @@ fn fail(e: &l4s_lab::Error) -> ExitCode {
 }
 
 fn run(a: &RunArgs) -> ExitCode {
+    if a.scenarios.len() > 1 && a.out.is_some() {
+        return fail(&l4s_lab::Error::input(
+            "--out names one results directory: with several scenario files, leave it out (each goes to results/<its name>)",
+        ));
+    }
+    for f in &a.scenarios {
+        let code = run_one(a, f);
+        if code != ExitCode::SUCCESS {
+            return code;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn run_one(a: &RunArgs, scenario: &std::path::Path) -> ExitCode {
     let live = a.backend == BackendArg::Live;
     if !live && a.ipv6 && !a.pcap {
         eprintln!("error: --ipv6 applies to --pcap in the simulator (or to --backend live)");
@@ -121,6 +147,7 @@ fn run(a: &RunArgs) -> ExitCode {
         png: a.png,
         out: a.out.clone(),
         variants: a.variants.clone(),
+        set: args::sets(&a.set, a.warmup),
         stop: (!live).then(|| stop.clone()),
         ..RunOptions::default()
     };
@@ -159,7 +186,7 @@ fn run(a: &RunArgs) -> ExitCode {
         json: a.json,
         bar: indicatif::ProgressBar::hidden(),
     };
-    match l4s_lab::run_file(&a.scenario, &mut *backend, &opts, &mut shell) {
+    match l4s_lab::run_file(scenario, &mut *backend, &opts, &mut shell) {
         Ok(runs) => {
             if a.json {
                 let v = match &runs.compare {

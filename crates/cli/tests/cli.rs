@@ -1004,3 +1004,84 @@ fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
         "no half-written results"
     );
 }
+
+#[test]
+fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
+    let d = tmpdir("set");
+    let a = d.join("a.toml");
+    let b = d.join("b.toml");
+    std::fs::write(&a, GOOD).unwrap();
+    std::fs::write(&b, GOOD.replace("name = \"tiny\"", "name = \"tiny-b\"")).unwrap();
+    // --set with a plain string, a TOML number and a table; --warmup.
+    let o = l4s()
+        .arg("run")
+        .arg(&a)
+        .arg("--out")
+        .arg(d.join("o"))
+        .args(["--set", "topology.rate=10Mbit", "--set", "flows.probe.pps=20"])
+        .args([
+            "--set",
+            "topology.aqm={ kind = \"fifo\", limit = 100 }",
+            "--warmup",
+            "2s",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["queues"][0]["rate_bps"], 10_000_000);
+    assert_eq!(s["queues"][0]["aqm"], "fifo");
+    assert_eq!(s["scenario"]["warmup_s"], 2.0);
+    // 20 probes a second of 200 B (the default size).
+    assert!(
+        (s["flows"][1]["throughput_bps"].as_f64().unwrap() - 20.0 * 8.0 * 200.0).abs() < 3000.0,
+        "{}",
+        s["flows"][1]
+    );
+    // A bad key names --set and the key; a bad value names the scenario key.
+    let o = l4s()
+        .arg("check")
+        .arg(&a)
+        .args(["--set", "topology.rat=1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("topology.rat: unknown field `rat`") && err.contains("(set by --set topology.rat)"),
+        "{err}"
+    );
+    let o = l4s()
+        .arg("check")
+        .arg(&a)
+        .args(["--set", "flows.nope.cc=cubic"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--set flows.nope.cc: no flow named \"nope\""));
+    let o = l4s().arg("check").arg(&a).args(["--set", "novalue"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected KEY=VALUE"));
+    // Several files: each checked; each run into results/<its name> (here via cwd).
+    let o = l4s().arg("check").arg(&a).arg(&b).output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
+    let o = l4s()
+        .current_dir(&d)
+        .args(["run", "-q", "a.toml", "b.toml"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.join("results/tiny/summary.json").is_file() && d.join("results/tiny-b/summary.json").is_file());
+    let o = l4s()
+        .arg("run")
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(d.join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("several scenario files"));
+}

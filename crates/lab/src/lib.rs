@@ -78,6 +78,9 @@ pub struct RunOptions {
     /// Lock the results directory while the run writes it (default), so that a second run
     /// into it is refused; a campaign, which locks its whole store, does not.
     pub lock_out: bool,
+    /// Scenario keys to set in every run (`--set KEY=VALUE`: the paths of `[[variants]]`,
+    /// applied after a variant's own keys; a value that is not TOML is a string).
+    pub set: Vec<(String, String)>,
     /// Set (by a Ctrl-C handler, say) to stop the simulator at the time reached: the run's
     /// results are written up to then and marked incomplete (`summary.json` `complete:
     /// false`, `reached_s`), and no further variant starts.
@@ -100,6 +103,7 @@ impl Default for RunOptions {
             command: std::env::args().collect(),
             keep_csv: true,
             lock_out: true,
+            set: Vec::new(),
             stop: None,
         }
     }
@@ -167,7 +171,7 @@ pub fn run_text(
     opts: &RunOptions,
     progress: &mut dyn Progress,
 ) -> Result<Runs, Error> {
-    let mut variants = l4s_scenario::variants_of(text, path)?;
+    let mut variants = l4s_scenario::variants_with(text, path, &opts.set)?;
     if !opts.variants.is_empty() {
         let names: Vec<String> = variants.iter().filter_map(|v| v.0.clone()).collect();
         if names.is_empty() {

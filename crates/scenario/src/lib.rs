@@ -20,7 +20,7 @@ pub use error::ScenarioError;
 pub use l4s_link::{Fault, FaultKind, LossModel, RateSchedule};
 pub use load::{load_file, load_str, parse_toml};
 pub use routes::Routes;
-pub use variants::{load_variants, set_path, variant_texts, variants_of, Variant};
+pub use variants::{load_variants, set_path, variant_texts, variants_of, variants_with, Variant};
 
 use l4s_aqm::config::AqmConfig;
 use l4s_core::{Dur, Ecn, Rate};

@@ -42,21 +42,55 @@ pub fn load_variants(path: &Path) -> Result<Vec<Variant>, ScenarioError> {
 
 /// Expand the variants of scenario text (`file` names it in errors).
 pub fn variants_of(text: &str, file: &Path) -> Result<Vec<Variant>, ScenarioError> {
+    variants_with(text, file, &[])
+}
+
+/// [`variants_of`] with keys set in every variant after its own `set` (`--set KEY=VALUE`
+/// on the command line): `VALUE` is TOML (`50`, `true`, `"50Mbit"`, `{ kind = "fifo" }`),
+/// or else a string (`50Mbit`).
+pub fn variants_with(text: &str, file: &Path, sets: &[(String, String)]) -> Result<Vec<Variant>, ScenarioError> {
     let Ok(doc) = text.parse::<DocumentMut>() else {
         // Let the ordinary loader report the syntax error with its line.
         return crate::load_str(text, file).map(|s| vec![(None, s)]);
     };
     let mut out = Vec::new();
     for (name, text) in variant_texts(doc, file)? {
+        let text = if sets.is_empty() {
+            text
+        } else {
+            let mut d: DocumentMut = text.parse().map_err(|e| err(file, "", format!("{e}")))?;
+            for (k, v) in sets {
+                set_path(&mut d, k, set_value(v)).map_err(|m| err(file, &format!("--set {k}"), m))?;
+            }
+            d.to_string()
+        };
         let sc = crate::load_str(&text, file).map_err(|mut e| {
             if let Some(name) = &name {
                 e.message = format!("in variant {name:?}: {}", e.message);
+            }
+            // The key is not in the file as written: say where it came from.
+            if let Some((k, _)) = sets
+                .iter()
+                .find(|(k, _)| !e.key.is_empty() && (e.key.starts_with(k.as_str()) || k.starts_with(e.key.as_str())))
+            {
+                e.message = format!("{} (set by --set {k})", e.message);
             }
             e
         })?;
         out.push((name, sc));
     }
     Ok(out)
+}
+
+/// A `--set` value: TOML where it is TOML, else the text as a string.
+fn set_value(v: &str) -> Item {
+    match format!("x = {v}").parse::<DocumentMut>() {
+        Ok(d) => match d.get("x") {
+            Some(Item::Value(x)) => Item::Value(x.clone()),
+            _ => toml_edit::value(v),
+        },
+        Err(_) => toml_edit::value(v),
+    }
 }
 
 /// The text of each variant of a scenario document (the document itself, as one unnamed

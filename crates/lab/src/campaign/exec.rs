@@ -228,6 +228,7 @@ impl Session {
             command: opts.command.clone(),
             keep_csv: false,
             lock_out: false,
+            set: Vec::new(),
             // A campaign stops between runs: a run cut short is never stored as done.
             stop: None,
         };
