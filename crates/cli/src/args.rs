@@ -195,7 +195,16 @@ pub enum BackendArg {
 fn parse_interval_arg(s: &str) -> Result<Dur, String> {
     match s.trim() {
         "0" | "off" | "none" => Ok(Dur::ZERO),
-        other => parse_dur(other),
+        other => {
+            let d = parse_dur(other)?;
+            if d < l4s_lab::MIN_SNAPSHOT_INTERVAL {
+                return Err(format!(
+                    "{other:?}: the time series is written at most every {} (its rows have millisecond times); 0 turns it off",
+                    l4s_lab::MIN_SNAPSHOT_INTERVAL
+                ));
+            }
+            Ok(d)
+        }
     }
 }
 

@@ -36,6 +36,9 @@ impl Progress for Shell {
         b.set_prefix(format!("{:.1} s", total.as_secs_f64()));
         self.bar = b;
     }
+    fn notice(&mut self, message: &str) {
+        self.bar.suspend(|| eprintln!("note: {}", clean(message)));
+    }
     fn time(&mut self, t: Time) {
         self.bar.set_position(t.as_nanos() / 1_000_000);
         self.bar.set_message(format!("{:.1} s", t.as_secs_f64()));

@@ -1085,3 +1085,27 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("several scenario files"));
 }
+
+#[test]
+fn absurd_intervals_and_durations_get_plain_messages() {
+    let d = tmpdir("absurd");
+    let f = d.join("a.toml");
+    std::fs::write(&f, GOOD).unwrap();
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["--snapshot-interval", "1ns"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("at most every 1ms"));
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["--duration", "1e400s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is too large") && !err.contains("negative"), "{err}");
+}

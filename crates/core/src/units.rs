@@ -39,8 +39,11 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
     let bits = v * mult * if bytes { 8.0 } else { 1.0 };
-    if !bits.is_finite() || bits < 0.0 {
+    if bits.is_nan() || bits < 0.0 {
         return Err(format!("expected {expected}, found {s:?}"));
+    }
+    if !bits.is_finite() {
+        return Err(format!("rate {s:?} is too large"));
     }
     if bits > u64::MAX as f64 {
         return Err(format!("rate {s:?} is too large"));
@@ -63,10 +66,13 @@ pub fn parse_dur(s: &str) -> Result<Dur, String> {
         _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
     let ns = v * mult;
-    if !ns.is_finite() || ns < 0.0 {
+    if ns.is_nan() || ns < 0.0 {
         return Err(format!(
             "expected {expected}, found {s:?} (durations cannot be negative)"
         ));
+    }
+    if !ns.is_finite() {
+        return Err(format!("duration {s:?} is too large"));
     }
     if ns > u64::MAX as f64 {
         return Err(format!("duration {s:?} is too large"));
@@ -89,8 +95,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
     let b = v * mult;
-    if !b.is_finite() || b < 0.0 {
+    if b.is_nan() || b < 0.0 {
         return Err(format!("expected {expected}, found {s:?} (sizes cannot be negative)"));
+    }
+    if !b.is_finite() {
+        return Err(format!("size {s:?} is too large"));
     }
     if b > u64::MAX as f64 {
         return Err(format!("size {s:?} is too large"));

@@ -47,6 +47,52 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// The shortest interval of the time series: its rows carry millisecond times.
+pub const MIN_SNAPSHOT_INTERVAL: Dur = Dur::from_millis(1);
+
+/// Bottleneck packets the simulator forwards per wall-clock second on a machine of this
+/// project's kind (`cargo bench -p l4s-sim`: 0.95–1.2 M): what the expected wall time of a
+/// long run is estimated from.
+const SIM_PACKETS_PER_SECOND: f64 = 1.0e6;
+
+/// What a person should know before a run starts: the size of its time series when it is
+/// large, and its expected wall time when it is long (the simulator only).
+fn notices(sc: &Scenario, opts: &RunOptions, backend: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let secs = sc.duration.as_secs_f64();
+    if !opts.snapshot_interval.is_zero() {
+        let rows = secs / opts.snapshot_interval.as_secs_f64() * (sc.flows.len() + sc.links.len()) as f64;
+        // About 110 bytes a row in CSV, and about as much again as Parquet.
+        let bytes = rows * 220.0;
+        if bytes > 100e6 {
+            out.push(format!(
+                "this run will write about {:.0} MB of time series (a row per flow and queue every {}); --snapshot-interval 1s or 0 writes less",
+                bytes / 1e6,
+                opts.snapshot_interval
+            ));
+        }
+    }
+    if backend == "sim" {
+        let bits: f64 = sc
+            .links
+            .iter()
+            .filter(|l| l.bottleneck)
+            .filter_map(|l| l.rate)
+            .map(|r| r.bits_per_sec() as f64)
+            .sum();
+        let wall = bits * secs / (1500.0 * 8.0) / SIM_PACKETS_PER_SECOND;
+        if wall > 3600.0 {
+            out.push(format!(
+                "this run is expected to take about {:.1} hours of wall time ({} simulated at {:.0} Mbit/s of bottlenecks, about 1 M packets per second here); Ctrl-C stops it and keeps the results up to then",
+                wall / 3600.0,
+                sc.duration,
+                bits / 1e6
+            ));
+        }
+    }
+    out
+}
+
 /// How to run and what to write.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -143,6 +189,8 @@ pub trait Progress {
     fn started(&mut self, _total: Dur, _backend: &str) {}
     /// The run has reached `t`.
     fn time(&mut self, _t: Time) {}
+    /// Something a person should know before the run goes on (a large output, a long run).
+    fn notice(&mut self, _message: &str) {}
     /// A run finished and its results are committed.
     fn finished(&mut self, _run: &Run) {}
 }
@@ -350,6 +398,15 @@ fn run_applied(
     }
     // Refuse what cannot run, and a foreign output path, before spending time running.
     backend.preflight(&sc)?;
+    if !opts.snapshot_interval.is_zero() && opts.snapshot_interval < MIN_SNAPSHOT_INTERVAL {
+        return Err(Error::input(format!(
+            "snapshot interval {}: the time series is written at most every {MIN_SNAPSHOT_INTERVAL} (its rows have millisecond times)",
+            opts.snapshot_interval
+        )));
+    }
+    for n in notices(&sc, opts, backend.name()) {
+        progress.notice(&n);
+    }
     let dir = ResultsDir::create_with(out, opts.lock_out).map_err(|e| Error::input(e.to_string()))?;
     let cannot = |e: std::io::Error| Error::output(format!("cannot write results to {}: {e}", out.display()));
     let open = |name: &str| -> std::io::Result<Box<dyn Write>> {

@@ -441,3 +441,57 @@ fn a_stopped_simulation_writes_its_results_up_to_then_marked_incomplete() {
     assert!(!text.contains("\"complete\"") && !text.contains("reached_s"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_tiny_interval() {
+    #[derive(Default)]
+    struct Notes(Vec<String>);
+    impl Progress for Notes {
+        fn notice(&mut self, m: &str) {
+            self.0.push(m.to_string());
+        }
+    }
+    let d = tmp("notices");
+    let long = TINY
+        .replace("duration = \"3s\"", "duration = \"100000s\"")
+        .replace("rate = \"20Mbit\"", "rate = \"1Gbit\"");
+    // Stopped at once: only what is said before it starts matters here.
+    let opts = RunOptions {
+        out: Some(d.join("o")),
+        report: false,
+        variants: vec!["l4s".into()],
+        snapshot_interval: l4s_core::Dur::from_millis(1),
+        stop: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true))),
+        ..RunOptions::default()
+    };
+    let mut notes = Notes::default();
+    run_text(&long, Path::new("long.toml"), &mut Simulator, &opts, &mut notes).unwrap();
+    assert_eq!(notes.0.len(), 2, "{:?}", notes.0);
+    assert!(notes.0[0].contains("MB of time series"), "{}", notes.0[0]);
+    assert!(
+        notes.0[1].contains("hours of wall time") && notes.0[1].contains("Ctrl-C"),
+        "{}",
+        notes.0[1]
+    );
+    // The shipped 60 s scenario says nothing.
+    let mut quiet = Notes::default();
+    let o = RunOptions {
+        out: Some(d.join("q")),
+        report: false,
+        variants: vec!["l4s".into()],
+        ..RunOptions::default()
+    };
+    run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &o, &mut quiet).unwrap();
+    assert!(quiet.0.is_empty());
+    // An interval below a millisecond is refused before anything is written.
+    let bad = RunOptions {
+        out: Some(d.join("b")),
+        snapshot_interval: l4s_core::Dur(1),
+        ..RunOptions::default()
+    };
+    let e = run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &bad, &mut NoProgress).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(e.message.contains("at most every 1ms"), "{e}");
+    assert!(!d.join("b").join("l4s").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
