@@ -13,6 +13,14 @@
 //! until the flow stops) with `pause` (or a uniform draw in `[pause, pause_max]`) between the
 //! acknowledgement of one chunk and the offer of the next.
 
+/// The most objects one page may have (`objects`, `object_sizes`): each is a transfer with
+/// its own state, so the bound keeps a page's memory bounded.
+pub const MAX_OBJECTS: u32 = 100_000;
+
+/// The shortest `repeat`: instances started faster than they can complete would pile up
+/// in memory for as long as the run goes.
+pub const MIN_INTERVAL: Dur = Dur::from_millis(1);
+
 use l4s_cc::factory::{CcParams, NAMES as CC_NAMES};
 use l4s_cc::CongestionControl;
 use l4s_core::{Dur, Ecn};
@@ -371,11 +379,23 @@ impl AppConfig {
                         if list.is_empty() {
                             return err("object_sizes", "expected at least one object size");
                         }
+                        if list.len() > MAX_OBJECTS as usize {
+                            return err(
+                                "object_sizes",
+                                format!("expected at most {MAX_OBJECTS} objects per page, found {}", list.len()),
+                            );
+                        }
                         if let Some(i) = list.iter().position(|s| s.0 == 0) {
                             return err(&format!("object_sizes[{i}]"), "expected a size above zero");
                         }
                     }
                     (None, Some(0), _) => return err("objects", "expected at least one object"),
+                    (None, Some(n), _) if n > MAX_OBJECTS => {
+                        return err(
+                            "objects",
+                            format!("expected at most {MAX_OBJECTS} objects per page, found {n}"),
+                        )
+                    }
                     (None, Some(_), None) => {
                         return err("object_size", "`objects` needs `object_size`, the bytes of each object")
                     }
@@ -414,8 +434,11 @@ impl AppConfig {
             );
         }
         if let Some(d) = self.repeat {
-            if d.is_zero() {
-                return err("repeat", "expected an interval above zero");
+            if d < MIN_INTERVAL {
+                return err(
+                    "repeat",
+                    format!("expected an interval of at least {MIN_INTERVAL} (a new instance every {d} would pile up without end), found {d}"),
+                );
             }
             if d >= run {
                 return err(

@@ -50,11 +50,15 @@ fn bad_configs_name_the_key() {
         ),
         ("kind = \"web\"\nobject_sizes = []", "object_sizes", "at least one"),
         ("kind = \"query\"\nresponse = 2000", "response", "one packet"),
-        ("kind = \"bulk\"\nbytes = 1000\nrepeat = \"0s\"", "repeat", "above zero"),
+        (
+            "kind = \"bulk\"\nbytes = 1000\nrepeat = \"0s\"",
+            "repeat",
+            "at least 1ms",
+        ),
         (
             "kind = \"bulk\"\nbytes = 1000\ninterval = \"0s\"",
             "repeat",
-            "above zero",
+            "at least 1ms",
         ),
         (
             "kind = \"bulk\"\nbytes = 1000\nrepeat = \"2min\"",

@@ -177,6 +177,12 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
     if segs.iter().any(|s| s.is_empty()) {
         return Err("expected a dotted key path such as \"topology.aqm.kind\"".into());
     }
+    if segs.len() > 32 {
+        return Err(format!(
+            "a key path has at most 32 parts, found {} (no scenario key is nested that deep)",
+            segs.len()
+        ));
+    }
     let mut tbl: &mut dyn TableLike = doc.as_table_mut();
     let mut i = 0;
     if segs[0] == "flows" {

@@ -356,3 +356,36 @@ fn loss_models() {
         "{e}"
     );
 }
+
+/// Application settings that would take memory without bound are refused with their key
+/// (objects per page, an interval below a millisecond), and so is a key path too deep to
+/// be a scenario key.
+#[test]
+fn unbounded_application_settings_and_absurd_key_paths_are_refused() {
+    let base = "[scenario]\nname = \"x\"\nduration = \"5s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"10ms\"\n[[flows]]\nname = \"w\"\ncc = \"cubic\"\n";
+    for (flow, key, words) in [
+        (
+            "type = \"web\"\napp = { objects = 4294967295, object_size = \"1kB\" }\n",
+            "flows[0].app.objects",
+            "at most 100000 objects",
+        ),
+        (
+            "type = \"request-response\"\napp = { response = \"1kB\", repeat = \"1ns\" }\n",
+            "flows[0].app.repeat",
+            "at least 1ms",
+        ),
+        (
+            "type = \"query\"\napp = { repeat = \"10us\" }\n",
+            "flows[0].app.repeat",
+            "at least 1ms",
+        ),
+    ] {
+        let e = l4s_scenario::load_str(&format!("{base}{flow}"), std::path::Path::new("a.toml")).unwrap_err();
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.message.contains(words), "{e}");
+    }
+    let deep = vec!["a"; 40_000].join(".");
+    let text = format!("{base}type = \"tcp\"\n[[variants]]\nname = \"v\"\nset = {{ \"{deep}\" = 1 }}\n");
+    let e = l4s_scenario::variants_of(&text, std::path::Path::new("a.toml")).unwrap_err();
+    assert!(e.message.contains("at most 32 parts"), "{e}");
+}
