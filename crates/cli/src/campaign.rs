@@ -11,8 +11,6 @@ use l4s_lab::Error;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Subcommand)]
@@ -233,22 +231,11 @@ fn run(
     // The first SIGINT/SIGTERM stops starting runs; the runs under way finish and the
     // tables are written. A second one exits at once (no run is half-written: each is
     // renamed into place when complete).
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Live: the testbed's own handler removes everything on a second signal.
-        let r = if live {
-            Ok(())
-        } else {
-            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).map(|_| ())
-        }
-        .and_then(|_| signal_hook::flag::register(sig, stop.clone()).map(|_| ()));
-        if let Err(e) = r {
-            return crate::fail(&Error::new(
-                l4s_lab::ErrorKind::Setup,
-                format!("cannot install the interrupt handler: {e}"),
-            ));
-        }
-    }
+    // Live: the testbed's own handler removes everything on a second signal.
+    let stop = match crate::shell::interrupt_flag(!live) {
+        Ok(s) => s,
+        Err(e) => return crate::fail(&e),
+    };
     let opts = CampaignOptions {
         jobs: jobs.unwrap_or(if live { 1 } else { 0 }),
         out,

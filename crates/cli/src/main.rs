@@ -105,8 +105,19 @@ fn run(a: &RunArgs) -> ExitCode {
             "--out names one results directory: with several scenario files, leave it out (each goes to results/<its name>)",
         ));
     }
+    // The simulator: the first SIGINT/SIGTERM stops the run at the time reached, whose
+    // results are written marked incomplete (exit 130); a second one exits at once. The
+    // live testbed installs its own handler in run_one.
+    let stop = if a.backend == BackendArg::Live {
+        None
+    } else {
+        match shell::interrupt_flag(true) {
+            Ok(s) => Some(s),
+            Err(e) => return fail(&e),
+        }
+    };
     for f in &a.scenarios {
-        let code = run_one(a, f);
+        let code = run_one(a, f, stop.clone());
         if code != ExitCode::SUCCESS {
             return code;
         }
@@ -114,7 +125,11 @@ fn run(a: &RunArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run_one(a: &RunArgs, scenario: &std::path::Path) -> ExitCode {
+fn run_one(
+    a: &RunArgs,
+    scenario: &std::path::Path,
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+) -> ExitCode {
     let live = a.backend == BackendArg::Live;
     if !live && a.ipv6 && !a.pcap {
         eprintln!("error: --ipv6 applies to --pcap in the simulator (or to --backend live)");
@@ -124,19 +139,6 @@ fn run_one(a: &RunArgs, scenario: &std::path::Path) -> ExitCode {
     // results are written marked incomplete (exit 130); a second one exits at once (the
     // results directory is written beside its place, so nothing half-written is left
     // there). The live testbed installs its own handler below.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if !live {
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            let r = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
-                .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
-            if let Err(e) = r {
-                return fail(&l4s_lab::Error::new(
-                    l4s_lab::ErrorKind::Setup,
-                    format!("cannot install the interrupt handler: {e}"),
-                ));
-            }
-        }
-    }
     let opts = RunOptions {
         seed: a.seed,
         duration: a.duration,
@@ -148,7 +150,7 @@ fn run_one(a: &RunArgs, scenario: &std::path::Path) -> ExitCode {
         out: a.out.clone(),
         variants: a.variants.clone(),
         set: args::sets(&a.set, a.warmup),
-        stop: (!live).then(|| stop.clone()),
+        stop,
         ..RunOptions::default()
     };
     let mut backend: Box<dyn Backend> = if live {

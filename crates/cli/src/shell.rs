@@ -107,3 +107,26 @@ pub fn clean(s: &str) -> String {
         .map(|c| if c.is_control() && c != '\n' { '\u{fffd}' } else { c })
         .collect()
 }
+
+/// A flag that the first SIGINT or SIGTERM sets; with `exit_on_second`, a second one exits
+/// at once with status 130 (results are written beside their place and renamed, so nothing
+/// half-written is left). The live testbed's own handler does its clean-up on a second
+/// signal, so a live run asks for the flag alone.
+pub fn interrupt_flag(exit_on_second: bool) -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, l4s_lab::Error> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let r = if exit_on_second {
+            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).map(|_| ())
+        } else {
+            Ok(())
+        }
+        .and_then(|_| signal_hook::flag::register(sig, stop.clone()).map(|_| ()));
+        r.map_err(|e| {
+            l4s_lab::Error::new(
+                l4s_lab::ErrorKind::Setup,
+                format!("cannot install the interrupt handler: {e}"),
+            )
+        })?;
+    }
+    Ok(stop)
+}
