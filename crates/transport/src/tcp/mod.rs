@@ -49,7 +49,9 @@
 //!   an ACK that advances snd_una is `ImpossibleFeedback` (a backwards counter on an ACK
 //!   that advances nothing is a superseded ACK and its feedback is skipped); every
 //!   acknowledged ECT packet CE for [`ECN_VALIDATION_ALL_CE_ROUNDS`] rounds after the first
-//!   ACK is `AllCe`
+//!   ACK, counting only rounds with an RTT sample free of delayed-ACK waits within
+//!   [`ECN_VALIDATION_QUEUE_DELAY`] of the smallest (no queue explains their marks), is
+//!   `AllCe`
 //!   (this check also works from ACE packet counts when the option is absent; the byte
 //!   checks need the option). `Capable` at the first ACK whose option shows a rise in the
 //!   ECT counter of the codepoint sent. On failure the sender sends Not-ECT, ignores CE
@@ -79,4 +81,6 @@ pub use config::{TcpConfig, TcpReceiverConfig};
 pub use receiver::{RcvEcn, TcpReceiver};
 pub use rtt::RttEstimator;
 pub use segment::{SackBlock, TcpFlags, TcpSegment, ACK_SIZE, DATA_OVERHEAD, SYN_SIZE};
-pub use sender::{CaState, TcpSender, ECN_VALIDATION_ALL_CE_ROUNDS, ECN_VALIDATION_TOLERANCE_SEGS};
+pub use sender::{
+    CaState, TcpSender, ECN_VALIDATION_ALL_CE_ROUNDS, ECN_VALIDATION_QUEUE_DELAY, ECN_VALIDATION_TOLERANCE_SEGS,
+};

@@ -273,7 +273,12 @@ impl TcpSender {
                             self.fail_validation(now, EcnFailure::ImpossibleFeedback);
                         }
                     } else {
-                        self.validate_ecn(now, fb, ce_pkts, acked_ect_bytes, acked_ect_pkts);
+                        // An ACK that newly delivers two or more segments left the receiver when
+                        // the newest of them arrived (RFC 5681 §4.2: at least every second
+                        // segment; RFC 9768 §3.2.2.5.1: every second CE), so the newest one's
+                        // RTT holds no delayed-ACK wait: path delay plus queueing.
+                        let prompt_rtt = best.filter(|_| acked_pkts >= 2).map(|(t, _)| now - t);
+                        self.validate_ecn(now, prompt_rtt, fb, ce_pkts, acked_ect_bytes, acked_ect_pkts);
                     }
                 }
             }

@@ -34,6 +34,27 @@ pub const ECN_VALIDATION_TOLERANCE_SEGS: u64 = 3;
 /// 14 ms, and a false fallback (an L4S flow turning into a loss-based classic one) costs far more
 /// than detecting real all-CE mangling a few RTTs later.
 pub const ECN_VALIDATION_ALL_CE_ROUNDS: u32 = 8;
+/// Queueing delay that explains a round of continuous CE. A round of acknowledgements
+/// counts towards [`ECN_VALIDATION_ALL_CE_ROUNDS`] only if it shows that the path held no
+/// such queue: one of its prompt RTT samples (from an ACK that delivered two or more
+/// segments, so it left the receiver when the newest arrived, without a delayed-ACK wait)
+/// within this much of the smallest prompt RTT of the connection.
+///
+/// CE signals a queue (RFC 3168 §5, RFC 9330 §5.2), and the L4S AQMs mark *every* packet
+/// only above a queueing delay of at least 1 ms: Linux DualPI2's step (`step_thresh`, 1 ms),
+/// the RFC 9332 Appendix A ramp (minTh + range, 1.2 ms) and DOCSIS's immediate AQM (MAXTH
+/// 1 ms, raised at low rates). When even the least-queued packet of a round waited longer
+/// than that, the queue explains every CE of the round, which then says nothing about
+/// mangling: at 5 Mbit/s a page load's new connections meet the queue built by their
+/// siblings' initial windows and are marked throughout their first rounds on a healthy
+/// path. A round whose ACKs each delivered one segment shows nothing either way (each may
+/// have waited for the receiver's delayed-ACK timer) and does not count. A box that sets CE
+/// on every ECT packet of a path without such a queue leaves the prompt RTT at its minimum
+/// and still fails in [`ECN_VALIDATION_ALL_CE_ROUNDS`] rounds; one behind a standing queue,
+/// or mangling a connection that only ever has one segment in flight, goes undetected.
+/// (RFC 9768 §3.2.2.3 leaves how to detect continuous CE open; Linux's AccECN checks only
+/// the handshake and the ACE field, so a Linux sender never detects it.)
+pub const ECN_VALIDATION_QUEUE_DELAY: Dur = Dur::from_millis(1);
 
 /// AccECN validation bookkeeping (RFC 9768 §3.2.2.3 sender checks, with the RFC 9000
 /// §13.4.2.1 checks and quic-go's `ecnTracker.HandleNewlyAcked` ones (counters going
@@ -60,13 +81,20 @@ pub(super) struct EcnValidator {
     /// capped above by the unacknowledged data, since arrivals not yet acknowledged are the
     /// only honest source of surplus.
     balance: i64,
-    /// Completed rounds while testing, the `snd_nxt` that ends the current one (0 = not
+    /// Completed rounds of all-CE feedback unexplained by queueing (see
+    /// [`ECN_VALIDATION_QUEUE_DELAY`]) while testing, the `snd_nxt` that ends the current one (0 = not
     /// started) and when it began. A round ends when `snd_una` passes its end *and* at least
     /// min_rtt has elapsed, so that a partial first round (a paced initial window) does
     /// not count as a whole one.
     rounds: u32,
     round_end: u64,
     round_start: Time,
+    /// Smallest prompt RTT (see [`TcpSender::validate_ecn`]) of the current round (`None`:
+    /// none yet).
+    round_min_rtt: Option<Dur>,
+    /// Smallest prompt RTT while validating: unlike the connection's min RTT (which the
+    /// handshake's small segments may set) it includes a full segment's serialisation.
+    data_min_rtt: Option<Dur>,
 }
 
 impl EcnValidator {
@@ -132,10 +160,13 @@ impl TcpSender {
 
     /// The AccECN validation checks for one ACK. `fb` holds the option's deltas
     /// `(Δe0b, Δe1b, Δceb)` when the ACK carried a (non-stale) option; `ce_pkts` is the CE
-    /// packet delta; `acked_ect_*` what this ACK newly acknowledged of ECT data.
+    /// packet delta; `acked_ect_*` what this ACK newly acknowledged of ECT data;
+    /// `prompt_rtt` the RTT of the newest segment this ACK delivered when the ACK cannot
+    /// have waited for the receiver's delayed-ACK timer (it delivered two or more segments).
     pub(super) fn validate_ecn(
         &mut self,
         now: Time,
+        prompt_rtt: Option<Dur>,
         fb: Option<(u64, u64, u64)>,
         ce_pkts: u64,
         acked_ect_bytes: u64,
@@ -189,15 +220,27 @@ impl TcpSender {
             // quic-go's mangling check / RFC 9768 §3.2.2.3: every acknowledged ECT packet
             // CE-marked for the first rounds. Testing ends at the first unmarked ECT arrival
             // (`rose`).
+            // A round counts only if a prompt RTT shows no queue to explain its marks (see
+            // ECN_VALIDATION_QUEUE_DELAY).
+            if let Some(r) = prompt_rtt {
+                v.round_min_rtt = Some(v.round_min_rtt.map_or(r, |m| m.min(r)));
+                v.data_min_rtt = Some(v.data_min_rtt.map_or(r, |m| m.min(r)));
+            }
             if v.round_end == 0 {
                 if acked_ect_pkts > 0 {
                     v.round_end = self.snd_nxt;
                     v.round_start = now;
+                    v.round_min_rtt = prompt_rtt;
                 }
             } else if self.snd_una >= v.round_end && now >= v.round_start + min_rtt {
-                v.rounds += 1;
+                let base = v.data_min_rtt.unwrap_or(min_rtt);
+                let unexplained = v.round_min_rtt.is_some_and(|r| r <= base + ECN_VALIDATION_QUEUE_DELAY);
+                if unexplained {
+                    v.rounds += 1;
+                }
                 v.round_end = self.snd_nxt;
                 v.round_start = now;
+                v.round_min_rtt = None;
             }
             if !rose
                 && v.rounds >= ECN_VALIDATION_ALL_CE_ROUNDS

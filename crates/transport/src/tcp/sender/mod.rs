@@ -19,7 +19,9 @@ use l4s_cc::{CongestionControl, EcnMode};
 use l4s_core::{Dur, Ecn, Rate, Time};
 
 use self::ecn_validation::EcnValidator;
-pub use self::ecn_validation::{ECN_VALIDATION_ALL_CE_ROUNDS, ECN_VALIDATION_TOLERANCE_SEGS};
+pub use self::ecn_validation::{
+    ECN_VALIDATION_ALL_CE_ROUNDS, ECN_VALIDATION_QUEUE_DELAY, ECN_VALIDATION_TOLERANCE_SEGS,
+};
 use crate::endpoint::{EcnValidation, Endpoint, EndpointStats, Transmit};
 use crate::tcp::accecn::{handshake_ace, ACCECN_CEP_INIT, ACCECN_EB_INIT};
 use crate::tcp::config::TcpConfig;
