@@ -24,9 +24,11 @@
 //! their CE marks, the RTT (`now − send time − ATO` of the newest packet) and the one-way
 //! delay (`report timestamp − ATO − send time`) drive the controller. A packet a report
 //! covered as not received, still missing when a packet sent more than 30 ms after it has
-//! been reported, is declared lost (SCReAM's reorder time, `kReorderTime`). Packets before a
-//! report's `begin_seq` that no received report covered (their reports were lost) leave
-//! the flight without a congestion signal.
+//! been reported, is declared lost (SCReAM's reorder time, `kReorderTime`), also when later
+//! reports no longer cover it (a report covers the packets since the previous one, so
+//! under heavy loss the next report starts after a gap that was too young to be declared
+//! lost). Packets before a report's `begin_seq` that no received report covered (their
+//! reports were lost) leave the flight without a congestion signal.
 //!
 //! **ECN validation** (RFC 9000 §13.4.2 style): while L4S, every reported
 //! packet that was sent ECT(1) must come back ECT(1) or CE. Not-ECT means bleaching
@@ -168,6 +170,9 @@ struct SentPkt {
     sent_at: Time,
     ecn: Ecn,
     state: PktState,
+    /// A received report covered it (as received or not): once a later report starts
+    /// after it, it stays in flight until the reorder time declares it lost.
+    covered: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -665,6 +670,7 @@ impl MediaSender {
             sent_at: now,
             ecn,
             state: PktState::InFlight,
+            covered: false,
         });
         if s.log.len() > MAX_LOG {
             if let Some(old) = s.log.front_mut() {
@@ -856,11 +862,14 @@ impl MediaSender {
                 continue;
             };
             let ssrc = stream.ssrc;
-            // Packets before the block that no received report covered never will be.
+            // Packets before the block that no received report covered never will be. One
+            // that a report covered as not received stays in flight: the reorder time
+            // declares it lost once a packet sent 30 ms after it is reported, as SCReAM's
+            // `detectLoss` does whatever later reports cover.
             if let Ok(Some(begin)) = stream.extend(b.begin_seq) {
                 let n = begin.saturating_sub(stream.log_base).min(stream.log.len() as u64) as usize;
                 for pkt in stream.log.iter_mut().take(n) {
-                    if pkt.state == PktState::InFlight {
+                    if pkt.state == PktState::InFlight && !pkt.covered {
                         pkt.state = PktState::Unreported;
                         self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
                         self.unreported_pkts += 1;
@@ -868,10 +877,15 @@ impl MediaSender {
                 }
             }
             for (i, m) in b.metrics.iter().enumerate() {
+                let seq = b.begin_seq.wrapping_add(i as u16);
                 if !m.received {
+                    if let Ok(Some(ext)) = stream.extend(seq) {
+                        if let Some(pkt) = stream.get_mut(ext) {
+                            pkt.covered = true;
+                        }
+                    }
                     continue;
                 }
-                let seq = b.begin_seq.wrapping_add(i as u16);
                 let ext = match stream.extend(seq) {
                     Err(()) => {
                         failure.get_or_insert(EcnFailure::ImpossibleFeedback);
