@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build and run the packet-parser fuzz target for a bounded time on the stable toolchain.
-# Usage: crates/fwd/fuzz/run.sh [SECONDS]   (default 30 s of fuzzing)
+# Build and run the fuzz targets for a bounded time each on the stable toolchain.
+# Usage: crates/fwd/fuzz/run.sh [SECONDS [TARGET...]]   (default 30 s of fuzzing per target;
+# targets: parse_frame, media_packet; default both)
 # cargo-fuzz is not needed: it only adds these flags. Exits 0 with a message when a C++
 # compiler (for libFuzzer itself) is missing.
 set -euo pipefail
@@ -16,8 +17,13 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-co
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(pwd)/target}"
 # An explicit --target keeps RUSTFLAGS off build scripts (as cargo-fuzz does).
 host="$(rustc -vV | sed -n 's/^host: //p')"
-cargo build --release --quiet --target "$host" --bin parse_frame
-corpus="$CARGO_TARGET_DIR/corpus-parse_frame"
-mkdir -p "$corpus"
-"$CARGO_TARGET_DIR/$host/release/parse_frame" -max_total_time="$secs" -max_len=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
-echo "fuzz: parse_frame ran ${secs} s without a failure"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(parse_frame media_packet)
+cargo build --release --quiet --target "$host" --bins
+for t in "${targets[@]}"; do
+  corpus="$CARGO_TARGET_DIR/corpus-$t"
+  mkdir -p "$corpus"
+  "$CARGO_TARGET_DIR/$host/release/$t" -max_total_time="$secs" -max_len=4096 -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
+  echo "fuzz: $t ran ${secs} s without a failure"
+done

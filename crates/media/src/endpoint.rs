@@ -75,6 +75,11 @@ pub const MAX_REPORT_COVER: u64 = 1024;
 const RX_RING: usize = 2048;
 /// Packet-log entries kept per stream before the oldest unresolved are forced lost.
 const MAX_LOG: usize = 32_768;
+/// Frames being assembled at the receiver before the oldest is forgotten.
+const MAX_PARTIAL_FRAMES: usize = 4096;
+/// How far ahead of the receiver's clock a frame number may be (see
+/// `MediaReceiver::plausible_frame`).
+pub const FRAME_CLOCK_SLACK: Dur = Dur::from_secs(10);
 
 /// A media (RTP) packet's header. No heap allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1279,6 +1284,8 @@ pub struct MediaReceiver {
     received_bytes: u64,
     ce_packets: u64,
     duplicates: u64,
+    /// Data packets dropped for a frame number the sender cannot have reached yet.
+    implausible: u64,
     frames_complete: u64,
 }
 
@@ -1305,6 +1312,7 @@ impl MediaReceiver {
             received_bytes: 0,
             ce_packets: 0,
             duplicates: 0,
+            implausible: 0,
             frames_complete: 0,
         }
     }
@@ -1319,6 +1327,12 @@ impl MediaReceiver {
         self.highest_seen
     }
 
+    /// Data packets dropped because their frame number lies beyond what the sender can
+    /// have encoded by their arrival (see [`MediaReceiver::handle_packet`]).
+    pub fn implausible_packets(&self) -> u64 {
+        self.implausible
+    }
+
     /// Frames completed so far.
     pub fn frames_complete(&self) -> u64 {
         self.frames_complete
@@ -1329,10 +1343,25 @@ impl MediaReceiver {
         self.video.lost() + self.audio.lost()
     }
 
+    /// Whether a frame number read from the wire can be one the encoder has reached by
+    /// `now`: it numbers frames from 0, starts no earlier than time 0 and captures one per
+    /// frame interval, so frame `n` is captured at `n` intervals or later;
+    /// [`FRAME_CLOCK_SLACK`] allows for sender and receiver clocks read at different
+    /// instants (live). A number beyond that is from a broken or hostile sender and would
+    /// otherwise count its distance as incomplete frames.
+    fn plausible_frame(&self, now: Time, frame: u64) -> bool {
+        let iv = self.frame_interval.as_nanos().max(1);
+        frame <= (now + FRAME_CLOCK_SLACK).as_nanos() / iv + 1
+    }
+
     fn on_video(&mut self, now: Time, d: &MediaData) {
         self.highest_seen = Some(self.highest_seen.map_or(d.frame, |h| h.max(d.frame)));
-        if self.highest_complete.is_some_and(|h| d.frame + 64 < h) {
+        if self.highest_complete.is_some_and(|h| d.frame.saturating_add(64) < h) {
             return; // far too late to matter
+        }
+        if self.frames.len() >= MAX_PARTIAL_FRAMES && !self.frames.contains_key(&d.frame) {
+            // Memory stays bounded when frames keep arriving incomplete: forget the oldest.
+            self.frames.pop_first();
         }
         let e = self.frames.entry(d.frame).or_insert(FrameAsm {
             first_sent: d.frame_first_sent,
@@ -1359,7 +1388,7 @@ impl MediaReceiver {
             if let Some(h) = self.highest_complete {
                 // Partial frames far behind the newest complete one will not complete.
                 while let Some((&k, _)) = self.frames.first_key_value() {
-                    if k + 64 < h {
+                    if k.saturating_add(64) < h {
                         self.frames.remove(&k);
                     } else {
                         break;
@@ -1377,6 +1406,10 @@ impl Endpoint for MediaReceiver {
         let MediaHeader::Data(d) = header else {
             return;
         };
+        if !d.is_audio && !self.plausible_frame(now, d.frame) {
+            self.implausible += 1;
+            return;
+        }
         let stream = if d.ssrc == AUDIO_SSRC {
             &mut self.audio
         } else if d.ssrc == VIDEO_SSRC {

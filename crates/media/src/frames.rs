@@ -225,8 +225,8 @@ impl FrameMeter {
             if !self.any_frame && !self.pre_window_baseline {
                 self.first_counted = Some(f.frame);
             }
-            self.incomplete += gap;
-            self.iv_incomplete += gap;
+            self.incomplete = self.incomplete.saturating_add(gap);
+            self.iv_incomplete = self.iv_incomplete.saturating_add(gap);
             self.next_expected = f.frame.saturating_add(1);
         } else if self.first_counted.is_some_and(|b| f.frame < b) {
             // Before the baseline: never declared incomplete, a leading gap less.
@@ -316,7 +316,7 @@ impl FrameMeter {
         };
         if let (Some(h), Some(next)) = (highest_seen, next) {
             if h >= next {
-                incomplete += h - next + 1;
+                incomplete = incomplete.saturating_add((h - next).saturating_add(1));
             }
         }
         let mut sorted = self.delays.clone();
