@@ -586,6 +586,9 @@ impl MediaSender {
         let Some(f) = self.enc.poll_frame(now) else {
             return;
         };
+        if let Ctrl::Scream(s) = &mut self.ctrl {
+            s.on_frame(self.queue_age_at_capture);
+        }
         let pkt_size = rt_packet.unwrap_or(self.p.packet_size).max(RTP_HEADER + 1);
         let (n, size_of) = packetise(f.bytes, max_payload(pkt_size));
         for i in 0..n {
@@ -613,10 +616,9 @@ impl MediaSender {
     }
 
     fn update_target(&mut self, now: Time) {
-        let qd = self.queue_age_at_capture;
         let ratio = self.last_frame_bytes / self.mean_frame_bytes.max(1.0);
         let t = match &mut self.ctrl {
-            Ctrl::Scream(s) => s.update_rate(now, qd, ratio),
+            Ctrl::Scream(s) => s.update_rate(ratio),
             Ctrl::RtPrague(r) => r.target_bitrate(),
         };
         self.enc.set_target(now, t);
