@@ -38,9 +38,11 @@ pub struct TcpConfig {
     /// `AckSample::cwnd_limited`. The pacing rate is derived from cwnd (cwnd/srtt), so such a
     /// sender is limited by its window, not by the application. Without this, a controller
     /// that paces at exactly cwnd/srtt (Prague window mode) keeps its flight just below cwnd
-    /// and, if it grows only when cwnd-limited, never grows. This matches Linux TCP Prague
-    /// v0.7, whose `prague_update_cwnd` skips the increase only when `tp->app_limited`
-    /// (checked against L4STeam/linux `net/ipv4/tcp_prague.c`, `MODULE_VERSION("0.7")`).
+    /// and, if it grows only when cwnd-limited, never grows. Linux TCP Prague v0.7's
+    /// `prague_update_cwnd` grows only when `tcp_is_cwnd_limited` (L4STeam/linux
+    /// `net/ipv4/tcp_prague.c`, `MODULE_VERSION("0.7")`), but there the packets that the fq
+    /// qdisc holds back for pacing (and TSQ) already count as in flight, so a paced flow
+    /// with data waiting is cwnd-limited: this flag is that host queue's effect.
     pub paced_is_cwnd_limited: bool,
     /// Tail loss probes (RFC 8985 §7).
     pub tlp: bool,
