@@ -200,6 +200,23 @@ impl std::io::Write for Shared {
     }
 }
 
+/// Run scenario text with 100 ms snapshots; the summary and snapshots-flows.csv's text.
+fn run_with_flow_snapshots(text: &str) -> (Summary, String) {
+    let sc = l4s_scenario::load_str(text, std::path::Path::new("t.toml")).unwrap();
+    let (flows, queues) = (Shared::default(), Shared::default());
+    let opts = l4s_sim::RunOptions {
+        snapshots: Some((
+            l4s_core::Dur::from_millis(100),
+            Box::new(flows.clone()),
+            Box::new(queues.clone()),
+        )),
+        ..Default::default()
+    };
+    let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
+    let csv = String::from_utf8(flows.0.lock().unwrap().clone()).unwrap();
+    (s, csv)
+}
+
 /// `(time_s, column)` of one flow's rows in snapshots-flows.csv.
 fn series(csv: &str, flow_name: &str, col: &str) -> Vec<(f64, f64)> {
     let mut lines = csv.lines();
@@ -230,18 +247,7 @@ fn l4s_media_reconverges_within_a_second_when_the_rate_halves() {
             "aqm = {",
             "rate_schedule = { steps = [{ at = \"10s\", rate = \"20Mbit\" }] }\naqm = {",
         );
-        let sc = l4s_scenario::load_str(&text, std::path::Path::new("t.toml")).unwrap();
-        let (flows, queues) = (Shared::default(), Shared::default());
-        let opts = l4s_sim::RunOptions {
-            snapshots: Some((
-                l4s_core::Dur::from_millis(100),
-                Box::new(flows.clone()),
-                Box::new(queues.clone()),
-            )),
-            ..Default::default()
-        };
-        let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
-        let csv = String::from_utf8(flows.0.lock().unwrap().clone()).unwrap();
+        let (s, csv) = run_with_flow_snapshots(&text);
         let target = series(&csv, "game", "target_bps");
         let thr = series(&csv, "game", "throughput_bps");
         // Before the step the flow uses the 40 Mbit/s link well above the new rate.
@@ -308,20 +314,9 @@ fn classic_scream_backs_off_on_loss_behind_dualpi2() {
             &media_flow("game", "cloud-gaming", "cc = \"scream\"\necn = \"not-ect\""),
         )
         .replace("seed = 7", &format!("seed = {seed}"));
-        let sc = l4s_scenario::load_str(&text, std::path::Path::new("t.toml")).unwrap();
-        let (flows, queues) = (Shared::default(), Shared::default());
-        let opts = l4s_sim::RunOptions {
-            snapshots: Some((
-                l4s_core::Dur::from_millis(100),
-                Box::new(flows.clone()),
-                Box::new(queues.clone()),
-            )),
-            ..Default::default()
-        };
-        let (s, _) = l4s_sim::run(sc, opts, &mut |_| {}).unwrap();
+        let (s, csv) = run_with_flow_snapshots(&text);
         let g = flow(&s, "game");
         let m = media_of(&s, "game");
-        let csv = String::from_utf8(flows.0.lock().unwrap().clone()).unwrap();
         let mut target: Vec<f64> = series(&csv, "game", "target_bps")
             .into_iter()
             .filter(|(t, _)| *t > 5.0)
