@@ -109,12 +109,13 @@ fn tcp_prague_detects_bleaching() {
 /// marks a queue explains do not count (`ECN_VALIDATION_QUEUE_DELAY`): a bulk flow alone
 /// and a page load of six connections starting at 1 s beside it.
 ///
-/// Measured (seed 7): the bulk flow fails 10.3–21.4 base RTTs after its start (10.3–15.2
-/// before queue-explained rounds were discounted: at 80 ms its own initial window's queue
-/// explains its first round's marks, and at 5 Mbit/s with a 10 ms RTT several), the page
-/// load 11.2–15.7 base RTTs after its start (before: 11.2–14.4), except 66.7 (0.67 s; before
-/// 54.2) at 5 Mbit/s and 10 ms: there six connections at their minimum window hold a
-/// standing queue of several packets, which explains their marks until they finish objects.
+/// Measured (seed 7): the bulk flow fails 11.3–28.1 base RTTs after its start (10.3–15.2
+/// before queue-explained rounds were discounted), the page load 14–29 base RTTs after its
+/// start (before: 11–14), except 111 (1.1 s; before 54) at 5 Mbit/s and 10 ms: there the
+/// flows' own initial windows, and then six connections at their minimum window, keep a
+/// queue that builds and drains, which explains their marks until it settles. The bounds
+/// are those figures with some room: 30 RTTs for the bulk flow, 32 RTTs or 1.2 s for the
+/// page load.
 #[test]
 fn tcp_prague_detects_mark_all_at_low_and_high_rates() {
     let flows = tcp("bulk", "prague", "")
@@ -133,7 +134,7 @@ fn tcp_prague_detects_mark_all_at_low_and_high_rates() {
             .replace("aqm = {", "fault = { kind = \"mark-all\", start = \"0s\" }\naqm = {");
             let s = run_toml(&text);
             let rtt = rtt_ms / 1e3;
-            for (name, start, bound) in [("bulk", 0.0, 25.0 * rtt), ("web", 1.0, f64::max(20.0 * rtt, 0.8))] {
+            for (name, start, bound) in [("bulk", 0.0, 30.0 * rtt), ("web", 1.0, f64::max(32.0 * rtt, 1.2))] {
                 let f = flow(&s, name);
                 let case = format!("{name} at {rate}, {rtt_ms} ms");
                 assert_eq!(f.ecn_validation, "failed", "{case}: {}", brief(&s));

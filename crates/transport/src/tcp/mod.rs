@@ -49,9 +49,9 @@
 //!   an ACK that advances snd_una is `ImpossibleFeedback` (a backwards counter on an ACK
 //!   that advances nothing is a superseded ACK and its feedback is skipped); every
 //!   acknowledged ECT packet CE for [`ECN_VALIDATION_ALL_CE_ROUNDS`] rounds after the first
-//!   ACK, counting only rounds with an RTT sample free of delayed-ACK waits within
-//!   [`ECN_VALIDATION_QUEUE_DELAY`] of the smallest (no queue explains their marks), is
-//!   `AllCe`
+//!   ACK, counting only rounds whose RTT samples free of delayed-ACK waits stay within
+//!   [`ECN_VALIDATION_QUEUE_DELAY`] of the smallest and of the previous round's (no queue
+//!   explains their marks), is `AllCe`
 //!   (this check also works from ACE packet counts when the option is absent; the byte
 //!   checks need the option). `Capable` at the first ACK whose option shows a rise in the
 //!   ECT counter of the codepoint sent. On failure the sender sends Not-ECT, ignores CE

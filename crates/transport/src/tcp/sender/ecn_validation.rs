@@ -36,9 +36,11 @@ pub const ECN_VALIDATION_TOLERANCE_SEGS: u64 = 3;
 pub const ECN_VALIDATION_ALL_CE_ROUNDS: u32 = 8;
 /// Queueing delay that explains a round of continuous CE. A round of acknowledgements
 /// counts towards [`ECN_VALIDATION_ALL_CE_ROUNDS`] only if it shows that the path held no
-/// such queue: one of its prompt RTT samples (from an ACK that delivered two or more
+/// such queue: its smallest prompt RTT sample (from an ACK that delivered two or more
 /// segments, so it left the receiver when the newest arrived, without a delayed-ACK wait)
-/// within this much of the smallest prompt RTT of the connection.
+/// within this much of the smallest prompt RTT of the connection, and within this much of
+/// the previous round's (a queue that drains round by round sets a new minimum every round
+/// and explains their marks too).
 ///
 /// CE signals a queue (RFC 3168 §5, RFC 9330 §5.2), and the L4S AQMs mark *every* packet
 /// only above a queueing delay of at least 1 ms: Linux DualPI2's step (`step_thresh`, 1 ms),
@@ -50,8 +52,9 @@ pub const ECN_VALIDATION_ALL_CE_ROUNDS: u32 = 8;
 /// path. A round whose ACKs each delivered one segment shows nothing either way (each may
 /// have waited for the receiver's delayed-ACK timer) and does not count. A box that sets CE
 /// on every ECT packet of a path without such a queue leaves the prompt RTT at its minimum
-/// and still fails in [`ECN_VALIDATION_ALL_CE_ROUNDS`] rounds; one behind a standing queue,
-/// or mangling a connection that only ever has one segment in flight, goes undetected.
+/// and still fails, [`ECN_VALIDATION_ALL_CE_ROUNDS`] rounds after its own start-up queue
+/// has settled; one behind a queue that keeps changing, or mangling a connection that only
+/// ever has one segment in flight, goes undetected.
 /// (RFC 9768 §3.2.2.3 leaves how to detect continuous CE open; Linux's AccECN checks only
 /// the handshake and the ACE field, so a Linux sender never detects it.)
 pub const ECN_VALIDATION_QUEUE_DELAY: Dur = Dur::from_millis(1);
@@ -95,6 +98,8 @@ pub(super) struct EcnValidator {
     /// Smallest prompt RTT while validating: unlike the connection's min RTT (which the
     /// handshake's small segments may set) it includes a full segment's serialisation.
     data_min_rtt: Option<Dur>,
+    /// The previous round's smallest prompt RTT.
+    prev_round_min_rtt: Option<Dur>,
 }
 
 impl EcnValidator {
@@ -234,7 +239,15 @@ impl TcpSender {
                 }
             } else if self.snd_una >= v.round_end && now >= v.round_start + min_rtt {
                 let base = v.data_min_rtt.unwrap_or(min_rtt);
-                let unexplained = v.round_min_rtt.is_some_and(|r| r <= base + ECN_VALIDATION_QUEUE_DELAY);
+                let d = ECN_VALIDATION_QUEUE_DELAY;
+                // No queue beyond the least seen, and none draining: a queue that empties
+                // round by round (each round a new minimum) also explains the marks.
+                let unexplained = v
+                    .round_min_rtt
+                    .is_some_and(|r| r <= base + d && v.prev_round_min_rtt.is_some_and(|p| r + d >= p && r <= p + d));
+                if v.round_min_rtt.is_some() {
+                    v.prev_round_min_rtt = v.round_min_rtt;
+                }
                 if unexplained {
                     v.rounds += 1;
                 }
