@@ -238,13 +238,7 @@ mod tests {
         let window = Window { start: Time::ZERO, end };
         let params = l4s_media::MediaParams::profile("cloud-gaming", "scream", true).unwrap();
         let mut fm = flow_meter(window, None, true);
-        let cfg = l4s_media::FrameMeterConfig {
-            frame_interval: params.frame_interval,
-            deadline: params.frame_deadline,
-            stall_gap: params.stall_gap,
-            base_owd: Dur::ZERO,
-        };
-        fm.media = Some(Box::new(MediaMeter::new(cfg, window)));
+        fm.media = Some(Box::new(MediaMeter::for_params(&params, Dur::ZERO, window)));
         let ctx = FlowCtx {
             index: 1,
             name: "game".into(),

@@ -14,6 +14,9 @@ pub struct TargetSamples {
     pub min: f64,
     pub max: f64,
     pub count: u64,
+    /// The encoder's minimum bitrate (0: unknown), and the samples at it.
+    pub floor: f64,
+    pub at_floor: u64,
 }
 
 impl Default for TargetSamples {
@@ -23,16 +26,31 @@ impl Default for TargetSamples {
             min: f64::INFINITY,
             max: 0.0,
             count: 0,
+            floor: 0.0,
+            at_floor: 0,
         }
     }
 }
 
 impl TargetSamples {
+    /// Samples of an encoder whose minimum bitrate is `floor_bps`.
+    pub fn with_floor(floor_bps: f64) -> TargetSamples {
+        TargetSamples {
+            floor: floor_bps,
+            ..Default::default()
+        }
+    }
+
     pub fn record(&mut self, bps: f64) {
         self.sum += bps;
         self.min = self.min.min(bps);
         self.max = self.max.max(bps);
         self.count += 1;
+        // The controllers clamp the target to the floor: equal up to the rounding of a
+        // bit/s rate.
+        if self.floor > 0.0 && bps <= self.floor * 1.001 {
+            self.at_floor += 1;
+        }
     }
 }
 
@@ -126,5 +144,8 @@ pub fn media_summary(params: &l4s_media::MediaParams, w: &MediaWindow) -> MediaS
             + now.rtp_queue_discards.saturating_sub(base.rtp_queue_discards),
         feedback_reports: now.feedback_reports.saturating_sub(base.feedback_reports),
         feedback_malformed: now.feedback_malformed.saturating_sub(base.feedback_malformed),
+        min_bitrate_bps: params.min_bitrate.bits_per_sec() as f64,
+        max_bitrate_bps: params.max_bitrate.bits_per_sec() as f64,
+        time_at_min_fraction: ratio(w.targets.at_floor, w.targets.count),
     }
 }

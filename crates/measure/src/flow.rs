@@ -245,6 +245,21 @@ pub struct MediaMeter {
 }
 
 impl MediaMeter {
+    /// The meter of a media flow with `params` whose path has `base_owd` of one-way
+    /// propagation delay: frame metrics with the profile's deadline and stall gap, and
+    /// target samples that know the encoder's minimum bitrate.
+    pub fn for_params(params: &l4s_media::MediaParams, base_owd: Dur, window: Window) -> MediaMeter {
+        let cfg = FrameMeterConfig {
+            frame_interval: params.frame_interval,
+            deadline: params.frame_deadline,
+            stall_gap: params.stall_gap,
+            base_owd,
+        };
+        let mut m = MediaMeter::new(cfg, window);
+        m.targets = crate::appmetrics::TargetSamples::with_floor(params.min_bitrate.bits_per_sec() as f64);
+        m
+    }
+
     pub fn new(cfg: FrameMeterConfig, window: Window) -> MediaMeter {
         MediaMeter {
             window,

@@ -135,6 +135,8 @@ pub fn summary(
                 (FlowKind::App { cfg }, Some(a)) => Some(crate::appmetrics::app_summary(cfg, &a.kinds)),
                 _ => None,
             },
+            // Set with the run's fairness by `Summary::assemble`.
+            share_of_equal: None,
         });
     }
     let mut order: Vec<&(&QueueMeter, QueueEnd)> = queues.iter().collect();

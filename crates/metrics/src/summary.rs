@@ -36,6 +36,102 @@ pub struct Summary {
     /// (absent in summaries written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<VerdictSummary>,
+    /// How evenly the capacity-seeking flows shared (see [`Fairness`]); absent with fewer
+    /// than two such flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Fairness>,
+}
+
+/// How evenly the capacity-seeking flows of a run shared: TCP and UDP Prague flows, bulk
+/// transfers, and media flows whose mean encoder target stayed below 95 % of their maximum
+/// bitrate (one at its maximum wants no more). Request–response, web, query and sync flows,
+/// probes and constant-rate flows are demand-limited and not counted. A flow that stops
+/// before the window ends (a `bytes` limit) counts with its throughput over the window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fairness {
+    /// Flows counted.
+    pub flows: u32,
+    /// Their mean throughput, bit/s: each flow's `share_of_equal` is its throughput over this.
+    pub equal_share_bps: f64,
+    /// Jain's index over the counted flows' throughputs, (Σx)² / (n·Σx²): 1 when all are
+    /// equal, 1/n when one takes everything.
+    pub jain: f64,
+    /// The same per traffic class ("L4S", "classic") with at least two counted flows.
+    pub classes: BTreeMap<String, ClassFairness>,
+}
+
+/// [`Fairness`] within one traffic class.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClassFairness {
+    pub flows: u32,
+    pub jain: f64,
+}
+
+/// Whether a flow counts in [`Fairness`].
+pub fn seeks_capacity(f: &FlowSummary) -> bool {
+    match f.kind.as_str() {
+        "tcp" | "udp-prague" | "bulk" => true,
+        "media" => f
+            .media
+            .as_ref()
+            .is_none_or(|m| m.max_bitrate_bps <= 0.0 || m.target_bitrate_mean_bps < 0.95 * m.max_bitrate_bps),
+        _ => false,
+    }
+}
+
+/// Jain's fairness index of `x` (1 for an empty or all-zero list).
+pub fn jain_index(x: &[f64]) -> f64 {
+    let (sum, sq) = x.iter().fold((0.0, 0.0), |(s, q), v| (s + v, q + v * v));
+    if x.is_empty() || sq <= 0.0 {
+        1.0
+    } else {
+        sum * sum / (x.len() as f64 * sq)
+    }
+}
+
+impl Fairness {
+    /// The fairness of `flows`, and each counted flow's `share_of_equal` set; `None` (and
+    /// no shares) with fewer than two counted flows.
+    pub fn compute(flows: &mut [FlowSummary]) -> Option<Fairness> {
+        let counted: Vec<usize> = (0..flows.len()).filter(|&i| seeks_capacity(&flows[i])).collect();
+        if counted.len() < 2 {
+            return None;
+        }
+        let thr: Vec<f64> = counted.iter().map(|&i| flows[i].throughput_bps).collect();
+        let equal = thr.iter().sum::<f64>() / thr.len() as f64;
+        for &i in &counted {
+            flows[i].share_of_equal = Some(if equal > 0.0 {
+                crate::hist::round6(flows[i].throughput_bps / equal)
+            } else {
+                1.0
+            });
+        }
+        let mut by_class: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for &i in &counted {
+            by_class
+                .entry(flows[i].class.clone())
+                .or_default()
+                .push(flows[i].throughput_bps);
+        }
+        Some(Fairness {
+            flows: counted.len() as u32,
+            equal_share_bps: crate::hist::round6(equal),
+            jain: crate::hist::round6(jain_index(&thr)),
+            classes: by_class
+                .into_iter()
+                .filter(|(_, v)| v.len() >= 2)
+                .map(|(c, v)| {
+                    (
+                        c,
+                        ClassFairness {
+                            flows: v.len() as u32,
+                            jain: crate::hist::round6(jain_index(&v)),
+                        },
+                    )
+                })
+                .collect(),
+        })
+    }
 }
 
 fn yes() -> bool {
@@ -181,6 +277,10 @@ pub struct FlowSummary {
     /// `web`, `query`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app: Option<AppSummary>,
+    /// The flow's throughput over the mean of the capacity-seeking flows' (see
+    /// [`Fairness`]); absent for flows not counted there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_equal: Option<f64>,
 }
 
 /// What a real-time media flow's users judge it by, over the statistics window.
@@ -223,6 +323,16 @@ pub struct MediaSummary {
     /// Feedback reports the sender received, and of those the malformed ones it ignored.
     pub feedback_reports: u64,
     pub feedback_malformed: u64,
+    /// The encoder's configured bitrate range, bit/s (0 in summaries written before they
+    /// were recorded).
+    #[serde(default)]
+    pub min_bitrate_bps: f64,
+    #[serde(default)]
+    pub max_bitrate_bps: f64,
+    /// Fraction of the window's target samples (every 10 ms) at the encoder's minimum
+    /// bitrate: the rate controller could not get more than its floor.
+    #[serde(default)]
+    pub time_at_min_fraction: f64,
 }
 
 /// Completion times of an application flow, per kind of completion.
@@ -304,7 +414,7 @@ impl Summary {
     /// per-class totals.
     pub fn assemble(
         scenario: ScenarioInfo,
-        flows: Vec<FlowSummary>,
+        mut flows: Vec<FlowSummary>,
         queues: Vec<QueueSummary>,
         classes: ClassTotals,
     ) -> Summary {
@@ -318,6 +428,7 @@ impl Summary {
                 rtt_ms: rtt.percentiles_ms(),
             })
             .collect();
+        let fairness = Fairness::compute(&mut flows);
         Summary {
             schema_version: SCHEMA_VERSION,
             tool: ToolInfo {
@@ -332,6 +443,7 @@ impl Summary {
             complete: true,
             reached_s: None,
             verdict: None,
+            fairness,
         }
     }
 

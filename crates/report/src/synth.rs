@@ -124,6 +124,9 @@ pub fn media(
         frames_discarded: 0,
         feedback_reports: 3000,
         feedback_malformed: 0,
+        min_bitrate_bps: 2e6,
+        max_bitrate_bps: 3e7,
+        time_at_min_fraction: 0.0,
     }
 }
 

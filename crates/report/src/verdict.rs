@@ -34,21 +34,25 @@
 //!    §13.4.2, RFC 9331 §4).
 //! 7. `media-frames-late`, warn: a media flow that sent at least 100 frames had 10 % or
 //!    more of them late or incomplete, or stalled 2 % or more of the time.
-//! 8. `ce-saturated`, warn: an L4S flow with enough packets had at least
+//! 8. `media-at-floor`, warn: a media flow's encoder target sat at its minimum bitrate for
+//!    [`MEDIA_FLOOR_TIME`] or more of the window.
+//! 9. `ce-saturated`, warn: an L4S flow with enough packets had at least
 //!    [`CE_SATURATED`] of them arrive CE-marked.
-//! 9. `link-not-saturated`, warn: the bottleneck's utilisation is below
-//!    [`MIN_UTILIZATION`].
-//! 10. `l4s-starves-classic`, warn: with bulk flows of both classes, the mean L4S per-flow
+//! 10. `link-not-saturated`, warn: the bottleneck's utilisation is below
+//!     [`MIN_UTILIZATION`].
+//! 11. `l4s-starves-classic`, warn: with bulk flows of both classes, the mean L4S per-flow
 //!     throughput is more than [`STARVE_RATIO`] times the classic one, or a classic bulk
 //!     flow has less than [`STARVE_SHARE`] of the fair share (RFC 9332 §2.4).
-//! 11. `classic-starves-l4s`, warn: the mirror case.
-//! 12. `few-samples-p999`, note: a shown p99.9 rests on fewer than [`SAMPLES_P999`]
+//! 12. `classic-starves-l4s`, warn: the mirror case.
+//! 13. `flow-starved`, warn: without bulk flows of both classes, a capacity-seeking flow
+//!     (`summary.fairness`) has less than [`STARVE_SHARE`] of an equal share.
+//! 14. `few-samples-p999`, note: a shown p99.9 rests on fewer than [`SAMPLES_P999`]
 //!     samples.
-//! 13. `few-samples-p9999`, note: a shown p99.99 rests on fewer than [`SAMPLES_P9999`]
+//! 15. `few-samples-p9999`, note: a shown p99.99 rests on fewer than [`SAMPLES_P9999`]
 //!     samples (and its p99.9 on enough).
-//! 14. `testbed-timing`, warn: a live run's own timing check says the host held the
+//! 16. `testbed-timing`, warn: a live run's own timing check says the host held the
 //!     testbed back.
-//! 15. `incomplete`, warn: the run was stopped before its end (Ctrl-C); its figures cover
+//! 17. `incomplete`, warn: the run was stopped before its end (Ctrl-C); its figures cover
 //!     the statistics window up to the time reached.
 //!
 //! The headline sums up the L4S and classic one-way delay p99 at the bottleneck ("L4S
@@ -76,6 +80,9 @@ pub const STARVE_RATIO: f64 = 4.0;
 pub const STARVE_SHARE: f64 = 0.10;
 /// CE fraction of an L4S flow above which "nearly every packet arrives CE".
 pub const CE_SATURATED: f64 = 0.95;
+/// Fraction of the window a media encoder's target may sit at its minimum bitrate before
+/// the flow counts as held at its floor.
+pub const MEDIA_FLOOR_TIME: f64 = 0.25;
 /// Flows with fewer arrivals than this are too small for the ECN rules.
 pub const MIN_PACKETS: u64 = 100;
 /// Samples needed for a p99.9 (p99.99 needs ten times as many) to rest on at least one
@@ -322,10 +329,12 @@ const RULES: &[Rule] = &[
     Rule::each_queue("dualpi2_l_queue_empty", "ecn-bleached", dualpi2_l_queue_empty),
     Rule::once("ecn_validation_failed", "ecn-validation-failed", ecn_validation_failed),
     Rule::once("media_frames_late", "media-frames-late", media_frames_late),
+    Rule::once("media_at_floor", "media-at-floor", media_at_floor),
     Rule::once("ce_saturated", "ce-saturated", ce_saturated),
     Rule::once("link_not_saturated", "link-not-saturated", link_not_saturated),
     Rule::once("l4s_starves_classic", "l4s-starves-classic", l4s_starves_classic),
     Rule::once("classic_starves_l4s", "classic-starves-l4s", classic_starves_l4s),
+    Rule::once("flow_starved", "flow-starved", flow_starved),
     Rule::once("few_samples_p999", "few-samples-p999", few_samples_p999),
     Rule::once("few_samples_p9999", "few-samples-p9999", few_samples_p9999),
     Rule::once("testbed_timing", "testbed-timing", testbed_timing),
@@ -588,6 +597,36 @@ fn media_frames_late(cx: &Context) -> Option<Warning> {
     )
 }
 
+/// `media-at-floor`: a media flow's encoder target sat at the profile's minimum bitrate
+/// for [`MEDIA_FLOOR_TIME`] or more of the window: its rate controller got no more than the
+/// floor, from congestion or from a competing flow taking the capacity.
+fn media_at_floor(cx: &Context) -> Option<Warning> {
+    listed(
+        "media-at-floor",
+        Severity::Warn,
+        cx.s.flows
+            .iter()
+            .filter_map(|f| f.media.as_ref().map(|m| (f, m)))
+            .filter(|(_, m)| m.min_bitrate_bps > 0.0 && m.time_at_min_fraction >= MEDIA_FLOOR_TIME),
+        |(f, m)| {
+            format!(
+                "'{}' {} of the window at {}",
+                f.name,
+                pct(m.time_at_min_fraction),
+                rate(m.min_bitrate_bps)
+            )
+        },
+        |held| {
+            format!(
+                "Media held at its encoder's minimum bitrate: {}. The rate controller got no more than its floor: the \
+                 bottleneck was congested, or another flow took the capacity (see each flow's share of an equal share \
+                 in summary.json).",
+                held
+            )
+        },
+    )
+}
+
 /// `ce-saturated`: nearly every L4S packet arrives CE-marked ([`CE_SATURATED`] or more of
 /// a flow with enough packets), where a healthy L4S flow sees a few percent. Something
 /// sets CE on every packet (remarking), or the L queue is overloaded (unresponsive ECT(1)
@@ -757,6 +796,46 @@ fn classic_starves_l4s(cx: &Context) -> Option<Warning> {
         code: "classic-starves-l4s",
         severity: Severity::Warn,
         text,
+    })
+}
+
+/// `flow-starved`: among the capacity-seeking flows (`summary.fairness`), one has less
+/// than [`STARVE_SHARE`] of an equal share while the flows are of one class only (with both
+/// classes, `l4s-starves-classic` and `classic-starves-l4s` judge starvation).
+fn flow_starved(cx: &Context) -> Option<Warning> {
+    if cx.bulk.is_some() {
+        return None;
+    }
+    let fair = cx.s.fairness.as_ref()?;
+    let shares: Vec<(&FlowSummary, f64)> =
+        cx.s.flows
+            .iter()
+            .filter_map(|f| f.share_of_equal.map(|x| (f, x)))
+            .collect();
+    let starved: Vec<String> = shares
+        .iter()
+        .filter(|(_, x)| *x < STARVE_SHARE)
+        .map(|(f, x)| format!("'{}' {} ({} of it)", f.name, rate(f.throughput_bps), pct(*x)))
+        .collect();
+    if starved.is_empty() {
+        return None;
+    }
+    let (top, top_share) = shares.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(Warning {
+        code: "flow-starved",
+        severity: Severity::Warn,
+        text: format!(
+            "Flows starved below {} of an equal share ({} over {} capacity-seeking flows): {}, while '{}' takes {} \
+             ({} of an equal share); Jain's index {:.2} (1 = equal).",
+            pct0(STARVE_SHARE),
+            rate(fair.equal_share_bps),
+            fair.flows,
+            list(&starved),
+            top.name,
+            rate(top.throughput_bps),
+            pct(*top_share),
+            fair.jain
+        ),
     })
 }
 
@@ -1391,10 +1470,12 @@ mod rule_tests {
                 ("dualpi2_l_queue_empty", "ecn-bleached"),
                 ("ecn_validation_failed", "ecn-validation-failed"),
                 ("media_frames_late", "media-frames-late"),
+                ("media_at_floor", "media-at-floor"),
                 ("ce_saturated", "ce-saturated"),
                 ("link_not_saturated", "link-not-saturated"),
                 ("l4s_starves_classic", "l4s-starves-classic"),
                 ("classic_starves_l4s", "classic-starves-l4s"),
+                ("flow_starved", "flow-starved"),
                 ("few_samples_p999", "few-samples-p999"),
                 ("few_samples_p9999", "few-samples-p9999"),
                 ("testbed_timing", "testbed-timing"),
@@ -1720,5 +1801,65 @@ mod rule_tests {
             ),
             "steal under 0.1 % is not mentioned: {t}"
         );
+    }
+
+    #[test]
+    fn media_at_floor_fires_from_a_quarter_of_the_window() {
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        let mut m = synth::media(3000, 0.0, 0.0, Percentiles::default());
+        m.time_at_min_fraction = 0.249;
+        s.flows[0].media = Some(m.clone());
+        assert!(run(media_at_floor, &s).is_none(), "just below 25 %");
+        m.time_at_min_fraction = 0.25;
+        s.flows[0].media = Some(m.clone());
+        let text = fires(media_at_floor, &s, "media-at-floor", Severity::Warn);
+        assert!(text.contains("'prague' 25.0 % of the window at 2.00 Mbit/s"), "{text}");
+        // Summaries written before the range was recorded say nothing.
+        m.min_bitrate_bps = 0.0;
+        s.flows[0].media = Some(m);
+        assert!(run(media_at_floor, &s).is_none());
+    }
+
+    #[test]
+    fn flow_starved_fires_within_one_class_below_a_tenth_of_an_equal_share() {
+        // Five classic flows: one takes 19.8 Mbit/s, four get 50 kbit/s each.
+        let mut s = with_flows(&[CUBIC]);
+        for i in 1..5 {
+            let mut c = s.flows[0].clone();
+            c.name = format!("dl-{i}");
+            c.throughput_bps = 50e3;
+            s.flows.push(c);
+        }
+        s.flows[0].name = "game".into();
+        s.flows[0].throughput_bps = 19.8e6;
+        s.fairness = l4s_metrics::summary::Fairness::compute(&mut s.flows);
+        let f = s.fairness.as_ref().unwrap();
+        assert_eq!(f.flows, 5);
+        // Jain: (20)^2 / (5 · (19.8^2 + 4 · 0.05^2)) = 0.204.
+        assert!(
+            (f.jain - 400.0 / (5.0 * (19.8f64.powi(2) + 4.0 * 0.0025))).abs() < 1e-6,
+            "{f:?}"
+        );
+        let text = fires(flow_starved, &s, "flow-starved", Severity::Warn);
+        assert!(text.contains("'dl-1' 50.0 kbit/s (1.2 % of it)"), "{text}");
+        assert!(
+            text.contains("while 'game' takes 19.80 Mbit/s (495.0 % of an equal share)"),
+            "{text}"
+        );
+        // At exactly a tenth of an equal share a flow is not starved: 18.4 and 4 × 0.4 Mbit/s
+        // make an equal share of 4 Mbit/s.
+        s.flows[0].throughput_bps = 18.4e6;
+        for fl in &mut s.flows[1..] {
+            fl.throughput_bps = 0.4e6;
+        }
+        s.fairness = l4s_metrics::summary::Fairness::compute(&mut s.flows);
+        assert_eq!(s.flows[1].share_of_equal, Some(0.1));
+        assert!(run(flow_starved, &s).is_none());
+        // With bulk flows of both classes the class rules judge starvation.
+        let mut s = with_flows(&[PRAGUE, CUBIC]);
+        s.flows[1].throughput_bps = 1e3;
+        s.fairness = l4s_metrics::summary::Fairness::compute(&mut s.flows);
+        assert!(run(flow_starved, &s).is_none());
+        assert!(run(l4s_starves_classic, &s).is_some());
     }
 }

@@ -595,6 +595,9 @@ fn media_and_application_tables_and_charts() {
         frames_discarded: 0,
         feedback_reports: 3000,
         feedback_malformed: 0,
+        min_bitrate_bps: 2e6,
+        max_bitrate_bps: 4e7,
+        time_at_min_fraction: 0.0,
     });
     let mut c = std::collections::BTreeMap::new();
     c.insert(

@@ -121,13 +121,11 @@ impl Sim {
                 let mut meter = FlowMeter::new(window, f.latency_budget, LossCount::Dropped, false);
                 match &f.kind {
                     l4s_scenario::FlowKind::Media { params } => {
-                        let cfg = l4s_media::FrameMeterConfig {
-                            frame_interval: params.frame_interval,
-                            deadline: params.frame_deadline,
-                            stall_gap: params.stall_gap,
-                            base_owd: scenario.path_delay(f.src, f.dst),
-                        };
-                        meter.media = Some(Box::new(MediaMeter::new(cfg, window)));
+                        meter.media = Some(Box::new(MediaMeter::for_params(
+                            params,
+                            scenario.path_delay(f.src, f.dst),
+                            window,
+                        )));
                     }
                     l4s_scenario::FlowKind::App { .. } => meter.app = Some(Box::new(AppMeter::new(window))),
                     _ => {}

@@ -86,13 +86,11 @@ pub(super) fn flow_meters(sc: &Scenario, window: Window) -> Vec<SharedMeter> {
             let mut m = flow_meter(window, f.latency_budget, !matches!(f.kind, FlowKind::Tcp { .. }));
             match &f.kind {
                 FlowKind::Media { params } => {
-                    let cfg = l4s_media::FrameMeterConfig {
-                        frame_interval: params.frame_interval,
-                        deadline: params.frame_deadline,
-                        stall_gap: params.stall_gap,
-                        base_owd: sc.path_delay(f.src, f.dst),
-                    };
-                    m.media = Some(Box::new(l4s_measure::MediaMeter::new(cfg, window)));
+                    m.media = Some(Box::new(l4s_measure::MediaMeter::for_params(
+                        params,
+                        sc.path_delay(f.src, f.dst),
+                        window,
+                    )));
                 }
                 FlowKind::App { .. } => m.app = Some(Box::new(l4s_measure::AppMeter::new(window))),
                 _ => {}
