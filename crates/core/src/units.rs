@@ -1,4 +1,4 @@
-//! Parsing of human units used in scenario files: rates (`100Mbit`, `1.5Gbps`, `64kbit`),
+//! Parsing of human units used in scenario files: rates (`100Mbit`, `1.5Gbit`, `64kbit`),
 //! durations (`20ms`, `1.5s`, `250us`, `100ns`) and sizes (`1500B`, `1.5MB`, `64KiB`).
 //!
 //! Decimal prefixes are powers of 1000; binary prefixes (`Ki`, `Mi`, `Gi`) powers of 1024.
@@ -20,17 +20,31 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     Some((v, unit.trim()))
 }
 
-/// Parse a rate such as `100Mbit`, `100Mbps`, `1Gbit/s`, `12.5MBps` (bytes), `500kbit`.
+/// Parse a rate such as `100Mbit`, `1Gbit/s`, `12.5MBps` (bytes), `500kbit`.
+///
+/// The `bps` spellings with a lower-case `b` (`"20Mbps"`, `"20mbps"`, `"64kbps"`) are
+/// refused: most people read them as bits per second, but `tc` (and so a qdisc configured
+/// from the same numbers) reads `bps`, `kbps`, `mbps` as *bytes* per second, whatever the
+/// case. Bits are written `bit` (`"20Mbit"`, as `tc`), bytes `Bps` or `B` (`"2.5MBps"`).
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
     let expected = "a rate such as \"100Mbit\", \"1.5Gbit\", \"500kbit\" or \"12.5MBps\" (bytes/s)";
     let (v, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
     let unit_l = unit.trim_end_matches("/s");
+    if let Some(prefix) = unit_l.strip_suffix("bps") {
+        let num = s.trim().strip_suffix(unit).unwrap_or(s).trim();
+        return Err(format!(
+            "{s:?} is ambiguous: most people read \"{prefix}bps\" as bits per second, but tc reads it as bytes \
+             per second; write \"{num}{}bit\" for bits per second or \"{num}{}Bps\" for bytes per second",
+            prefix,
+            prefix.to_uppercase().replace('K', "k")
+        ));
+    }
     let (mult, bytes) = match unit_l {
-        "bit" | "bps" | "b" => (1.0, false),
-        "kbit" | "kbps" | "Kbit" | "Kbps" | "kb" => (1e3, false),
-        "Mbit" | "Mbps" | "mbit" | "mbps" | "Mb" => (1e6, false),
-        "Gbit" | "Gbps" | "gbit" | "gbps" | "Gb" => (1e9, false),
-        "Tbit" | "Tbps" => (1e12, false),
+        "bit" | "b" => (1.0, false),
+        "kbit" | "Kbit" | "kb" => (1e3, false),
+        "Mbit" | "mbit" | "Mb" => (1e6, false),
+        "Gbit" | "gbit" | "Gb" => (1e9, false),
+        "Tbit" | "tbit" => (1e12, false),
         "Bps" | "B" => (1.0, true),
         "kBps" | "KBps" | "kB" | "KB" => (1e3, true),
         "MBps" | "MB" => (1e6, true),
@@ -114,7 +128,21 @@ mod tests {
     fn rates() {
         assert_eq!(parse_rate("100Mbit").unwrap(), Rate::mbps(100));
         assert_eq!(parse_rate("1.5Gbit/s").unwrap(), Rate(1_500_000_000));
-        assert_eq!(parse_rate("64kbps").unwrap(), Rate(64_000));
+        assert_eq!(parse_rate("64kbit").unwrap(), Rate(64_000));
+        // The lower-case-b `bps` forms mean bits to most people and bytes to tc: refused,
+        // with both spellings offered.
+        for (x, bits, bytes) in [
+            ("20Mbps", "\"20Mbit\"", "\"20MBps\""),
+            ("20mbps", "\"20mbit\"", "\"20MBps\""),
+            ("64kbps", "\"64kbit\"", "\"64kBps\""),
+            ("1.5Gbps", "\"1.5Gbit\"", "\"1.5GBps\""),
+            ("100bps", "\"100bit\"", "\"100Bps\""),
+        ] {
+            let e = parse_rate(x).unwrap_err();
+            assert!(e.contains("ambiguous") && e.contains(bits) && e.contains(bytes), "{e}");
+        }
+        // Capital B is bytes, as in tc's reading: 20 MB/s is 160 Mbit/s.
+        assert_eq!(parse_rate("20MBps").unwrap(), Rate::mbps(160));
         assert_eq!(parse_rate("12.5MBps").unwrap(), Rate::mbps(100));
         assert!(parse_rate("100").unwrap_err().contains("unit is missing"));
         assert!(parse_rate("100furlongs").unwrap_err().contains("unknown unit"));
