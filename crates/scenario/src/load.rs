@@ -61,6 +61,15 @@ fn friendly(msg: &str) -> String {
     if let Some(rest) = m.strip_prefix("missing field ") {
         return format!("required key {rest} is missing");
     }
+    // A bare number where a quantity with a unit is expected (`size = 200`).
+    if (m.starts_with("invalid type: integer") || m.starts_with("invalid type: floating point"))
+        && m.ends_with("expected a string")
+    {
+        return format!(
+            "{m}: quantities are written as text with their unit, e.g. \"200B\" (a size), \"20ms\" (a \
+             duration), \"10Mbit\" (a rate)"
+        );
+    }
     m
 }
 

@@ -389,3 +389,20 @@ fn unbounded_application_settings_and_absurd_key_paths_are_refused() {
     let e = l4s_scenario::variants_of(&text, std::path::Path::new("a.toml")).unwrap_err();
     assert!(e.message.contains("at most 32 parts"), "{e}");
 }
+
+/// A bare number where a quantity with a unit belongs says how to write it (issue: `size =
+/// 200` said only "invalid type: integer").
+#[test]
+fn a_bare_number_for_a_quantity_gets_a_hint() {
+    for (extra, key) in [
+        ("pps = 10\nsize = 200", "flows[0].size"),
+        ("pps = 10\nsize = 1.5", "flows[0].size"),
+    ] {
+        let e = err(extra, "probe");
+        assert!(e.contains(key), "{e}");
+        assert!(
+            e.contains("quantities are written as text with their unit, e.g. \"200B\""),
+            "{e}"
+        );
+    }
+}
