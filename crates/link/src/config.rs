@@ -2,7 +2,8 @@
 //! (or a capacity trace instead of the rate), and an optional loss model around it.
 
 use crate::{
-    GilbertElliott, GilbertElliottConfig, Harq, HarqConfig, Link, LinkPacket, RateSchedule, Trace, TraceLink, Wired,
+    Cellular, GilbertElliott, GilbertElliottConfig, Harq, HarqConfig, Link, LinkPacket, RanCapacity, RanConfig,
+    RanDirection, RateSchedule, Trace, TraceLink, Wired,
 };
 use l4s_aqm::AqmConfig;
 use l4s_core::{Dur, Rate, Rng};
@@ -31,6 +32,9 @@ pub struct LinkConfig {
     pub trace: Option<Arc<Trace>>,
     /// HARQ retransmissions with in-order delivery ([`crate::harq`]), inside the loss model.
     pub harq: Option<HarqConfig>,
+    /// A cellular radio link ([`crate::cellular`]) in this direction instead of a wire: its
+    /// capacity is `trace`'s, or else `rate` with `schedule`; HARQ is the RAN's.
+    pub ran: Option<(RanConfig, RanDirection)>,
 }
 
 impl LinkConfig {
@@ -46,6 +50,7 @@ impl LinkConfig {
             max_lag: Dur::from_millis(2),
             trace: None,
             harq: None,
+            ran: None,
         }
     }
 }
@@ -54,9 +59,29 @@ impl LinkConfig {
 /// loss model draws from its own stream derived from it.
 pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Link<P>> {
     let loss_seed = rng.clone().next_u64();
-    let wire: Box<dyn Link<P>> = match &cfg.trace {
-        Some(t) => Box::new(TraceLink::new(t.clone(), cfg.delay, &cfg.aqm, cfg.fault, rng)),
-        None => Box::new(Wired::new(
+    let mut harq = cfg.harq;
+    let wire: Box<dyn Link<P>> = match (&cfg.ran, &cfg.trace) {
+        (Some((ran, dir)), _) => {
+            let capacity = match &cfg.trace {
+                Some(t) => RanCapacity::Trace(t.clone()),
+                None => RanCapacity::Rate {
+                    rate: cfg.rate.unwrap_or(Rate::ZERO),
+                    schedule: cfg.schedule.clone(),
+                },
+            };
+            harq = harq.or(ran.harq);
+            Box::new(Cellular::new(
+                *dir,
+                ran.clone(),
+                capacity,
+                cfg.delay,
+                &cfg.aqm,
+                cfg.fault,
+                rng,
+            ))
+        }
+        (None, Some(t)) => Box::new(TraceLink::new(t.clone(), cfg.delay, &cfg.aqm, cfg.fault, rng)),
+        (None, None) => Box::new(Wired::new(
             cfg.rate,
             cfg.delay,
             &cfg.aqm,
@@ -66,7 +91,7 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
             rng,
         )),
     };
-    let wire: Box<dyn Link<P>> = match cfg.harq {
+    let wire: Box<dyn Link<P>> = match harq {
         None => wire,
         Some(h) => Box::new(Harq::new(wire, h, Rng::derive(loss_seed, 0x4a52))),
     };

@@ -66,6 +66,7 @@ pub struct Harq<P> {
     /// Packets held back, in order: when each goes, where, and the packet.
     held: VecDeque<(Time, Port, P)>,
     scratch: Vec<Action<P>>,
+    retransmissions: u64,
 }
 
 impl<P: LinkPacket + 'static> Harq<P> {
@@ -78,6 +79,7 @@ impl<P: LinkPacket + 'static> Harq<P> {
             last: Time::ZERO,
             held: VecDeque::new(),
             scratch: Vec::new(),
+            retransmissions: 0,
         }
     }
 
@@ -93,6 +95,7 @@ impl<P: LinkPacket + 'static> Harq<P> {
                     while self.rng.chance(self.cfg.bler) {
                         k += 1;
                     }
+                    self.retransmissions += k;
                     let extra = Dur(self.cfg.rtt.as_nanos() * k);
                     self.block = Some((due, extra));
                     extra
@@ -143,7 +146,10 @@ impl<P: LinkPacket + 'static> Link<P> for Harq<P> {
         self.delay(mark, io);
     }
     fn stats(&self) -> LinkStats {
-        self.inner.stats()
+        LinkStats {
+            harq_retransmissions: self.inner.stats().harq_retransmissions + self.retransmissions,
+            ..self.inner.stats()
+        }
     }
 }
 

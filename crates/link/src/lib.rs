@@ -21,6 +21,8 @@
 //! * [`capacity::CapacityProcess`]: capacity over time drawn from a seed (constant, steps,
 //!   sawtooth, clipped Gaussian, Markov-modulated with outages, log-rate AR(1)), as a
 //!   [`trace::Trace`] to replay.
+//! * [`cellular::Cellular`]: one direction of a cellular radio link: the RLC buffer, slots
+//!   and transport blocks, a TDD pattern, and the uplink's request–grant loop.
 //! * [`gilbert_elliott::GilbertElliott`]: bursty loss on the wire (two-state Markov
 //!   chain), around any other link.
 //! * [`harq::Harq`]: HARQ retransmissions of failed blocks with RLC in-order delivery,
@@ -70,6 +72,7 @@ macro_rules! delegate_queries {
 }
 
 pub mod capacity;
+pub mod cellular;
 pub mod config;
 pub mod fault;
 pub mod gilbert_elliott;
@@ -80,6 +83,7 @@ pub mod trace;
 pub mod wired;
 
 pub use capacity::{CapacityProcess, MarkovState};
+pub use cellular::{Cellular, RanCapacity, RanConfig, RanDirection, SlotKind, UplinkScheduling};
 pub use config::{build, LinkConfig, LossModel};
 pub use fault::{Fault, FaultKind};
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
@@ -258,6 +262,25 @@ pub struct LinkStats {
     pub rate_changes: u64,
     /// Packets lost on the wire (a loss model).
     pub wire_losses: u64,
+    /// Transport blocks a cellular link sent ([`cellular`]), the bytes they could carry and
+    /// the bytes they carried.
+    pub blocks: u64,
+    pub block_bytes: u64,
+    pub block_bytes_used: u64,
+    /// HARQ retransmissions of blocks ([`harq`]).
+    pub harq_retransmissions: u64,
+    /// Uplink: scheduling requests sent, grants made (dynamic and for SRs), grants that
+    /// found the UE with nothing to send, and configured-grant occasions used.
+    pub scheduling_requests: u64,
+    pub grants: u64,
+    pub grants_unused: u64,
+    pub configured_grants_used: u64,
+    /// Uplink grant delays (from data reaching an idle UE to the start of its granted
+    /// slot): how many, their sum (ns), and a histogram in 1 ms buckets (the last one holds
+    /// everything longer).
+    pub grant_delays: u64,
+    pub grant_delay_ns: u64,
+    pub grant_delay_ms: [u64; cellular::GRANT_DELAY_BUCKETS],
 }
 
 /// Wake-ups a real-time driver keeps for a link: the requests in time order, the earliest

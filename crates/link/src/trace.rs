@@ -175,7 +175,7 @@ impl Trace {
     }
 
     /// Opportunities at or before `t_ms` from the start, the trace looping.
-    fn count_upto(&self, t_ms: u64) -> u64 {
+    pub(crate) fn count_upto(&self, t_ms: u64) -> u64 {
         let p = self.period_ms();
         let lp = t_ms / p;
         let within = t_ms - lp * p;

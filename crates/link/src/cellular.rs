@@ -1,0 +1,980 @@
+//! One direction of a cellular radio link (LTE or 5G NR) between a base station and one
+//! phone (UE): the RLC buffer with its queue discipline, service on the slot grid in
+//! transport blocks, a TDD pattern, and for the uplink the request–grant loop of an idle
+//! UE. HARQ with RLC in-order delivery goes around it ([`crate::harq`]).
+//!
+//! ```text
+//!   port 0 ──▶ [fault] ──▶ [RLC buffer: queue discipline] ──▶ transport block per slot ──▶ delay line ──▶ port 1
+//! ```
+//!
+//! **Slots.** Time is cut into slots of 1 ms (LTE's TTI, NR at 15 kHz subcarrier spacing),
+//! 0.5, 0.25 or 0.125 ms (NR at 30, 60 and 120 kHz; 3GPP TS 38.211 §4.3.2: 14 OFDM symbols
+//! a slot, 2^µ slots a millisecond). The scheduler serves a UE only at slot starts: it takes
+//! what is in the RLC buffer then into one transport block (RLC segments a packet across
+//! blocks when it does not fit, TS 38.322 §5.2.2.2), and the block arrives at the slot's end;
+//! a packet leaves when the block carrying its last byte does. A packet that arrives at a
+//! slot's start (or later) waits for the next slot: the block was built before it.
+//!
+//! **Capacity.** The direction's capacity (a rate with its schedule, or a trace, or a
+//! process drawn as a trace) is the *mean* rate the UE gets in that direction; each slot
+//! in which the direction may send carries the capacity of its own span of time, scaled up
+//! by the share of slots the pattern gives the direction, so that one TDD period carries
+//! exactly what the capacity offers over it. A slot in which the scheduler finds the buffer
+//! empty is wasted, as an idle delivery opportunity of a trace is. Bytes are counted as IP
+//! packets (PDCP SDUs: the frame less its Ethernet header); RLC, MAC and PDCP headers are
+//! taken to be part of the capacity. `share` < 1 gives the slot to this UE only with that
+//! probability (other users of the cell), so the UE's mean rate is `share` × capacity.
+//!
+//! **TDD.** A pattern such as `DDDSU` (the usual 2.5 ms pattern at 30 kHz) repeats from
+//! time 0: `D` slots carry downlink, `U` slots uplink, and the special slot `S` carries
+//! `special_dl_symbols` of its 14 symbols as downlink (TS 38.213 §11.1 slot formats; its
+//! uplink symbols carry control only here, not data). Without a pattern the link is FDD:
+//! every slot carries both directions.
+//!
+//! **Uplink scheduling** (TS 38.321 §5.4.4 scheduling request, §5.4.5 buffer status
+//! reporting, TS 38.214 §6.1.2.1 for K2):
+//! * a UE may send only in an uplink slot it was granted. Each block carries a buffer
+//!   status report (BSR): the bytes left in the UE after it. The base station learns it at
+//!   the block's end and from then on grants uplink slots while its estimate of the UE's
+//!   backlog (the last report less the grants it has made since) is above zero. It decides
+//!   the grant of slot `x` at `x − K2` slots (the DCI), with what it knew then;
+//! * data arriving at a UE whose buffer was empty triggers a regular BSR. If the UE holds
+//!   a grant for a later slot the report goes there; otherwise it sends a scheduling request
+//!   (SR) at its next SR occasion (every `sr_period`, in an uplink slot; an occasion that
+//!   falls on a slot without uplink is skipped), the base station sends a grant
+//!   `grant_delay` after it, and the UE sends in the first uplink slot at least K2 slots
+//!   after that. The first packet of an idle UE therefore waits
+//!   `grant_delay + (K2 + 1)·slot` plus a uniform share of the SR period (FDD);
+//! * with `configured_grant` (TS 38.321 §5.8.2) the UE may also send in an uplink slot
+//!   every configured period without asking; it then never needs an SR.
+//!
+//! Grant sizes follow the capacity, as a downlink block does. The grant delay counted in
+//! [`LinkStats::grant_delay_ms`] is the time from the arrival of the data that made an idle
+//! UE ask to the start of the slot it was granted.
+
+use crate::stage::{apply_fault, DelayLine, Queue};
+use crate::trace::OPPORTUNITY_BYTES;
+use crate::{
+    Departure, Fault, HarqConfig, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer, Trace,
+};
+use l4s_aqm::{AqmConfig, QueueId, QueueStats};
+use l4s_core::{Dur, Rate, Rng, Time, ETH_HEADER};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// The next slot the link may use is due.
+pub const SLOT: Timer = 0;
+/// The head of the delay line arrives.
+pub const ARRIVE: Timer = 1;
+/// The queue discipline's timer.
+pub const QDISC: Timer = 2;
+
+/// OFDM symbols in a slot with the normal cyclic prefix (TS 38.211 §4.3.2).
+pub const SYMBOLS_PER_SLOT: u8 = 14;
+
+/// Slot lengths the model accepts: LTE's 1 ms TTI and NR's numerologies µ = 0..3.
+pub const SLOT_LENGTHS: [Dur; 4] = [
+    Dur::from_millis(1),
+    Dur::from_micros(500),
+    Dur::from_micros(250),
+    Dur::from_micros(125),
+];
+
+/// Buckets of the grant-delay histogram, 1 ms each; the last one counts everything above.
+pub const GRANT_DELAY_BUCKETS: usize = 32;
+
+/// What a slot of a TDD pattern carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotKind {
+    Down,
+    Special,
+    Up,
+}
+
+/// Which way a cellular link carries data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RanDirection {
+    /// Base station to UE: scheduled whenever data waits.
+    Downlink,
+    /// UE to base station: only in granted slots.
+    Uplink,
+}
+
+/// The uplink's request–grant loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UplinkScheduling {
+    /// Time between SR occasions, a whole number of slots.
+    pub sr_period: Dur,
+    /// From the SR to the grant (the DCI) at the base station.
+    pub grant_delay: Dur,
+    /// Slots from the grant to the uplink slot it is for (TS 38.214 K2; 0..=32).
+    pub k2: u32,
+    /// A configured grant every this period (a whole number of slots), if any.
+    pub configured_grant: Option<Dur>,
+}
+
+impl Default for UplinkScheduling {
+    fn default() -> Self {
+        UplinkScheduling {
+            sr_period: Dur::from_millis(5),
+            grant_delay: Dur::from_millis(1),
+            k2: 2,
+            configured_grant: None,
+        }
+    }
+}
+
+/// The radio side of a cellular link; see the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RanConfig {
+    pub slot: Dur,
+    /// The TDD pattern, repeated from time 0; empty for FDD.
+    pub tdd: Vec<SlotKind>,
+    /// Downlink symbols of a special slot, of [`SYMBOLS_PER_SLOT`].
+    pub special_dl_symbols: u8,
+    /// Probability that a slot the direction may use is given to this UE, in (0, 1].
+    pub share: f64,
+    /// HARQ on both directions.
+    pub harq: Option<HarqConfig>,
+    pub uplink: UplinkScheduling,
+}
+
+impl Default for RanConfig {
+    fn default() -> Self {
+        RanConfig {
+            slot: Dur::from_micros(500),
+            tdd: Vec::new(),
+            special_dl_symbols: 10,
+            share: 1.0,
+            harq: None,
+            uplink: UplinkScheduling::default(),
+        }
+    }
+}
+
+/// A TDD pattern from its letters (`D`, `S`, `U`; `"fdd"` or nothing for FDD).
+pub fn parse_tdd(s: &str) -> Result<Vec<SlotKind>, String> {
+    if s.is_empty() || s.eq_ignore_ascii_case("fdd") {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for c in s.chars() {
+        out.push(match c.to_ascii_uppercase() {
+            'D' => SlotKind::Down,
+            'S' => SlotKind::Special,
+            'U' => SlotKind::Up,
+            _ => return Err(format!(
+                "{s:?}: expected a TDD pattern of the letters D, S and U (such as \"DDDSU\"), or \"fdd\"; found {c:?}"
+            )),
+        });
+    }
+    if out.len() > 320 {
+        return Err(format!(
+            "{s:?}: a TDD pattern of at most 320 slots (80 ms at 0.25 ms slots)"
+        ));
+    }
+    if !out.contains(&SlotKind::Up) {
+        return Err(format!("{s:?}: the pattern has no uplink slot (U)"));
+    }
+    if !out.iter().any(|k| *k != SlotKind::Up) {
+        return Err(format!("{s:?}: the pattern has no downlink slot (D or S)"));
+    }
+    Ok(out)
+}
+
+/// Whether `d` is a whole, non-zero number of slots.
+fn whole_slots(d: Dur, slot: Dur) -> bool {
+    !d.is_zero() && d.as_nanos().is_multiple_of(slot.as_nanos())
+}
+
+impl RanConfig {
+    /// Check the parameters; the error names the key and what was expected.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !SLOT_LENGTHS.contains(&self.slot) {
+            return Err((
+                "slot",
+                format!("expected a slot of \"1ms\" (LTE, NR 15 kHz), \"0.5ms\" (30 kHz), \"0.25ms\" (60 kHz) or \"0.125ms\" (120 kHz); found {}", self.slot),
+            ));
+        }
+        if self.special_dl_symbols > SYMBOLS_PER_SLOT {
+            return Err((
+                "special_dl_symbols",
+                format!(
+                    "expected at most {SYMBOLS_PER_SLOT} symbols, found {}",
+                    self.special_dl_symbols
+                ),
+            ));
+        }
+        if !(self.share > 0.0 && self.share <= 1.0) {
+            return Err((
+                "share",
+                format!("expected a probability in (0, 1], found {}", self.share),
+            ));
+        }
+        if let Some(h) = &self.harq {
+            h.validate()?;
+        }
+        let u = &self.uplink;
+        if !whole_slots(u.sr_period, self.slot) {
+            return Err((
+                "sr_period",
+                format!("expected a whole number of {} slots, found {}", self.slot, u.sr_period),
+            ));
+        }
+        if u.k2 > 32 {
+            return Err(("k2", format!("expected K2 in 0..=32 slots (TS 38.214), found {}", u.k2)));
+        }
+        if let Some(p) = u.configured_grant {
+            if !whole_slots(p, self.slot) {
+                return Err((
+                    "configured_grant",
+                    format!("expected a period of a whole number of {} slots, found {p}", self.slot),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The weight of each slot of the pattern for `dir` (1 for a full slot), one entry for
+    /// FDD.
+    fn weights(&self, dir: RanDirection) -> Vec<f64> {
+        if self.tdd.is_empty() {
+            return vec![1.0];
+        }
+        self.tdd
+            .iter()
+            .map(|k| match (dir, k) {
+                (RanDirection::Downlink, SlotKind::Down) | (RanDirection::Uplink, SlotKind::Up) => 1.0,
+                (RanDirection::Downlink, SlotKind::Special) => {
+                    f64::from(self.special_dl_symbols) / f64::from(SYMBOLS_PER_SLOT)
+                }
+                _ => 0.0,
+            })
+            .collect()
+    }
+}
+
+/// Where a cellular direction's capacity comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RanCapacity {
+    /// A rate, changed over time by its schedule.
+    Rate { rate: Rate, schedule: RateSchedule },
+    /// Delivery opportunities of [`OPPORTUNITY_BYTES`] ([`crate::trace`]).
+    Trace(Arc<Trace>),
+}
+
+impl RanCapacity {
+    /// IP bytes the capacity offers in `(s, e]` after the origin.
+    fn bytes(&self, s: Dur, e: Dur) -> f64 {
+        match self {
+            RanCapacity::Rate { rate, schedule } => {
+                schedule.rate_at(*rate, s).bytes_per_sec() * e.saturating_sub(s).as_secs_f64()
+            }
+            RanCapacity::Trace(t) => {
+                let n = t.count_upto(e.as_nanos() / 1_000_000) - t.count_upto(s.as_nanos() / 1_000_000);
+                n as f64 * f64::from(OPPORTUNITY_BYTES)
+            }
+        }
+    }
+
+    fn rate_at(&self, t: Dur) -> Rate {
+        match self {
+            RanCapacity::Rate { rate, schedule } => schedule.rate_at(*rate, t),
+            RanCapacity::Trace(tr) => tr.capacity_before(t, crate::trace::CAPACITY_WINDOW),
+        }
+    }
+}
+
+/// A packet RLC is carrying in segments.
+struct InTransit<P> {
+    pkt: P,
+    left: u64,
+    start: Time,
+    sub: QueueId,
+    sojourn: Dur,
+    marked: bool,
+    busy: Dur,
+}
+
+/// The uplink's view of grants, and the base station's of the UE.
+#[derive(Default)]
+struct Grants {
+    /// Buffer status reports sent, not yet used by the base station: when they arrive, the
+    /// bytes reported, and the slot of the block that carried them.
+    reports: VecDeque<(Time, u64, u64)>,
+    /// The base station's estimate of the UE's backlog not covered by grants.
+    estimate: i64,
+    /// Grants have been decided for every uplink slot below this one.
+    decided: u64,
+    /// Dynamic grants decided and not yet used: slot and size in bytes.
+    granted: VecDeque<(u64, u64)>,
+    /// The slot an SR was granted, not yet used.
+    sr_grant: Option<u64>,
+    /// An SR is pending from this slot on, for data that arrived at this time.
+    sr_pending: Option<(u64, Time)>,
+    /// When the data arrived that made the UE ask (SR), until it is sent.
+    asked_at: Option<Time>,
+}
+
+/// One direction of a cellular link; see the module documentation.
+pub struct Cellular<P> {
+    dir: RanDirection,
+    cfg: RanConfig,
+    capacity: RanCapacity,
+    weights: Vec<f64>,
+    /// Pattern length over the sum of the weights: how much more than its own span of
+    /// capacity a full slot carries.
+    scale: f64,
+    delay: Dur,
+    fault: Option<Fault>,
+    queue: Queue<P>,
+    line: DelayLine<P>,
+    rng: Rng,
+    origin: Option<Time>,
+    tx: Option<InTransit<P>>,
+    /// Fraction of a byte of capacity carried to the next block.
+    carry: f64,
+    /// The next slot to consider.
+    next: u64,
+    armed: Option<Time>,
+    grants: Grants,
+    /// Slots between configured grants (0: none).
+    cg_slots: u64,
+    /// Slots between SR occasions.
+    sr_slots: u64,
+    /// The first uplink slot of the pattern: SR and configured-grant occasions count from
+    /// it.
+    first_up: u64,
+    stats: LinkStats,
+}
+
+impl<P: LinkPacket + 'static> Cellular<P> {
+    pub fn new(
+        dir: RanDirection,
+        cfg: RanConfig,
+        capacity: RanCapacity,
+        delay: Dur,
+        aqm: &AqmConfig,
+        fault: Option<Fault>,
+        rng: Rng,
+    ) -> Cellular<P> {
+        let weights = cfg.weights(dir);
+        let sum: f64 = weights.iter().sum();
+        let scale = if sum > 0.0 { weights.len() as f64 / sum } else { 0.0 };
+        let slot = cfg.slot.as_nanos().max(1);
+        let cg_slots = cfg.uplink.configured_grant.map_or(0, |p| p.as_nanos() / slot);
+        let sr_slots = (cfg.uplink.sr_period.as_nanos() / slot).max(1);
+        let first_up = cfg.tdd.iter().position(|k| *k == SlotKind::Up).unwrap_or(0) as u64;
+        let draw = Rng::derive(rng.clone().next_u64(), 0x0052_414e);
+        Cellular {
+            dir,
+            cfg,
+            capacity,
+            weights,
+            scale,
+            delay,
+            fault,
+            queue: Queue::new(aqm, rng),
+            line: DelayLine::default(),
+            rng: draw,
+            origin: None,
+            tx: None,
+            carry: 0.0,
+            next: 0,
+            armed: None,
+            grants: Grants::default(),
+            cg_slots,
+            sr_slots,
+            first_up,
+            stats: LinkStats::default(),
+        }
+    }
+
+    fn origin(&self) -> Time {
+        self.origin.unwrap_or(Time::ZERO)
+    }
+
+    fn start_of(&self, n: u64) -> Time {
+        self.origin() + Dur(n.saturating_mul(self.cfg.slot.as_nanos()))
+    }
+
+    /// The first slot starting strictly after `t`.
+    fn slot_after(&self, t: Time) -> u64 {
+        if t < self.origin() {
+            return 0;
+        }
+        t.since(self.origin()).as_nanos() / self.cfg.slot.as_nanos() + 1
+    }
+
+    fn weight(&self, n: u64) -> f64 {
+        self.weights[(n % self.weights.len() as u64) as usize]
+    }
+
+    /// The first slot from `n` on that carries this direction.
+    fn usable_from(&self, mut n: u64) -> u64 {
+        while self.weight(n) == 0.0 {
+            n += 1;
+        }
+        n
+    }
+
+    /// Bytes of a transport block in slot `n` (before the carried fraction).
+    fn block_bytes(&self, n: u64) -> f64 {
+        let s = self.start_of(n).since(self.origin());
+        let e = s + self.cfg.slot;
+        self.capacity.bytes(s, e) * self.scale * self.weight(n)
+    }
+
+    fn has_data(&self) -> bool {
+        self.tx.is_some() || self.queue.qdisc.len_packets() > 0
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.tx.as_ref().map_or(0, |t| t.left) + self.queue.qdisc.len_bytes()
+    }
+
+    fn is_cg(&self, n: u64) -> bool {
+        self.cg_slots > 0
+            && n >= self.first_up
+            && (n - self.first_up).is_multiple_of(self.cg_slots)
+            && self.weight(n) > 0.0
+    }
+
+    fn is_sr_occasion(&self, n: u64) -> bool {
+        n >= self.first_up && (n - self.first_up).is_multiple_of(self.sr_slots) && self.weight(n) > 0.0
+    }
+
+    /// The base station's grant decisions for every uplink slot whose DCI time is at or
+    /// before `t`, in order, each with the reports that had arrived by then.
+    fn decide_until(&mut self, t: Time) {
+        let k2 = Dur(self.cfg.slot.as_nanos() * u64::from(self.cfg.uplink.k2));
+        loop {
+            let x = self.usable_from(self.grants.decided);
+            let dci = Time(self.start_of(x).as_nanos().saturating_sub(k2.as_nanos()));
+            if dci > t {
+                return;
+            }
+            while self.grants.reports.front().is_some_and(|r| r.0 <= dci) {
+                if let Some((_, bytes, slot)) = self.grants.reports.pop_front() {
+                    let covered: u64 = self.grants.granted.iter().filter(|g| g.0 > slot).map(|g| g.1).sum();
+                    let sr: u64 = match self.grants.sr_grant {
+                        Some(s) if s > slot => self.block_bytes(s) as u64,
+                        _ => 0,
+                    };
+                    self.grants.estimate = bytes as i64 - covered as i64 - sr as i64;
+                }
+            }
+            if self.grants.estimate <= 0 && self.grants.reports.is_empty() {
+                // Nothing to grant until a report arrives: skip to the slots decided at `t`.
+                let n = self.slot_after(t + k2).max(x + 1);
+                self.grants.decided = n;
+                return;
+            }
+            self.grants.decided = x + 1;
+            if self.grants.estimate > 0 && (self.cfg.share >= 1.0 || self.rng.chance(self.cfg.share)) {
+                let size = self.block_bytes(x) as u64;
+                if size > 0 {
+                    self.grants.granted.push_back((x, size));
+                    self.stats.grants += 1;
+                    self.grants.estimate -= size as i64;
+                }
+            }
+        }
+    }
+
+    /// Whether the UE holds a grant for a slot after `n`.
+    fn holds_grant_after(&self, n: u64) -> bool {
+        self.cg_slots > 0 || self.grants.granted.iter().any(|g| g.0 > n) || self.grants.sr_grant.is_some_and(|s| s > n)
+    }
+
+    /// Serve every slot up to now in order, then ask for the next one that may carry
+    /// something.
+    fn rationalize(&mut self, io: &mut Io<'_, P>) {
+        let now = io.now;
+        loop {
+            if !self.has_data() {
+                self.next = self.next.max(self.slot_after(now));
+                break;
+            }
+            let n = self.usable_from(self.next);
+            if self.start_of(n) > now {
+                break;
+            }
+            self.next = n + 1;
+            match self.dir {
+                RanDirection::Downlink => {
+                    if self.cfg.share >= 1.0 || self.rng.chance(self.cfg.share) {
+                        let bytes = self.block_bytes(n);
+                        self.serve(n, bytes, io);
+                    }
+                }
+                RanDirection::Uplink => self.uplink_slot(n, io),
+            }
+        }
+        self.queue.flush_drops(io);
+        self.queue.arm(io, QDISC);
+        if let Some(t) = self.next_wake() {
+            if self.armed != Some(t) {
+                self.armed = Some(t);
+                io.wake(SLOT, t);
+            }
+        }
+    }
+
+    /// When the link may next use a slot, if it has anything to send.
+    fn next_wake(&mut self) -> Option<Time> {
+        if !self.has_data() {
+            return None;
+        }
+        let n = self.usable_from(self.next);
+        if self.dir == RanDirection::Downlink {
+            return Some(self.start_of(n));
+        }
+        // The uplink: the next slot where a grant is held, a decision may give one, or an
+        // SR occasion comes.
+        let g = &self.grants;
+        let mut best = u64::MAX;
+        if let Some(&(x, _)) = g.granted.front() {
+            best = best.min(x);
+        }
+        if let Some(x) = g.sr_grant {
+            best = best.min(x);
+        }
+        if g.estimate > 0 || !g.reports.is_empty() {
+            best = best.min(n);
+        }
+        if let Some((from, _)) = g.sr_pending {
+            let mut x = self.usable_from(from.max(n));
+            while !self.is_sr_occasion(x) {
+                x = self.usable_from(x + 1);
+            }
+            best = best.min(x);
+        }
+        if self.cg_slots > 0 {
+            let mut x = n;
+            while !self.is_cg(x) {
+                x = self.usable_from(x + 1);
+            }
+            best = best.min(x);
+        }
+        (best != u64::MAX).then(|| self.start_of(best.max(n)))
+    }
+
+    /// Uplink slot `n` has come: send an SR if one is due, and send data if the slot is
+    /// granted.
+    fn uplink_slot(&mut self, n: u64, io: &mut Io<'_, P>) {
+        let start = self.start_of(n);
+        self.decide_until(start);
+        // Grants for slots that passed while the UE had nothing to send were wasted.
+        while self.grants.granted.front().is_some_and(|g| g.0 < n) {
+            self.grants.granted.pop_front();
+            self.stats.grants_unused += 1;
+        }
+        if self.grants.sr_grant.is_some_and(|s| s < n) {
+            self.grants.sr_grant = None;
+            self.stats.grants_unused += 1;
+        }
+        let mut size = None;
+        if self.grants.granted.front().is_some_and(|g| g.0 == n) {
+            size = self.grants.granted.pop_front().map(|g| g.1 as f64);
+        }
+        if self.grants.sr_grant == Some(n) {
+            self.grants.sr_grant = None;
+            size = Some(size.unwrap_or(0.0).max(self.block_bytes(n)));
+        }
+        if size.is_none() && self.is_cg(n) {
+            size = Some(self.block_bytes(n));
+            self.stats.configured_grants_used += 1;
+        }
+        if let Some(bytes) = size {
+            self.grants.sr_pending = None;
+            if let Some(at) = self.grants.asked_at.take() {
+                let d = start.since(at);
+                self.stats.grant_delays += 1;
+                self.stats.grant_delay_ns += d.as_nanos();
+                let b = ((d.as_nanos() / 1_000_000) as usize).min(GRANT_DELAY_BUCKETS - 1);
+                self.stats.grant_delay_ms[b] += 1;
+            }
+            self.serve(n, bytes, io);
+            let left = self.backlog_bytes();
+            self.grants.reports.push_back((start + self.cfg.slot, left, n));
+            return;
+        }
+        if let Some((from, _)) = self.grants.sr_pending {
+            if n >= from && self.is_sr_occasion(n) {
+                self.grants.sr_pending = None;
+                if self.holds_grant_after(n) {
+                    // A grant came meanwhile: the report goes there (TS 38.321 §5.4.4
+                    // cancels the pending SR).
+                    return;
+                }
+                self.stats.scheduling_requests += 1;
+                let k2 = Dur(self.cfg.slot.as_nanos() * u64::from(self.cfg.uplink.k2));
+                let earliest = start + self.cfg.uplink.grant_delay + k2;
+                let x = self.usable_from(self.slot_after(Time(earliest.as_nanos().saturating_sub(1))));
+                self.grants.sr_grant = Some(x);
+                self.stats.grants += 1;
+            }
+        }
+    }
+
+    /// Fill slot `n`'s block of `bytes` (and the carried fraction) from the RLC buffer.
+    fn serve(&mut self, n: u64, bytes: f64, io: &mut Io<'_, P>) {
+        let t = self.start_of(n);
+        let end = t + self.cfg.slot;
+        let total = bytes + self.carry;
+        let mut budget = total.floor() as u64;
+        self.carry = total - budget as f64;
+        if budget == 0 {
+            return;
+        }
+        let offered = budget;
+        // The time this block stands for: its slot, scaled up as its capacity was.
+        let stands_for = self.cfg.slot.mul_f64(self.scale * self.weight(n));
+        self.stats.blocks += 1;
+        while budget > 0 {
+            if self.tx.is_none() {
+                let Some(d) = self.queue.qdisc.dequeue(t, &mut self.queue.drops) else {
+                    break;
+                };
+                let left = u64::from(d.pkt.wire_len().saturating_sub(ETH_HEADER).max(1));
+                self.tx = Some(InTransit {
+                    pkt: d.pkt,
+                    left,
+                    start: t,
+                    sub: d.queue,
+                    sojourn: d.sojourn,
+                    marked: d.marked,
+                    busy: Dur::ZERO,
+                });
+            }
+            let Some(tx) = self.tx.as_mut() else { break };
+            let k = budget.min(tx.left);
+            tx.left -= k;
+            budget -= k;
+            tx.busy += Dur(stands_for.as_nanos() * k / offered);
+            if tx.left == 0 {
+                let Some(tx) = self.tx.take() else { break };
+                io.departed(&Departure {
+                    pkt: &tx.pkt,
+                    queue: 0,
+                    sub: tx.sub,
+                    sojourn: tx.sojourn,
+                    start: tx.start,
+                    serialisation: tx.busy,
+                    marked: tx.marked,
+                });
+                self.line.push(tx.pkt, end + self.delay, io, ARRIVE);
+            }
+        }
+        self.stats.block_bytes += offered;
+        self.stats.block_bytes_used += offered - budget;
+    }
+}
+
+impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
+    fn ports(&self) -> usize {
+        2
+    }
+
+    fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
+        self.origin = Some(origin);
+        self.next = if io.now < origin { 0 } else { self.slot_after(io.now) };
+        self.grants.decided = self.next;
+        self.armed = None;
+        self.rationalize(io);
+    }
+
+    fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
+        // The blocks of the slots up to now were built before this packet arrived.
+        self.rationalize(io);
+        let was_empty = !self.has_data();
+        apply_fault(self.fault, self.origin, io.now, &mut pkt);
+        self.queue.enqueue(pkt, io);
+        self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
+        if self.dir == RanDirection::Uplink && was_empty && self.has_data() {
+            // A regular BSR: it goes in a grant the UE holds, or the UE asks with an SR.
+            let now_slot = self.slot_after(io.now).saturating_sub(1);
+            self.decide_until(io.now);
+            if !self.holds_grant_after(now_slot) && self.grants.sr_pending.is_none() {
+                self.grants.sr_pending = Some((self.slot_after(io.now), io.now));
+                self.grants.asked_at = Some(io.now);
+            }
+        }
+        self.rationalize(io);
+    }
+
+    fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
+        match timer {
+            SLOT => {
+                if self.armed == Some(at) {
+                    self.armed = None;
+                }
+                self.rationalize(io);
+            }
+            ARRIVE => self.line.arrive(io, ARRIVE),
+            QDISC => self.queue.on_timer(at, io, QDISC),
+            _ => {}
+        }
+    }
+
+    fn queues(&self) -> &[QueueInfo] {
+        &self.queue.info
+    }
+
+    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
+        self.queue.stats()
+    }
+
+    fn backlog(&self, _q: usize) -> (u64, u64) {
+        self.queue.backlog()
+    }
+
+    fn probability(&self, _q: usize) -> Option<f64> {
+        self.queue.qdisc.probability()
+    }
+
+    fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
+        let r = match &self.capacity {
+            RanCapacity::Rate { rate, .. } => *rate,
+            RanCapacity::Trace(t) => t.mean_rate(),
+        };
+        Some(Rate::bps((r.bits_per_sec() as f64 * self.cfg.share) as u64))
+    }
+
+    fn rate_at(&self, _from: Port, _to: Port, t: Time) -> Option<Rate> {
+        let since = Dur(t.as_nanos().saturating_sub(self.origin().as_nanos()));
+        let r = self.capacity.rate_at(since);
+        Some(Rate::bps((r.bits_per_sec() as f64 * self.cfg.share) as u64))
+    }
+
+    fn stats(&self) -> LinkStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{drive, Pkt, Seen};
+    use l4s_aqm::FifoConfig;
+    use l4s_core::Ecn;
+
+    fn fifo() -> AqmConfig {
+        AqmConfig::Fifo(FifoConfig {
+            limit: 100_000,
+            ..Default::default()
+        })
+    }
+
+    fn pkt(id: u64) -> Pkt {
+        Pkt {
+            id,
+            size: 1514,
+            ecn: Ecn::Ect1,
+        }
+    }
+
+    fn link(dir: RanDirection, cfg: RanConfig, mbps: u64, delay_ms: u64) -> Cellular<Pkt> {
+        let cap = RanCapacity::Rate {
+            rate: Rate::mbps(mbps),
+            schedule: RateSchedule::default(),
+        };
+        Cellular::new(dir, cfg, cap, Dur::from_millis(delay_ms), &fifo(), None, Rng::new(7))
+    }
+
+    /// Offers `n` packets at once at time 0 and returns the delivery times.
+    fn saturate(l: &mut Cellular<Pkt>, n: u64, secs: u64) -> Vec<Time> {
+        let offers = (0..n).map(|i| (Time::ZERO, 0, 1, pkt(i))).collect();
+        drive(l, offers, Time::from_secs(secs), &mut Seen::default())
+            .into_iter()
+            .map(|o| o.0)
+            .collect()
+    }
+
+    fn ns_in_slot(t: Time, slot: Dur, delay: Dur) -> u64 {
+        (t.as_nanos() - delay.as_nanos()) % slot.as_nanos()
+    }
+
+    #[test]
+    fn an_fdd_downlink_carries_its_rate_in_blocks_that_arrive_at_slot_ends() {
+        let mut l = link(RanDirection::Downlink, RanConfig::default(), 12, 5);
+        // 12 Mbit/s, 0.5 ms slots: 750 bytes a block, two blocks a packet of 1500.
+        let out = saturate(&mut l, 2_000, 2);
+        // Packets that arrive at a slot's start wait for the next slot: the first block is
+        // slot 1's, [0.5, 1) ms, and the first packet is complete at the end of slot 2.
+        assert_eq!(out[0], Time::from_micros(6_500));
+        let in_a_second = out.iter().filter(|t| **t <= Time::from_micros(1_005_500)).count();
+        assert_eq!(in_a_second, 1_000, "12 Mbit/s moves 1000 packets of 1500 B a second");
+        for t in &out {
+            assert_eq!(ns_in_slot(*t, Dur::from_micros(500), Dur::from_millis(5)), 0, "{t}");
+        }
+        let s = l.stats();
+        assert_eq!(s.block_bytes_used, 2_000 * 1500);
+    }
+
+    #[test]
+    fn a_tdd_pattern_keeps_the_mean_and_sends_only_in_its_slots() {
+        let cfg = RanConfig {
+            tdd: parse_tdd("DDDSU").expect("pattern"),
+            ..RanConfig::default()
+        };
+        for dir in [RanDirection::Downlink, RanDirection::Uplink] {
+            let mut l = link(dir, cfg.clone(), 20, 0);
+            let out = saturate(&mut l, 20_000, 3);
+            // Count what arrived in the second second (the uplink's first SR is long over).
+            let n = out
+                .iter()
+                .filter(|t| **t > Time::from_secs(1) && **t <= Time::from_secs(2))
+                .count();
+            let mbps = n as f64 * 1500.0 * 8.0 / 1e6;
+            assert!((mbps - 20.0).abs() < 0.1, "{dir:?}: {mbps} Mbit/s");
+            for t in &out {
+                // Slot ends: the slot's index in the pattern is (end/slot − 1) mod 5.
+                let k = (t.as_nanos() / 500_000 - 1) % 5;
+                match dir {
+                    RanDirection::Downlink => assert!(k <= 3, "{dir:?} at {t}: slot {k}"),
+                    RanDirection::Uplink => assert_eq!(k, 4, "{dir:?} at {t}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_trace_of_one_gives_one_opportunity_each_millisecond() {
+        let t = Arc::new(Trace::new(vec![1]).expect("trace"));
+        let mut l: Cellular<Pkt> = Cellular::new(
+            RanDirection::Downlink,
+            RanConfig::default(),
+            RanCapacity::Trace(t),
+            Dur::ZERO,
+            &fifo(),
+            None,
+            Rng::new(1),
+        );
+        let out = saturate(&mut l, 5_000, 2);
+        let n = out.iter().filter(|t| **t <= Time::from_secs(1)).count() as u64;
+        // 1504 bytes a millisecond, in the slot that ends on it: 1002.67 packets of 1500.
+        assert_eq!(n, 1_002, "{n}");
+        assert!(out.iter().all(|t| t.as_nanos() % 1_000_000 == 0));
+    }
+
+    /// An idle UE's first packet waits for the SR occasion, the grant delay, K2 and its
+    /// slot: uniform on [K, K + T_SR] with K = grant_delay + (K2 + 1)·slot (FDD).
+    #[test]
+    fn an_idle_ue_waits_for_an_sr_occasion_and_its_grant() {
+        let cfg = RanConfig {
+            uplink: UplinkScheduling {
+                sr_period: Dur::from_millis(10),
+                grant_delay: Dur::from_millis(2),
+                k2: 4,
+                configured_grant: None,
+            },
+            ..RanConfig::default()
+        };
+        let mut l = link(RanDirection::Uplink, cfg, 50, 0);
+        let mut rng = Rng::new(5);
+        let n = 4_000u64;
+        let sent: Vec<Time> = (0..n)
+            .map(|i| Time::from_millis(100 * i) + Dur(rng.below(50_000_000)))
+            .collect();
+        let offers = sent
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (*t, 0, 1, pkt(i as u64)))
+            .collect();
+        let out = drive(&mut l, offers, Time::from_secs(1_000), &mut Seen::default());
+        assert_eq!(out.len() as u64, n);
+        let k = 2.0 + 5.0 * 0.5;
+        let mut d: Vec<f64> = out
+            .iter()
+            .map(|o| (o.0.as_nanos() - sent[o.2.id as usize].as_nanos()) as f64 / 1e6)
+            .collect();
+        d.sort_by(f64::total_cmp);
+        assert!(
+            d[0] >= k && d[d.len() - 1] <= k + 10.0,
+            "{} .. {}",
+            d[0],
+            d[d.len() - 1]
+        );
+        let mean = d.iter().sum::<f64>() / d.len() as f64;
+        assert!((mean - (k + 5.0)).abs() < 0.25, "mean {mean}");
+        for (q, want) in [(0.25, k + 2.5), (0.5, k + 5.0), (0.75, k + 7.5)] {
+            let got = d[(q * d.len() as f64) as usize];
+            assert!((got - want).abs() < 0.6, "quantile {q}: {got} ms, uniform gives {want}");
+        }
+        let s = l.stats();
+        assert_eq!(s.scheduling_requests, n);
+        assert_eq!(s.grant_delays, n);
+        let mean_grant = s.grant_delay_ns as f64 / s.grant_delays as f64 / 1e6;
+        assert!((mean_grant - (k - 0.5 + 5.0)).abs() < 0.25, "{mean_grant}");
+    }
+
+    #[test]
+    fn a_backlogged_ue_asks_once_and_is_granted_from_its_reports() {
+        let mut l = link(RanDirection::Uplink, RanConfig::default(), 10, 0);
+        let out = saturate(&mut l, 1_000, 3);
+        assert_eq!(out.len(), 1_000);
+        let s = l.stats();
+        assert_eq!(s.scheduling_requests, 1, "{s:?}");
+        // 1000 packets at 10 Mbit/s take 1.2 s; the grants follow the reports closely.
+        let last = out[out.len() - 1].as_secs_f64();
+        assert!((1.2..1.21).contains(&last), "{last}");
+        assert!(
+            s.grants_unused <= u64::from(RanConfig::default().uplink.k2) + 1,
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn a_configured_grant_spares_the_scheduling_request() {
+        let cfg = RanConfig {
+            uplink: UplinkScheduling {
+                configured_grant: Some(Dur::from_millis(1)),
+                ..UplinkScheduling::default()
+            },
+            ..RanConfig::default()
+        };
+        let mut l = link(RanDirection::Uplink, cfg, 50, 0);
+        let offers = (0..1_000u64)
+            .map(|i| (Time::from_millis(20 * i) + Dur(123_456 * (i % 7)), 0, 1, pkt(i)))
+            .collect();
+        let out = drive(&mut l, offers, Time::from_secs(100), &mut Seen::default());
+        assert_eq!(out.len(), 1_000);
+        for o in &out {
+            let d = o.0.as_nanos() - (20_000_000 * o.2.id + 123_456 * (o.2.id % 7));
+            assert!(d <= 1_500_000, "{d} ns: at most a period and a slot");
+        }
+        assert_eq!(l.stats().scheduling_requests, 0);
+    }
+
+    #[test]
+    fn bad_parameters_name_their_key() {
+        let bad = |f: &dyn Fn(&mut RanConfig)| {
+            let mut c = RanConfig::default();
+            f(&mut c);
+            c.validate().expect_err("refused").0
+        };
+        assert_eq!(bad(&|c| c.slot = Dur::from_micros(300)), "slot");
+        assert_eq!(bad(&|c| c.uplink.sr_period = Dur::from_micros(700)), "sr_period");
+        assert_eq!(bad(&|c| c.share = 0.0), "share");
+        assert_eq!(bad(&|c| c.uplink.k2 = 40), "k2");
+        assert_eq!(
+            bad(&|c| c.uplink.configured_grant = Some(Dur::from_micros(600))),
+            "configured_grant"
+        );
+        assert_eq!(
+            bad(&|c| {
+                c.harq = Some(HarqConfig {
+                    bler: 1.0,
+                    rtt: Dur::from_millis(8),
+                })
+            }),
+            "bler"
+        );
+        assert!(parse_tdd("DDXU").is_err());
+        assert!(parse_tdd("DDD").is_err());
+        assert!(parse_tdd("UU").is_err());
+        assert_eq!(parse_tdd("fdd"), Ok(vec![]));
+    }
+}
