@@ -163,9 +163,11 @@ pub fn parse_tdd(s: &str) -> Result<Vec<SlotKind>, String> {
             'D' => SlotKind::Down,
             'S' => SlotKind::Special,
             'U' => SlotKind::Up,
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "{s:?}: expected a TDD pattern of the letters D, S and U (such as \"DDDSU\"), or \"fdd\"; found {c:?}"
-            )),
+            ))
+            }
         });
     }
     if out.len() > 320 {
@@ -261,26 +263,50 @@ pub enum RanCapacity {
     Rate { rate: Rate, schedule: RateSchedule },
     /// Delivery opportunities of [`OPPORTUNITY_BYTES`] ([`crate::trace`]).
     Trace(Arc<Trace>),
+    /// The rate in each millisecond (bit/s; a [`crate::CapacityProcess`]'s draw), the last
+    /// one holding after the end.
+    PerMs(Arc<Vec<f64>>),
 }
 
 impl RanCapacity {
-    /// IP bytes the capacity offers in `(s, e]` after the origin.
-    fn bytes(&self, s: Dur, e: Dur) -> f64 {
+    /// IP bytes the capacity offers in the slot `[s, s + slot)` after the origin, and the
+    /// link time they stand for (for the utilisation). A trace's opportunities at `m` ms
+    /// are the capacity of the millisecond that ends there, spread evenly over its slots
+    /// (slots divide a millisecond), standing for the time since the trace's previous
+    /// distinct time, as in [`crate::trace`].
+    fn bytes(&self, s: Dur, slot: Dur) -> (f64, Dur) {
         match self {
             RanCapacity::Rate { rate, schedule } => {
-                schedule.rate_at(*rate, s).bytes_per_sec() * e.saturating_sub(s).as_secs_f64()
+                (schedule.rate_at(*rate, s).bytes_per_sec() * slot.as_secs_f64(), slot)
             }
             RanCapacity::Trace(t) => {
-                let n = t.count_upto(e.as_nanos() / 1_000_000) - t.count_upto(s.as_nanos() / 1_000_000);
-                n as f64 * f64::from(OPPORTUNITY_BYTES)
+                let m = s.as_nanos() / 1_000_000 + 1;
+                let (n, time) = t.at_ms(m);
+                let share = slot.as_nanos() as f64 / 1e6;
+                (n as f64 * f64::from(OPPORTUNITY_BYTES) * share, time.mul_f64(share))
             }
+            RanCapacity::PerMs(r) => (Self::per_ms(r, s) / 8.0 * slot.as_secs_f64(), slot),
         }
+    }
+
+    fn per_ms(r: &[f64], t: Dur) -> f64 {
+        let k = (t.as_nanos() / 1_000_000) as usize;
+        r.get(k).or(r.last()).copied().unwrap_or(0.0)
     }
 
     fn rate_at(&self, t: Dur) -> Rate {
         match self {
             RanCapacity::Rate { rate, schedule } => schedule.rate_at(*rate, t),
             RanCapacity::Trace(tr) => tr.capacity_before(t, crate::trace::CAPACITY_WINDOW),
+            RanCapacity::PerMs(r) => {
+                let end = t.as_nanos() / 1_000_000;
+                let from = end.saturating_sub(crate::trace::CAPACITY_WINDOW.as_nanos() / 1_000_000);
+                let n = (end - from).max(1);
+                let sum: f64 = (from..end.max(from + 1))
+                    .map(|k| Self::per_ms(r, Dur::from_millis(k)))
+                    .sum();
+                Rate::bps((sum / n as f64) as u64)
+            }
         }
     }
 }
@@ -418,11 +444,17 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         n
     }
 
-    /// Bytes of a transport block in slot `n` (before the carried fraction).
-    fn block_bytes(&self, n: u64) -> f64 {
+    /// Bytes of a transport block in slot `n` (before the carried fraction), and the link
+    /// time it stands for: its slot's (or its trace's) scaled up as its capacity is.
+    fn block(&self, n: u64) -> (f64, Dur) {
         let s = self.start_of(n).since(self.origin());
-        let e = s + self.cfg.slot;
-        self.capacity.bytes(s, e) * self.scale * self.weight(n)
+        let (bytes, time) = self.capacity.bytes(s, self.cfg.slot);
+        let k = self.scale * self.weight(n);
+        (bytes * k, time.mul_f64(k))
+    }
+
+    fn block_bytes(&self, n: u64) -> f64 {
+        self.block(n).0
     }
 
     fn has_data(&self) -> bool {
@@ -504,8 +536,8 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             match self.dir {
                 RanDirection::Downlink => {
                     if self.cfg.share >= 1.0 || self.rng.chance(self.cfg.share) {
-                        let bytes = self.block_bytes(n);
-                        self.serve(n, bytes, io);
+                        let block = self.block(n);
+                        self.serve(n, block, io);
                     }
                 }
                 RanDirection::Uplink => self.uplink_slot(n, io),
@@ -574,19 +606,22 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             self.grants.sr_grant = None;
             self.stats.grants_unused += 1;
         }
-        let mut size = None;
+        let mut granted = false;
         if self.grants.granted.front().is_some_and(|g| g.0 == n) {
-            size = self.grants.granted.pop_front().map(|g| g.1 as f64);
+            self.grants.granted.pop_front();
+            granted = true;
         }
         if self.grants.sr_grant == Some(n) {
             self.grants.sr_grant = None;
-            size = Some(size.unwrap_or(0.0).max(self.block_bytes(n)));
+            granted = true;
         }
-        if size.is_none() && self.is_cg(n) {
-            size = Some(self.block_bytes(n));
+        if !granted && self.is_cg(n) {
+            granted = true;
             self.stats.configured_grants_used += 1;
         }
-        if let Some(bytes) = size {
+        if granted {
+            // The grant was sized from the same capacity when it was made.
+            let block = self.block(n);
             self.grants.sr_pending = None;
             if let Some(at) = self.grants.asked_at.take() {
                 let d = start.since(at);
@@ -595,7 +630,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                 let b = ((d.as_nanos() / 1_000_000) as usize).min(GRANT_DELAY_BUCKETS - 1);
                 self.stats.grant_delay_ms[b] += 1;
             }
-            self.serve(n, bytes, io);
+            self.serve(n, block, io);
             let left = self.backlog_bytes();
             self.grants.reports.push_back((start + self.cfg.slot, left, n));
             return;
@@ -618,8 +653,9 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
     }
 
-    /// Fill slot `n`'s block of `bytes` (and the carried fraction) from the RLC buffer.
-    fn serve(&mut self, n: u64, bytes: f64, io: &mut Io<'_, P>) {
+    /// Fill slot `n`'s block of `bytes` (and the carried fraction), standing for
+    /// `stands_for` of link time, from the RLC buffer.
+    fn serve(&mut self, n: u64, (bytes, stands_for): (f64, Dur), io: &mut Io<'_, P>) {
         let t = self.start_of(n);
         let end = t + self.cfg.slot;
         let total = bytes + self.carry;
@@ -629,8 +665,6 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             return;
         }
         let offered = budget;
-        // The time this block stands for: its slot, scaled up as its capacity was.
-        let stands_for = self.cfg.slot.mul_f64(self.scale * self.weight(n));
         self.stats.blocks += 1;
         while budget > 0 {
             if self.tx.is_none() {
@@ -738,6 +772,7 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
         let r = match &self.capacity {
             RanCapacity::Rate { rate, .. } => *rate,
             RanCapacity::Trace(t) => t.mean_rate(),
+            RanCapacity::PerMs(r) => Rate::bps((r.iter().sum::<f64>() / r.len().max(1) as f64) as u64),
         };
         Some(Rate::bps((r.bits_per_sec() as f64 * self.cfg.share) as u64))
     }
@@ -854,9 +889,11 @@ mod tests {
         );
         let out = saturate(&mut l, 5_000, 2);
         let n = out.iter().filter(|t| **t <= Time::from_secs(1)).count() as u64;
-        // 1504 bytes a millisecond, in the slot that ends on it: 1002.67 packets of 1500.
+        // 1504 bytes a millisecond, spread over its two slots: 752 bytes a block, and the
+        // 1999 blocks that end by 1 s carry 1002.2 packets of 1500 bytes.
         assert_eq!(n, 1_002, "{n}");
-        assert!(out.iter().all(|t| t.as_nanos() % 1_000_000 == 0));
+        assert!(out.iter().all(|t| t.as_nanos() % 500_000 == 0));
+        assert_eq!(l.stats().block_bytes, 4_000 * 752);
     }
 
     /// An idle UE's first packet waits for the SR occasion, the grant delay, K2 and its

@@ -35,6 +35,8 @@ pub struct LinkConfig {
     /// A cellular radio link ([`crate::cellular`]) in this direction instead of a wire: its
     /// capacity is `trace`'s, or else `rate` with `schedule`; HARQ is the RAN's.
     pub ran: Option<(RanConfig, RanDirection)>,
+    /// A cellular link's capacity as its rate in each millisecond (bit/s), before `trace`.
+    pub rates: Option<Arc<Vec<f64>>>,
 }
 
 impl LinkConfig {
@@ -51,6 +53,7 @@ impl LinkConfig {
             trace: None,
             harq: None,
             ran: None,
+            rates: None,
         }
     }
 }
@@ -62,9 +65,10 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
     let mut harq = cfg.harq;
     let wire: Box<dyn Link<P>> = match (&cfg.ran, &cfg.trace) {
         (Some((ran, dir)), _) => {
-            let capacity = match &cfg.trace {
-                Some(t) => RanCapacity::Trace(t.clone()),
-                None => RanCapacity::Rate {
+            let capacity = match (&cfg.rates, &cfg.trace) {
+                (Some(r), _) => RanCapacity::PerMs(r.clone()),
+                (None, Some(t)) => RanCapacity::Trace(t.clone()),
+                (None, None) => RanCapacity::Rate {
                     rate: cfg.rate.unwrap_or(Rate::ZERO),
                     schedule: cfg.schedule.clone(),
                 },

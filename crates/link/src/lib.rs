@@ -376,7 +376,7 @@ pub(crate) mod testutil {
         link: &mut dyn Link<Pkt>,
         mut offers: Vec<(Time, Port, Port, Pkt)>,
         until: Time,
-        seen: &mut Seen,
+        seen: &mut dyn Observer<Pkt>,
     ) -> Vec<(Time, Port, Pkt)> {
         offers.sort_by_key(|o| o.0);
         let mut offers = std::collections::VecDeque::from(offers);

@@ -182,6 +182,18 @@ impl Trace {
         lp * self.ms.len() as u64 + self.ms.partition_point(|&m| u64::from(m) <= within) as u64
     }
 
+    /// The opportunities at exactly `m` ms from the start (the trace looping), and the time
+    /// they stand for together (from the previous distinct time in the trace to `m`).
+    pub(crate) fn at_ms(&self, m: u64) -> (u64, Dur) {
+        let before = if m == 0 { 0 } else { self.count_upto(m - 1) };
+        let n = self.count_upto(m) - before;
+        if n == 0 {
+            return (0, Dur::ZERO);
+        }
+        let i = (before % self.ms.len() as u64) as usize;
+        (n, Dur(self.opportunity_time(i).as_nanos() * n))
+    }
+
     /// The capacity the trace offers in the `window` before `t` (from its start), as a rate
     /// of IP bytes: how the capacity moves over time, for monitoring.
     pub fn capacity_before(&self, t: Dur, window: Dur) -> Rate {

@@ -69,6 +69,8 @@ pub struct TopologyTable {
     pub capacity: Option<CapacityTable>,
     /// HARQ on the bottleneck's forward direction.
     pub harq: Option<HarqTable>,
+    /// The bottleneck as a cellular link (forward = downlink, reverse = uplink).
+    pub ran: Option<RanTable>,
     // --- custom ---
     #[serde(default)]
     pub nodes: Vec<NodeTable>,
@@ -114,6 +116,27 @@ pub struct LinkTable {
     pub capacity: Option<CapacityTable>,
     /// HARQ on the forward direction.
     pub harq: Option<HarqTable>,
+    /// `"wire"` (the default) or `"cellular"`: a radio link whose forward direction is the
+    /// downlink (see `ran`).
+    pub kind: Option<String>,
+    /// The radio side of a cellular link.
+    pub ran: Option<RanTable>,
+}
+
+/// `ran = { slot = "0.5ms", tdd = "DDDSU", sr_period = "5ms", ... }`: a cellular link's
+/// slots, TDD pattern, HARQ and uplink scheduling (see `l4s_link::cellular`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RanTable {
+    pub slot: Option<Dur>,
+    pub tdd: Option<String>,
+    pub special_dl_symbols: Option<u8>,
+    pub share: Option<f64>,
+    pub harq: Option<HarqTable>,
+    pub sr_period: Option<Dur>,
+    pub grant_delay: Option<Dur>,
+    pub k2: Option<u32>,
+    pub configured_grant: Option<Dur>,
 }
 
 /// `harq = { bler = 0.1, rtt = "8ms" }`: failed blocks sent again one HARQ round trip

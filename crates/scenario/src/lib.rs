@@ -96,6 +96,11 @@ impl Scenario {
             let t = p
                 .trace(self.duration, seed)
                 .map_err(|e| format!("link {}: its capacity process gives {e}", self.links[i].name))?;
+            // A cellular link serves a process at its rate in each millisecond, not in
+            // whole delivery opportunities (see `l4s_link::cellular`).
+            if self.links[i].ran.is_some() {
+                self.links[i].rates = Some(std::sync::Arc::new(p.rates(self.duration, seed)));
+            }
             self.links[i].rate = Some(t.mean_rate());
             self.links[i].trace = Some(std::sync::Arc::new(t));
         }
@@ -135,6 +140,11 @@ pub struct Link {
     pub capacity: Option<l4s_link::CapacityProcess>,
     /// HARQ retransmissions with in-order delivery (`harq`).
     pub harq: Option<l4s_link::HarqConfig>,
+    /// A cellular radio link in this direction (`kind = "cellular"`, `ran`).
+    pub ran: Option<(l4s_link::RanConfig, l4s_link::RanDirection)>,
+    /// A cellular link's capacity process as its rate in each millisecond of the run
+    /// (bit/s), drawn with `trace`.
+    pub rates: Option<std::sync::Arc<Vec<f64>>>,
 }
 
 impl Link {
@@ -157,6 +167,8 @@ impl Link {
             loss: self.loss,
             trace: self.trace.clone(),
             harq: self.harq,
+            ran: self.ran.clone(),
+            rates: self.rates.clone(),
             ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
         }
     }

@@ -244,6 +244,64 @@ fn parse_harq(
     Ok(Some(h))
 }
 
+/// A cellular link's `ran` table (`None` and `cellular`: the defaults), checked; `harq`
+/// is the link's own `harq` key, which a cellular link refuses (its HARQ is the RAN's).
+fn parse_ran(
+    cx: &ErrCtx,
+    at: &[Seg],
+    (cellular, t): (bool, Option<&crate::file::RanTable>),
+    harq_given: bool,
+) -> Result<Option<l4s_link::RanConfig>, ScenarioError> {
+    if t.is_none() && !cellular {
+        return Ok(None);
+    }
+    let rp = join(at, &[key("ran")]);
+    if harq_given {
+        return Err(cx.at(
+            &join(at, &[key("harq")]),
+            "a cellular link's HARQ covers both directions and belongs in its `ran` table: `ran = { harq = { bler = 0.1, rtt = \"4ms\" } }`",
+        ));
+    }
+    let d = l4s_link::RanConfig::default();
+    let Some(t) = t else { return Ok(Some(d)) };
+    let tdd = match &t.tdd {
+        None => Vec::new(),
+        Some(s) => l4s_link::cellular::parse_tdd(s).map_err(|m| cx.at(&join(&rp, &[key("tdd")]), m))?,
+    };
+    let cfg = l4s_link::RanConfig {
+        slot: t.slot.unwrap_or(d.slot),
+        tdd,
+        special_dl_symbols: t.special_dl_symbols.unwrap_or(d.special_dl_symbols),
+        share: t.share.unwrap_or(d.share),
+        harq: parse_harq(cx, &join(&rp, &[key("harq")]), t.harq.as_ref())?,
+        uplink: l4s_link::UplinkScheduling {
+            sr_period: t.sr_period.unwrap_or(d.uplink.sr_period),
+            grant_delay: t.grant_delay.unwrap_or(d.uplink.grant_delay),
+            k2: t.k2.unwrap_or(d.uplink.k2),
+            configured_grant: t.configured_grant,
+        },
+    };
+    cfg.validate().map_err(|(k, m)| cx.at(&join(&rp, &[key(k)]), m))?;
+    Ok(Some(cfg))
+}
+
+/// A link's `kind`: whether it is cellular.
+fn parse_link_kind(cx: &ErrCtx, at: &[Seg], kind: Option<&str>, ran_given: bool) -> Result<bool, ScenarioError> {
+    match kind {
+        None => Ok(ran_given),
+        Some("cellular") => Ok(true),
+        Some("wire") if ran_given => Err(cx.at(
+            &join(at, &[key("ran")]),
+            "a `ran` table belongs to a `kind = \"cellular\"` link",
+        )),
+        Some("wire") => Ok(false),
+        Some(other) => Err(cx.at(
+            &join(at, &[key("kind")]),
+            format!("unknown link kind {other:?}: expected \"wire\" or \"cellular\""),
+        )),
+    }
+}
+
 /// A `loss` table: the model and its parameters.
 fn parse_loss(
     cx: &ErrCtx,
@@ -664,6 +722,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 topo.reverse_aqm,
                 default_reverse_aqm(),
             )?;
+            let ran = parse_ran(cx, &tp, (false, topo.ran.as_ref()), topo.harq.is_some())?;
             nodes.push(Node { name: "left".into() });
             nodes.push(Node { name: "right".into() });
             links.push(Link {
@@ -686,6 +745,8 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 trace,
                 capacity,
                 harq: parse_harq(cx, &join(&tp, &[key("harq")]), topo.harq.as_ref())?,
+                ran: ran.clone().map(|r| (r, l4s_link::RanDirection::Downlink)),
+                rates: None,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -701,6 +762,8 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 trace: reverse_trace,
                 capacity: reverse_process,
                 harq: None,
+                ran: ran.map(|r| (r, l4s_link::RanDirection::Uplink)),
+                rates: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(origin[i])];
@@ -755,6 +818,8 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                     trace: None,
                     capacity: None,
                     harq: None,
+                    ran: None,
+                    rates: None,
                 });
                 links.push(Link {
                     name: format!("left->{}.src", f.name),
@@ -770,6 +835,8 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                     trace: None,
                     capacity: None,
                     harq: None,
+                    ran: None,
+                    rates: None,
                 });
                 links.push(Link {
                     name: format!("right->{}.dst", f.name),
@@ -785,6 +852,8 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                     trace: None,
                     capacity: None,
                     harq: None,
+                    ran: None,
+                    rates: None,
                 });
                 links.push(Link {
                     name: format!("{}.dst->right", f.name),
@@ -800,6 +869,8 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                     trace: None,
                     capacity: None,
                     harq: None,
+                    ran: None,
+                    rates: None,
                 });
                 flow_ends.push((s, d));
             }
@@ -820,6 +891,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 ("reverse_trace", topo.reverse_trace.is_some()),
                 ("capacity", topo.capacity.is_some()),
                 ("harq", topo.harq.is_some()),
+                ("ran", topo.ran.is_some()),
             ] {
                 if present {
                     return Err(cx.at(&join(&tp, &[key(k)]), "this key belongs to a dumbbell; a custom topology sets rates, delays and queues on each [[topology.links]]"));
@@ -969,6 +1041,14 @@ fn add_custom_link(
         &trace,
     );
     let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+    let cellular = parse_link_kind(cx, lp, l.kind.as_deref(), l.ran.is_some())?;
+    let ran = parse_ran(cx, lp, (cellular, l.ran.as_ref()), l.harq.is_some())?;
+    if ran.is_some() && rate.is_none() {
+        return Err(cx.at(
+            lp,
+            "a cellular link needs a capacity: a `rate` (the downlink's mean), a `trace` or a `capacity` process",
+        ));
+    }
     let has_aqm = l.aqm.is_some();
     let aqm = parse_aqm(
         cx,
@@ -992,7 +1072,7 @@ fn add_custom_link(
         rate,
         delay: l.delay,
         aqm,
-        bottleneck: has_aqm || trace.is_some(),
+        bottleneck: has_aqm || trace.is_some() || ran.is_some(),
         fault: parse_fault(cx, &join(lp, &[key("fault")]), l.fault.as_ref(), duration)?,
         schedule: parse_rate_schedule(
             cx,
@@ -1005,6 +1085,8 @@ fn add_custom_link(
         trace,
         capacity,
         harq: parse_harq(cx, &join(lp, &[key("harq")]), l.harq.as_ref())?,
+        ran: ran.clone().map(|r| (r, l4s_link::RanDirection::Downlink)),
+        rates: None,
     });
     if l.bidirectional {
         let raqm = parse_aqm(
@@ -1020,13 +1102,15 @@ fn add_custom_link(
             rate: reverse_rate.or(rate),
             delay: l.reverse_delay.unwrap_or(l.delay),
             aqm: raqm,
-            bottleneck: false,
+            bottleneck: ran.is_some(),
             fault: None,
             schedule: Default::default(),
             loss: None,
             trace: reverse_trace,
             capacity: reverse_process,
             harq: None,
+            ran: ran.map(|r| (r, l4s_link::RanDirection::Uplink)),
+            rates: None,
         });
     } else {
         for (k, p) in [
