@@ -25,6 +25,14 @@
 //! taken to be part of the capacity. `share` < 1 gives the slot to this UE only with that
 //! probability (other users of the cell), so the UE's mean rate is `share` × capacity.
 //!
+//! **HARQ** (TS 38.321 §5.3.2, §5.4.2; RLC AM reassembly and in-sequence delivery, TS
+//! 38.322 §5.2.3): each block fails its first transmission with the block error rate and
+//! each retransmission independently again, so a block arrives `k` HARQ round trips late
+//! with probability `bler^k·(1 − bler)`. A packet is reassembled when the last of the
+//! blocks that carried its segments has arrived, and RLC hands packets on in order, so a
+//! packet behind a retransmitted block waits for it. Nothing is lost (see
+//! [`crate::harq`] for the same law on other links).
+//!
 //! **TDD.** A pattern such as `DDDSU` (the usual 2.5 ms pattern at 30 kHz) repeats from
 //! time 0: `D` slots carry downlink, `U` slots uplink, and the special slot `S` carries
 //! `special_dl_symbols` of its 14 symbols as downlink (TS 38.213 §11.1 slot formats; its
@@ -315,6 +323,8 @@ impl RanCapacity {
 struct InTransit<P> {
     pkt: P,
     left: u64,
+    /// When the last block carrying a segment of it arrives (HARQ included).
+    ready: Time,
     start: Time,
     sub: QueueId,
     sojourn: Dur,
@@ -360,6 +370,9 @@ pub struct Cellular<P> {
     tx: Option<InTransit<P>>,
     /// Fraction of a byte of capacity carried to the next block.
     carry: f64,
+    /// HARQ's draws, and when RLC handed on the last packet (in order).
+    harq_rng: Rng,
+    last_out: Time,
     /// The next slot to consider.
     next: u64,
     armed: Option<Time>,
@@ -391,7 +404,9 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         let cg_slots = cfg.uplink.configured_grant.map_or(0, |p| p.as_nanos() / slot);
         let sr_slots = (cfg.uplink.sr_period.as_nanos() / slot).max(1);
         let first_up = cfg.tdd.iter().position(|k| *k == SlotKind::Up).unwrap_or(0) as u64;
-        let draw = Rng::derive(rng.clone().next_u64(), 0x0052_414e);
+        let seed = rng.clone().next_u64();
+        let draw = Rng::derive(seed, 0x0052_414e);
+        let harq_rng = Rng::derive(seed, 0x4a52);
         Cellular {
             dir,
             cfg,
@@ -406,6 +421,8 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             origin: None,
             tx: None,
             carry: 0.0,
+            harq_rng,
+            last_out: Time::ZERO,
             next: 0,
             armed: None,
             grants: Grants::default(),
@@ -666,6 +683,15 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
         let offered = budget;
         self.stats.blocks += 1;
+        let mut arrives = end;
+        if let Some(h) = self.cfg.harq {
+            let mut k = 0u64;
+            while self.harq_rng.chance(h.bler) {
+                k += 1;
+            }
+            self.stats.harq_retransmissions += k;
+            arrives = end + Dur(h.rtt.as_nanos() * k);
+        }
         while budget > 0 {
             if self.tx.is_none() {
                 let Some(d) = self.queue.qdisc.dequeue(t, &mut self.queue.drops) else {
@@ -675,6 +701,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                 self.tx = Some(InTransit {
                     pkt: d.pkt,
                     left,
+                    ready: Time::ZERO,
                     start: t,
                     sub: d.queue,
                     sojourn: d.sojourn,
@@ -686,6 +713,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             let k = budget.min(tx.left);
             tx.left -= k;
             budget -= k;
+            tx.ready = tx.ready.max(arrives);
             tx.busy += Dur(stands_for.as_nanos() * k / offered);
             if tx.left == 0 {
                 let Some(tx) = self.tx.take() else { break };
@@ -698,7 +726,9 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                     serialisation: tx.busy,
                     marked: tx.marked,
                 });
-                self.line.push(tx.pkt, end + self.delay, io, ARRIVE);
+                let out = tx.ready.max(self.last_out);
+                self.last_out = out;
+                self.line.push(tx.pkt, out + self.delay, io, ARRIVE);
             }
         }
         self.stats.block_bytes += offered;
@@ -983,6 +1013,49 @@ mod tests {
             assert!(d <= 1_500_000, "{d} ns: at most a period and a slot");
         }
         assert_eq!(l.stats().scheduling_requests, 0);
+    }
+
+    /// BLER 0.1, HARQ RTT 8 ms: a packet spread over two blocks is late if either block
+    /// is, and RLC delivers in order; lightly loaded, so that nothing waits behind another.
+    #[test]
+    fn harq_delays_a_packet_until_all_its_blocks_arrive() {
+        let cfg = RanConfig {
+            harq: Some(HarqConfig {
+                bler: 0.1,
+                rtt: Dur::from_millis(8),
+            }),
+            ..RanConfig::default()
+        };
+        // 12 Mbit/s: a 1500-byte packet takes two blocks of 750.
+        let mut l = link(RanDirection::Downlink, cfg, 12, 0);
+        let n = 20_000u64;
+        let offers = (0..n)
+            .map(|i| (Time::from_millis(50 * i) + Dur(100), 0, 1, pkt(i)))
+            .collect();
+        let out = drive(&mut l, offers, Time::from_secs(2_000), &mut Seen::default());
+        assert_eq!(out.len() as u64, n, "HARQ loses nothing");
+        // Without HARQ a packet arriving just after a slot start leaves at the end of the
+        // second slot after: 1.4999 ms.
+        let added: Vec<u64> = out
+            .iter()
+            .map(|o| o.0.as_nanos() - 50_000_000 * o.2.id - 100 - 1_499_900)
+            .collect();
+        // A failed first block arrives at 1 ms + 8 ms, half a millisecond after the second:
+        // whole HARQ round trips, or half a millisecond less.
+        assert!(
+            added
+                .iter()
+                .all(|a| a % 8_000_000 == 0 || (a + 500_000) % 8_000_000 == 0),
+            "{:?}",
+            &added[..10]
+        );
+        let late = added.iter().filter(|a| **a > 0).count() as f64 / n as f64;
+        // Late if either of two blocks needed a retransmission: 1 − 0.9² = 19 %.
+        assert!((late - 0.19).abs() < 0.012, "{late}");
+        let s = l.stats();
+        assert_eq!(s.blocks, 2 * n);
+        let per_block = s.harq_retransmissions as f64 / s.blocks as f64;
+        assert!((per_block - 0.1 / 0.9).abs() < 0.01, "{per_block}");
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub struct LinkConfig {
     /// HARQ retransmissions with in-order delivery ([`crate::harq`]), inside the loss model.
     pub harq: Option<HarqConfig>,
     /// A cellular radio link ([`crate::cellular`]) in this direction instead of a wire: its
-    /// capacity is `trace`'s, or else `rate` with `schedule`; HARQ is the RAN's.
+    /// capacity is `rates`', or `trace`'s, or else `rate` with `schedule`; its HARQ is the
+    /// RAN's own (`harq` still wraps it if given).
     pub ran: Option<(RanConfig, RanDirection)>,
     /// A cellular link's capacity as its rate in each millisecond (bit/s), before `trace`.
     pub rates: Option<Arc<Vec<f64>>>,
@@ -62,7 +63,6 @@ impl LinkConfig {
 /// loss model draws from its own stream derived from it.
 pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Link<P>> {
     let loss_seed = rng.clone().next_u64();
-    let mut harq = cfg.harq;
     let wire: Box<dyn Link<P>> = match (&cfg.ran, &cfg.trace) {
         (Some((ran, dir)), _) => {
             let capacity = match (&cfg.rates, &cfg.trace) {
@@ -73,7 +73,6 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
                     schedule: cfg.schedule.clone(),
                 },
             };
-            harq = harq.or(ran.harq);
             Box::new(Cellular::new(
                 *dir,
                 ran.clone(),
@@ -95,7 +94,7 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
             rng,
         )),
     };
-    let wire: Box<dyn Link<P>> = match harq {
+    let wire: Box<dyn Link<P>> = match cfg.harq {
         None => wire,
         Some(h) => Box::new(Harq::new(wire, h, Rng::derive(loss_seed, 0x4a52))),
     };

@@ -28,6 +28,66 @@ pub struct QueueEnd {
     pub aqm: String,
     /// The rate in force at the end (0: unlimited).
     pub rate_bps: u64,
+    /// The radio side (cellular links, links with HARQ): see [`radio_summary`].
+    pub radio: Option<RadioSummary>,
+}
+
+/// The radio summary of scenario link `spec` from its link model's counters at the end of
+/// the window (`now`) and when it opened (`base`); `None` for a link without a radio side.
+pub fn radio_summary(
+    spec: &l4s_scenario::Link,
+    now: &l4s_link::LinkStats,
+    base: &l4s_link::LinkStats,
+) -> Option<RadioSummary> {
+    let direction = match (&spec.ran, spec.harq) {
+        (Some((_, l4s_link::RanDirection::Downlink)), _) => "downlink",
+        (Some((_, l4s_link::RanDirection::Uplink)), _) => "uplink",
+        (None, Some(_)) => "wire",
+        (None, None) => return None,
+    };
+    let d = |f: fn(&l4s_link::LinkStats) -> u64| f(now).saturating_sub(f(base));
+    let offered = d(|s| s.block_bytes);
+    let uplink = (direction == "uplink").then(|| {
+        let hist: Vec<u64> = now
+            .grant_delay_ms
+            .iter()
+            .zip(&base.grant_delay_ms)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .collect();
+        let n = d(|s| s.grant_delays);
+        // The upper edge of the bucket holding quantile q.
+        let quantile = |q: f64| {
+            let want = (q * n as f64).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            hist.iter()
+                .position(|c| {
+                    seen += c;
+                    seen >= want
+                })
+                .map(|i| (i + 1) as f64)
+        };
+        UplinkSummary {
+            scheduling_requests: d(|s| s.scheduling_requests),
+            grants: d(|s| s.grants),
+            grants_unused: d(|s| s.grants_unused),
+            configured_grants_used: d(|s| s.configured_grants_used),
+            grant_delays: n,
+            grant_delay_mean_ms: (n > 0).then(|| round6(d(|s| s.grant_delay_ns) as f64 / n as f64 / 1e6)),
+            grant_delay_p50_ms: if n > 0 { quantile(0.5) } else { None },
+            grant_delay_p99_ms: if n > 0 { quantile(0.99) } else { None },
+        }
+    });
+    Some(RadioSummary {
+        direction: direction.into(),
+        blocks: d(|s| s.blocks),
+        block_fill: if offered > 0 {
+            round6(d(|s| s.block_bytes_used) as f64 / offered as f64)
+        } else {
+            0.0
+        },
+        harq_retransmissions: d(|s| s.harq_retransmissions),
+        uplink,
+    })
 }
 
 /// The name a queue is reported under: its link's name for a link's only (unlabelled)
@@ -185,6 +245,7 @@ pub fn summary(
             overlimit_drops: tot.overlimit_drops,
             mean_probability: q.mean_probability().map(round6),
             subqueues,
+            radio: end.radio.clone(),
         });
     }
     Summary::assemble(

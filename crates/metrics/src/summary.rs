@@ -381,6 +381,43 @@ pub struct QueueSummary {
     pub mean_probability: Option<f64>,
     /// Per sub-queue ("L" and "C" for DualPI2; "single" otherwise).
     pub subqueues: BTreeMap<String, SubQueueSummary>,
+    /// The radio side of a cellular link, or of a link with HARQ, over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub radio: Option<RadioSummary>,
+}
+
+/// What a cellular link (or a link with HARQ) did in the statistics window.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RadioSummary {
+    /// "downlink", "uplink", or "wire" for a wired link with HARQ.
+    pub direction: String,
+    /// Transport blocks sent (cellular links), and the share of their bytes that carried
+    /// data (the rest was padding: the buffer ran dry within the block).
+    pub blocks: u64,
+    pub block_fill: f64,
+    /// HARQ retransmissions of blocks, and per block sent (or per packet delivered, for a
+    /// wired link).
+    pub harq_retransmissions: u64,
+    /// The uplink's request–grant loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink: Option<UplinkSummary>,
+}
+
+/// An uplink's scheduling in the statistics window.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct UplinkSummary {
+    pub scheduling_requests: u64,
+    /// Grants the base station made (dynamic, and for scheduling requests), and those
+    /// that found the UE with nothing to send.
+    pub grants: u64,
+    pub grants_unused: u64,
+    pub configured_grants_used: u64,
+    /// Grant delays: from data reaching an idle UE to the start of the slot granted for
+    /// it; percentiles are the upper edges of 1 ms buckets (`null` when there was none).
+    pub grant_delays: u64,
+    pub grant_delay_mean_ms: Option<f64>,
+    pub grant_delay_p50_ms: Option<f64>,
+    pub grant_delay_p99_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

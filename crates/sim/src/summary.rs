@@ -43,6 +43,8 @@ impl Sim {
             .enumerate()
             .flat_map(|(l, link)| {
                 let rate_bps = link.model.rate(0, 1).map_or(0, |r| r.bits_per_sec());
+                let radio =
+                    l4s_measure::summary::radio_summary(&self.scenario.links[l], &link.model.stats(), &link.stats_base);
                 link.queues.iter().zip(link.model.queues()).map(move |(q, info)| {
                     (
                         &q.meter,
@@ -51,6 +53,7 @@ impl Sim {
                             link: l,
                             aqm: info.aqm.to_string(),
                             rate_bps,
+                            radio: radio.clone(),
                         },
                     )
                 })

@@ -28,6 +28,8 @@ pub(crate) struct LinkRt {
     pub queues: Vec<QueueRt>,
     /// Recorded by `--pcap` (the scenario's bottleneck links).
     pub capture: bool,
+    /// The model's counters when the window opened.
+    pub stats_base: l4s_link::LinkStats,
 }
 
 /// One queue of a link and its measurement.
@@ -112,6 +114,7 @@ impl Sim {
                 queues,
                 model,
                 capture: l.bottleneck,
+                stats_base: Default::default(),
             });
         }
         let flows = scenario
@@ -472,6 +475,7 @@ impl Sim {
             for (i, q) in link.queues.iter_mut().enumerate() {
                 q.window_base = link.model.queue_stats(i);
             }
+            link.stats_base = link.model.stats();
         }
     }
 

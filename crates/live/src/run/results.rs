@@ -213,6 +213,7 @@ pub(super) fn summary(
                         spec.rate_at(Dur(window.end.as_nanos()), Dur(window.end.as_nanos()))
                     }
                     .map_or(0, |r| r.bits_per_sec()),
+                    radio: None,
                 },
             )
         })

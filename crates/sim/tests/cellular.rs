@@ -1,0 +1,214 @@
+//! Cellular links in whole runs: what a capacity step does to a classic queue and to an
+//! L4S one with marking in the RAN, and the request–grant loop's delay seen end to end.
+
+mod common;
+use common::*;
+use l4s_core::{Dur, Time};
+
+/// 20 → 5 Mbit/s at 10 s on an FDD downlink (0.5 ms slots), one flow, 20 ms base RTT.
+fn step_scenario(aqm: &str, cc: &str) -> String {
+    format!(
+        r#"[scenario]
+name = "step"
+duration = "16s"
+warmup = "2s"
+seed = 3
+[topology]
+type = "dumbbell"
+rate = "20Mbit"
+rate_schedule = {{ steps = [{{ at = "10s", rate = "5Mbit" }}] }}
+rtt = "20ms"
+aqm = {aqm}
+ran = {{ slot = "0.5ms" }}
+[[flows]]
+name = "f"
+type = "tcp"
+cc = "{cc}"
+"#
+    )
+}
+
+/// Each data packet's enqueue time at the bottleneck (sent + the access link's 10 ms),
+/// its bottleneck sojourn and its IP size.
+fn at_bottleneck(rows: &[l4s_sim::timeline::PacketRow]) -> Vec<(Time, Dur, u64)> {
+    rows.iter()
+        .filter_map(|r| {
+            let hop = r.hops.iter().flatten().find(|h| h.link == 0)?;
+            Some((r.sent + Dur::from_millis(10), hop.sojourn, u64::from(r.size) - 14))
+        })
+        .collect()
+}
+
+/// §6.3 item 4 of the access brief: the backlog Q at the step drains at the new rate, so
+/// the first packet queued after it waits Q·8/5 Mbit/s.
+#[test]
+fn after_a_capacity_step_the_head_of_line_delay_jumps_by_the_backlog_at_the_new_rate() {
+    let (s, rows) = run_rows(&step_scenario("{ kind = \"fifo\", limit = 1000 }", "cubic"));
+    let pk = at_bottleneck(&rows);
+    let step = Time::from_secs(10);
+    // Bytes queued at the step: enqueued before it, dequeued after it.
+    let q: u64 = pk
+        .iter()
+        .filter(|(t, d, _)| *t < step && *t + *d >= step)
+        .map(|p| p.2)
+        .sum();
+    let first = pk
+        .iter()
+        .filter(|(t, _, _)| *t >= step)
+        .min_by_key(|p| p.0)
+        .expect("packets after the step");
+    let want = q as f64 * 8.0 / 5e6 * 1e3;
+    let got = first.1.as_millis_f64();
+    assert!(
+        q > 50_000,
+        "a classic queue stands at the step: {q} bytes; {}",
+        brief(&s)
+    );
+    // The packet dequeued at a slot start waits for the rest of its own slot at most too.
+    assert!(
+        (got - want).abs() < 0.02 * want + 1.0,
+        "sojourn {got:.1} ms, backlog {q} B gives {want:.1} ms"
+    );
+    // Classic delay then stays at the scale of the deep buffer at the new rate: CUBIC keeps
+    // refilling its 1000 packets, 2.4 s at 5 Mbit/s.
+    let late: Vec<f64> = pk
+        .iter()
+        .filter(|p| p.0 > step + Dur::from_secs(2))
+        .map(|p| p.1.as_millis_f64())
+        .collect();
+    let mean = late.iter().sum::<f64>() / late.len() as f64;
+    assert!(
+        (1_000.0..2_500.0).contains(&mean),
+        "mean sojourn after the step {mean:.1} ms"
+    );
+    eprintln!(
+        "classic: backlog {q} B at the step, first sojourn {got:.1} ms (want {want:.1}), later mean {mean:.1} ms"
+    );
+}
+
+/// With L4S marking in the RAN (DualPI2 on the RLC buffer, its step at 5 ms as a RAN
+/// marker would be set above the slot grid's own wait), a Prague flow's queue is back under
+/// about twice the marking threshold soon after the step. How soon is Prague's: its cwnd
+/// is four times the new BDP, and it sheds it at α/2 per round trip with α an EWMA (gain
+/// 1/16) of the marked fraction, while the queue it builds stretches each round trip to
+/// about 100 ms; measured, the recovery takes about 1 s.
+#[test]
+fn with_ran_marking_an_l4s_flow_recovers_after_a_capacity_step() {
+    let (s, rows) = run_rows(&step_scenario(
+        "{ kind = \"dualpi2\", step_thresh = \"5ms\" }",
+        "prague",
+    ));
+    let pk = at_bottleneck(&rows);
+    let step = Time::from_secs(10);
+    // Twice the threshold, and one packet's time at 5 Mbit/s (the grid serves a 1500-byte
+    // packet in five slots of 312 bytes).
+    let bound = 2.0 * 5.0 + 2.4;
+    let p99 = |a: Time, b: Time| {
+        let mut v: Vec<f64> = pk
+            .iter()
+            .filter(|p| p.0 >= a && p.0 < b)
+            .map(|p| p.1.as_millis_f64())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() * 99 / 100]
+    };
+    let before = p99(Time::from_secs(5), step);
+    assert!(before < bound, "before the step: p99 {before:.2} ms; {}", brief(&s));
+    // The end of the last 100 ms window whose p99 is above the bound.
+    let end = Time::from_secs(16);
+    let mut recovered = step;
+    let mut t = step;
+    while t + Dur::from_millis(100) <= end {
+        if p99(t, t + Dur::from_millis(100)) > bound {
+            recovered = t + Dur::from_millis(100);
+        }
+        t += Dur::from_millis(100);
+    }
+    let worst = pk
+        .iter()
+        .filter(|p| p.0 >= step)
+        .map(|p| p.1.as_millis_f64())
+        .fold(0.0, f64::max);
+    let after = p99(step + Dur::from_millis(1_500), end);
+    eprintln!(
+        "l4s: p99 {before:.2} ms before the step, worst {worst:.1} ms after it, back under {bound} ms at +{:.1} s, p99 {after:.2} ms from +1.5 s; {}",
+        recovered.since(step).as_secs_f64(),
+        brief(&s)
+    );
+    assert!(recovered <= step + Dur::from_millis(1_500), "recovered at {recovered}");
+    assert!(after < bound && worst < 150.0, "{after:.2} / {worst:.1} ms");
+    // The flow still fills the link: the mean capacity over the window is 14.3 Mbit/s.
+    let f = flow(&s, "f");
+    assert!(
+        f.throughput_bps > 0.9 * (8.0 * 20e6 + 6.0 * 5e6) / 14.0,
+        "{}",
+        brief(&s)
+    );
+}
+
+/// §6.3 item 6: an idle phone's packets wait for an SR occasion, the grant and K2. With a
+/// 10 ms SR period, a 2 ms grant delay, K2 = 4 and 0.5 ms slots (FDD), a packet sent at
+/// time t arrives K = 2 + 5·0.5 = 4.5 ms after the first SR occasion (a multiple of 10 ms)
+/// after t, on top of the 5 ms wire: between K and K + 10 ms. (The unit tests of
+/// `l4s_link::cellular` check that random arrival times make this uniform.)
+#[test]
+fn an_idle_phone_waits_for_its_scheduling_request_and_grant() {
+    let text = r#"[scenario]
+name = "sr"
+duration = "120s"
+seed = 2
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "gnb"
+[[topology.nodes]]
+name = "phone"
+[[topology.nodes]]
+name = "server"
+[[topology.links]]
+from = "gnb"
+to = "phone"
+kind = "cellular"
+rate = "50Mbit"
+ran = { sr_period = "10ms", grant_delay = "2ms", k2 = 4 }
+[[topology.links]]
+from = "server"
+to = "gnb"
+delay = "5ms"
+[[flows]]
+name = "up"
+type = "probe"
+from = "phone"
+to = "server"
+pps = 7
+size = "200B"
+"#;
+    let (s, rows) = run_rows(text);
+    let mut n = 0;
+    for r in &rows {
+        let Some(a) = r.arrival else { continue };
+        let sent = r.sent.as_nanos();
+        let occasion = (sent / 10_000_000 + 1) * 10_000_000;
+        let want = occasion - sent + 4_500_000 + 5_000_000;
+        assert_eq!(a.since(r.sent).as_nanos(), want, "sent at {}", r.sent);
+        n += 1;
+    }
+    assert!(n > 800, "{n}");
+    let mean = rows
+        .iter()
+        .filter_map(|r| Some(r.arrival?.since(r.sent).as_millis_f64() - 5.0))
+        .sum::<f64>()
+        / n as f64;
+    let up = s
+        .queues
+        .iter()
+        .find(|q| q.radio.as_ref().is_some_and(|r| r.direction == "uplink"))
+        .expect("uplink");
+    let ul = up
+        .radio
+        .as_ref()
+        .and_then(|r| r.uplink.clone())
+        .expect("uplink summary");
+    assert_eq!(ul.scheduling_requests as usize, n, "{ul:?}");
+    assert!((ul.grant_delay_mean_ms.unwrap() - (mean - 0.5)).abs() < 0.05, "{ul:?}");
+}
