@@ -168,7 +168,8 @@ pub fn variant_texts(mut doc: DocumentMut, file: &Path) -> Result<Vec<(Option<St
     Ok(out)
 }
 
-/// Set `path` (dotted; `flows.<name>` selects a flow by name) to `value` in `doc`.
+/// Set `path` (dotted; `flows.<name>` selects a flow by name, `topology.links.<name>` a
+/// link of a custom topology by its name) to `value` in `doc`.
 /// Tables keep their form (an inline table stays inline), so the edited text is valid
 /// TOML with every untouched key where it was. `flows.<name>` itself set to a table
 /// replaces the flow's keys (its `name` stays): one flow becomes another kind of traffic.
@@ -217,6 +218,29 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
         }
         tbl = t;
         i = 2;
+    } else if segs.len() >= 2 && segs[0] == "topology" && segs[1] == "links" {
+        let (Some(name), true) = (segs.get(2), segs.len() >= 4) else {
+            return Err("name a link and a key, such as \"topology.links.<name>.aqm\"".into());
+        };
+        let links = tbl
+            .get_mut("topology")
+            .and_then(|t| t.as_table_like_mut())
+            .and_then(|t| t.get_mut("links"))
+            .and_then(|l| l.as_array_of_tables_mut())
+            .ok_or("the scenario has no [[topology.links]]")?;
+        // A link's name, or the name it gets without one ("from->to").
+        let named = |t: &toml_edit::Table| match t.get("name").and_then(|n| n.as_str()) {
+            Some(n) => n == *name,
+            None => {
+                let end = |k| t.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+                format!("{}->{}", end("from"), end("to")) == *name
+            }
+        };
+        tbl = links
+            .iter_mut()
+            .find(|t| named(t))
+            .ok_or_else(|| format!("no link named {name:?}"))?;
+        i = 3;
     }
     while i + 1 < segs.len() {
         let s = segs[i];

@@ -172,3 +172,51 @@ fn count_makes_numbered_copies_and_errors_still_point_at_the_table() {
     let e = variants_of(&clash, Path::new("v.toml")).unwrap_err();
     assert!(e.message.contains("already used by flows[1]"), "{e}");
 }
+
+#[test]
+fn a_variant_sets_a_key_of_a_custom_link_by_its_name() {
+    let text = r#"[scenario]
+duration = "5s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "a"
+[[topology.nodes]]
+name = "b"
+[[topology.nodes]]
+name = "c"
+[[topology.links]]
+name = "cell"
+from = "a"
+to = "b"
+rate = "10Mbit"
+aqm = { kind = "dualpi2" }
+[[topology.links]]
+from = "b"
+to = "c"
+rate = "50Mbit"
+[[flows]]
+name = "f"
+type = "udp-prague"
+from = "a"
+to = "c"
+[[variants]]
+name = "fifo"
+set = { "topology.links.cell.aqm" = { kind = "fifo", limit = 300 }, "topology.links.b->c.rate" = "20Mbit" }
+"#;
+    let v = variants_of(text, Path::new("v.toml")).unwrap();
+    let sc = &v[0].1;
+    assert_eq!(sc.links[0].aqm.kind(), "fifo");
+    assert_eq!(sc.links[2].rate.unwrap().bits_per_sec(), 20_000_000);
+    for (set, words) in [
+        ("\"topology.links.wifi.aqm\" = \"x\"", "no link named \"wifi\""),
+        ("\"topology.links.cell\" = {}", "name a link and a key"),
+    ] {
+        let t = text.replace(
+            "set = { \"topology.links.cell.aqm\" = { kind = \"fifo\", limit = 300 }, \"topology.links.b->c.rate\" = \"20Mbit\" }",
+            &format!("set = {{ {set} }}"),
+        );
+        let e = variants_of(&t, Path::new("v.toml")).unwrap_err().to_string();
+        assert!(e.contains(words), "{e}");
+    }
+}
