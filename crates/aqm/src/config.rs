@@ -446,6 +446,80 @@ impl FifoConfig {
     }
 }
 
+/// An L4S marker on one FIFO (see [`crate::l4s_marker`]): the buffer limits of a
+/// [`FifoConfig`], and a step (`threshold`) or a ramp (`min_th`, `range`) on sojourn time
+/// for ECT(1) packets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct L4sMarkerConfig {
+    pub limit: u32,
+    pub limit_bytes: Option<u64>,
+    pub limit_time: Option<Dur>,
+    pub marking: Marking,
+    /// Step: mark ECT(1) packets whose sojourn is above this.
+    pub threshold: Option<Dur>,
+    /// Ramp: marking probability 0 at `min_th`, 1 at `min_th + range`.
+    pub min_th: Option<Dur>,
+    pub range: Option<Dur>,
+}
+
+impl Default for L4sMarkerConfig {
+    fn default() -> Self {
+        L4sMarkerConfig {
+            limit: 1000,
+            limit_bytes: None,
+            limit_time: None,
+            marking: Marking::Step,
+            threshold: None,
+            min_th: None,
+            range: None,
+        }
+    }
+}
+
+impl L4sMarkerConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        FifoConfig {
+            limit: self.limit,
+            limit_bytes: self.limit_bytes,
+            limit_time: self.limit_time,
+        }
+        .validate()?;
+        match self.marking {
+            Marking::Step => {
+                let Some(t) = self.threshold else {
+                    return err(
+                        "threshold",
+                        "a step marker needs its threshold, such as threshold = \"5ms\" (a RAN marker has no standard value)",
+                    );
+                };
+                positive_dur("threshold", t)?;
+                for (k, v) in [("min_th", self.min_th), ("range", self.range)] {
+                    if v.is_some() {
+                        return err(k, "belongs to marking = \"ramp\"; a step takes `threshold`");
+                    }
+                }
+            }
+            Marking::Ramp => {
+                if self.threshold.is_some() {
+                    return err(
+                        "threshold",
+                        "belongs to marking = \"step\"; a ramp takes `min_th` and `range`",
+                    );
+                }
+                let (Some(_), Some(r)) = (self.min_th, self.range) else {
+                    return err(
+                        if self.min_th.is_none() { "min_th" } else { "range" },
+                        "a ramp needs `min_th` and `range`, such as min_th = \"2ms\", range = \"3ms\"",
+                    );
+                };
+                positive_dur("range", r)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// PIE (RFC 8033, Linux `sch_pie` defaults, `dq_rate_estimator` off).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -662,7 +736,15 @@ impl ClassicEcnConfig {
 // ------------------------------------------------------------------------------------------
 
 /// The kinds a scenario may name, in the order of [`AqmConfig`]'s variants.
-pub const KINDS: &[&str] = &["fifo", "dualpi2", "pie", "codel", "fq-codel", "classic-ecn"];
+pub const KINDS: &[&str] = &[
+    "fifo",
+    "dualpi2",
+    "pie",
+    "codel",
+    "fq-codel",
+    "classic-ecn",
+    "l4s-marker",
+];
 
 /// One discipline and its parameters.
 ///
@@ -683,6 +765,8 @@ pub enum AqmConfig {
     FqCodel(FqCodelConfig),
     #[serde(rename = "classic-ecn")]
     ClassicEcn(ClassicEcnConfig),
+    #[serde(rename = "l4s-marker")]
+    L4sMarker(L4sMarkerConfig),
 }
 
 impl AqmConfig {
@@ -695,6 +779,7 @@ impl AqmConfig {
             AqmConfig::Codel(_) => "codel",
             AqmConfig::FqCodel(_) => "fq-codel",
             AqmConfig::ClassicEcn(_) => "classic-ecn",
+            AqmConfig::L4sMarker(_) => "l4s-marker",
         }
     }
 
@@ -707,6 +792,7 @@ impl AqmConfig {
             "codel" => AqmConfig::Codel(CodelConfig::default()),
             "fq-codel" => AqmConfig::FqCodel(FqCodelConfig::default()),
             "classic-ecn" => AqmConfig::ClassicEcn(ClassicEcnConfig::default()),
+            "l4s-marker" => AqmConfig::L4sMarker(L4sMarkerConfig::default()),
             _ => return None,
         })
     }
@@ -719,6 +805,7 @@ impl AqmConfig {
             AqmConfig::Codel(c) => c.validate(),
             AqmConfig::FqCodel(c) => c.validate(),
             AqmConfig::ClassicEcn(c) => c.validate(),
+            AqmConfig::L4sMarker(c) => c.validate(),
         }
     }
 }
@@ -733,6 +820,7 @@ pub fn build<P: QueuePacket + 'static>(cfg: &AqmConfig, rng: Rng) -> Box<dyn Qdi
         AqmConfig::Codel(c) => Box::new(crate::codel::Codel::new(c)),
         AqmConfig::FqCodel(c) => Box::new(crate::fq_codel::FqCodel::new(c)),
         AqmConfig::ClassicEcn(c) => Box::new(crate::classic_ecn::ClassicEcn::new(c, rng)),
+        AqmConfig::L4sMarker(c) => Box::new(crate::l4s_marker::L4sMarker::new(c, rng)),
     }
 }
 

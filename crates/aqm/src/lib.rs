@@ -12,6 +12,7 @@
 //! | `codel` | [`codel`] | RFC 8289 |
 //! | `fq-codel` | [`fq_codel`] | RFC 8290, Linux `sch_fq_codel` |
 //! | `classic-ecn` | [`classic_ecn`] | RFC 3168 single-queue ECN AQM (RFC 9330 §4.3 hazard) |
+//! | `l4s-marker` | [`l4s_marker`] | a RAN's L4S marker: a step or ramp on sojourn for ECT(1) in one FIFO |
 //!
 //! [`config`] holds the scenario-file configuration of each and [`build`]; [`ecn_rewrite`]
 //! sets CE in raw IPv4/IPv6 headers (RFC 1624 checksum update).
@@ -25,6 +26,7 @@ pub mod dualpi2;
 pub mod ecn_rewrite;
 pub mod fifo;
 pub mod fq_codel;
+pub mod l4s_marker;
 pub mod pie;
 pub mod qdisc;
 mod single;
@@ -33,10 +35,11 @@ pub use classic_ecn::ClassicEcn;
 pub use codel::Codel;
 pub use config::{
     build, derive_from_rtt, try_build, AqmConfig, ClassicEcnConfig, CodelConfig, ConfigError, DualPi2Config, EcnMask,
-    FifoConfig, FqCodelConfig, Marking, PiInput, PieConfig, StepMode, KINDS,
+    FifoConfig, FqCodelConfig, L4sMarkerConfig, Marking, PiInput, PieConfig, StepMode, KINDS,
 };
 pub use dualpi2::{Classifier, DualPi2, DualPi2Params, DualPi2Stats, Step, TrafficClass, MAX_PROB};
 pub use fifo::Fifo;
 pub use fq_codel::FqCodel;
+pub use l4s_marker::L4sMarker;
 pub use pie::Pie;
 pub use qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};

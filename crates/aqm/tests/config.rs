@@ -426,10 +426,28 @@ fn toml_tables_deserialize() {
 
 #[test]
 fn every_kind_builds_and_reports_its_name() {
-    assert_eq!(KINDS, ["fifo", "dualpi2", "pie", "codel", "fq-codel", "classic-ecn"]);
+    assert_eq!(
+        KINDS,
+        [
+            "fifo",
+            "dualpi2",
+            "pie",
+            "codel",
+            "fq-codel",
+            "classic-ecn",
+            "l4s-marker"
+        ]
+    );
     for kind in KINDS {
-        let cfg = AqmConfig::default_for_kind(kind).unwrap();
+        let mut cfg = AqmConfig::default_for_kind(kind).unwrap();
         assert_eq!(cfg.kind(), *kind);
+        if *kind == "l4s-marker" {
+            // A RAN marker's threshold has no default: the scenario gives it.
+            assert_eq!(cfg.validate().unwrap_err().key, "threshold");
+            if let AqmConfig::L4sMarker(c) = &mut cfg {
+                c.threshold = Some(l4s_core::Dur::from_millis(5));
+            }
+        }
         let mut q = try_build::<TestPkt>(&cfg, Rng::new(1)).unwrap();
         assert_eq!(q.kind(), *kind);
         let ids = q.queue_ids();

@@ -51,7 +51,7 @@ pub struct RouterArgs {
     /// --rate-back, or --rate).
     #[arg(long = "rate-schedule-back", value_name = "SPEC", value_parser = parse_rate_schedule)]
     pub rate_schedule_back: Option<RateSchedule>,
-    /// Queue discipline: dualpi2, fifo, pie, codel, fq-codel or classic-ecn.
+    /// Queue discipline: dualpi2, fifo, pie, codel, fq-codel, classic-ecn or l4s-marker.
     #[arg(long, default_value = "dualpi2")]
     pub aqm: String,
     /// A parameter of the discipline as KEY=VALUE, as in scenario files (repeatable), e.g.

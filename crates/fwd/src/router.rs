@@ -193,6 +193,7 @@ pub fn aqm_packet_limit(cfg: &AqmConfig) -> usize {
         AqmConfig::Codel(c) => c.limit as usize,
         AqmConfig::FqCodel(c) => c.limit as usize,
         AqmConfig::ClassicEcn(c) => c.limit as usize,
+        AqmConfig::L4sMarker(c) => c.limit as usize,
     }
 }
 

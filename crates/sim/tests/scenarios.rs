@@ -151,7 +151,7 @@ fn cellular_xr_meets_its_frame_budget_with_ran_marking() {
             m.bad_frame_fraction,
         )
     };
-    for n in ["l4s", "l4s-walk", "scream", "droptail", "classic"] {
+    for n in ["l4s", "l4s-walk", "scream", "ran-marker", "droptail", "classic"] {
         let (l, p99, bad) = late(n);
         println!(
             "cellular-xr {n}: late frames {:.2} %, frame delay p99 {p99:.0} ms, bad frames {:.2} %, xr OWD p99 {:.1} ms",
@@ -160,7 +160,7 @@ fn cellular_xr_meets_its_frame_budget_with_ran_marking() {
             flow(&v[n], "xr").owd_ms.p99
         );
     }
-    for n in ["l4s", "l4s-walk", "scream"] {
+    for n in ["l4s", "l4s-walk", "scream", "ran-marker"] {
         let (l, p99, _) = late(n);
         assert!(l == 0.0 && p99 < 200.0, "{n}: {l} late, p99 {p99} ms");
     }
