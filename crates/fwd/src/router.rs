@@ -304,6 +304,9 @@ pub struct QueueReport {
 pub struct DirectionStats {
     /// `a->b` style: `<in>-><out>`.
     pub name: String,
+    /// The link model's own counters at the end (reported by the caller's summary).
+    #[serde(skip)]
+    pub link: l4s_link::LinkStats,
     pub from: String,
     pub to: String,
     /// The configured rate (the rate at the start); 0 for a link without a rate.
@@ -400,6 +403,8 @@ pub struct DirectionStatus {
     /// Frames handed to the output more than 1 ms after they were due, over the last
     /// interval: the host held the forwarder back (see [`crate::lateness`]).
     pub late: u64,
+    /// The link model's own counters now (a cellular link's blocks and grants, say).
+    pub link: l4s_link::LinkStats,
 }
 
 /// What `on_status` receives once per status interval.
@@ -987,6 +992,7 @@ impl Direction {
             probability,
             queues,
             late,
+            link: self.link.stats(),
         }
     }
 
@@ -1049,6 +1055,7 @@ impl Direction {
             tx_errors: self.tx_errors,
             pacer_forfeits: ls.forfeits,
             pacer_forfeit_ns: ls.forfeit_ns,
+            link: ls,
             lateness: self.lateness.stats(),
             unstamped: self.unstamped,
             peak_buffers: self.pool.peak(),
@@ -1329,6 +1336,7 @@ mod status_tests {
                 drops: 0,
             }],
             late,
+            link: Default::default(),
         };
         let st = |late| RouterStatus {
             elapsed: Dur::from_millis(2500),

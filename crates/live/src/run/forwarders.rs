@@ -29,6 +29,8 @@ pub(super) struct QueueMeter {
     pub backlog_packets: u64,
     pub backlog_bytes: u64,
     pub probability: Option<f64>,
+    /// The link model's counters at the first status after the window opened.
+    pub link_base: Option<l4s_link::LinkStats>,
 }
 
 impl QueueMeter {
@@ -39,6 +41,7 @@ impl QueueMeter {
             backlog_packets: 0,
             backlog_bytes: 0,
             probability: None,
+            link_base: None,
         }
     }
 
@@ -160,6 +163,12 @@ impl Forwarders {
                         q.backlog_packets = d.queues.iter().map(|x| x.backlog_packets).sum();
                         q.backlog_bytes = d.queues.iter().map(|x| x.backlog_bytes).sum();
                         q.probability = d.probability;
+                        let opened = q
+                            .run_time(l4s_fwd::afpacket::monotonic_now())
+                            .is_some_and(|t| t >= window.start);
+                        if opened && q.link_base.is_none() {
+                            q.link_base = Some(d.link);
+                        }
                     }
                 }
             };

@@ -417,7 +417,7 @@ fn run_built(
             .and_then(|_| w.flush())
             .map_err(|e| LiveError::run(format!("cannot write distributions: {e}")))?;
     }
-    let mut summary = results::summary(sc, built, &meters, &fwd.queues, &el.probs, window, seed);
+    let mut summary = results::summary(sc, built, &meters, &fwd.queues, &el, window, seed);
     summary.testbed = Some(results::testbed_check(&el.lateness, steal));
     let bottleneck_packets = fwd
         .queues

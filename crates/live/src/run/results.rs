@@ -20,6 +20,8 @@ pub(super) struct ElementResults {
     pub elements: Vec<serde_json::Value>,
     pub lateness: Vec<l4s_fwd::lateness::LatenessStats>,
     pub probs: BTreeMap<usize, (f64, u64)>,
+    /// Each scenario link's model counters at the end.
+    pub link_stats: BTreeMap<usize, l4s_link::LinkStats>,
 }
 
 /// Gather the forwarders' results (`mono0`: CLOCK_MONOTONIC at time 0); a forwarder that
@@ -34,6 +36,7 @@ pub(super) fn element_results(
         elements: Vec::new(),
         lateness: Vec::new(),
         probs: BTreeMap::new(),
+        link_stats: BTreeMap::new(),
     };
     for ((name, r), el) in results.iter().zip(&built.elements) {
         let st = r
@@ -44,6 +47,7 @@ pub(super) fn element_results(
         // Mean probability over the window, from the forwarder's samples.
         let seg = &built.segments[el.segment];
         for (d, link) in st.directions.iter().zip([seg.ab, seg.ba]) {
+            out.link_stats.insert(link, d.link);
             for (secs, p) in &d.probability {
                 let t = st.started_ns as f64 + secs * 1e9 - mono0 as f64;
                 if t >= window.start.as_nanos() as f64 && t <= window.end.as_nanos() as f64 {
@@ -158,10 +162,11 @@ pub(super) fn summary(
     built: &Built,
     meters: &[SharedMeter],
     queues: &[LiveQueue],
-    probs: &BTreeMap<usize, (f64, u64)>,
+    el: &ElementResults,
     window: Window,
     seed: u64,
 ) -> Summary {
+    let (probs, link_stats) = (&el.probs, &el.link_stats);
     let flows: Vec<_> = meters.iter().map(|m| m.lock()).collect();
     let mut qs: Vec<_> = queues.iter().map(|q| lockq(&q.meter)).collect();
     let oh = if built.ipv6 { 62 } else { 42 };
@@ -213,7 +218,11 @@ pub(super) fn summary(
                         spec.rate_at(Dur(window.end.as_nanos()), Dur(window.end.as_nanos()))
                     }
                     .map_or(0, |r| r.bits_per_sec()),
-                    radio: None,
+                    // Counted from the first status after the window opened (within the
+                    // status interval of its start).
+                    radio: link_stats.get(&q.link).and_then(|end| {
+                        l4s_measure::summary::radio_summary(spec, end, &m.link_base.unwrap_or_default())
+                    }),
                 },
             )
         })
