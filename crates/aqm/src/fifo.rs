@@ -8,27 +8,23 @@
 //!   sans-IO queue does not know the link rate; with a constant-rate link both agree to
 //!   within one packet's transmission time.
 
-use l4s_core::{Dur, QueuePacket, Time};
+use l4s_core::{QueuePacket, Time};
 
 use crate::config::FifoConfig;
 use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
-use crate::single::{dequeued, queued, TimestampedQueue};
+use crate::single::{dequeued, queued, FifoLimits, TimestampedQueue};
 
 /// Tail-drop FIFO.
 pub struct Fifo<P> {
     q: TimestampedQueue<P>,
-    limit: u64,
-    limit_bytes: u64,
-    limit_time: Option<Dur>,
+    limits: FifoLimits,
 }
 
 impl<P: QueuePacket> Fifo<P> {
     pub fn new(cfg: &FifoConfig) -> Self {
         Fifo {
             q: TimestampedQueue::new(),
-            limit: cfg.limit.max(1) as u64,
-            limit_bytes: cfg.limit_bytes.unwrap_or(u64::MAX).max(1),
-            limit_time: cfg.limit_time,
+            limits: FifoLimits::new(cfg.limit, cfg.limit_bytes, cfg.limit_time),
         }
     }
 }
@@ -42,11 +38,7 @@ impl<P: QueuePacket> Qdisc<P> for Fifo<P> {
     }
     fn enqueue(&mut self, pkt: P, now: Time) -> Enqueued<P> {
         let len = pkt.wire_len() as u64;
-        let time_full = match (self.limit_time, self.q.head_time()) {
-            (Some(lt), Some(ts)) => now - ts >= lt,
-            _ => false,
-        };
-        if self.q.len() as u64 >= self.limit || self.q.bytes() + len > self.limit_bytes || time_full {
+        if !self.limits.admit(&self.q, len, now) {
             return self.q.reject(pkt);
         }
         self.q.push(pkt, len, now, ());

@@ -18,15 +18,13 @@ use l4s_core::{Dur, Ecn, QueuePacket, Rng, Time};
 
 use crate::config::{L4sMarkerConfig, Marking};
 use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
-use crate::single::{dequeued, queued, TimestampedQueue};
+use crate::single::{dequeued, queued, FifoLimits, TimestampedQueue};
 
 /// Single-FIFO L4S marker.
 pub struct L4sMarker<P> {
     q: TimestampedQueue<P>,
     rng: Rng,
-    limit: u64,
-    limit_bytes: u64,
-    limit_time: Option<Dur>,
+    limits: FifoLimits,
     marking: Marking,
     /// Step: the threshold; ramp: where the ramp starts, and its width.
     from: Dur,
@@ -45,9 +43,7 @@ impl<P: QueuePacket> L4sMarker<P> {
         L4sMarker {
             q: TimestampedQueue::new(),
             rng,
-            limit: cfg.limit.max(1) as u64,
-            limit_bytes: cfg.limit_bytes.unwrap_or(u64::MAX).max(1),
-            limit_time: cfg.limit_time,
+            limits: FifoLimits::new(cfg.limit, cfg.limit_bytes, cfg.limit_time),
             marking: cfg.marking,
             from,
             range,
@@ -74,11 +70,7 @@ impl<P: QueuePacket> Qdisc<P> for L4sMarker<P> {
     }
     fn enqueue(&mut self, pkt: P, now: Time) -> Enqueued<P> {
         let len = pkt.wire_len() as u64;
-        let time_full = match (self.limit_time, self.q.head_time()) {
-            (Some(lt), Some(ts)) => now - ts >= lt,
-            _ => false,
-        };
-        if self.q.len() as u64 >= self.limit || self.q.bytes() + len > self.limit_bytes || time_full {
+        if !self.limits.admit(&self.q, len, now) {
             return self.q.reject(pkt);
         }
         self.q.push(pkt, len, now, ());

@@ -87,6 +87,34 @@ pub(crate) fn dequeued<P>(pkt: P, sojourn: Dur, marked: bool) -> Dequeued<P> {
     }
 }
 
+/// A tail-drop FIFO's limits: packets, bytes, and the time the head has waited.
+pub(crate) struct FifoLimits {
+    packets: u64,
+    bytes: u64,
+    time: Option<Dur>,
+}
+
+impl FifoLimits {
+    pub(crate) fn new(packets: u32, bytes: Option<u64>, time: Option<Dur>) -> FifoLimits {
+        FifoLimits {
+            packets: packets.max(1) as u64,
+            bytes: bytes.unwrap_or(u64::MAX).max(1),
+            time,
+        }
+    }
+
+    /// Whether a packet of `len` bytes arriving at `now` fits in `q`: it is dropped when
+    /// the queue already holds `packets`, when `bytes` would be exceeded, or when the head
+    /// has waited `time` or longer.
+    pub(crate) fn admit<P: QueuePacket, M>(&self, q: &TimestampedQueue<P, M>, len: u64, now: Time) -> bool {
+        let time_full = match (self.time, q.head_time()) {
+            (Some(lt), Some(ts)) => now - ts >= lt,
+            _ => false,
+        };
+        (q.len() as u64) < self.packets && q.bytes() + len <= self.bytes && !time_full
+    }
+}
+
 /// One FIFO of `(packet, enqueue time, tag)` with its backlog in bytes and its counters.
 ///
 /// `M` is a per-packet tag kept alongside (PIE remembers whether it marked the packet at

@@ -71,6 +71,21 @@ macro_rules! delegate_queries {
     };
 }
 
+/// The queue queries of a link with one queue stage (`self.queue`, a `stage::Queue`).
+macro_rules! one_queue_queries {
+    () => {
+        fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
+            self.queue.stats()
+        }
+        fn backlog(&self, _q: usize) -> (u64, u64) {
+            self.queue.backlog()
+        }
+        fn probability(&self, _q: usize) -> Option<f64> {
+            self.queue.qdisc.probability()
+        }
+    };
+}
+
 pub mod capacity;
 pub mod cellular;
 pub mod config;

@@ -407,17 +407,7 @@ impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
         &self.queue.info
     }
 
-    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
-        self.queue.stats()
-    }
-
-    fn backlog(&self, _q: usize) -> (u64, u64) {
-        self.queue.backlog()
-    }
-
-    fn probability(&self, _q: usize) -> Option<f64> {
-        self.queue.qdisc.probability()
-    }
+    one_queue_queries!();
 
     fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
         Some(self.trace.mean_rate())

@@ -201,17 +201,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
         }
     }
 
-    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
-        self.queue.stats()
-    }
-
-    fn backlog(&self, _q: usize) -> (u64, u64) {
-        self.queue.backlog()
-    }
-
-    fn probability(&self, _q: usize) -> Option<f64> {
-        self.queue.qdisc.probability()
-    }
+    one_queue_queries!();
 
     fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
         self.rate
