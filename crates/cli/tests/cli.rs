@@ -862,6 +862,21 @@ cc = "cubic"
         slow > 2.5 * fast,
         "queue delay {fast:.1} ms at 20 Mbit/s, {slow:.1} ms at 5 Mbit/s"
     );
+    // The summary gives the capacity over the window, not just its value at the end, and
+    // the report draws it under the throughput charts.
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let cap = &s["queues"][0]["capacity"];
+    let mean = cap["mean_bps"].as_f64().unwrap();
+    assert!((mean - 12.5e6).abs() < 0.1e6, "{cap}");
+    assert!((cap["min_bps"].as_f64().unwrap() - 5e6).abs() <= 120_320.0, "{cap}");
+    assert!((cap["max_bps"].as_f64().unwrap() - 20e6).abs() <= 120_320.0, "{cap}");
+    // The reverse draws its own capacity from the same process.
+    assert!(s["queues"][1]["capacity"]["mean_bps"].as_f64().is_some(), "{}", s["queues"][1]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for q in ["bottleneck", "bottleneck-reverse"] {
+        let line = format!("capacity: {q}<");
+        assert_eq!(html.matches(&line).count(), 2, "{q}: stacked and per-flow charts");
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -32,6 +32,32 @@ pub struct QueueEnd {
     pub radio: Option<RadioSummary>,
 }
 
+/// The capacity of scenario link `spec` over `window`, sampled every 10 ms; `None` for a
+/// link whose capacity stays the same (or that has none).
+pub fn capacity_summary(spec: &l4s_scenario::Link, window: Window) -> Option<CapacitySummary> {
+    spec.rate?;
+    if spec.schedule.is_empty() && spec.trace.is_none() {
+        return None;
+    }
+    let end = Dur(window.end.as_nanos());
+    let step = Dur::from_millis(10);
+    let (mut sum, mut n, mut lo, mut hi) = (0.0, 0u64, f64::MAX, 0.0f64);
+    let mut t = Dur(window.start.as_nanos()) + step;
+    while t <= end {
+        let r = spec.rate_at(t, end).map_or(0.0, |r| r.bits_per_sec() as f64);
+        sum += r;
+        n += 1;
+        lo = lo.min(r);
+        hi = hi.max(r);
+        t += step;
+    }
+    (n > 0 && hi > lo).then(|| CapacitySummary {
+        mean_bps: round6(sum / n as f64),
+        min_bps: lo,
+        max_bps: hi,
+    })
+}
+
 /// The radio summary of scenario link `spec` from its link model's counters at the end of
 /// the window (`now`) and when it opened (`base`); `None` for a link without a radio side.
 pub fn radio_summary(
@@ -246,6 +272,7 @@ pub fn summary(
             mean_probability: q.mean_probability().map(round6),
             subqueues,
             radio: end.radio.clone(),
+            capacity: capacity_summary(spec, window),
         });
     }
     Summary::assemble(

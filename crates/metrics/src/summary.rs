@@ -384,6 +384,18 @@ pub struct QueueSummary {
     /// The radio side of a cellular link, or of a link with HARQ, over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub radio: Option<RadioSummary>,
+    /// The capacity over the window, for a link whose capacity changes (a rate schedule, a
+    /// trace, a capacity process): `rate_bps` is then only its value at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacitySummary>,
+}
+
+/// A link's capacity over the statistics window, sampled every 10 ms (bit/s).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CapacitySummary {
+    pub mean_bps: f64,
+    pub min_bps: f64,
+    pub max_bps: f64,
 }
 
 /// What a cellular link (or a link with HARQ) did in the statistics window.

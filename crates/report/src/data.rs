@@ -100,10 +100,12 @@ pub enum QueueCol {
     Probability,
     Marks,
     Drops,
+    /// The link's capacity in the interval (a schedule's rate, a trace's or a process's).
+    RateBps,
 }
 
 impl QueueCol {
-    pub const ALL: [QueueCol; 10] = [
+    pub const ALL: [QueueCol; 11] = [
         QueueCol::BacklogPackets,
         QueueCol::BacklogBytes,
         QueueCol::SojournMeanMs,
@@ -114,6 +116,7 @@ impl QueueCol {
         QueueCol::Probability,
         QueueCol::Marks,
         QueueCol::Drops,
+        QueueCol::RateBps,
     ];
     pub fn header(self) -> &'static str {
         match self {
@@ -127,6 +130,7 @@ impl QueueCol {
             QueueCol::Probability => "probability",
             QueueCol::Marks => "marks",
             QueueCol::Drops => "drops",
+            QueueCol::RateBps => "rate_bps",
         }
     }
 }

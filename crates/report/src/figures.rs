@@ -424,9 +424,27 @@ pub fn throughput(cx: &Ctx) -> Vec<Chart> {
         }
         stacks.push((s.name.clone(), lo, cum.clone()));
     }
-    let total = fmax(cum.iter().copied());
+    let caps = capacities(cx);
+    let total = fmax(
+        cum.iter()
+            .copied()
+            .chain(caps.iter().flat_map(|(_, p)| p.iter().map(|x| x.1))),
+    );
     let (div, unit) = rate_unit(total);
     let y = Axis::linear(&format!("throughput ({unit})"), 0.0, total / div * 1.05);
+    let cap_layers: Vec<Layer> = caps
+        .iter()
+        .map(|(name, pts)| {
+            line(
+                &format!("capacity: {name}"),
+                CAPACITY_COLOR,
+                scaled(pts.clone(), 1.0 / div),
+                1.6,
+                Some("6,3"),
+                true,
+            )
+        })
+        .collect();
     let mut st = cx.chart(format!("Throughput over time, stacked ({unit})"), y.clone());
     for (name, lo, hi) in stacks {
         let lo: Vec<(f64, f64)> = tv.iter().zip(&lo).map(|(t, v)| (*t, v / div)).collect();
@@ -438,6 +456,7 @@ pub fn throughput(cx: &Ctx) -> Vec<Chart> {
             legend: true,
         });
     }
+    st.layers.extend(cap_layers.iter().cloned());
     let mut per = cx.chart(format!("Throughput over time per flow ({unit})"), y);
     for s in &flows {
         let pts = scaled(s.points(s.flow(FlowCol::ThroughputBps)), 1.0 / div);
@@ -450,7 +469,37 @@ pub fn throughput(cx: &Ctx) -> Vec<Chart> {
             true,
         ));
     }
+    per.layers.extend(cap_layers);
     vec![st, per]
+}
+
+/// The dashed line of a link's capacity under the throughput charts.
+const CAPACITY_COLOR: &str = "#333333";
+
+/// The capacity over time (bit/s) to draw under the throughput charts: every queue whose
+/// capacity changes during the run (a rate schedule, a trace, a capacity process, a
+/// cellular link), or else the first queue's (the bottleneck's), from the `rate_bps`
+/// column of the queue snapshots.
+fn capacities(cx: &Ctx) -> Vec<(String, Vec<(f64, f64)>)> {
+    let Some(sn) = &cx.res.snapshots else { return Vec::new() };
+    let order = cx.res.summary.queues.iter().map(|q| q.name.as_str());
+    let series: Vec<&Series> = order.filter_map(|n| sn.queue(n)).collect();
+    let with_rate = |s: &Series| s.queue(QueueCol::RateBps).iter().any(|v| v.is_finite() && *v > 0.0);
+    let varies = |s: &Series| {
+        let v = s.queue(QueueCol::RateBps).iter().filter(|v| v.is_finite());
+        let (lo, hi) = v.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+        hi > lo
+    };
+    let varying: Vec<&Series> = series.iter().copied().filter(|s| with_rate(s) && varies(s)).collect();
+    let chosen: Vec<&Series> = if varying.is_empty() {
+        series.iter().copied().find(|s| with_rate(s)).into_iter().collect()
+    } else {
+        varying
+    };
+    chosen
+        .into_iter()
+        .map(|s| (s.name.clone(), s.points(s.queue(QueueCol::RateBps))))
+        .collect()
 }
 
 /// Queue sojourn (max per interval, all / L / C, and mean) over time, one chart per queue

@@ -286,7 +286,11 @@ pub(crate) fn queues_table(out: &mut String, res: &Results) {
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">all</td><td>{}</td>{}<td>{}</td><td title=\"{} at the buffer limit\">{}</td><td>{}</td><td>{}</td></tr>",
             esc(&q.name),
             esc(&q.aqm),
-            esc(&rate(q.rate_bps as f64)),
+            esc(&match &q.capacity {
+                // A capacity that changed: its mean and range over the window.
+                Some(c) => format!("{} ({}–{})", rate(c.mean_bps), rate(c.min_bps), rate(c.max_bps)),
+                None => rate(q.rate_bps as f64),
+            }),
             pct_cells(&q.sojourn_ms, false),
             count(q.marks),
             count(q.overlimit_drops),

@@ -210,7 +210,7 @@ pub fn snapshots(s: &Summary, duration_s: f64, interval_s: f64, seed: u64) -> Sn
         let mut sr = Series {
             name: qs.name.clone(),
             time_s: Vec::with_capacity(n),
-            values: vec![Vec::new(); 10],
+            values: vec![Vec::new(); QueueCol::ALL.len()],
         };
         let dual = qs.subqueues.contains_key("L");
         for i in 1..=n {
@@ -230,13 +230,14 @@ pub fn snapshots(s: &Summary, duration_s: f64, interval_s: f64, seed: u64) -> Sn
                 qs.mean_probability.map(|p| p * 2.0 * wave).unwrap_or(f64::NAN),
                 (qs.marks as f64 / n.max(1) as f64).round(),
                 0.0,
+                qs.rate_bps as f64,
             ];
             sr.time_s.push(t);
             for (c, v) in vals.iter().enumerate() {
                 sr.values[c].push(*v);
             }
         }
-        debug_assert_eq!(QueueCol::ALL.len(), 10);
+        debug_assert_eq!(QueueCol::ALL.len(), 11);
         out.queues.push(sr);
     }
     out

@@ -114,7 +114,9 @@ fn full_report_is_self_contained_and_every_chart_has_data() {
         .iter()
         .find(|c| title_of(c).starts_with("Throughput over time per flow"))
         .unwrap();
-    assert_eq!(polyline_points(per).len(), 4);
+    // Four flows, and the bottleneck's capacity as a dashed line (its rate, constant here).
+    assert_eq!(polyline_points(per).len(), 5);
+    assert!(per.contains("capacity: bottleneck") && per.contains("#333333"), "{per}");
     let st = charts
         .iter()
         .find(|c| title_of(c).starts_with("Throughput over time, stacked"))
@@ -158,7 +160,9 @@ fn long_series_are_downsampled_to_the_pixel_grid() {
         .find(|c| title_of(c).starts_with("Throughput over time per flow"))
         .unwrap();
     let pts = polyline_points(per);
-    assert_eq!(pts.len(), 2);
+    // Two flows, then the capacity line.
+    assert_eq!(pts.len(), 3);
+    let pts = &pts[..2];
     assert!(
         pts.iter().all(|n| *n >= 800 && *n <= 2 * 864),
         "{pts:?}: min and max of each of the 864 pixel columns"
