@@ -5,6 +5,8 @@
 //! ```text
 //! sudo l4s router --in eth0 --out eth1 --rate 50Mbit --rate-back 10Mbit \
 //!      --aqm dualpi2 --set target=10ms --set step_thresh=1ms --stats stats.json
+//! # An "Internet" 40 ms away (20 ms each way) behind a 20/5 Mbit/s access.
+//! sudo l4s router --in eth0 --out eth1 --rate 20Mbit --rate-back 5Mbit --delay 20ms
 //! # Bandwidth that varies: 20 Mbit/s, 5 from 4 s, 12 from 8 s, and again every 12 s.
 //! sudo l4s router --in eth0 --out eth1 --rate 20Mbit \
 //!      --rate-schedule 4s=5Mbit,8s=12Mbit,repeat=12s
@@ -51,6 +53,13 @@ pub struct RouterArgs {
     /// --rate-back, or --rate).
     #[arg(long = "rate-schedule-back", value_name = "SPEC", value_parser = parse_rate_schedule)]
     pub rate_schedule_back: Option<RateSchedule>,
+    /// Propagation delay of the A→B direction, after its queue, e.g. 20ms (the testbed's
+    /// delay line; no netem needed). Constant: there is no jitter option.
+    #[arg(long, value_parser = parse_dur_arg, default_value = "0ms")]
+    pub delay: Dur,
+    /// Propagation delay of the B→A direction (default: the same as --delay).
+    #[arg(long = "delay-back", value_parser = parse_dur_arg)]
+    pub delay_back: Option<Dur>,
     /// Queue discipline: dualpi2, fifo, pie, codel, fq-codel, classic-ecn or l4s-marker.
     #[arg(long, default_value = "dualpi2")]
     pub aqm: String,
@@ -195,6 +204,8 @@ pub fn router_config(args: &RouterArgs) -> Result<RouterConfig, FwdError> {
     let mut cfg = RouterConfig::new(&args.input, &args.output, args.rate, aqm_ab);
     cfg.ba.aqm = aqm_ba;
     cfg.ba.rate = Some(args.rate_back.unwrap_or(args.rate));
+    cfg.ab.delay = args.delay;
+    cfg.ba.delay = args.delay_back.unwrap_or(args.delay);
     if let Some(s) = &args.rate_schedule {
         cfg.ab.schedule = s.clone();
     }
@@ -415,6 +426,14 @@ mod tests {
         let c = router_config(&a).unwrap();
         assert_eq!(c.ab.aqm.kind(), "fq-codel");
         assert_eq!(c.io, IoMode::Single);
+        assert_eq!((c.ab.delay, c.ba.delay), (Dur::ZERO, Dur::ZERO));
+        // A delay each way; the way back defaults to the way there.
+        let base = ["--in", "a", "--out", "b", "--rate", "20Mbit", "--delay", "20ms"];
+        let c = router_config(&args(&base).unwrap()).unwrap();
+        assert_eq!((c.ab.delay, c.ba.delay), (Dur::from_millis(20), Dur::from_millis(20)));
+        let c = router_config(&args(&[&base[..], &["--delay-back", "5ms"]].concat()).unwrap()).unwrap();
+        assert_eq!((c.ab.delay, c.ba.delay), (Dur::from_millis(20), Dur::from_millis(5)));
+        assert!(args(&[&base[..6], &["--delay", "soon"]].concat()).is_err());
     }
 
     #[test]
