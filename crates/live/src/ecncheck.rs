@@ -422,15 +422,22 @@ pub struct CheckConfig {
     pub interval: Duration,
     /// How long to wait for the last replies.
     pub wait: Duration,
+    /// Most probes a second after the first `burst`: the client paces itself under the
+    /// reflector's limit per source (by default 90 % of a default `l4s reflect`'s).
+    pub max_rate: f64,
+    pub burst: u32,
 }
 
 impl Default for CheckConfig {
     fn default() -> Self {
+        let r = ReflectorConfig::default();
         CheckConfig {
             probes: 10,
             size: 64,
             interval: Duration::from_millis(5),
             wait: Duration::from_secs(1),
+            max_rate: 0.9 * r.rate_per_source,
+            burst: r.burst / 2,
         }
     }
 }
@@ -450,9 +457,52 @@ pub struct Report {
     pub bad_replies: u32,
     /// Median round-trip time of the replies.
     pub rtt_median: Option<Duration>,
+    /// The rate the client held its probes to after its first burst (probes/s).
+    pub paced_rate: f64,
 }
 
 impl Report {
+    /// Why some probes went unanswered, if some did: a codepoint that fared far worse than
+    /// the others points at a box that drops it; otherwise loss on the path, or a
+    /// reflector that answers fewer probes a second than this check sent.
+    pub fn missing(&self) -> Option<String> {
+        let sent: u32 = self.sent.iter().sum();
+        let got: u32 = self.replies.iter().sum();
+        if got >= sent {
+            return None;
+        }
+        let lost = |e: Ecn| {
+            let i = e.bits() as usize;
+            1.0 - f64::from(self.replies[i]) / f64::from(self.sent[i].max(1))
+        };
+        let worst = CODEPOINTS
+            .iter()
+            .copied()
+            .max_by(|a, b| lost(*a).total_cmp(&lost(*b)))?;
+        let others = CODEPOINTS
+            .iter()
+            .filter(|e| **e != worst)
+            .map(|e| lost(*e))
+            .fold(0.0, f64::max);
+        let mut why = format!("{} of {sent} probes unanswered: ", sent - got);
+        if lost(worst) >= 0.5 && others <= 0.1 {
+            why += &format!(
+                "{:.0} % of the {} probes against at most {:.0} % of the others; a box on the path likely drops {} packets",
+                lost(worst) * 100.0,
+                cp(worst),
+                others * 100.0,
+                cp(worst)
+            );
+        } else {
+            why += &format!(
+                "lost on the path, or dropped by the reflector's rate limit (this check sent at most {:.0} probes/s after a burst; a default `l4s reflect` answers {:.0}/s per source, see its --rate and --burst)",
+                self.paced_rate,
+                ReflectorConfig::default().rate_per_source
+            );
+        }
+        Some(why)
+    }
+
     /// True if ECT(1) made it both ways.
     pub fn l4s_ok(&self) -> bool {
         self.forward.ect1 == Ect1Fate::Survives && self.reverse.ect1 == Ect1Fate::Survives
@@ -487,6 +537,9 @@ impl fmt::Display for Report {
                 "no reply: is `l4s reflect` running there, and is UDP port {} open?",
                 self.target.port()
             );
+        }
+        if let Some(why) = self.missing() {
+            writeln!(f, "{why}")?;
         }
         for (name, d) in [
             ("forward (to the reflector)", &self.forward),
@@ -643,8 +696,28 @@ pub fn check(target: SocketAddr, cfg: CheckConfig) -> io::Result<Report> {
             }
         }
     };
+    // A token bucket under the reflector's limit: `burst` at once, then `max_rate`.
+    let rate = if cfg.max_rate.is_finite() && cfg.max_rate > 0.0 {
+        cfg.max_rate
+    } else {
+        f64::MAX
+    };
+    let burst = f64::from(cfg.burst.max(1));
+    let (mut tokens, mut filled) = (burst, Instant::now());
     for _ in 0..n {
         for e in CODEPOINTS {
+            let now = Instant::now();
+            tokens = (tokens + now.duration_since(filled).as_secs_f64() * rate).min(burst);
+            filled = now;
+            if tokens < 1.0 {
+                let wait = Duration::from_secs_f64((1.0 - tokens) / rate);
+                drain(&mut sent_at, &mut fwd, &mut rev, &mut replies, &mut bad, &mut rtts)?;
+                std::thread::sleep(wait);
+                let now = Instant::now();
+                tokens = (tokens + now.duration_since(filled).as_secs_f64() * rate).min(burst);
+                filled = now;
+            }
+            tokens -= 1.0;
             let req = Request {
                 sent_ecn: e,
                 nonce,
@@ -678,6 +751,7 @@ pub fn check(target: SocketAddr, cfg: CheckConfig) -> io::Result<Report> {
         forward: Direction::from_arrivals(fwd),
         reverse: Direction::from_arrivals(rev),
         bad_replies: bad,
+        paced_rate: rate,
         rtt_median: rtts.get(rtts.len() / 2).copied(),
     })
 }
@@ -850,6 +924,52 @@ mod tests {
             assert!(r.l4s_ok());
             assert!(r.to_string().contains("L4S: OK"), "{r}");
         }
+    }
+
+    /// 50 probes per codepoint (200) against a default reflector (100 replies/s, bursts of
+    /// 100): the client paces itself under the limit, so every probe is answered.
+    #[test]
+    fn many_probes_are_paced_under_a_default_reflectors_limit() {
+        let (addr, stop, h) = spawn_reflector("127.0.0.1:0");
+        let cfg = CheckConfig { probes: 50, ..quick() };
+        let t0 = Instant::now();
+        let r = check(addr, cfg).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let st = h.join().unwrap();
+        assert_eq!(r.replies, [50; 4], "{r}");
+        assert_eq!(st.rate_limited, 0);
+        // 50 at once, then 150 at 90/s.
+        assert!(t0.elapsed() >= Duration::from_millis(1_600), "{:?}", t0.elapsed());
+        assert!(r.missing().is_none());
+    }
+
+    /// A reflector with a stricter limit than the client assumes drops replies; the report
+    /// says how many and names the likely causes, or the codepoint a box drops.
+    #[test]
+    fn missing_replies_are_explained() {
+        let sock = EcnUdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = sock.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let strict = ReflectorConfig {
+            rate_per_source: 20.0,
+            burst: 5,
+            max_sources: 16,
+        };
+        let h = std::thread::spawn(move || serve(&sock, strict, &s2, &mut |_, _| {}).unwrap());
+        let r = check(addr, quick()).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let st = h.join().unwrap();
+        assert!(st.rate_limited > 0);
+        let why = r.missing().expect("replies are missing");
+        assert!(why.contains("rate limit") && why.contains("unanswered"), "{why}");
+        assert!(r.to_string().contains(&why), "{r}");
+        // Every ECT(1) probe lost, the others answered: a box drops ECT(1).
+        let mut d = r.clone();
+        d.sent = [10; 4];
+        d.replies = [10, 0, 10, 10];
+        let why = d.missing().unwrap();
+        assert!(why.contains("drops ECT(1) packets"), "{why}");
     }
 
     #[test]
