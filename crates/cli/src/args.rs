@@ -29,7 +29,8 @@ pub enum Cmd {
     /// (needs root; see docs/live.md).
     Router(l4s_fwd::cli::RouterArgs),
     /// Remove the network namespaces and interfaces that killed live runs left behind
-    /// (names starting with l4s-); runs still going are kept unless --force; needs root.
+    /// (names starting with l4s-; runs still going are kept unless --force; needs root),
+    /// and the temporary directories and unheld locks killed runs left under results/.
     Cleanup {
         /// Only this run's (the 8-hex-digit id printed by the run), instead of every run's.
         #[arg(long)]

@@ -669,11 +669,14 @@ struct Registry {
     namespaces: BTreeSet<String>,
     /// Links in the process's own namespace.
     links: BTreeSet<String>,
+    /// Runs whose lock file this process holds.
+    locks: BTreeSet<String>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     namespaces: BTreeSet::new(),
     links: BTreeSet::new(),
+    locks: BTreeSet::new(),
 });
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -724,11 +727,23 @@ impl Testbed {
         let name = self.id.ns_name(role)?;
         if self.lock.is_none() {
             self.lock = take_run_lock(self.id.as_str());
+            if self.lock.is_some() {
+                registry().locks.insert(self.id.as_str().to_string());
+            }
         }
         // Register first: a signal between creation and registration must not leak it.
         registry().namespaces.insert(name.clone());
         if let Err(e) = ip(&["netns", "add", &name]) {
             registry().namespaces.remove(&name);
+            if list_netns().is_ok_and(|l| l.contains(&name)) {
+                return Err(FwdError::config(
+                    "run id",
+                    format!(
+                        "network namespace {name} already exists: run id {} is in use by another run, or a killed run left it (`l4s cleanup --run {}` removes it)",
+                        self.id, self.id
+                    ),
+                ));
+            }
             return Err(e);
         }
         self.namespaces.push(name.clone());
@@ -806,6 +821,7 @@ impl Testbed {
         }
         if self.lock.take().is_some() {
             let _ = std::fs::remove_file(run_lock_path(self.id.as_str()));
+            registry().locks.remove(self.id.as_str());
         }
         first.map_or(Ok(()), Err)
     }
@@ -870,6 +886,11 @@ pub fn cleanup_registered() -> Result<(), FwdError> {
         }
         registry().namespaces.remove(n);
     }
+    // The process is about to exit: its locks go with it, and so do their files.
+    let locks = std::mem::take(&mut registry().locks);
+    for id in locks {
+        let _ = std::fs::remove_file(run_lock_path(&id));
+    }
     first.map_or(Ok(()), Err)
 }
 
@@ -904,12 +925,13 @@ pub fn install_signal_cleanup(stop: Option<Arc<AtomicBool>>, grace: Duration) ->
                             flag.store(true, Ordering::SeqCst);
                             first = Some((sig, Instant::now()));
                         }
-                        _ => exit_after_cleanup(sig),
+                        (Some(_), Some(_)) => exit_after_cleanup(sig, "a second signal"),
+                        (None, _) => exit_after_cleanup(sig, "a signal"),
                     }
                 }
                 if let Some((sig, at)) = first {
                     if at.elapsed() >= grace && registered_count() > 0 {
-                        exit_after_cleanup(sig);
+                        exit_after_cleanup(sig, &format!("the run had not ended {grace:?} after the signal"));
                     }
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -919,9 +941,19 @@ pub fn install_signal_cleanup(stop: Option<Arc<AtomicBool>>, grace: Duration) ->
     Ok(())
 }
 
-fn exit_after_cleanup(sig: i32) -> ! {
-    if let Err(e) = cleanup_registered() {
-        eprintln!("l4s: cleanup after signal {sig}: {e}");
+/// Remove what this process's testbeds hold, say so, and exit with 128 + `sig`.
+fn exit_after_cleanup(sig: i32, why: &str) -> ! {
+    let (n, l) = {
+        let r = registry();
+        (r.namespaces.len(), r.links.len())
+    };
+    match cleanup_registered() {
+        Ok(()) => eprintln!(
+            "l4s: {why}: stopped at once; removed the testbed ({n} namespaces, {l} links) and wrote no results"
+        ),
+        Err(e) => eprintln!(
+            "l4s: {why}: stopped at once; removing the testbed failed ({e}): `l4s cleanup` removes what is left"
+        ),
     }
     std::process::exit(128 + sig)
 }

@@ -128,6 +128,9 @@ impl Backend for Live {
         if !l4s_live::run::is_root() {
             return Err(l4s_live::run::privilege_error().into());
         }
+        if let Some(id) = &self.run_id {
+            l4s_live::run::check_run_id_free(id).map_err(Error::from)?;
+        }
         l4s_live::run::preflight(sc).map_err(Error::from)
     }
     fn run(

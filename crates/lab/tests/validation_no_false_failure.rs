@@ -50,8 +50,8 @@ fn no_shipped_scenario_fails_ecn_validation() {
                 command: Vec::new(),
                 ..RunOptions::default()
             };
-            let set = run_text(&text, Path::new(&rel), &mut Simulator, &opts, &mut NoProgress)
-                .unwrap_or_else(|e| panic!("{rel}: {e}"));
+            let set =
+                run_text(&text, &f, &mut Simulator, &opts, &mut NoProgress).unwrap_or_else(|e| panic!("{rel}: {e}"));
             for r in set.runs {
                 runs += 1;
                 for fl in r.summary.flows.iter().filter(|fl| fl.ecn_validation == "failed") {

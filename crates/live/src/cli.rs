@@ -11,6 +11,7 @@ use l4s_core::units::parse_dur;
 use l4s_core::Dur;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -161,9 +162,23 @@ pub fn ecn_check_main(a: &EcnCheckArgs) -> ExitCode {
     }
 }
 
+/// What killed runs left in the results folders below `root` (`results/` by default):
+/// their temporary directories and unheld locks.
+fn cleanup_results(root: &Path) {
+    match l4s_metrics::results::sweep_leftovers(root) {
+        Ok(removed) => {
+            for p in removed {
+                println!("removed {} (left by a run that was killed)", p.display());
+            }
+        }
+        Err(e) => eprintln!("warning: cleaning up {}: {e}", root.display()),
+    }
+}
+
 /// `l4s cleanup`: remove what killed live runs left behind (`run`: one run's only);
 /// runs still going are kept unless `force`.
 pub fn cleanup_main(run: Option<&str>, force: bool) -> ExitCode {
+    cleanup_results(Path::new("results"));
     if !crate::run::is_root() {
         eprintln!(
             "error: removing network namespaces needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run `sudo {}`",

@@ -245,6 +245,60 @@ fn remove_stale(parent: &Path, name: &str, locked: bool) {
     }
 }
 
+/// Remove what killed runs left in the results folders below `root` (down to three levels,
+/// as `results/<scenario>/<variant>`): temporary directories `.NAME.tmp-PID` (and
+/// `.NAME.tmp-PID.old`) whose process is gone, and lock files `.NAME.lock` that no process
+/// holds. Nothing else is touched. Returns what was removed.
+pub fn sweep_leftovers(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    if !Path::new("/proc/self").exists() {
+        // Without /proc a dead process cannot be told from a live one: remove nothing.
+        return Ok(removed);
+    }
+    sweep_dir(root, 3, &mut removed)?;
+    Ok(removed)
+}
+
+fn sweep_dir(dir: &Path, depth: u32, removed: &mut Vec<PathBuf>) -> io::Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if let Some(rest) = name.strip_prefix('.') {
+            // `.NAME.tmp-PID[.old]`: a dead process's unfinished results.
+            if let Some((_, pid)) = rest.rsplit_once(".tmp-") {
+                let pid = pid.strip_suffix(".old").unwrap_or(pid);
+                if let Ok(pid) = pid.parse::<u32>() {
+                    if is_dir && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                        fs::remove_dir_all(&path)?;
+                        removed.push(path);
+                    }
+                    continue;
+                }
+            }
+            // `.NAME.lock` that nobody holds.
+            if !is_dir && rest.ends_with(".lock") {
+                if let Ok(f) = fs::File::options().write(true).open(&path) {
+                    if f.try_lock().is_ok() {
+                        fs::remove_file(&path)?;
+                        removed.push(path);
+                    }
+                }
+                continue;
+            }
+        }
+        if is_dir && depth > 0 {
+            sweep_dir(&path, depth - 1, removed)?;
+        }
+    }
+    Ok(())
+}
+
 impl Drop for ResultsDir {
     fn drop(&mut self) {
         if !self.committed {
@@ -261,6 +315,38 @@ impl Drop for ResultsDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn the_sweep_removes_dead_runs_leftovers_and_nothing_else() {
+        let base = std::env::temp_dir().join(format!("l4s-results-sweep-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let sc = base.join("xr");
+        fs::create_dir_all(&sc).unwrap();
+        // A dead process's unfinished variant (pid 0 is never a user process) and its old
+        // copy; a live one's (ours); a lock nobody holds; a held one; a user's files.
+        let dead = sc.join(".l4s.tmp-0");
+        let dead_old = sc.join(".l4s.tmp-0.old");
+        let alive = sc.join(format!(".l4s.tmp-{}", std::process::id()));
+        for d in [&dead, &dead_old, &alive] {
+            fs::create_dir_all(d).unwrap();
+            fs::write(d.join(MARKER), "{}").unwrap();
+        }
+        let free = sc.join(".l4s.lock");
+        fs::write(&free, "").unwrap();
+        let held_path = sc.join(".classic.lock");
+        let held = fs::File::create(&held_path).unwrap();
+        held.try_lock().unwrap();
+        fs::write(sc.join("notes.md"), "mine").unwrap();
+        fs::create_dir_all(sc.join(".git")).unwrap();
+        let mut removed = sweep_leftovers(&base).unwrap();
+        removed.sort();
+        let mut want = vec![dead.clone(), dead_old.clone(), free.clone()];
+        want.sort();
+        assert_eq!(removed, want);
+        assert!(alive.is_dir() && held_path.is_file() && sc.join("notes.md").is_file() && sc.join(".git").is_dir());
+        drop(held);
+        let _ = fs::remove_dir_all(&base);
+    }
+
     #[test]
     fn two_runs_into_one_directory_do_not_mix_and_dead_runs_leftovers_go() {
         let base = std::env::temp_dir().join(format!("l4s-results-lock-{}", std::process::id()));

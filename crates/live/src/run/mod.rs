@@ -274,6 +274,9 @@ pub fn run(
         start: Time(sc.warmup.as_nanos()),
         end,
     };
+    if let Some(id) = &opts.run_id {
+        check_run_id_free(id)?;
+    }
     let id = opts.run_id.clone().unwrap_or_else(RunId::generate);
     let built = topology::build(&sc, id, opts.ipv6, seed, duration)?;
     // From here on, `built.testbed` deletes everything when dropped (any return below).
@@ -286,6 +289,17 @@ pub fn run(
     info.namespaces = ns_count;
     info.run_id = run_id;
     Ok((summary, info))
+}
+
+/// Refuse a run id that a live run still holds (its lock is taken): its namespaces exist.
+pub fn check_run_id_free(id: &RunId) -> Result<(), LiveError> {
+    if l4s_fwd::netns::run_is_alive(id.as_str()) {
+        return Err(LiveError::input(format!(
+            "run id {id} is in use: a live run with it is still going (its namespaces are {}*); choose another --run-id, or stop that run (`l4s cleanup --run {id} --force` removes it)",
+            id.prefix()
+        )));
+    }
+    Ok(())
 }
 
 fn run_built(
