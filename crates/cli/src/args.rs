@@ -77,6 +77,10 @@ pub enum Cmd {
         /// The warm-up (statistics start after it), e.g. 5s: as --set scenario.warmup=5s
         #[arg(long, value_parser = parse_dur)]
         warmup: Option<Dur>,
+        /// Print each scenario as parsed: rates in bit/s, durations, every link direction
+        /// with its queue (parameters that differ from the defaults), every flow's route
+        #[arg(long)]
+        show: bool,
     },
     /// Answer `l4s ecn-check` probes: a UDP reflector that reports the ECN codepoint each
     /// probe arrived with and replies with the codepoint the probe was sent with. Never an

@@ -58,7 +58,12 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(&e),
         },
-        Cmd::Check { scenarios, set, warmup } => {
+        Cmd::Check {
+            scenarios,
+            set,
+            warmup,
+            show,
+        } => {
             let sets = args::sets(&set, warmup);
             let mut code = ExitCode::SUCCESS;
             for scenario in &scenarios {
@@ -79,6 +84,9 @@ fn main() -> ExitCode {
                                 s.flows.len(),
                                 s.duration
                             );
+                            if show {
+                                print!("{}", l4s_scenario::describe(s));
+                            }
                         }
                     }
                     Err(e) => code = fail(&e),

@@ -809,6 +809,33 @@ type = "udp-prague"
 
 /// The queue snapshots of a link whose capacity is drawn (here steps of 20 and 5 Mbit/s)
 /// carry the capacity over time, and a classic flow's queue delay grows when it falls.
+/// `l4s check --show` prints the scenario as parsed: rates in bit/s, the queue's changed
+/// parameters, routes and base RTTs.
+#[test]
+fn check_show_prints_the_scenario_as_parsed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = l4s()
+        .current_dir(&root)
+        .args([
+            "check",
+            "--show",
+            "scenarios/multi-hop.toml",
+            "--set",
+            "topology.links.access.aqm.target=10ms",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "core-link: core -> home, 200000000 bit/s, delay 4ms, queue fifo { limit = 2000 } [bottleneck]",
+        "access: home -> laptop, 50000000 bit/s, delay 1ms, queue dualpi2 { target = \"10ms\" } [bottleneck]",
+        "prague-download: tcp prague, ect1, from 0s, base RTT 20ms, route server -> core -> home -> laptop",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+}
+
 #[test]
 fn snapshots_follow_a_drawn_capacity_over_time() {
     let d = tmpdir("capacity-snapshots");
@@ -864,14 +891,19 @@ cc = "cubic"
     );
     // The summary gives the capacity over the window, not just its value at the end, and
     // the report draws it under the throughput charts.
-    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let cap = &s["queues"][0]["capacity"];
     let mean = cap["mean_bps"].as_f64().unwrap();
     assert!((mean - 12.5e6).abs() < 0.1e6, "{cap}");
     assert!((cap["min_bps"].as_f64().unwrap() - 5e6).abs() <= 120_320.0, "{cap}");
     assert!((cap["max_bps"].as_f64().unwrap() - 20e6).abs() <= 120_320.0, "{cap}");
     // The reverse draws its own capacity from the same process.
-    assert!(s["queues"][1]["capacity"]["mean_bps"].as_f64().is_some(), "{}", s["queues"][1]);
+    assert!(
+        s["queues"][1]["capacity"]["mean_bps"].as_f64().is_some(),
+        "{}",
+        s["queues"][1]
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     for q in ["bottleneck", "bottleneck-reverse"] {
         let line = format!("capacity: {q}<");

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod describe;
 pub mod error;
 pub mod file;
 mod flows;
@@ -16,6 +17,7 @@ mod load;
 pub mod routes;
 pub mod variants;
 
+pub use describe::describe;
 pub use error::ScenarioError;
 pub use l4s_link::{Fault, FaultKind, LossModel, RateSchedule};
 pub use load::{load_file, load_str, parse_toml};
