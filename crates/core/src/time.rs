@@ -277,10 +277,23 @@ impl Serialize for Rate {
         s.serialize_str(&format!("{}bit", self.0))
     }
 }
+/// A text field's error: the wording for a value of the wrong type, but a missing key's
+/// own error kept (it names the key).
+fn text_error<E: serde::de::Error>(e: E, expected: &str) -> E {
+    if e.to_string().starts_with("missing field") {
+        e
+    } else {
+        E::custom(expected)
+    }
+}
+
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("expected a duration as text with a unit, such as \"20ms\" or \"1.5s\"")
+        let s = String::deserialize(d).map_err(|e| {
+            text_error(
+                e,
+                "expected a duration as text with a unit, such as \"20ms\" or \"1.5s\"",
+            )
         })?;
         crate::units::parse_dur(&s).map_err(serde::de::Error::custom)
     }
@@ -292,8 +305,11 @@ impl<'de> Deserialize<'de> for Time {
 }
 impl<'de> Deserialize<'de> for Rate {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("expected a rate as text with a unit, such as \"100Mbit\" or \"1Gbit\"")
+        let s = String::deserialize(d).map_err(|e| {
+            text_error(
+                e,
+                "expected a rate as text with a unit, such as \"100Mbit\" or \"1Gbit\"",
+            )
         })?;
         crate::units::parse_rate(&s).map_err(serde::de::Error::custom)
     }

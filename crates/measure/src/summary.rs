@@ -226,8 +226,14 @@ pub fn summary(
         });
     }
     let mut order: Vec<&(&QueueMeter, QueueEnd)> = queues.iter().collect();
-    // Bottlenecks first, then the rest in scenario order.
-    order.sort_by_key(|(_, e)| !sc.links[e.link].bottleneck);
+    // Bottlenecks first, the slowest of them first (the rate at the end; a link whose
+    // capacity changes by its configured or mean rate), then the rest, each group in
+    // scenario order.
+    order.sort_by_key(|(_, e)| {
+        let l = &sc.links[e.link];
+        let rate = l.rate.map_or(u64::MAX, |r| r.bits_per_sec());
+        (!l.bottleneck, if l.bottleneck { rate } else { 0 })
+    });
     let mut out_queues = Vec::new();
     for (q, end) in order {
         let spec = &sc.links[end.link];

@@ -66,7 +66,7 @@ impl LatencyHist {
         let mut next = 0;
         for (i, v) in self.h.iter_recorded().enumerate() {
             cum += v.count_at_value();
-            let value = v.value_iterated_to().min(self.max_ns.max(1));
+            let value = v.value_iterated_to().min(self.max_ns);
             let f = (cum as f64 / n).min(1.0);
             if i == 0 {
                 out.push((value, f));
@@ -121,7 +121,7 @@ impl LatencyHist {
         if self.h.is_empty() {
             return 0;
         }
-        self.h.value_at_quantile(q).min(self.max_ns.max(1))
+        self.h.value_at_quantile(q).min(self.max_ns)
     }
     pub fn mean_ns(&self) -> f64 {
         if self.h.is_empty() {

@@ -406,3 +406,19 @@ fn a_bare_number_for_a_quantity_gets_a_hint() {
         );
     }
 }
+
+/// A missing duration says which key is missing, not that a value has the wrong type
+/// (issue 13 item 21).
+#[test]
+fn a_missing_duration_is_named() {
+    let text = "[scenario]\nname = \"x\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n[[flows]]\nname = \"f\"\ntype = \"probe\"\n";
+    let e = l4s_scenario::load_str(text, Path::new("v.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("scenario: required key `duration` is missing"), "{e}");
+    // A wrong type still gets the wording with the unit.
+    let e = l4s_scenario::load_str(&text.replace("name = \"x\"", "duration = 2"), Path::new("v.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("scenario.duration") && e.contains("with a unit"), "{e}");
+}
