@@ -319,12 +319,13 @@ pub fn run_text(
         std::fs::create_dir_all(&base).map_err(|e| Error::output(format!("cannot write {}: {e}", base.display())))?;
         write_new(&manifest_path, &serde_json::to_vec_pretty(m).unwrap_or_default())
     };
+    let (created_base, created_manifest) = (!base.exists(), !manifest_path.exists());
     write_manifest(&manifest)?;
     let mut runs = Vec::new();
     for (name, sc) in variants {
         let name = name.unwrap_or_default();
         progress.variant(&name);
-        let mut run = run_applied(
+        let run = run_applied(
             sc,
             Some(text.as_bytes()),
             backend,
@@ -332,7 +333,21 @@ pub fn run_text(
             &base.join(&name),
             progress,
             Some(&manifest.set),
-        )?;
+        );
+        let mut run = match run {
+            Ok(r) => r,
+            Err(e) => {
+                // Failed or interrupted before any variant was written: take back this
+                // set's manifest, and the folder if this run made it and it is empty.
+                if runs.is_empty() && created_manifest {
+                    let _ = std::fs::remove_file(&manifest_path);
+                    if created_base {
+                        let _ = std::fs::remove_dir(&base);
+                    }
+                }
+                return Err(e);
+            }
+        };
         let stopped = !run.summary.complete;
         if !stopped {
             manifest.done.push(name.clone());

@@ -495,3 +495,26 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
     assert!(!d.join("b").join("l4s").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A variant run that fails or is interrupted before its first variant is written leaves
+/// no `--out` folder behind (issue 13 item 25).
+#[test]
+fn a_variant_run_stopped_before_its_first_variant_leaves_no_empty_out() {
+    let d = tmp("first-stopped");
+    let out = d.join("out");
+    let opts = RunOptions {
+        out: Some(out.clone()),
+        report: false,
+        ..RunOptions::default()
+    };
+    // The fifo variant first: it is the one that fails.
+    let i = TINY.find("[[variants]]").unwrap();
+    let swapped = format!(
+        "{}[[variants]]\nname = \"fifo\"\nset = {{ \"topology.aqm\" = {{ kind = \"fifo\", limit = 200 }} }}\n\n[[variants]]\nname = \"l4s\"\n",
+        &TINY[..i]
+    );
+    let e = run_text(&swapped, Path::new("tiny.toml"), &mut FailFifo, &opts, &mut NoProgress).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Interrupted);
+    assert!(!out.exists(), "{:?}", std::fs::read_dir(&out).map(|r| r.count()));
+    let _ = std::fs::remove_dir_all(&d);
+}
