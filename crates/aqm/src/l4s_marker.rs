@@ -51,7 +51,7 @@ impl<P: QueuePacket> L4sMarker<P> {
     }
 
     /// The marking probability of an L4S packet that waited `sojourn`.
-    fn probability(&self, sojourn: Dur) -> f64 {
+    fn mark_probability(&self, sojourn: Dur) -> f64 {
         match self.marking {
             Marking::Step => f64::from(u8::from(sojourn > self.from)),
             Marking::Ramp if sojourn <= self.from => 0.0,
@@ -81,7 +81,7 @@ impl<P: QueuePacket> Qdisc<P> for L4sMarker<P> {
         let sojourn = now - ts;
         let mut marked = false;
         if pkt.ecn() == Ecn::Ect1 {
-            let p = self.probability(sojourn);
+            let p = self.mark_probability(sojourn);
             // A ramp draws; a step (0 or 1) does not use the generator.
             if p >= 1.0 || (p > 0.0 && self.rng.next_f64() < p) {
                 marked = pkt.set_ce();

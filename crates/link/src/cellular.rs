@@ -346,8 +346,8 @@ struct Grants {
     granted: VecDeque<(u64, u64)>,
     /// The slot an SR was granted, not yet used.
     sr_grant: Option<u64>,
-    /// An SR is pending from this slot on, for data that arrived at this time.
-    sr_pending: Option<(u64, Time)>,
+    /// An SR is pending, to go at the first SR occasion from this slot on.
+    sr_pending: Option<u64>,
     /// When the data arrived that made the UE ask (SR), until it is sent.
     asked_at: Option<Time>,
 }
@@ -592,7 +592,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         if g.estimate > 0 || !g.reports.is_empty() {
             best = best.min(n);
         }
-        if let Some((from, _)) = g.sr_pending {
+        if let Some(from) = g.sr_pending {
             let mut x = self.usable_from(from.max(n));
             while !self.is_sr_occasion(x) {
                 x = self.usable_from(x + 1);
@@ -652,7 +652,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             self.grants.reports.push_back((start + self.cfg.slot, left, n));
             return;
         }
-        if let Some((from, _)) = self.grants.sr_pending {
+        if let Some(from) = self.grants.sr_pending {
             if n >= from && self.is_sr_occasion(n) {
                 self.grants.sr_pending = None;
                 if self.holds_grant_after(n) {
@@ -761,7 +761,7 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
             let now_slot = self.slot_after(io.now).saturating_sub(1);
             self.decide_until(io.now);
             if !self.holds_grant_after(now_slot) && self.grants.sr_pending.is_none() {
-                self.grants.sr_pending = Some((self.slot_after(io.now), io.now));
+                self.grants.sr_pending = Some(self.slot_after(io.now));
                 self.grants.asked_at = Some(io.now);
             }
         }
