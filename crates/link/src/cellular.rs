@@ -60,7 +60,7 @@
 //! [`LinkStats::grant_delay_ms`] is the time from the arrival of the data that made an idle
 //! UE ask to the start of the slot it was granted.
 
-use crate::stage::{apply_fault, DelayLine, Queue};
+use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::trace::OPPORTUNITY_BYTES;
 use crate::{
     Departure, Fault, HarqConfig, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer, Trace,
@@ -366,7 +366,7 @@ pub struct Cellular<P> {
     queue: Queue<P>,
     line: DelayLine<P>,
     rng: Rng,
-    origin: Option<Time>,
+    origin: Origin,
     tx: Option<InTransit<P>>,
     /// Fraction of a byte of capacity carried to the next block.
     carry: f64,
@@ -418,7 +418,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             queue: Queue::new(aqm, rng),
             line: DelayLine::default(),
             rng: draw,
-            origin: None,
+            origin: Origin::default(),
             tx: None,
             carry: 0.0,
             harq_rng,
@@ -434,7 +434,15 @@ impl<P: LinkPacket + 'static> Cellular<P> {
     }
 
     fn origin(&self) -> Time {
-        self.origin.unwrap_or(Time::ZERO)
+        self.origin.get()
+    }
+
+    /// Before [`Link::start`] the slot grid counts from the first packet ([`Origin`]).
+    fn provisional_origin(&mut self, now: Time) {
+        if self.origin.provisional(now) {
+            self.next = 0;
+            self.grants.decided = 0;
+        }
     }
 
     fn start_of(&self, n: u64) -> Time {
@@ -742,18 +750,31 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
     }
 
     fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
-        self.origin = Some(origin);
+        // Slots count from `origin` from now on. A live forwarder may have carried packets
+        // on a provisional grid before ([`Origin`]): what was counted in its slots
+        // (grants, a pending SR) does not carry over, and a UE that holds data asks again
+        // at its next SR occasion, as one does when its grants are released.
+        self.origin.start(origin);
         self.next = if io.now < origin { 0 } else { self.slot_after(io.now) };
-        self.grants.decided = self.next;
+        let asked_at = self.grants.asked_at;
+        self.grants = Grants {
+            decided: self.next,
+            ..Grants::default()
+        };
+        if self.dir == RanDirection::Uplink && self.has_data() {
+            self.grants.sr_pending = Some(self.next);
+            self.grants.asked_at = Some(asked_at.unwrap_or(io.now));
+        }
         self.armed = None;
         self.rationalize(io);
     }
 
     fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
+        self.provisional_origin(io.now);
         // The blocks of the slots up to now were built before this packet arrived.
         self.rationalize(io);
         let was_empty = !self.has_data();
-        apply_fault(self.fault, self.origin, io.now, &mut pkt);
+        apply_fault(self.fault, self.origin.started(), io.now, &mut pkt);
         self.queue.enqueue(pkt, io);
         self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
         if self.dir == RanDirection::Uplink && was_empty && self.has_data() {

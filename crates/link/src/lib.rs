@@ -229,9 +229,12 @@ pub struct QueueInfo {
 
 /// A sans-IO link model; see the crate documentation.
 ///
-/// The call order: [`Link::start`] once, then [`Link::send`] for every packet a node puts
-/// on the link and [`Link::handle_timeout`] for every [`Action::Wake`] when it falls due,
-/// each with an [`Io`] holding the current time (never earlier than in the previous call).
+/// The calls: [`Link::start`] once, [`Link::send`] for every packet a node puts on the
+/// link and [`Link::handle_timeout`] for every [`Action::Wake`] when it falls due, each
+/// with an [`Io`] holding the current time (never earlier than in the previous call). The
+/// simulator starts every link at time 0 before anything else; a live forwarder carries
+/// packets before the run's clock is fixed and starts its links then, with an origin a
+/// little in the past.
 pub trait Link<P: LinkPacket> {
     /// Number of ports.
     fn ports(&self) -> usize;
@@ -389,6 +392,19 @@ pub(crate) mod testutil {
     /// when due; returns each delivery (time, port, packet).
     pub fn drive(
         link: &mut dyn Link<Pkt>,
+        offers: Vec<(Time, Port, Port, Pkt)>,
+        until: Time,
+        seen: &mut dyn Observer<Pkt>,
+    ) -> Vec<(Time, Port, Pkt)> {
+        drive_started(link, (Time::ZERO, Time::ZERO), offers, until, seen)
+    }
+
+    /// As [`drive`], with [`Link::start`] called at `start.0` with origin `start.1`, as a
+    /// real-time driver does: packets may come before it (a forwarder runs before the
+    /// run's time 0).
+    pub fn drive_started(
+        link: &mut dyn Link<Pkt>,
+        start: (Time, Time),
         mut offers: Vec<(Time, Port, Port, Pkt)>,
         until: Time,
         seen: &mut dyn Observer<Pkt>,
@@ -409,21 +425,20 @@ pub(crate) mod testutil {
                 }
             }
         };
-        link.start(Time::ZERO, &mut Io::new(Time::ZERO, &mut actions, seen));
-        handle(&mut actions, &mut timers, &mut out, Time::ZERO);
+        let mut started = false;
         loop {
             let next_offer = offers.front().map(|o| o.0);
             let next_timer = timers.next();
-            let now = match (next_offer, next_timer) {
-                (Some(a), Some(b)) => a.min(b),
-                (Some(a), None) => a,
-                (None, Some(b)) => b,
-                (None, None) => break,
-            };
+            let next_start = (!started).then_some(start.0);
+            let now = [next_offer, next_timer, next_start].into_iter().flatten().min();
+            let Some(now) = now else { break };
             if now > until {
                 break;
             }
-            if next_timer == Some(now) {
+            if next_start == Some(now) {
+                started = true;
+                link.start(start.1, &mut Io::new(now, &mut actions, seen));
+            } else if next_timer == Some(now) {
                 let (timer, at) = timers.pop_due(now).expect("due");
                 link.handle_timeout(timer, at, &mut Io::new(now, &mut actions, seen));
             } else {

@@ -19,6 +19,42 @@ pub(crate) fn apply_fault<P: LinkPacket>(fault: Option<Fault>, origin: Option<Ti
     }
 }
 
+/// Where a model's grid of transmission times (slots, trace opportunities) counts from.
+/// The run's time 0 once [`crate::Link::start`] gave it; before that (a live forwarder
+/// takes packets before the run's clock is fixed) the time of the first packet, so that
+/// the first opportunity is the next one and not one a clock's age ago.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Origin {
+    started: Option<Time>,
+    provisional: Option<Time>,
+}
+
+impl Origin {
+    /// The grid's time 0.
+    pub(crate) fn get(&self) -> Time {
+        self.started.or(self.provisional).unwrap_or(Time::ZERO)
+    }
+
+    /// The run's time 0, if the link was started (faults count from it only).
+    pub(crate) fn started(&self) -> Option<Time> {
+        self.started
+    }
+
+    pub(crate) fn start(&mut self, origin: Time) {
+        self.started = Some(origin);
+    }
+
+    /// Called with the time of every call before the start: true when it fixed the
+    /// provisional origin (the grid counts from `now`; its state starts afresh).
+    pub(crate) fn provisional(&mut self, now: Time) -> bool {
+        if self.started.is_some() || self.provisional.is_some() {
+            return false;
+        }
+        self.provisional = Some(now);
+        true
+    }
+}
+
 /// A propagation delay line towards port 1. Constant delays keep the order, so it is a
 /// FIFO and only its head has a wake-up.
 pub(crate) struct DelayLine<P> {

@@ -35,7 +35,7 @@
 //! A real-time driver woken late serves every opportunity that has passed, in order, as
 //! mm-link does when its event loop was held up.
 
-use crate::stage::{apply_fault, DelayLine, Queue};
+use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, Timer};
 use l4s_aqm::{AqmConfig, QueueId, QueueStats};
 use l4s_core::{Dur, Rate, Rng, Time, ETH_HEADER};
@@ -234,7 +234,7 @@ pub struct TraceLink<P> {
     fault: Option<Fault>,
     queue: Queue<P>,
     /// Time 0 of the run (the trace starts there), once known.
-    origin: Option<Time>,
+    origin: Origin,
     /// The next opportunity: its index and its loop of the trace.
     next: (usize, u64),
     /// The packet being carried: bytes still to move, the opportunity that took it from the
@@ -265,7 +265,7 @@ impl<P: LinkPacket + 'static> TraceLink<P> {
             delay,
             fault,
             queue: Queue::new(aqm, rng),
-            origin: None,
+            origin: Origin::default(),
             next: (0, 0),
             tx: None,
             armed: None,
@@ -275,7 +275,7 @@ impl<P: LinkPacket + 'static> TraceLink<P> {
     }
 
     fn origin(&self) -> Time {
-        self.origin.unwrap_or(Time::ZERO)
+        self.origin.get()
     }
 
     fn at(&self, (i, lp): (usize, u64)) -> Time {
@@ -369,7 +369,7 @@ impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
     }
 
     fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
-        self.origin = Some(origin);
+        self.origin.start(origin);
         let since = io.now.as_nanos().saturating_sub(origin.as_nanos()) / 1_000_000;
         self.next = if io.now < origin {
             (0, 0)
@@ -381,9 +381,11 @@ impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
     }
 
     fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
+        // Before the start the trace runs from the first packet ([`Origin`]).
+        self.origin.provisional(io.now);
         // mm-link serves the opportunities up to now before it takes an arrival.
         self.rationalize(io);
-        apply_fault(self.fault, self.origin, io.now, &mut pkt);
+        apply_fault(self.fault, self.origin.started(), io.now, &mut pkt);
         self.queue.enqueue(pkt, io);
         self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
         self.rationalize(io);
