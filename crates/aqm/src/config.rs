@@ -770,6 +770,17 @@ pub enum AqmConfig {
 }
 
 impl AqmConfig {
+    /// The period of the discipline's own update timer, which runs whatever the traffic
+    /// (the PI controllers' `tupdate`); `None` for disciplines driven by packets only.
+    pub fn update_interval(&self) -> Option<Dur> {
+        match self {
+            AqmConfig::DualPi2(c) => Some(c.tupdate),
+            AqmConfig::Pie(c) => Some(c.tupdate),
+            AqmConfig::ClassicEcn(c) => Some(c.tupdate),
+            AqmConfig::Fifo(_) | AqmConfig::Codel(_) | AqmConfig::FqCodel(_) | AqmConfig::L4sMarker(_) => None,
+        }
+    }
+
     /// The scenario-file name of this kind (one of [`KINDS`]).
     pub fn kind(&self) -> &'static str {
         match self {

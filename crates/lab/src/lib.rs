@@ -55,6 +55,10 @@ pub const MIN_SNAPSHOT_INTERVAL: Dur = Dur::from_millis(1);
 /// long run is estimated from.
 const SIM_PACKETS_PER_SECOND: f64 = 1.0e6;
 
+/// Events the simulator handles per wall-clock second (`cargo bench -p l4s-sim`: about
+/// 8 M): what the wall time of timers that fire regardless of traffic is estimated from.
+const SIM_EVENTS_PER_SECOND: f64 = 8.0e6;
+
 /// What a person should know before a run starts: the size of its time series when it is
 /// large, and its expected wall time when it is long (the simulator only).
 fn notices(sc: &Scenario, opts: &RunOptions, backend: &str) -> Vec<String> {
@@ -80,13 +84,43 @@ fn notices(sc: &Scenario, opts: &RunOptions, backend: &str) -> Vec<String> {
             .filter_map(|l| l.rate)
             .map(|r| r.bits_per_sec() as f64)
             .sum();
-        let wall = bits * secs / (1500.0 * 8.0) / SIM_PACKETS_PER_SECOND;
+        let packets = bits * secs / (1500.0 * 8.0) / SIM_PACKETS_PER_SECOND;
+        // Timers that fire whatever the traffic: each AQM's periodic update and each rate
+        // schedule's changes, one event each.
+        let timers: f64 = sc
+            .links
+            .iter()
+            .filter(|l| l.rate.is_some())
+            .map(|l| {
+                let aqm = l
+                    .aqm
+                    .update_interval()
+                    .map_or(0.0, |t| 1.0 / t.as_secs_f64().max(1e-12));
+                let schedule = match l.schedule.repeat {
+                    Some(p) => l.schedule.steps.len() as f64 / p.as_secs_f64().max(1e-12),
+                    None => 0.0,
+                };
+                aqm + schedule
+            })
+            .sum();
+        let timer_wall = timers * secs / SIM_EVENTS_PER_SECOND;
+        let wall = packets + timer_wall;
         if wall > 3600.0 {
+            let why = if timer_wall > packets {
+                format!(
+                    "{} simulated with {:.3e} timer events per simulated second from AQM update intervals and rate schedules, about 8 M events per second here",
+                    sc.duration, timers
+                )
+            } else {
+                format!(
+                    "{} simulated at {:.0} Mbit/s of bottlenecks, about 1 M packets per second here",
+                    sc.duration,
+                    bits / 1e6
+                )
+            };
             out.push(format!(
-                "this run is expected to take about {:.1} hours of wall time ({} simulated at {:.0} Mbit/s of bottlenecks, about 1 M packets per second here); Ctrl-C stops it and keeps the results up to then",
+                "this run is expected to take about {:.1} hours of wall time ({why}); Ctrl-C stops it and keeps the results up to then",
                 wall / 3600.0,
-                sc.duration,
-                bits / 1e6
             ));
         }
     }

@@ -473,6 +473,36 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
         "{}",
         notes.0[1]
     );
+    // Timers that fire whatever the traffic count too: a 1 ns PI update, or a rate
+    // schedule that repeats every 2 ns, makes a 60 s run of a 20 Mbit/s link take hours.
+    for (what, text) in [
+        (
+            "tupdate",
+            TINY.replace("duration = \"3s\"", "duration = \"60s\"")
+                .replace("{ kind = \"dualpi2\" }", "{ kind = \"dualpi2\", tupdate = \"1ns\" }"),
+        ),
+        (
+            "schedule",
+            TINY.replace("duration = \"3s\"", "duration = \"60s\"").replace(
+                "rtt = \"20ms\"",
+                "rtt = \"20ms\"\nrate_schedule = { steps = [{ at = \"1ns\", rate = \"1Mbit\" }], repeat = \"2ns\" }",
+            ),
+        ),
+    ] {
+        let mut n = Notes::default();
+        let o = RunOptions {
+            out: Some(d.join(what)),
+            snapshot_interval: l4s_core::Dur::ZERO,
+            ..opts.clone()
+        };
+        run_text(&text, Path::new("timers.toml"), &mut Simulator, &o, &mut n).unwrap();
+        assert_eq!(n.0.len(), 1, "{what}: {:?}", n.0);
+        assert!(
+            n.0[0].contains("hours of wall time") && n.0[0].contains("timer events"),
+            "{what}: {}",
+            n.0[0]
+        );
+    }
     // The shipped 60 s scenario says nothing.
     let mut quiet = Notes::default();
     let o = RunOptions {
