@@ -177,8 +177,14 @@ pub fn is_l4s(f: &FlowSummary) -> bool {
     f.class == "L4S"
 }
 
+/// A flow that takes what capacity it can get (`l4s_metrics::summary::seeks_capacity`: a
+/// transport, a bulk transfer, or real-time media below its encoder's maximum), as the
+/// fairness figures count them: the starvation rules compare these only. Probes and
+/// constant-rate streams send at a fixed rate, and request-driven applications (sync,
+/// request-response, web, query) at their application's pace: a DNS-like query flow at
+/// 120 kbit/s is not starved.
 pub fn is_bulk(f: &FlowSummary) -> bool {
-    f.kind != "probe" && f.cc != "none"
+    l4s_metrics::summary::seeks_capacity(f) && f.cc != "none"
 }
 
 fn base_owd(f: &FlowSummary) -> f64 {
@@ -1727,6 +1733,21 @@ mod rule_tests {
             ),
             "{t}"
         );
+        // Request-driven applications go at their own pace: an L4S query flow at
+        // 120 kbit/s beside Prague and CUBIC at 50 Mbit/s each is not starved, nor are
+        // web pages or a sync.
+        let mut s = with_flows(&[PRAGUE, CUBIC, PRAGUE]);
+        s.flows[0].throughput_bps = 50e6;
+        s.flows[1].throughput_bps = 50e6;
+        for kind in ["query", "web", "sync", "request-response"] {
+            s.flows[2].name = "dns".into();
+            s.flows[2].kind = kind.into();
+            s.flows[2].throughput_bps = 120e3;
+            assert_eq!(run(classic_starves_l4s, &s), None, "{kind}");
+        }
+        // A transfer does compete.
+        s.flows[2].kind = "bulk".into();
+        assert!(run(classic_starves_l4s, &s).is_some());
         // Probes do not compete: without a classic bulk flow there is no one to starve.
         let s = with_flows(&[PRAGUE, PROBE_CLASSIC]);
         assert_eq!(run(classic_starves_l4s, &s), None);
