@@ -30,10 +30,17 @@
 //!   while earlier frames were queued counted those frames too (and every frame number
 //!   between them and the first in-window frame), more than were encoded in the window.
 //!
-//! Percentiles are exact (nearest rank: the ⌈q·n⌉-th smallest delay) over a vector of
-//! the delays, 8 bytes per complete frame (≈ 1.7 MB per hour at 60 fps).
+//! Percentiles come from a histogram of the delays with 3 significant digits (relative
+//! error ≤ 0.1 %, never under-reported), as every other delay percentile of the lab: its
+//! memory does not grow with the run (a vector of every delay grew by 8 bytes a frame,
+//! 1.7 MB an hour at 60 fps). The mean and the maximum are exact.
 
+use hdrhistogram::Histogram;
 use l4s_core::{Dur, Time};
+
+/// The largest frame delay the histogram tells apart (an hour, in ns); longer ones count
+/// as an hour in the percentiles (the maximum stays exact).
+const HIGHEST_NS: u64 = 3_600_000_000_000;
 
 /// A frame all of whose packets arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,7 +147,8 @@ pub struct FrameMeter {
     complete: u64,
     late: u64,
     incomplete: u64,
-    delays: Vec<u64>,
+    delays: Histogram<u64>,
+    delay_max: Dur,
     delay_sum: u128,
     // current interval
     iv_start: Time,
@@ -168,7 +176,9 @@ impl FrameMeter {
             complete: 0,
             late: 0,
             incomplete: 0,
-            delays: Vec::new(),
+            // Constant bounds that hdrhistogram accepts: this cannot fail.
+            delays: Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("valid histogram bounds"),
+            delay_max: Dur::ZERO,
             delay_sum: 0,
             iv_start: start,
             iv_frames: 0,
@@ -243,7 +253,8 @@ impl FrameMeter {
             self.iv_late += 1;
         }
         let d = f.delay();
-        self.delays.push(d.as_nanos());
+        self.delays.saturating_record(d.as_nanos().clamp(1, HIGHEST_NS));
+        self.delay_max = self.delay_max.max(d);
         self.delay_sum += u128::from(d.as_nanos());
         self.iv_sum += u128::from(d.as_nanos());
         self.iv_max = self.iv_max.max(d);
@@ -319,15 +330,11 @@ impl FrameMeter {
                 incomplete = incomplete.saturating_add((h - next).saturating_add(1));
             }
         }
-        let mut sorted = self.delays.clone();
-        sorted.sort_unstable();
         let q = |p: f64| -> Dur {
-            if sorted.is_empty() {
+            if self.delays.is_empty() {
                 return Dur::ZERO;
             }
-            let n = sorted.len();
-            let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
-            Dur::from_nanos(sorted[rank - 1])
+            Dur::from_nanos(self.delays.value_at_quantile(p)).min(self.delay_max)
         };
         let run = end - self.start;
         FrameSummary {
@@ -338,7 +345,7 @@ impl FrameMeter {
             delay_p90: q(0.90),
             delay_p99: q(0.99),
             delay_p999: q(0.999),
-            delay_max: sorted.last().map_or(Dur::ZERO, |&d| Dur::from_nanos(d)),
+            delay_max: self.delay_max,
             delay_mean: if self.complete == 0 {
                 Dur::ZERO
             } else {

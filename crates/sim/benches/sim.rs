@@ -5,7 +5,8 @@
 //!    packets per wall-clock second (target ≤ 0.4 s on one core);
 //! 2. `dumbbell-dualpi2-1g` (1 Gbit/s, 10 Prague + 10 CUBIC): bottleneck packets per
 //!    wall-clock second (target ≥ 1.2 M);
-//! 3. memory: peak heap of the 100 Mbit/s scenario at 60 s and at 600 s simulated
+//! 3. memory: peak heap of the 100 Mbit/s scenario, and of one with a flow of every
+//!    traffic kind (media and applications included), at 60 s and at 600 s simulated
 //!    (target: 600 s uses at most 1.2× the peak of 60 s).
 //!
 //! Peak heap is measured by a counting global allocator, so the two runs can share one
@@ -183,4 +184,98 @@ fn main() {
         d1.as_secs_f64(),
         m2.peak_heap as f64 / m1.peak_heap.max(1) as f64
     );
+    // Every traffic kind at once: memory must not grow with simulated time for any of them.
+    let sc =
+        || l4s_scenario::load_str(EVERY_KIND, Path::new("bench-every-kind.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let k1 = run_scenario(sc(), Some(d1), false);
+    let k2 = run_scenario(sc(), Some(d2), false);
+    report("memory: every traffic kind", d1.as_secs_f64(), &k1);
+    report("memory: every traffic kind", d2.as_secs_f64(), &k2);
+    println!(
+        "every traffic kind: peak heap ratio {:.0} s / {:.0} s = {:.3} (target ≤ 1.2)",
+        d2.as_secs_f64(),
+        d1.as_secs_f64(),
+        k2.peak_heap as f64 / k1.peak_heap.max(1) as f64
+    );
 }
+
+/// A 50 Mbit/s DualPI2 bottleneck carrying one flow of every kind the scenario format
+/// has: transports, probes, real-time media with both controllers, and every application
+/// kind, each repeating for the whole run.
+const EVERY_KIND: &str = r#"
+[scenario]
+name = "bench-every-kind"
+duration = "60s"
+
+[topology]
+type = "dumbbell"
+rate = "50Mbit"
+rtt = "20ms"
+aqm = { kind = "dualpi2" }
+
+[[flows]]
+name = "prague"
+type = "tcp"
+cc = "prague"
+
+[[flows]]
+name = "cubic"
+type = "tcp"
+cc = "cubic"
+
+[[flows]]
+name = "udp-prague"
+type = "udp-prague"
+
+[[flows]]
+name = "probe"
+type = "probe"
+ecn = "ect1"
+
+[[flows]]
+name = "game-state"
+type = "cbr"
+profile = "game"
+
+[[flows]]
+name = "call"
+type = "media"
+profile = "video-call"
+cc = "scream"
+
+[[flows]]
+name = "game"
+type = "media"
+profile = "cloud-gaming"
+cc = "rt-prague"
+
+[[flows]]
+name = "downloads"
+type = "bulk"
+cc = "prague"
+app = { bytes = "2MB", repeat = "2s" }
+
+[[flows]]
+name = "sync"
+type = "sync"
+cc = "cubic"
+app = { chunk = "1MB", pause = "1s" }
+
+[[flows]]
+name = "rpc"
+type = "request-response"
+cc = "prague"
+app = { response = "20kB", repeat = "50ms" }
+
+[[flows]]
+name = "web"
+type = "web"
+cc = "cubic"
+app = { objects = 20, object_size = "40kB", repeat = "5s" }
+
+[[flows]]
+name = "dns"
+type = "query"
+cc = "prague"
+app = { repeat = "20ms" }
+"#;
