@@ -176,8 +176,9 @@ impl FrameMeter {
             complete: 0,
             late: 0,
             incomplete: 0,
-            // Constant bounds that hdrhistogram accepts: this cannot fail.
-            delays: Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("valid histogram bounds"),
+            // Auto-resizing (the counts cover up to the largest delay recorded); 3 digits
+            // is a precision hdrhistogram accepts: this cannot fail.
+            delays: Histogram::new(3).expect("valid histogram precision"),
             delay_max: Dur::ZERO,
             delay_sum: 0,
             iv_start: start,
@@ -253,7 +254,11 @@ impl FrameMeter {
             self.iv_late += 1;
         }
         let d = f.delay();
-        self.delays.saturating_record(d.as_nanos().clamp(1, HIGHEST_NS));
+        // `record` grows the auto-resizing counts (see `LatencyHist::record`).
+        let v = d.as_nanos().clamp(1, HIGHEST_NS);
+        if self.delays.record(v).is_err() {
+            self.delays.saturating_record(v);
+        }
         self.delay_max = self.delay_max.max(d);
         self.delay_sum += u128::from(d.as_nanos());
         self.iv_sum += u128::from(d.as_nanos());

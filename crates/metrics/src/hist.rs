@@ -25,8 +25,10 @@ impl Default for LatencyHist {
 impl LatencyHist {
     pub fn new() -> LatencyHist {
         LatencyHist {
-            // Bounds are constants that hdrhistogram accepts; this cannot fail.
-            h: Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("valid histogram bounds"),
+            // Auto-resizing: the counts cover up to the largest value recorded, not the
+            // whole hour (278 KB per histogram; a flow has two). 3 digits is a constant
+            // that hdrhistogram accepts: this cannot fail.
+            h: Histogram::new(3).expect("valid histogram precision"),
             max_ns: 0,
             sum_ns: 0,
         }
@@ -35,7 +37,7 @@ impl LatencyHist {
     /// snapshots, which are reset often.
     pub fn coarse() -> LatencyHist {
         LatencyHist {
-            h: Histogram::new_with_bounds(1, HIGHEST_NS, 2).expect("valid histogram bounds"),
+            h: Histogram::new(2).expect("valid histogram precision"),
             max_ns: 0,
             sum_ns: 0,
         }
@@ -95,7 +97,13 @@ impl LatencyHist {
         let ns = d.as_nanos();
         self.max_ns = self.max_ns.max(ns);
         self.sum_ns += ns as u128;
-        self.h.saturating_record(ns.clamp(1, HIGHEST_NS));
+        // `record` grows the counts to the value (`saturating_record` would clamp it to
+        // the current top); it cannot fail below the clamp, but if it did the sample
+        // still counts, at the top.
+        let v = ns.clamp(1, HIGHEST_NS);
+        if self.h.record(v).is_err() {
+            self.h.saturating_record(v);
+        }
     }
     pub fn count(&self) -> u64 {
         self.h.len()
