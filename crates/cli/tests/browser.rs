@@ -299,22 +299,7 @@ fn campaign_page_renders_in_a_real_browser() {
     assert!(html.contains("Summary statistics") && html.contains("topology.aqm"));
 
     // Laid out at 1000 px: nothing sticks out.
-    let probe = d.join("probe.html");
-    let text = std::fs::read_to_string(&page).unwrap();
-    std::fs::write(&probe, text.replace("</body>", &format!("{LAYOUT_PROBE}</body>"))).unwrap();
-    let mut c = Command::new(browser);
-    common(&mut c);
-    let dom = c
-        .arg("--window-size=1000,3000")
-        .arg("--dump-dom")
-        .arg(format!("file://{}", probe.display()))
-        .output()
-        .unwrap();
-    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
-    let html = String::from_utf8_lossy(&dom.stdout);
-    let marker = "<pre id=\"layout\">LAYOUT[";
-    let start = html.find(marker).expect("the layout probe ran") + marker.len();
-    let found = &html[start..start + html[start..].find(']').unwrap()];
+    let found = layout_problems(browser, &common, &page, &d);
     assert!(found.is_empty(), "layout: {found}");
 
     let mut c = Command::new(browser);
@@ -332,5 +317,121 @@ fn campaign_page_renders_in_a_real_browser() {
         "screenshot of {} bytes",
         png.len()
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// What [`LAYOUT_PROBE`] finds wrong with `page` laid out in a 1000 px window (empty if
+/// nothing): the probe runs in a copy of the page in `dir`.
+fn layout_problems(
+    browser: &str,
+    common: &dyn Fn(&mut Command),
+    page: &std::path::Path,
+    dir: &std::path::Path,
+) -> String {
+    let probe = dir.join("probe.html");
+    let text = std::fs::read_to_string(page).unwrap();
+    std::fs::write(&probe, text.replace("</body>", &format!("{LAYOUT_PROBE}</body>"))).unwrap();
+    let mut c = Command::new(browser);
+    common(&mut c);
+    let dom = c
+        .arg("--window-size=1000,3000")
+        .arg("--dump-dom")
+        .arg(format!("file://{}", probe.display()))
+        .output()
+        .unwrap();
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let html = String::from_utf8_lossy(&dom.stdout);
+    let marker = "<pre id=\"layout\">LAYOUT[";
+    let start = html.find(marker).expect("the layout probe ran") + marker.len();
+    html[start..start + html[start..].find(']').unwrap()].to_string()
+}
+
+/// A scenario with six flows of long names, as two variants: its report and the
+/// comparison page fit a 1000 px window (no table wider than the text column, no chart
+/// title or label outside its chart).
+const WIDE_SCENARIO: &str = r#"[scenario]
+name = "browser-wide-names-for-the-layout-test"
+duration = "4s"
+warmup = "1s"
+
+[topology]
+type = "dumbbell"
+rate = "30Mbit"
+rtt = "20ms"
+aqm = { kind = "dualpi2" }
+
+[[flows]]
+name = "prague-bulk-download-with-a-long-name"
+type = "tcp"
+cc = "prague"
+
+[[flows]]
+name = "cubic-bulk-download-with-a-long-name"
+type = "tcp"
+cc = "cubic"
+
+[[flows]]
+name = "video-call-from-the-living-room"
+type = "media"
+profile = "video-call"
+
+[[flows]]
+name = "web-browsing-of-the-household"
+type = "web"
+cc = "cubic"
+app = { objects = 10, object_size = "20kB", repeat = "1s" }
+
+[[flows]]
+name = "probe-l4s-measuring-latency"
+type = "probe"
+ecn = "ect1"
+
+[[flows]]
+name = "probe-classic-measuring-latency"
+type = "probe"
+
+[[variants]]
+name = "l4s"
+
+[[variants]]
+name = "classic-with-a-long-variant-name"
+set = { "topology.aqm" = { kind = "fifo", limit = 300 } }
+"#;
+
+#[test]
+fn report_and_compare_pages_fit_a_1000_px_window() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Chromium (Debian package chromium) is required in CI"
+        );
+        eprintln!("warning: chromium not installed; skipping report_and_compare_pages_fit_a_1000_px_window");
+        return;
+    };
+    let d = std::env::temp_dir().join(format!("l4s-browser-wide-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("s.toml"), WIDE_SCENARIO).unwrap();
+    let out = d.join("res");
+    let o = Command::new(env!("CARGO_BIN_EXE_l4s"))
+        .arg("run")
+        .arg(d.join("s.toml"))
+        .arg("--out")
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let common = |c: &mut Command| {
+        c.args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+            .arg(format!("--user-data-dir={}", d.join("profile").display()))
+            .arg("--host-resolver-rules=MAP * ~NOTFOUND")
+            .arg("--proxy-server=127.0.0.1:9");
+    };
+    for page in [out.join("l4s").join("report.html"), out.join("compare.html")] {
+        assert!(page.is_file(), "{}", page.display());
+        let found = layout_problems(browser, &common, &page, &d);
+        assert!(found.is_empty(), "{}: {found}", page.display());
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -239,6 +239,9 @@ pub struct Chart {
     pub plot_height: f64,
     /// Extra legend entries (text, dash) drawn in grey, e.g. line styles of runs.
     pub legend_styles: Vec<(String, Option<&'static str>)>,
+    /// A second panel drawn under this one on the same x axis (its own `x` and `title`
+    /// are not used; its layers join the legend), as in a latency-under-load chart.
+    pub below: Option<Box<Chart>>,
 }
 
 impl Chart {
@@ -252,31 +255,33 @@ impl Chart {
             shade: None,
             plot_height: 240.0,
             legend_styles: Vec::new(),
+            below: None,
         }
     }
 
-    /// True if at least one layer has a point to draw.
+    /// True if at least one layer (of either panel) has a point to draw.
     pub fn has_data(&self) -> bool {
-        self.layers.iter().any(|l| match &l.mark {
-            Mark::Line { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
-            Mark::Band { lo, hi, .. } | Mark::Area { lo, hi } => !lo.is_empty() && !hi.is_empty(),
-            Mark::Points { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
-            Mark::ErrorBars { bars, .. } => bars
-                .iter()
-                .any(|b| b.0.is_finite() && b.1.is_finite() && b.2.is_finite()),
-        })
+        self.below.as_ref().is_some_and(|b| b.has_data())
+            || self.layers.iter().any(|l| match &l.mark {
+                Mark::Line { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
+                Mark::Band { lo, hi, .. } | Mark::Area { lo, hi } => !lo.is_empty() && !hi.is_empty(),
+                Mark::Points { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
+                Mark::ErrorBars { bars, .. } => bars
+                    .iter()
+                    .any(|b| b.0.is_finite() && b.1.is_finite() && b.2.is_finite()),
+            })
     }
 
     /// Render as an `<svg>` element. `id` must be unique in the page (clip path id).
     pub fn to_svg(&self, id: &str) -> String {
-        let legend = self.legend_layout();
-        let top = 34.0 + legend.1;
-        let ph = self.plot_height;
-        let height = top + ph + 48.0;
-        let (l, r) = (MARGIN_LEFT, WIDTH - MARGIN_RIGHT);
-        let (t, b) = (top, top + ph);
-        let px = |v: f64| l + self.x.frac(v) * (r - l);
-        let py = |v: f64| b - self.y.frac(v) * (b - t);
+        let title = self.title_lines();
+        let extra = 17.0 * (title.len() as f64 - 1.0);
+        let legend = self.legend_layout(36.0 + extra);
+        let top = 34.0 + extra + legend.1;
+        let (t, b) = (top, top + self.plot_height);
+        // A panel below: 14 px apart, the x axis labelled under it only.
+        let lower = self.below.as_ref().map(|c| (c, b + 14.0, b + 14.0 + c.plot_height));
+        let height = lower.map_or(b, |l| l.2) + 48.0;
         let mut s = String::with_capacity(16 * 1024);
         let _ = write!(
             s,
@@ -284,17 +289,35 @@ impl Chart {
             esc(&self.title)
         );
         let _ = write!(s, "<title>{}</title>", esc(&self.title));
+        for (i, line) in title.iter().enumerate() {
+            let _ = write!(
+                s,
+                "<text class=\"title\" x=\"{MARGIN_LEFT}\" y=\"{:.0}\">{}</text>",
+                18.0 + 17.0 * i as f64,
+                esc(line)
+            );
+        }
+        s.push_str(&legend.0);
+        self.panel(&mut s, id, &self.x, (t, b), lower.is_none());
+        if let Some((c, t2, b2)) = lower {
+            c.panel(&mut s, &format!("{id}-below"), &self.x, (t2, b2), true);
+        }
+        s.push_str("</svg>");
+        s
+    }
+
+    /// Draw this chart's plot area between `t` and `b` px on the x axis `x`: shading,
+    /// grid, axes (x tick labels and title only when `x_labels`), data and guides.
+    fn panel(&self, s: &mut String, id: &str, x_axis: &Axis, (t, b): (f64, f64), x_labels: bool) {
+        let ph = b - t;
+        let (l, r) = (MARGIN_LEFT, WIDTH - MARGIN_RIGHT);
+        let px = |v: f64| l + x_axis.frac(v) * (r - l);
+        let py = |v: f64| b - self.y.frac(v) * (b - t);
         let _ = write!(
             s,
             "<defs><clipPath id=\"clip-{id}\"><rect x=\"{l}\" y=\"{t:.1}\" width=\"{:.1}\" height=\"{ph:.1}\"/></clipPath></defs>",
             r - l
         );
-        let _ = write!(
-            s,
-            "<text class=\"title\" x=\"{l}\" y=\"18\">{}</text>",
-            esc(&self.title)
-        );
-        s.push_str(&legend.0);
         // Warm-up shading.
         if let Some((a, z, label)) = &self.shade {
             let (xa, xz) = (px(*a).clamp(l, r), px(*z).clamp(l, r));
@@ -310,7 +333,7 @@ impl Chart {
             }
         }
         // Grid and ticks.
-        let xt = ticks(&self.x);
+        let xt = ticks(x_axis);
         let yt = ticks(&self.y);
         s.push_str("<g class=\"grid\">");
         for (v, _) in &xt {
@@ -331,11 +354,17 @@ impl Chart {
             let x = px(*v);
             let _ = write!(
                 s,
-                "<line x1=\"{x:.1}\" y1=\"{b:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                b + 5.0,
-                b + 18.0,
-                esc(lab)
+                "<line x1=\"{x:.1}\" y1=\"{b:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/>",
+                b + 5.0
             );
+            if x_labels {
+                let _ = write!(
+                    s,
+                    "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                    b + 18.0,
+                    esc(lab)
+                );
+            }
         }
         for (v, lab) in &yt {
             let y = py(*v);
@@ -348,13 +377,15 @@ impl Chart {
                 esc(lab)
             );
         }
-        let _ = write!(
-            s,
-            "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            (l + r) / 2.0,
-            b + 38.0,
-            esc(&self.x.label)
-        );
+        if x_labels {
+            let _ = write!(
+                s,
+                "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                (l + r) / 2.0,
+                b + 38.0,
+                esc(&x_axis.label)
+            );
+        }
         let _ = write!(
             s,
             "<text class=\"label\" transform=\"translate(16 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
@@ -369,7 +400,7 @@ impl Chart {
             match &layer.mark {
                 Mark::Line { pts, width, dash } => {
                     for seg in segments(pts) {
-                        let d = downsample_line(seg, &self.x, &self.y, PLOT_WIDTH as usize);
+                        let d = downsample_line(seg, x_axis, &self.y, PLOT_WIDTH as usize);
                         if d.is_empty() {
                             continue;
                         }
@@ -387,13 +418,13 @@ impl Chart {
                 }
                 Mark::Band { lo, hi, opacity } => {
                     for (sl, sh) in segments(lo).into_iter().zip(segments(hi)) {
-                        let (dl, dh) = downsample_band(sl, sh, &self.x, &self.y, PLOT_WIDTH as usize, false);
-                        area_path(&mut s, &dl, &dh, &color, *opacity, &px, &py);
+                        let (dl, dh) = downsample_band(sl, sh, x_axis, &self.y, PLOT_WIDTH as usize, false);
+                        area_path(s, &dl, &dh, &color, *opacity, &px, &py);
                     }
                 }
                 Mark::Area { lo, hi } => {
-                    let (dl, dh) = downsample_band(lo, hi, &self.x, &self.y, PLOT_WIDTH as usize, true);
-                    area_path(&mut s, &dl, &dh, &color, 0.85, &px, &py);
+                    let (dl, dh) = downsample_band(lo, hi, x_axis, &self.y, PLOT_WIDTH as usize, true);
+                    area_path(s, &dl, &dh, &color, 0.85, &px, &py);
                 }
                 Mark::Points { pts, radius } => {
                     for (x, y) in pts {
@@ -461,14 +492,43 @@ impl Chart {
                 }
             }
         }
-        s.push_str("</svg>");
-        s
     }
 
-    /// Legend entries laid out in rows under the title: (svg, height used).
-    fn legend_layout(&self) -> (String, f64) {
+    /// The title in lines that fit the chart's width (13 px semibold: about 7.6 px a
+    /// character): split before its " — " suffix (scenario, seed, run), then at spaces.
+    fn title_lines(&self) -> Vec<String> {
+        let fits = ((WIDTH - MARGIN_LEFT - 8.0) / 7.6) as usize;
+        if self.title.chars().count() <= fits {
+            return vec![self.title.clone()];
+        }
+        let mut parts: Vec<String> = match self.title.rsplit_once(" — ") {
+            Some((a, b)) => vec![a.to_string(), format!("— {b}")],
+            None => vec![self.title.clone()],
+        };
+        // Wrap what is still too long at spaces.
+        let mut out = Vec::new();
+        for p in parts.drain(..) {
+            let mut line = String::new();
+            for w in p.split(' ') {
+                if !line.is_empty() && line.chars().count() + 1 + w.chars().count() > fits {
+                    out.push(std::mem::take(&mut line));
+                }
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(w);
+            }
+            out.push(line);
+        }
+        out
+    }
+
+    /// Legend entries laid out in rows from `y0` (the first row's baseline) under the
+    /// title: (svg, height used).
+    fn legend_layout(&self, y0: f64) -> (String, f64) {
         let mut entries: Vec<(String, String, Option<&'static str>, f64)> = Vec::new();
-        for l in self.layers.iter().filter(|l| l.legend) {
+        let below = self.below.iter().flat_map(|b| b.layers.iter());
+        for l in self.layers.iter().chain(below).filter(|l| l.legend) {
             if entries.iter().any(|e| e.0 == l.name && e.1 == l.color) {
                 continue;
             }
@@ -488,7 +548,7 @@ impl Chart {
             return (String::new(), 0.0);
         }
         let mut s = String::from("<g class=\"legend\">");
-        let (mut x, mut y) = (MARGIN_LEFT, 36.0);
+        let (mut x, mut y) = (MARGIN_LEFT, y0);
         for (name, color, dash, filled) in &entries {
             let w = 34.0 + 6.5 * name.chars().count().min(60) as f64 + 14.0;
             if x + w > WIDTH - MARGIN_RIGHT && x > MARGIN_LEFT {
@@ -517,7 +577,7 @@ impl Chart {
             x += w;
         }
         s.push_str("</g>");
-        (s, y - 36.0 + 22.0)
+        (s, y - y0 + 22.0)
     }
 }
 

@@ -8,8 +8,18 @@ use l4s_metrics::Percentiles;
 use std::collections::BTreeMap;
 
 pub const DASH_CLASSIC: &str = "7 4";
-/// Line styles of runs 1, 2, 3, ... in a comparison.
-pub const RUN_DASHES: [Option<&str>; 4] = [None, Some("8 4"), Some("2 3"), Some("10 3 2 3")];
+/// Line styles of runs 1, 2, 3, ... in a comparison: eight that tell apart at a glance
+/// (solid, dashed, dotted, dash-dot, long dash, dash-dot-dot, short dash, long-short).
+pub const RUN_DASHES: [Option<&str>; 8] = [
+    None,
+    Some("8 4"),
+    Some("2 3"),
+    Some("10 3 2 3"),
+    Some("16 4"),
+    Some("10 3 2 3 2 3"),
+    Some("4 4"),
+    Some("14 3 5 3"),
+];
 
 /// Names and units shared by the charts of one report.
 pub struct Ctx<'a> {
@@ -58,6 +68,210 @@ impl Ctx<'_> {
     fn flow_dash(&self, name: &str) -> Option<&'static str> {
         (!self.is_l4s_flow(name)).then_some(DASH_CLASSIC)
     }
+}
+
+/// Flows drawn one by one up to this many; with more, time series are drawn per traffic
+/// class (all L4S flows, all classic flows), so that 20 flows give two lines, not 20.
+pub const MAX_FLOW_LINES: usize = 8;
+
+/// Colours of the per-class series.
+const CLASS_COLORS: [(&str, &str); 2] = [("L4S", "#0b8a8a"), ("classic", "#d1495b")];
+
+/// The flow series to draw: each flow, or with more than [`MAX_FLOW_LINES`] flows one
+/// series per class ([`class_series`]). The bool says which.
+pub fn drawn_flows(cx: &Ctx) -> (Vec<Series>, bool) {
+    let Some(sn) = &cx.res.snapshots else {
+        return (Vec::new(), false);
+    };
+    if sn.flows.len() <= MAX_FLOW_LINES {
+        return (sn.flows.clone(), false);
+    }
+    (class_series(cx, &sn.flows), true)
+}
+
+/// One series per traffic class over the union of the flows' snapshot times: throughput
+/// and packets summed, the mean one-way delay and the CE fraction weighted by packets, the
+/// p99 and the maximum the largest of the class's flows, the minimum the smallest. Named
+/// "L4S (n flows)" and "classic (n flows)".
+pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
+    let key = |t: f64| (t * 1e6).round() as i64;
+    let mut times: BTreeMap<i64, f64> = BTreeMap::new();
+    for s in flows {
+        for t in &s.time_s {
+            times.insert(key(*t), *t);
+        }
+    }
+    let idx: BTreeMap<i64, usize> = times.keys().enumerate().map(|(i, k)| (*k, i)).collect();
+    let n = times.len();
+    let col = |c: FlowCol| FlowCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
+    let mut out = Vec::new();
+    for (class, _) in CLASS_COLORS {
+        let members: Vec<&Series> = flows
+            .iter()
+            .filter(|s| cx.is_l4s_flow(&s.name) == (class == "L4S"))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let mut values = vec![vec![f64::NAN; n]; FlowCol::ALL.len()];
+        // Weighted sums of the mean delay and the CE fraction, and their weights.
+        let mut wsum = vec![[0.0f64; 3]; n];
+        for s in &members {
+            for (r, t) in s.time_s.iter().enumerate() {
+                let Some(&i) = idx.get(&key(*t)) else { continue };
+                let get = |c: FlowCol| s.flow(c).get(r).copied().unwrap_or(f64::NAN);
+                let add = |v: &mut f64, x: f64| *v = if v.is_finite() { *v + x } else { x };
+                for c in [FlowCol::ThroughputBps, FlowCol::Packets] {
+                    let x = get(c);
+                    if x.is_finite() {
+                        add(&mut values[col(c)][i], x);
+                    }
+                }
+                for (c, pick) in [
+                    (FlowCol::OwdP99Ms, f64::max as fn(f64, f64) -> f64),
+                    (FlowCol::OwdMaxMs, f64::max),
+                    (FlowCol::OwdMinMs, f64::min),
+                ] {
+                    let x = get(c);
+                    if x.is_finite() {
+                        let v = &mut values[col(c)][i];
+                        *v = if v.is_finite() { pick(*v, x) } else { x };
+                    }
+                }
+                let w = get(FlowCol::Packets);
+                let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
+                let (m, ce) = (get(FlowCol::OwdMeanMs), get(FlowCol::CeFraction));
+                if m.is_finite() && w > 0.0 {
+                    wsum[i][0] += m * w;
+                    wsum[i][2] += w;
+                }
+                if ce.is_finite() && w > 0.0 {
+                    wsum[i][1] += ce * w;
+                }
+            }
+        }
+        for (i, [m, ce, w]) in wsum.iter().enumerate() {
+            if *w > 0.0 {
+                values[col(FlowCol::OwdMeanMs)][i] = m / w;
+                values[col(FlowCol::CeFraction)][i] = ce / w;
+            }
+        }
+        out.push(Series {
+            name: format!("{class} ({} flows)", members.len()),
+            time_s: times.values().copied().collect(),
+            values,
+        });
+    }
+    out
+}
+
+/// Colour and dash of a drawn flow series (a flow, or a class of flows).
+fn flow_style(cx: &Ctx, name: &str) -> (String, Option<&'static str>) {
+    for (class, color) in CLASS_COLORS {
+        if name.starts_with(&format!("{class} ("))
+            && name.ends_with(" flows)")
+            && cx.res.summary.flows.iter().all(|f| f.name != name)
+        {
+            return (color.to_string(), (class != "L4S").then_some(DASH_CLASSIC));
+        }
+    }
+    (cx.pal.color(name), cx.flow_dash(name))
+}
+
+/// The crusader-style latency-under-load chart: the throughput of every flow (and the
+/// capacity) above, the one-way delay of every flow (mean per snapshot interval, and the
+/// p99 dashed) below, on one time axis. Per class with more than [`MAX_FLOW_LINES`] flows.
+pub fn latency_under_load(cx: &Ctx) -> Option<Chart> {
+    let (flows, per_class) = drawn_flows(cx);
+    let thr: Vec<&Series> = flows.iter().filter(|s| has(s, FlowCol::ThroughputBps)).collect();
+    let owd: Vec<&Series> = flows
+        .iter()
+        .filter(|s| has(s, FlowCol::OwdMeanMs) || has(s, FlowCol::OwdMaxMs))
+        .collect();
+    if thr.is_empty() || owd.is_empty() {
+        return None;
+    }
+    let caps = capacities(cx);
+    let tmax = fmax(
+        thr.iter()
+            .flat_map(|s| after_warmup(cx, s, s.flow(FlowCol::ThroughputBps)))
+            .chain(caps.iter().flat_map(|(_, p)| p.iter().map(|x| x.1))),
+    );
+    let (div, unit) = rate_unit(tmax);
+    let what = if per_class { "each class of flows" } else { "every flow" };
+    let mut top = cx.chart(
+        format!("Latency under load: throughput and one-way delay of {what} ({unit}, ms)"),
+        Axis::linear(&format!("throughput ({unit})"), 0.0, tmax / div * 1.05),
+    );
+    top.plot_height = 200.0;
+    for s in &thr {
+        let (color, dash) = flow_style(cx, &s.name);
+        top.layers.push(line(
+            &s.name,
+            &color,
+            scaled(s.points(s.flow(FlowCol::ThroughputBps)), 1.0 / div),
+            1.4,
+            dash,
+            true,
+        ));
+    }
+    for (name, pts) in caps {
+        top.layers.push(line(
+            &format!("capacity: {name}"),
+            CAPACITY_COLOR,
+            scaled(pts, 1.0 / div),
+            1.6,
+            Some("6,3"),
+            true,
+        ));
+    }
+    // The delay panel: the mean solid, the p99 thin and dashed in the same colour (the
+    // flow's class then shows in the throughput panel's dash).
+    let cols = [FlowCol::OwdMeanMs, FlowCol::OwdP99Ms, FlowCol::OwdMaxMs];
+    let dmax = fmax(owd.iter().flat_map(|s| {
+        let c = if has(s, FlowCol::OwdP99Ms) {
+            FlowCol::OwdP99Ms
+        } else {
+            FlowCol::OwdMaxMs
+        };
+        after_warmup(cx, s, s.flow(c))
+    }));
+    if !dmax.is_finite() {
+        return None;
+    }
+    let mut bottom = Chart::new(
+        String::new(),
+        top.x.clone(),
+        Axis::linear("one-way delay (ms)", 0.0, dmax * 1.05),
+    );
+    // The warm-up is shaded in both panels and named in the upper one.
+    bottom.shade = top.shade.clone().map(|(a, z, _)| (a, z, String::new()));
+    bottom.plot_height = 200.0;
+    for s in &owd {
+        let (color, _) = flow_style(cx, &s.name);
+        let (mean, tail) = if has(s, FlowCol::OwdMeanMs) {
+            (
+                FlowCol::OwdMeanMs,
+                has(s, FlowCol::OwdP99Ms).then_some(FlowCol::OwdP99Ms),
+            )
+        } else {
+            (cols[2], None)
+        };
+        bottom
+            .layers
+            .push(line(&s.name, &color, s.points(s.flow(mean)), 1.4, None, false));
+        if let Some(t) = tail {
+            bottom
+                .layers
+                .push(line(&s.name, &color, s.points(s.flow(t)), 0.9, Some("3 2"), false));
+        }
+    }
+    top.legend_styles = vec![
+        ("delay: mean per interval".to_string(), None),
+        ("delay: p99 per interval".to_string(), Some("3 2")),
+    ];
+    top.below = Some(Box::new(bottom));
+    top.has_data().then_some(top)
 }
 
 fn fmax(it: impl IntoIterator<Item = f64>) -> f64 {
@@ -110,7 +324,7 @@ fn after_warmup<'a>(cx: &Ctx, s: &'a Series, vals: &'a [f64]) -> impl Iterator<I
 /// statistics window; the warm-up is shaded and clipped): band min–max,
 /// mean line, dashed p99 line (or the max line when that is all the snapshots have).
 pub fn latency_over_time(cx: &Ctx) -> Vec<Chart> {
-    let Some(sn) = &cx.res.snapshots else { return Vec::new() };
+    let (flows, per_class) = drawn_flows(cx);
     let cols = [
         FlowCol::OwdMinMs,
         FlowCol::OwdMeanMs,
@@ -118,7 +332,7 @@ pub fn latency_over_time(cx: &Ctx) -> Vec<Chart> {
         FlowCol::OwdMaxMs,
     ];
     let ymax = fmax(
-        sn.flows
+        flows
             .iter()
             .flat_map(|s| cols.iter().flat_map(move |c| after_warmup(cx, s, s.flow(*c)))),
     );
@@ -126,12 +340,17 @@ pub fn latency_over_time(cx: &Ctx) -> Vec<Chart> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for s in &sn.flows {
-        let color = cx.pal.color(&s.name);
-        let mut c = cx.chart(
-            format!("One-way delay over time of '{}' (ms per snapshot interval)", s.name),
-            Axis::linear("one-way delay (ms)", 0.0, ymax * 1.05),
-        );
+    for s in &flows {
+        let (color, _) = flow_style(cx, &s.name);
+        let title = if per_class {
+            format!(
+                "One-way delay over time of the {} (ms per snapshot interval: range and worst p99 of its flows, packet-weighted mean)",
+                s.name
+            )
+        } else {
+            format!("One-way delay over time of '{}' (ms per snapshot interval)", s.name)
+        };
+        let mut c = cx.chart(title, Axis::linear("one-way delay (ms)", 0.0, ymax * 1.05));
         c.plot_height = 170.0;
         if has(s, FlowCol::OwdMinMs) && has(s, FlowCol::OwdMaxMs) {
             let (lo, hi) = band_pairs(s, FlowCol::OwdMinMs, FlowCol::OwdMaxMs);
@@ -392,8 +611,8 @@ pub fn sojourn_distributions(cx: &Ctx) -> Vec<Chart> {
 
 /// Throughput over time: stacked areas (all flows) and one line per flow, sharing the y axis.
 pub fn throughput(cx: &Ctx) -> Vec<Chart> {
-    let Some(sn) = &cx.res.snapshots else { return Vec::new() };
-    let flows: Vec<&Series> = sn.flows.iter().filter(|s| has(s, FlowCol::ThroughputBps)).collect();
+    let (drawn, per_class) = drawn_flows(cx);
+    let flows: Vec<&Series> = drawn.iter().filter(|s| has(s, FlowCol::ThroughputBps)).collect();
     if flows.is_empty() {
         return Vec::new();
     }
@@ -445,31 +664,59 @@ pub fn throughput(cx: &Ctx) -> Vec<Chart> {
             )
         })
         .collect();
-    let mut st = cx.chart(format!("Throughput over time, stacked ({unit})"), y.clone());
+    let mut st = cx.chart(format!("Throughput over time, stacked ({unit})"), y);
     for (name, lo, hi) in stacks {
         let lo: Vec<(f64, f64)> = tv.iter().zip(&lo).map(|(t, v)| (*t, v / div)).collect();
         let hi: Vec<(f64, f64)> = tv.iter().zip(&hi).map(|(t, v)| (*t, v / div)).collect();
         st.layers.push(Layer {
             name: name.clone(),
-            color: cx.pal.color(&name),
+            color: flow_style(cx, &name).0,
             mark: Mark::Area { lo, hi },
             legend: true,
         });
     }
     st.layers.extend(cap_layers.iter().cloned());
-    let mut per = cx.chart(format!("Throughput over time per flow ({unit})"), y);
+    // The lines on their own scale: the largest flow (after the warm-up) sets it, so that
+    // 20 flows of 50 Mbit/s do not sit in the bottom 5 % of a 1 Gbit/s axis. The capacity
+    // is drawn when it fits within twice that.
+    let top = fmax(
+        flows
+            .iter()
+            .flat_map(|s| after_warmup(cx, s, s.flow(FlowCol::ThroughputBps))),
+    );
+    let top = if top.is_finite() && top > 0.0 { top } else { total };
+    let shown: Vec<&(String, Vec<(f64, f64)>)> = caps
+        .iter()
+        .filter(|(_, p)| fmax(p.iter().map(|x| x.1)) <= 2.0 * top)
+        .collect();
+    let top = fmax(std::iter::once(top).chain(shown.iter().flat_map(|(_, p)| p.iter().map(|x| x.1))));
+    let (pdiv, punit) = rate_unit(top);
+    let what = if per_class {
+        "per class of flows, summed"
+    } else {
+        "per flow"
+    };
+    let mut per = cx.chart(
+        format!("Throughput over time {what} ({punit})"),
+        Axis::linear(&format!("throughput ({punit})"), 0.0, top / pdiv * 1.05),
+    );
     for s in &flows {
-        let pts = scaled(s.points(s.flow(FlowCol::ThroughputBps)), 1.0 / div);
-        per.layers.push(line(
-            &s.name,
-            &cx.pal.color(&s.name),
-            pts,
-            1.3,
-            cx.flow_dash(&s.name),
-            true,
-        ));
+        let pts = scaled(s.points(s.flow(FlowCol::ThroughputBps)), 1.0 / pdiv);
+        let (color, dash) = flow_style(cx, &s.name);
+        per.layers.push(line(&s.name, &color, pts, 1.3, dash, true));
     }
-    per.layers.extend(cap_layers);
+    for (name, pts) in shown {
+        {
+            per.layers.push(line(
+                &format!("capacity: {name}"),
+                CAPACITY_COLOR,
+                scaled(pts.clone(), 1.0 / pdiv),
+                1.6,
+                Some("6,3"),
+                true,
+            ));
+        }
+    }
     vec![st, per]
 }
 

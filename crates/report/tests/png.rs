@@ -136,12 +136,16 @@ fn one_png_per_chart_sized_by_scale_and_not_blank() {
     let dir = tmpdir("full");
     synth::write_results_dir(&dir, &synth::healthy_dualpi2(), 0.1, 3).unwrap();
     let paths = check(&dir, &dir.join("png"), DEFAULT_PNG_SCALE);
-    assert_eq!(paths.len(), 15);
+    assert_eq!(paths.len(), 16);
     assert_eq!(DEFAULT_PNG_SCALE, 2.0);
     let ns = names(&paths);
-    assert_eq!(ns[0], "01-one-way-delay-over-time-prague.png");
-    assert_eq!(ns[4], "05-cdf-one-way-delay-per-flow.png");
-    assert_eq!(ns[14], "15-smoothed-rtt-over-time.png");
+    assert_eq!(
+        ns[0],
+        "01-latency-under-load-throughput-and-one-way-delay-every-flow.png"
+    );
+    assert_eq!(ns[1], "02-one-way-delay-over-time-prague.png");
+    assert_eq!(ns[5], "06-cdf-one-way-delay-per-flow.png");
+    assert_eq!(ns[15], "16-smoothed-rtt-over-time.png");
     // A 960 px chart is 1920 px wide at the default scale, 960 px at 1, 480 px at 0.5.
     assert_eq!(ihdr(&fs::read(&paths[0]).unwrap()).0, 1920);
     for (scale, width) in [(1.0, 960), (0.5, 480)] {

@@ -47,11 +47,12 @@ fn full_report_is_self_contained_and_every_chart_has_data() {
         !html.contains("<script") && !html.contains("<link") && !html.contains("@import") && !html.contains("url(http")
     );
     let charts = svgs(&html);
-    // 4 latency + CDF + CCDF (OWD) + sojourn CCDF + 2 throughput + 1 sojourn-over-time (the
-    // reverse queue never queues) + probability + utilisation + CE + cwnd + srtt.
+    // Latency under load + 4 latency + CDF + CCDF (OWD) + sojourn CCDF + 2 throughput + 1
+    // sojourn-over-time (the reverse queue never queues) + probability + utilisation + CE +
+    // cwnd + srtt.
     assert_eq!(
         charts.len(),
-        15,
+        16,
         "{:?}",
         charts.iter().map(|c| title_of(c)).collect::<Vec<_>>()
     );
@@ -81,9 +82,11 @@ fn full_report_is_self_contained_and_every_chart_has_data() {
             "x axis with unit"
         );
     }
-    // Content order: verdict, tables, latency over time, distributions, throughput, queues, ECN, cc state.
+    // Content order: verdict, latency under load, tables, latency over time, distributions,
+    // throughput, queues, ECN, cc state.
     let order = [
         "<h2>Verdict",
+        "<h2>Latency under load",
         "<h3>Flows",
         "<h3>Queues",
         "<h2>One-way delay over time",
@@ -99,6 +102,19 @@ fn full_report_is_self_contained_and_every_chart_has_data() {
         .collect();
     assert!(pos.windows(2).all(|w| w[0] < w[1]), "{pos:?}");
     assert!(html.contains("L4S working: L4S p99 10.4 ms vs classic 29.4 ms"));
+    // The first chart: throughput over delay on one time axis, two panels in one svg, each
+    // flow's throughput line and its mean and p99 delay lines, and the time axis labelled
+    // once, under the lower panel.
+    let lul = charts[0];
+    assert!(title_of(lul).starts_with("Latency under load: throughput and one-way delay of every flow"));
+    assert_eq!(lul.matches("<clipPath").count(), 2);
+    assert_eq!(
+        polyline_points(lul).len(),
+        4 + 1 + 4 * 2,
+        "flows, capacity, mean and p99 each"
+    );
+    assert_eq!(lul.matches(">time (s)<").count(), 1);
+    assert!(lul.contains(">throughput (Mbit/s)<") && lul.contains(">one-way delay (ms)<"));
     // Latency over time: band + mean + p99 per flow.
     let lat: Vec<&&str> = charts
         .iter()
@@ -132,6 +148,58 @@ fn full_report_is_self_contained_and_every_chart_has_data() {
     let a = html.find("class=\"sw\" style=\"background:").unwrap() + 29;
     let color = &html[a..a + 7];
     assert!(per.contains(&format!("stroke=\"{color}\"")) && st.contains(&format!("fill=\"{color}\"")));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Twenty flows: time series per traffic class instead of one chart or line per flow, a
+/// throughput axis scaled to what is drawn, titles wrapped to the chart's width, and the
+/// run date the titles carry stated in the footer.
+#[test]
+fn many_flows_are_drawn_per_class_on_axes_that_fit_them() {
+    let dir = tmpdir("many");
+    // 10 L4S and 10 classic flows of 5 Mbit/s each.
+    let s = synth::summary_with_flows(20, 20.0, &|i| format!("flow-{i}"));
+    synth::write_results_dir(&dir, &s, 0.1, 4).unwrap();
+    fs::write(dir.join("run-info.json"), r#"{"started_utc": "2026-11-27T05:00:00Z"}"#).unwrap();
+    let html = render_report(&dir).unwrap();
+    let charts = svgs(&html);
+    let lat: Vec<&&str> = charts
+        .iter()
+        .filter(|c| title_of(c).starts_with("One-way delay over time"))
+        .collect();
+    assert_eq!(lat.len(), 2, "one per class, not 20");
+    assert!(
+        title_of(lat[0]).contains("of the L4S (10 flows)"),
+        "{}",
+        title_of(lat[0])
+    );
+    assert!(
+        title_of(lat[1]).contains("of the classic (10 flows)"),
+        "{}",
+        title_of(lat[1])
+    );
+    let per = charts
+        .iter()
+        .find(|c| title_of(c).starts_with("Throughput over time per class of flows"))
+        .unwrap();
+    assert_eq!(polyline_points(per).len(), 3, "two classes and the capacity");
+    // The classes carry about 50 Mbit/s each of the 100: the axis ends near 100 (the
+    // capacity, within twice the largest class), not at the sum of the stacked chart's
+    // 20 flows, and its labels are Mbit/s.
+    assert!(per.contains(">throughput (Mbit/s)<"));
+    let lul = charts[0];
+    assert!(title_of(lul).contains("of each class of flows"));
+    assert_eq!(polyline_points(lul).len(), 2 + 1 + 2 * 2);
+    // Every title line fits the 960 px chart: none longer than 115 characters.
+    for c in &charts {
+        for line in c.split("<text class=\"title\"").skip(1) {
+            let a = line.find('>').unwrap() + 1;
+            let text = &line[a..a + line[a..].find("</text>").unwrap()];
+            assert!(text.chars().count() <= 115, "{text}");
+        }
+    }
+    assert!(title_of(lul).contains("run 2026-11-27"));
+    assert!(html.contains("The run date, 2026-11-27, is from run-info.json"));
     fs::remove_dir_all(&dir).unwrap();
 }
 
