@@ -57,6 +57,17 @@ pub enum Cmd {
         /// Where to write the comparison page
         #[arg(long, default_value = "compare.html")]
         out: PathBuf,
+        /// A label for each run, in the order of the directories (repeatable), e.g.
+        /// --label "L4S, Wi-Fi" --label "classic, Wi-Fi"
+        #[arg(long = "label", value_name = "LABEL")]
+        labels: Vec<String>,
+        /// Draw the delay axis of the distribution charts on a log scale
+        #[arg(long)]
+        log_x: bool,
+        /// Also export every chart of the page as a PNG, into the folder <page name>-png
+        /// beside it (compare-png by default)
+        #[arg(long)]
+        png: bool,
     },
     /// Campaigns: thousands of paired runs of one scenario over swept and sampled
     /// parameters, resumable, with tables for pandas and polars (docs/campaigns.md).

@@ -31,14 +31,26 @@ fn main() -> ExitCode {
             });
             r.map_or_else(|e| fail(&l4s_lab::Error::from(e)), |_| ExitCode::SUCCESS)
         }
-        Cmd::Compare { dirs, out } => match l4s_lab::compare(&dirs, &out) {
-            Ok(table) => {
-                print!("{table}");
-                println!("comparison: {}", out.display());
-                ExitCode::SUCCESS
+        Cmd::Compare {
+            dirs,
+            out,
+            labels,
+            log_x,
+            png,
+        } => {
+            let opts = l4s_report::CompareOptions { labels, log_x };
+            match l4s_lab::compare_with(&dirs, &out, &opts, png) {
+                Ok((table, pngs)) => {
+                    print!("{table}");
+                    println!("comparison: {}", out.display());
+                    if let Some(d) = pngs {
+                        println!("charts as PNG in {}", d.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
             }
-            Err(e) => fail(&e),
-        },
+        }
         Cmd::Trace(TraceCmd::Generate {
             scenario,
             link,

@@ -424,6 +424,60 @@ fn report_and_compare_commands() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(table.contains("probe") && table.contains('Δ'), "{table}");
     assert!(std::fs::read_to_string(&page).unwrap().contains("<svg"));
+    assert!(!d.join("cmp-png").exists(), "PNGs only with --png");
+    // Labels, a log delay axis, and the charts as PNGs beside the page.
+    let o = l4s()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--label", "DualPI2", "--label", "FIFO", "--log-x", "--png", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("run 1: DualPI2 [") && out.contains("run 2: FIFO ["),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("charts as PNG in {}", d.join("cmp-png").display())),
+        "{out}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let pngs = std::fs::read_dir(d.join("cmp-png")).unwrap().count();
+    assert_eq!(pngs, html.matches("<svg").count(), "one PNG per chart");
+    assert!(html.contains("one-way delay (ms), log scale"));
+    // A label per run, and a PNG folder holding something of the user's, are refused.
+    let o = l4s()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--label", "only one", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--label given 1 times for 2 runs"));
+    std::fs::write(d.join("cmp-png").join("notes.txt"), "mine").unwrap();
+    let o = l4s()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--png", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("notes.txt") && err.contains("not a chart of ours"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("cmp-png").join("notes.txt")).unwrap(),
+        "mine"
+    );
     // Bad input: a directory without results.
     let empty = d.join("empty");
     std::fs::create_dir_all(&empty).unwrap();

@@ -588,6 +588,18 @@ fn run_info(
 /// it first, then renamed: never a half-written page) and return the difference table
 /// against the first directory.
 pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String, Error> {
+    compare_with(dirs, out, &l4s_report::CompareOptions::default(), false).map(|(t, _)| t)
+}
+
+/// [`compare`] with run labels and a log delay axis (`opts`); with `png`, also every chart
+/// of the page as a PNG in the folder `<page name>-png` beside it (returned). That folder
+/// may hold only PNGs: one with anything else is not ours and is refused.
+pub fn compare_with(
+    dirs: &[PathBuf],
+    out: &Path,
+    opts: &l4s_report::CompareOptions,
+    png: bool,
+) -> Result<(String, Option<PathBuf>), Error> {
     // Never over a run's results: not into a results directory, not over a directory.
     let parent = out
         .parent()
@@ -607,10 +619,33 @@ pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<String, Error> {
             out.display()
         )));
     }
-    let table = l4s_report::compare_table(dirs)?;
-    let html = l4s_report::render_compare(dirs)?;
+    let png_dir = png.then(|| {
+        let stem = out
+            .file_stem()
+            .map_or("compare".into(), |s| s.to_string_lossy().into_owned());
+        out.with_file_name(format!("{stem}-png"))
+    });
+    if let Some(d) = &png_dir {
+        if let Ok(entries) = std::fs::read_dir(d) {
+            let foreign = entries
+                .flatten()
+                .find(|e| e.path().extension().is_none_or(|x| x != "png") || e.path().is_dir());
+            if let Some(e) = foreign {
+                return Err(Error::input(format!(
+                    "--png: {} holds {}, which is not a chart of ours: move it, or write the page elsewhere with --out",
+                    d.display(),
+                    e.file_name().to_string_lossy()
+                )));
+            }
+        }
+    }
+    let table = l4s_report::compare_table_with(dirs, opts)?;
+    let (html, figures) = l4s_report::render_compare_with(dirs, opts)?;
     write_new(out, html.as_bytes())?;
-    Ok(table)
+    if let Some(d) = &png_dir {
+        l4s_report::write_chart_pngs(&figures, d, l4s_report::DEFAULT_PNG_SCALE)?;
+    }
+    Ok((table, png_dir))
 }
 
 /// Write the capacity trace that link `link` of the scenario in `file` draws from its

@@ -4,7 +4,7 @@
 use crate::data::{DistKind, Results};
 use crate::figures::{self, DistLine, RUN_DASHES};
 use crate::fmt::{dms, esc, ms_fine as ms, pct, rate};
-use crate::html::{flows_table, head, palette_for, queues_table, verdict_html};
+use crate::html::{apps_table, flows_table, head, media_table, palette_for, queues_table, verdict_html};
 use crate::verdict::verdict;
 use crate::ReportError;
 use l4s_metrics::summary::FlowSummary;
@@ -18,7 +18,27 @@ fn load_all(dirs: &[PathBuf]) -> Result<Vec<Results>, ReportError> {
     dirs.iter().map(|d| Results::load(d)).collect()
 }
 
-fn run_label(i: usize, r: &Results) -> String {
+/// How to compare: the runs' labels and the scale of the distributions' delay axis.
+#[derive(Clone, Debug, Default)]
+pub struct CompareOptions {
+    /// A label per run, in the order of the directories (`l4s compare --label`); empty:
+    /// each run is named by its directory, scenario and seed.
+    pub labels: Vec<String>,
+    /// Draw the delay axis of the CDF and CCDF charts on a log scale (`--log-x`), for runs
+    /// whose delays differ by orders of magnitude.
+    pub log_x: bool,
+}
+
+impl CompareOptions {
+    fn label(&self, i: usize) -> Option<&str> {
+        self.labels.get(i).map(String::as_str)
+    }
+}
+
+fn run_label(i: usize, r: &Results, opts: &CompareOptions) -> String {
+    if let Some(l) = opts.label(i) {
+        return format!("run {}: {l}", i + 1);
+    }
     let base = r
         .dir
         .file_name()
@@ -31,6 +51,17 @@ fn run_label(i: usize, r: &Results) -> String {
         r.summary.scenario.name,
         r.summary.scenario.seed
     )
+}
+
+/// The runs, with labels checked against them.
+fn load_with(dirs: &[PathBuf], opts: &CompareOptions) -> Result<Vec<Results>, ReportError> {
+    if !opts.labels.is_empty() && opts.labels.len() != dirs.len() {
+        return Err(ReportError::Labels {
+            labels: opts.labels.len(),
+            runs: dirs.len(),
+        });
+    }
+    load_all(dirs)
 }
 
 fn dash(i: usize) -> Option<&'static str> {
@@ -116,7 +147,16 @@ fn dpp(d: f64) -> String {
 
 /// Render an HTML comparison of several results directories (the first is the reference).
 pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
-    let runs = load_all(dirs)?;
+    Ok(render_compare_with(dirs, &CompareOptions::default())?.0)
+}
+
+/// [`render_compare`] with options; also returns the page's charts as `(title, inline
+/// svg)` for [`crate::write_chart_pngs`] (`l4s compare --png`).
+pub fn render_compare_with(
+    dirs: &[PathBuf],
+    opts: &CompareOptions,
+) -> Result<(String, Vec<(String, String)>), ReportError> {
+    let runs = load_with(dirs, opts)?;
     let pal = palette_for(runs.iter());
     let mut out = String::with_capacity(256 * 1024);
     head(&mut out, &format!("l4s-lab comparison of {} runs", runs.len()));
@@ -133,7 +173,7 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
         }
         out.push_str("</ul></section>\n");
     }
-    out.push_str("<h2>Runs</h2><table><tr><th class=\"l\">run</th><th class=\"l\">directory</th><th class=\"l\">scenario</th><th>seed</th><th>duration s</th><th class=\"l\">line</th></tr>");
+    out.push_str("<h2>Runs</h2><table><tr><th class=\"l\">run</th><th class=\"l\">label</th><th class=\"l w\">directory</th><th class=\"l\">scenario</th><th>seed</th><th>duration s</th><th class=\"l\">line</th></tr>");
     for (i, r) in runs.iter().enumerate() {
         let sc = &r.summary.scenario;
         let style = match dash(i) {
@@ -142,8 +182,9 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
         };
         let _ = write!(
             out,
-            "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l w\"><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
             i + 1,
+            esc(opts.label(i).unwrap_or("–")),
             esc(&r.dir.display().to_string()),
             esc(&sc.name),
             sc.seed,
@@ -153,12 +194,23 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
     }
     out.push_str("</table>");
     for (i, r) in runs.iter().enumerate() {
-        let _ = write!(out, "<h3>Verdict of run {}</h3>", i + 1);
+        let _ = write!(out, "<h3>Verdict of {}</h3>", esc(&run_label(i, r, opts)));
         verdict_html(&mut out, &verdict(&r.summary, r.snapshots.as_ref()));
     }
 
     out.push_str("<h2>Differences from run 1</h2>");
     diff_table_html(&mut out, &runs);
+    // Real-time media and applications: what the media scenarios are about.
+    let media = media_rows(&runs, opts);
+    if media.len() > 1 {
+        out.push_str("<h3>Real-time media</h3>");
+        rows_html(&mut out, &media);
+    }
+    let apps = app_rows(&runs, opts);
+    if apps.len() > 1 {
+        out.push_str("<h3>Applications: completion times</h3>");
+        rows_html(&mut out, &apps);
+    }
 
     out.push_str("<h2>One-way delay distributions, all runs</h2>");
     let suffix = runs
@@ -177,7 +229,7 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
     let styles: Vec<(String, Option<&'static str>)> = runs
         .iter()
         .enumerate()
-        .map(|(i, r)| (run_label(i, r), dash(i)))
+        .map(|(i, r)| (run_label(i, r, opts), dash(i)))
         .collect();
     let names = flow_names(&runs);
     let mut all = Vec::new();
@@ -203,20 +255,26 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
     if !exact {
         let _ = write!(out, "<p class=\"missing\">{}</p>", esc("Some runs have no distributions.csv: their curves join the summary's percentiles (p50 … max) with straight lines."));
     }
-    let xr = figures::dist_xrange(all.iter());
-    let mut n = 0;
-    let mut push = |out: &mut String, c: &crate::charts::Chart| {
-        n += 1;
-        out.push_str(&c.to_svg(&format!("k{n}")));
-        out.push('\n');
+    let xr = if opts.log_x {
+        figures::dist_xrange_log(all.iter())
+    } else {
+        figures::dist_xrange(all.iter())
     };
-    for c in figures::cdf_ccdf_on(
+    let mut figs: Vec<(String, String)> = Vec::new();
+    let mut push = |out: &mut String, c: &crate::charts::Chart| {
+        let svg = c.to_svg(&format!("k{}", figs.len() + 1));
+        out.push_str(&svg);
+        out.push('\n');
+        figs.push((c.title.clone(), svg));
+    };
+    for c in figures::cdf_ccdf_axes(
         "one-way delay per flow (ms)",
         "one-way delay (ms)",
         &suffix,
         &all,
         &styles,
         xr,
+        opts.log_x,
     ) {
         push(&mut out, &c);
     }
@@ -234,7 +292,7 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
             })
             .collect();
         let title = format!("one-way delay of '{name}' (ms)");
-        let charts = figures::cdf_ccdf_on(&title, "one-way delay (ms)", &suffix, &lines, &styles, xr);
+        let charts = figures::cdf_ccdf_axes(&title, "one-way delay (ms)", &suffix, &lines, &styles, xr, opts.log_x);
         if let Some(c) = charts.into_iter().nth(1) {
             push(&mut out, &c);
         }
@@ -242,8 +300,10 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
 
     out.push_str("<h2>Summary tables per run</h2>");
     for (i, r) in runs.iter().enumerate() {
-        let _ = write!(out, "<h3>{}</h3>", esc(&run_label(i, r)));
+        let _ = write!(out, "<h3>{}</h3>", esc(&run_label(i, r, opts)));
         flows_table(&mut out, r, &pal);
+        media_table(&mut out, r, &pal);
+        apps_table(&mut out, r, &pal);
         queues_table(&mut out, r);
     }
     let _ = write!(
@@ -251,7 +311,145 @@ pub fn render_compare(dirs: &[PathBuf]) -> Result<String, ReportError> {
         "<footer>Generated by l4s-report {} from the results directories alone. Self-contained: no script, font, stylesheet or network access.</footer>\n</body></html>\n",
         env!("CARGO_PKG_VERSION")
     );
-    Ok(out)
+    Ok((out, figs))
+}
+
+/// Rows of a comparison table: a header, then one row per flow and run (cells as text).
+type Rows = Vec<Vec<String>>;
+
+/// Per media flow and run: frame delay percentiles, the share of frames late or
+/// incomplete, incomplete frames, stalls, and the encoder's mean target, with the p99
+/// frame delay and that share against run 1. Only the header when no run has a media flow.
+fn media_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
+    let mut rows = vec![[
+        "flow",
+        "run",
+        "frame delay p50",
+        "p99",
+        "p99.9 ms",
+        "Δp99",
+        "late or incomplete",
+        "Δ",
+        "incomplete",
+        "stall",
+        "target mean",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let first = &runs[0].summary;
+    for name in flow_names(runs) {
+        let base = first
+            .flows
+            .iter()
+            .find(|f| f.name == name)
+            .and_then(|f| f.media.as_ref());
+        for (i, r) in runs.iter().enumerate() {
+            let Some(m) = r
+                .summary
+                .flows
+                .iter()
+                .find(|f| f.name == name)
+                .and_then(|f| f.media.as_ref())
+            else {
+                continue;
+            };
+            let late = |m: &l4s_metrics::summary::MediaSummary| m.bad_frame_fraction;
+            let d = base.filter(|_| i > 0);
+            rows.push(vec![
+                sanitize(&name),
+                run_name(i, opts),
+                ms(m.frame_delay_ms.p50),
+                ms(m.frame_delay_ms.p99),
+                ms(m.frame_delay_ms.p999),
+                d.map(|b| dms(m.frame_delay_ms.p99 - b.frame_delay_ms.p99))
+                    .unwrap_or_default(),
+                pct(late(m)),
+                d.map(|b| dpp(late(m) - late(b))).unwrap_or_default(),
+                m.frames_incomplete.to_string(),
+                format!("{:.2} s ({})", m.stall_time_s, pct(m.stall_fraction)),
+                rate(m.target_bitrate_mean_bps),
+            ]);
+        }
+    }
+    rows
+}
+
+/// Per application flow, completion kind and run: how many completed and their times
+/// (p50, p99, max), with the p50 and p99 against run 1. Only the header when no run has
+/// an application flow.
+fn app_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
+    let mut rows = vec![[
+        "flow",
+        "run",
+        "completed",
+        "count",
+        "time p50",
+        "p99",
+        "max ms",
+        "Δp50",
+        "Δp99",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let first = &runs[0].summary;
+    for name in flow_names(runs) {
+        let base = first.flows.iter().find(|f| f.name == name).and_then(|f| f.app.as_ref());
+        for (i, r) in runs.iter().enumerate() {
+            let Some(a) = r
+                .summary
+                .flows
+                .iter()
+                .find(|f| f.name == name)
+                .and_then(|f| f.app.as_ref())
+            else {
+                continue;
+            };
+            for (kind, c) in &a.completions {
+                let b = base.filter(|_| i > 0).and_then(|b| b.completions.get(kind));
+                let some = c.count > 0;
+                rows.push(vec![
+                    sanitize(&name),
+                    run_name(i, opts),
+                    sanitize(kind),
+                    c.count.to_string(),
+                    if some { ms(c.time_ms.p50) } else { "–".into() },
+                    if some { ms(c.time_ms.p99) } else { "–".into() },
+                    if some { ms(c.time_ms.max) } else { "–".into() },
+                    b.filter(|b| some && b.count > 0)
+                        .map(|b| dms(c.time_ms.p50 - b.time_ms.p50))
+                        .unwrap_or_default(),
+                    b.filter(|b| some && b.count > 0)
+                        .map(|b| dms(c.time_ms.p99 - b.time_ms.p99))
+                        .unwrap_or_default(),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+/// A run as the tables name it: its number, and its label if it has one.
+fn run_name(i: usize, opts: &CompareOptions) -> String {
+    match opts.label(i) {
+        Some(l) => format!("{} {}", i + 1, sanitize(l)),
+        None => (i + 1).to_string(),
+    }
+}
+
+fn rows_html(out: &mut String, rows: &Rows) {
+    out.push_str("<table>");
+    for (k, row) in rows.iter().enumerate() {
+        out.push_str("<tr>");
+        for (j, cell) in row.iter().enumerate() {
+            let (tag, class) = (
+                if k == 0 { "th" } else { "td" },
+                if j == 0 { " class=\"l\"" } else { "" },
+            );
+            let _ = write!(out, "<{tag}{class}>{}</{tag}>", esc(cell));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
 }
 
 fn diff_table_html(out: &mut String, runs: &[Results]) {
@@ -305,23 +503,37 @@ fn diff_table_html(out: &mut String, runs: &[Results]) {
 /// A plain-text comparison for the terminal: one line per run, then per flow and run the
 /// OWD percentiles, throughput and loss with differences relative to run 1.
 pub fn compare_table(dirs: &[PathBuf]) -> Result<String, ReportError> {
-    let runs = load_all(dirs)?;
+    compare_table_with(dirs, &CompareOptions::default())
+}
+
+/// [`compare_table`] with run labels; media and application flows get their own tables.
+pub fn compare_table_with(dirs: &[PathBuf], opts: &CompareOptions) -> Result<String, ReportError> {
+    let runs = load_with(dirs, opts)?;
     let mut out = String::new();
     for w in crate::variant_set::warnings(dirs) {
         let _ = writeln!(out, "warning: {}", sanitize(&w));
     }
-    out.push_str(&compare_table_of(&runs));
+    out.push_str(&compare_table_of(&runs, opts));
+    for (title, rows) in [
+        ("real-time media", media_rows(&runs, opts)),
+        ("applications: completion times", app_rows(&runs, opts)),
+    ] {
+        if rows.len() > 1 {
+            let _ = writeln!(out, "\n{title}");
+            out.push_str(&l4s_metrics::table::render(&rows));
+        }
+    }
     Ok(out)
 }
 
-fn compare_table_of(runs: &[Results]) -> String {
+fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
     let mut out = String::new();
     for (i, r) in runs.iter().enumerate() {
         let v = verdict(&r.summary, r.snapshots.as_ref());
         let _ = writeln!(
             out,
             "{} [{}] {}",
-            sanitize(&run_label(i, r)),
+            sanitize(&run_label(i, r, opts)),
             v.level.as_str(),
             sanitize(&v.headline)
         );
@@ -358,7 +570,7 @@ fn compare_table_of(runs: &[Results]) -> String {
             let dd = |g: &dyn Fn(&Delta) -> String| d.as_ref().map(g).unwrap_or_default();
             rows.push(vec![
                 sanitize(&name),
-                (i + 1).to_string(),
+                run_name(i, opts),
                 ms(f.owd_ms.p50),
                 ms(f.owd_ms.p99),
                 ms(f.owd_ms.p999),

@@ -35,6 +35,9 @@ pub enum ReportError {
     /// PNG export: the PNG at `path` could not be drawn (bad scale, chart not rasterisable).
     #[error("{}: {reason}", path.display())]
     Png { path: PathBuf, reason: String },
+    /// A comparison was given a number of labels other than its number of runs.
+    #[error("--label given {labels} times for {runs} runs: give one label per results directory, in the same order")]
+    Labels { labels: usize, runs: usize },
     /// `render_compare` / `compare_table` was given no directory.
     #[error("nothing to compare: give at least one results directory")]
     NoRuns,

@@ -473,6 +473,19 @@ pub fn dist_xrange<'a>(lines: impl IntoIterator<Item = &'a DistLine>) -> Option<
     Some(((xmin - pad).max(0.0), xmax + pad))
 }
 
+/// The x range of distribution lines for a log axis: from a little below the smallest
+/// positive value to a little above the largest.
+pub fn dist_xrange_log<'a>(lines: impl IntoIterator<Item = &'a DistLine>) -> Option<(f64, f64)> {
+    let xs: Vec<f64> = lines
+        .into_iter()
+        .flat_map(|l| l.pts.iter().map(|p| p.0))
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let xmax = fmax(xs.iter().copied());
+    let xmin = xs.iter().copied().fold(f64::NAN, f64::min);
+    (xmax.is_finite() && xmin.is_finite()).then(|| (xmin / 1.2, xmax * 1.2))
+}
+
 /// [`cdf_ccdf`] on a given x range (so that several charts share the axis).
 pub fn cdf_ccdf_on(
     title: &str,
@@ -482,10 +495,34 @@ pub fn cdf_ccdf_on(
     styles: &[(String, Option<&'static str>)],
     xrange: Option<(f64, f64)>,
 ) -> Vec<Chart> {
-    let Some((x0, x1)) = xrange.or_else(|| dist_xrange(lines)) else {
+    cdf_ccdf_axes(title, xlabel, suffix, lines, styles, xrange, false)
+}
+
+/// [`cdf_ccdf_on`], with the x axis on a log scale when `log_x` (points at or below 0 are
+/// left out there).
+pub fn cdf_ccdf_axes(
+    title: &str,
+    xlabel: &str,
+    suffix: &str,
+    lines: &[DistLine],
+    styles: &[(String, Option<&'static str>)],
+    xrange: Option<(f64, f64)>,
+    log_x: bool,
+) -> Vec<Chart> {
+    let range = if log_x {
+        dist_xrange_log(lines)
+    } else {
+        dist_xrange(lines)
+    };
+    let Some((x0, x1)) = xrange.or(range) else {
         return Vec::new();
     };
-    let x = Axis::linear(xlabel, x0, x1);
+    let x = if log_x {
+        Axis::log(&format!("{xlabel}, log scale"), x0, x1)
+    } else {
+        Axis::linear(xlabel, x0, x1)
+    };
+    let keep = |p: &(f64, f64)| !log_x || p.0 > 0.0;
     let mut cdf = Chart::new(
         format!("CDF of {title} — {suffix}"),
         x.clone(),
@@ -504,9 +541,9 @@ pub fn cdf_ccdf_on(
         Axis::log("fraction of packets > x (log)", ymin, 1.0),
     );
     for l in lines {
-        cdf.layers
-            .push(line(&l.label, &l.color, l.pts.clone(), 1.8, l.dash, l.legend));
-        let c: Vec<(f64, f64)> = l.pts.iter().map(|(v, p)| (*v, 1.0 - p)).collect();
+        let pts: Vec<(f64, f64)> = l.pts.iter().copied().filter(keep).collect();
+        cdf.layers.push(line(&l.label, &l.color, pts, 1.8, l.dash, l.legend));
+        let c: Vec<(f64, f64)> = l.pts.iter().filter(|p| keep(p)).map(|(v, p)| (*v, 1.0 - p)).collect();
         ccdf.layers.push(line(&l.label, &l.color, c, 1.8, l.dash, l.legend));
     }
     for (v, lab) in [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")] {

@@ -1,7 +1,10 @@
 //! End-to-end tests on hand-built results directories (no simulator involved).
 
 use l4s_report::synth;
-use l4s_report::{compare_table, render_compare, render_report, write_report, ReportError};
+use l4s_report::{
+    compare_table, compare_table_with, render_compare, render_compare_with, render_report, write_report,
+    CompareOptions, ReportError,
+};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -740,4 +743,94 @@ fn media_and_application_tables_and_charts() {
         fps.contains(">60<") || fps.contains(">60.0<") || fps.contains(">63<"),
         "axis reaches 60 frames/s"
     );
+}
+
+/// `compare` on runs with a media flow and an application flow: their frame delays, late
+/// or incomplete frames, stalls and completion times side by side with differences from
+/// run 1, in the terminal table and the page; runs named by their labels; the delay axis
+/// on a log scale on request; one label per run or an error that says so.
+#[test]
+fn compare_shows_media_and_application_metrics_with_labels() {
+    let mk = |tag: &str, frame_p99: f64, bad: f64, page_p50: f64| {
+        let d = tmpdir(tag);
+        let mut s = synth::healthy_dualpi2();
+        let mut p = s.flows[0].owd_ms;
+        p.p50 = 20.0;
+        p.p99 = frame_p99;
+        p.p999 = frame_p99 + 5.0;
+        s.flows[0].media = Some(synth::media(3600, bad, 0.01, p));
+        let mut t = s.flows[1].owd_ms;
+        t.p50 = page_p50;
+        t.p99 = 2.0 * page_p50;
+        t.max = 3.0 * page_p50;
+        s.flows[1].app = Some(l4s_metrics::summary::AppSummary {
+            app: "web".into(),
+            completions: [(
+                "page".to_string(),
+                l4s_metrics::summary::CompletionSummary {
+                    count: 12,
+                    time_ms: t,
+                    bytes: 4_800_000,
+                    goodput_bps: 8e6,
+                },
+            )]
+            .into_iter()
+            .collect(),
+        });
+        synth::write_results_dir(&d, &s, 0.1, 2).unwrap();
+        d
+    };
+    let a = mk("cmp-media-a", 31.5, 0.02, 400.0);
+    let b = mk("cmp-media-b", 95.0, 0.25, 1250.0);
+    let dirs = vec![a.clone(), b.clone()];
+    let opts = CompareOptions {
+        labels: vec!["L4S, Wi-Fi".into(), "classic, Wi-Fi".into()],
+        log_x: true,
+    };
+    let t = compare_table_with(&dirs, &opts).unwrap();
+    assert!(
+        t.contains("run 1: L4S, Wi-Fi [") && t.contains("run 2: classic, Wi-Fi ["),
+        "{t}"
+    );
+    let media = &t[t.find("real-time media").expect("media table")..];
+    let row = media.lines().find(|l| l.contains("2 classic, Wi-Fi")).unwrap();
+    // Frame delay p99 95 ms, +63.5 ms against run 1; 25 % late or incomplete, +23 pp.
+    assert!(
+        row.contains("95.00") && row.contains("+63.5") && row.contains("25.0 %") && row.contains("+23.000 pp"),
+        "{row}"
+    );
+    let apps = &t[t.find("applications: completion times").expect("apps table")..];
+    let row = apps.lines().find(|l| l.contains("2 classic, Wi-Fi")).unwrap();
+    // Pages: p50 1250 ms, +850 against run 1; p99 2500, +1700.
+    assert!(
+        row.contains("page") && row.contains("1250") && row.contains("+850") && row.contains("+1700"),
+        "{row}"
+    );
+    let (html, figures) = render_compare_with(&dirs, &opts).unwrap();
+    assert!(html.contains("<h3>Real-time media</h3>") && html.contains("<h3>Applications: completion times</h3>"));
+    assert!(html.contains("Verdict of run 1: L4S, Wi-Fi"));
+    // Per-run tables include the media and application tables of each run.
+    assert_eq!(html.matches("<h3>Real-time media</h3>").count(), 1 + 2);
+    // Every chart's delay axis is logarithmic, and the PNG export gets every chart.
+    assert_eq!(figures.len(), svgs(&html).len());
+    for (_, svg) in &figures {
+        assert!(svg.contains("one-way delay (ms), log scale"), "{svg}");
+    }
+    // Without the option, no log axis and no labels.
+    let plain = render_compare(&dirs).unwrap();
+    assert!(!plain.contains("one-way delay (ms), log scale<"));
+    assert!(plain.contains("cmp-media-a (dumbbell-dualpi2, seed 1)"));
+    let e = compare_table_with(
+        &dirs,
+        &CompareOptions {
+            labels: vec!["one".into()],
+            log_x: false,
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, ReportError::Labels { labels: 1, runs: 2 }), "{e}");
+    assert!(e.to_string().contains("--label given 1 times for 2 runs"));
+    assert!(!compare_table(&dirs).unwrap().contains("L4S, Wi-Fi"));
+    fs::remove_dir_all(&a).unwrap();
+    fs::remove_dir_all(&b).unwrap();
 }
