@@ -16,6 +16,36 @@ fn chromium() -> Option<&'static str> {
     })
 }
 
+/// The browser, or `None` (the test is skipped with a warning) where none is installed;
+/// CI must have one.
+fn browser_for(test: &str) -> Option<&'static str> {
+    let b = chromium();
+    if b.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Chromium (Debian package chromium) is required in CI"
+        );
+        eprintln!("warning: chromium not installed; skipping {test}");
+    }
+    b
+}
+
+/// Headless, logging the console to stderr, with its profile in `dir` and no network:
+/// every host resolves to nothing and any proxy use fails.
+fn headless(c: &mut Command, dir: &std::path::Path) {
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+    .arg("--host-resolver-rules=MAP * ~NOTFOUND")
+    .arg("--proxy-server=127.0.0.1:9");
+}
+
 const SCENARIO: &str = r#"[scenario]
 name = "browser"
 duration = "6s"
@@ -46,12 +76,7 @@ ecn = "ect1"
 
 #[test]
 fn report_renders_in_a_real_browser() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Chromium (Debian package chromium) is required in CI"
-        );
-        eprintln!("warning: chromium not installed; skipping report_renders_in_a_real_browser");
+    let Some(browser) = browser_for("report_renders_in_a_real_browser") else {
         return;
     };
     let d = std::env::temp_dir().join(format!("l4s-browser-{}", std::process::id()));
@@ -75,20 +100,7 @@ fn report_renders_in_a_real_browser() {
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("report.png");
     let _ = std::fs::remove_file(&shot);
-    // No network: every host resolves to nothing and any proxy use fails.
-    let common = |c: &mut Command| {
-        c.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", d.join("profile").display()))
-        .arg("--host-resolver-rules=MAP * ~NOTFOUND")
-        .arg("--proxy-server=127.0.0.1:9");
-    };
+    let common = |c: &mut Command| headless(c, &d);
     let mut c = Command::new(browser);
     common(&mut c);
     let dom = c.arg("--dump-dom").arg(&url).output().unwrap();
@@ -212,12 +224,7 @@ document.body.appendChild(p);
 
 #[test]
 fn campaign_page_renders_in_a_real_browser() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Chromium (Debian package chromium) is required in CI"
-        );
-        eprintln!("warning: chromium not installed; skipping campaign_page_renders_in_a_real_browser");
+    let Some(browser) = browser_for("campaign_page_renders_in_a_real_browser") else {
         return;
     };
     let d = std::env::temp_dir().join(format!("l4s-browser-campaign-{}", std::process::id()));
@@ -255,19 +262,7 @@ fn campaign_page_renders_in_a_real_browser() {
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("campaign.png");
     let _ = std::fs::remove_file(&shot);
-    let common = |c: &mut Command| {
-        c.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", d.join("profile").display()))
-        .arg("--host-resolver-rules=MAP * ~NOTFOUND")
-        .arg("--proxy-server=127.0.0.1:9");
-    };
+    let common = |c: &mut Command| headless(c, &d);
     let url = format!("file://{}", page.display());
     let mut c = Command::new(browser);
     common(&mut c);
@@ -400,12 +395,7 @@ set = { "topology.aqm" = { kind = "fifo", limit = 300 } }
 
 #[test]
 fn report_and_compare_pages_fit_a_1000_px_window() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Chromium (Debian package chromium) is required in CI"
-        );
-        eprintln!("warning: chromium not installed; skipping report_and_compare_pages_fit_a_1000_px_window");
+    let Some(browser) = browser_for("report_and_compare_pages_fit_a_1000_px_window") else {
         return;
     };
     let d = std::env::temp_dir().join(format!("l4s-browser-wide-{}", std::process::id()));
@@ -422,12 +412,7 @@ fn report_and_compare_pages_fit_a_1000_px_window() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let common = |c: &mut Command| {
-        c.args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
-            .arg(format!("--user-data-dir={}", d.join("profile").display()))
-            .arg("--host-resolver-rules=MAP * ~NOTFOUND")
-            .arg("--proxy-server=127.0.0.1:9");
-    };
+    let common = |c: &mut Command| headless(c, &d);
     for page in [out.join("l4s").join("report.html"), out.join("compare.html")] {
         assert!(page.is_file(), "{}", page.display());
         let found = layout_problems(browser, &common, &page, &d);

@@ -150,6 +150,28 @@ pub struct Link {
 }
 
 impl Link {
+    /// A plain wire from `from` to `to`: this rate (or none: a pure delay line), delay and
+    /// queue; not a bottleneck, no fault, schedule, loss, trace, HARQ or radio.
+    pub fn wire(name: String, from: usize, to: usize, rate: Option<Rate>, delay: Dur, aqm: AqmConfig) -> Link {
+        Link {
+            name,
+            from,
+            to,
+            rate,
+            delay,
+            aqm,
+            bottleneck: false,
+            fault: None,
+            schedule: RateSchedule::default(),
+            loss: None,
+            trace: None,
+            capacity: None,
+            harq: None,
+            ran: None,
+            rates: None,
+        }
+    }
+
     /// The capacity at run time `t` (`end`: the end of the run), as the link model reports
     /// it for monitoring: the `rate_schedule` applied, or what a trace offered in the
     /// [`l4s_link::trace::CAPACITY_WINDOW`] before `t`.

@@ -805,74 +805,38 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                     name: format!("{}.dst", f.name),
                 });
                 let fifo = || AqmConfig::Fifo(FifoConfig::default());
-                links.push(Link {
-                    name: format!("{}.src->left", f.name),
-                    from: s,
-                    to: 0,
-                    rate: topo.access_rate,
-                    delay: access,
-                    aqm: fifo(),
-                    bottleneck: false,
-                    fault: None,
-                    schedule: Default::default(),
-                    loss: None,
-                    trace: None,
-                    capacity: None,
-                    harq: None,
-                    ran: None,
-                    rates: None,
-                });
-                links.push(Link {
-                    name: format!("left->{}.src", f.name),
-                    from: 0,
-                    to: s,
-                    rate: topo.access_rate,
-                    delay: access,
-                    aqm: fifo(),
-                    bottleneck: false,
-                    fault: None,
-                    schedule: Default::default(),
-                    loss: None,
-                    trace: None,
-                    capacity: None,
-                    harq: None,
-                    ran: None,
-                    rates: None,
-                });
-                links.push(Link {
-                    name: format!("right->{}.dst", f.name),
-                    from: 1,
-                    to: d,
-                    rate: None,
-                    delay: Dur::ZERO,
-                    aqm: fifo(),
-                    bottleneck: false,
-                    fault: None,
-                    schedule: Default::default(),
-                    loss: None,
-                    trace: None,
-                    capacity: None,
-                    harq: None,
-                    ran: None,
-                    rates: None,
-                });
-                links.push(Link {
-                    name: format!("{}.dst->right", f.name),
-                    from: d,
-                    to: 1,
-                    rate: None,
-                    delay: Dur::ZERO,
-                    aqm: fifo(),
-                    bottleneck: false,
-                    fault: None,
-                    schedule: Default::default(),
-                    loss: None,
-                    trace: None,
-                    capacity: None,
-                    harq: None,
-                    ran: None,
-                    rates: None,
-                });
+                links.push(Link::wire(
+                    format!("{}.src->left", f.name),
+                    s,
+                    0,
+                    topo.access_rate,
+                    access,
+                    fifo(),
+                ));
+                links.push(Link::wire(
+                    format!("left->{}.src", f.name),
+                    0,
+                    s,
+                    topo.access_rate,
+                    access,
+                    fifo(),
+                ));
+                links.push(Link::wire(
+                    format!("right->{}.dst", f.name),
+                    1,
+                    d,
+                    None,
+                    Dur::ZERO,
+                    fifo(),
+                ));
+                links.push(Link::wire(
+                    format!("{}.dst->right", f.name),
+                    d,
+                    1,
+                    None,
+                    Dur::ZERO,
+                    fifo(),
+                ));
                 flow_ends.push((s, d));
             }
         }

@@ -211,23 +211,14 @@ mod tests {
     use l4s_core::Dur;
 
     fn link(from: usize, to: usize) -> Link {
-        Link {
-            name: format!("{from}-{to}"),
+        Link::wire(
+            format!("{from}-{to}"),
             from,
             to,
-            rate: None,
-            delay: Dur::ZERO,
-            aqm: AqmConfig::Fifo(Default::default()),
-            bottleneck: false,
-            fault: None,
-            schedule: Default::default(),
-            loss: None,
-            trace: None,
-            capacity: None,
-            harq: None,
-            ran: None,
-            rates: None,
-        }
+            None,
+            Dur::ZERO,
+            AqmConfig::Fifo(Default::default()),
+        )
     }
 
     /// The routes the straightforward way: breadth-first from every node over every link,
