@@ -961,7 +961,11 @@ cc = "cubic"
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     for q in ["bottleneck", "bottleneck-reverse"] {
         let line = format!("capacity: {q}<");
-        assert_eq!(html.matches(&line).count(), 2, "{q}: stacked and per-flow charts");
+        assert_eq!(
+            html.matches(&line).count(),
+            3,
+            "{q}: latency-under-load, stacked and per-flow charts"
+        );
     }
     let _ = std::fs::remove_dir_all(&d);
 }
