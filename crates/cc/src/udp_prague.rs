@@ -292,6 +292,22 @@ impl UdpPragueCc {
         true
     }
 
+    /// `RFC8888Received`: the RTT of each packet an RFC 8888 report newly reports
+    /// received (µs), in report order, each smoothed into `srtt` with gain 1/8 (the first
+    /// ever sets it). The RFC 8888 mode has no timestamp echo, so `PacketReceived` and its
+    /// stale-timestamp check are not used; `ack_received`'s counters reject stale reports.
+    pub fn rfc8888_received(&mut self, rtts_us: &[i64]) {
+        for &rtt in rtts_us {
+            self.rtt = rtt;
+            if self.cc_state != CcState::Init {
+                self.srtt += (rtt - self.srtt) >> 3;
+            } else {
+                self.srtt = rtt;
+            }
+            self.vrtt = self.srtt.max(self.ref_rtt);
+        }
+    }
+
     /// `ACKReceived`; the numbered steps in the body follow upstream's order. Returns the
     /// packets in flight after the ACK, or `None` if the ACK was stale or invalid and ignored.
     pub fn ack_received(

@@ -273,6 +273,8 @@ pub struct MediaSender {
     /// First-send time of the frame currently being sent.
     frame_first_sent: Option<(u64, Time)>,
     next_send: Time,
+    /// Scratch: the RTT of each packet the report being handled newly reports received.
+    report_rtts: Vec<Dur>,
     burst_start: Time,
     inburst: i64,
     burst_bytes: u64,
@@ -353,6 +355,7 @@ impl MediaSender {
             queue: VecDeque::new(),
             frame_first_sent: None,
             next_send: now,
+            report_rtts: Vec::new(),
             burst_start: now,
             inburst: 0,
             burst_bytes: 0,
@@ -856,6 +859,7 @@ impl MediaSender {
     /// Process one decoded report at `now`.
     fn on_report(&mut self, now: Time, r: &CcfbReport) {
         let mut tally = ReportTally::default();
+        self.report_rtts.clear();
         let validating = matches!(self.validation, EcnValidation::Testing | EcnValidation::Capable);
         let mut failure: Option<EcnFailure> = None;
         let mut capable = false;
@@ -913,6 +917,12 @@ impl MediaSender {
                     }
                 }
                 let ce = m.ecn == Ecn::Ce && ce_trusted && pkt.ecn.is_ect();
+                if matches!(pkt.state, PktState::InFlight | PktState::Lost) && m.ato < rfc8888::ATO_OVER_RANGE {
+                    // A new RTT sample: this packet's (udp_prague's `get_frame_stat`).
+                    if let Some(r) = (now - pkt.sent_at).checked_sub_dur(rfc8888::ato_to_dur(m.ato)) {
+                        self.report_rtts.push(r.max(Dur::from_micros(1)));
+                    }
+                }
                 match pkt.state {
                     PktState::InFlight => {
                         pkt.state = PktState::Acked;
@@ -1000,12 +1010,10 @@ impl MediaSender {
                 });
             }
             Ctrl::RtPrague(rt) => {
-                let ts_us = ((u64::from(r.report_timestamp) * 1_000_000) >> 16) as u32 as i32;
                 rt.on_feedback(
                     now,
                     &RtFeedback {
-                        report_ts_us: ts_us,
-                        rtt,
+                        rtts: &self.report_rtts,
                         d_received: (tally.acked_pkts + tally.unlost) as i64,
                         d_ce: tally.ce_pkts as i64,
                         d_lost: tally.lost_pkts as i64 - tally.unlost as i64,

@@ -22,16 +22,15 @@
 //!   halving is left.
 
 use crate::config::MediaParams;
-use l4s_cc::udp_prague::{wire_time, FrameOutput, UdpPragueCc, UdpPragueParams};
+use l4s_cc::udp_prague::{FrameOutput, UdpPragueCc, UdpPragueParams};
 use l4s_core::{Dur, Ecn, Rate, Time};
 
 /// One processed report, as RT-Prague sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RtFeedback {
-    /// The report timestamp in µs of the receiver's clock (wrapping).
-    pub report_ts_us: i32,
-    /// RTT sample from the newest reported packet.
-    pub rtt: Option<Dur>,
+pub struct RtFeedback<'a> {
+    /// The RTT of each packet the report newly reports received (now − the packet's send
+    /// time − its RFC 8888 arrival time offset), in report order.
+    pub rtts: &'a [Dur],
     /// Packets newly reported received, and CE-marked among them.
     pub d_received: i64,
     pub d_ce: i64,
@@ -52,6 +51,8 @@ pub struct RtPrague {
     error_l4s: bool,
     /// Reports the controller rejected as stale or inconsistent.
     pub rejected: u64,
+    /// Scratch: a report's RTT samples in µs.
+    rtt_us: Vec<i64>,
 }
 
 /// Rate limit of the controller (B/s) giving media bitrate `r` at `budget` per frame.
@@ -82,6 +83,7 @@ impl RtPrague {
             lost: 0,
             error_l4s: !p.l4s,
             rejected: 0,
+            rtt_us: Vec::new(),
         }
     }
 
@@ -106,28 +108,31 @@ impl RtPrague {
         }
     }
 
-    /// One feedback report at `now`. Returns false if the controller rejected it as stale
-    /// or inconsistent.
-    pub fn on_feedback(&mut self, now: Time, f: &RtFeedback) -> bool {
+    /// One RFC 8888 report at `now`, as udp_prague's sender takes one in real-time mode:
+    /// the counters always move; with at least one new RTT sample, each sample is smoothed
+    /// in (`RFC8888Received`) and then the controller runs (`ACKReceived`); a report that
+    /// newly reports nothing received leaves the controller alone. Returns false if the
+    /// controller rejected the report as stale or inconsistent.
+    pub fn on_feedback(&mut self, now: Time, f: &RtFeedback<'_>) -> bool {
         let RtFeedback {
-            report_ts_us,
-            rtt,
+            rtts,
             d_received,
             d_ce,
             d_lost,
             packets_sent,
         } = *f;
-        let echoed = rtt.map_or(0, |r| wire_time(now - r));
-        let ts = if report_ts_us == 0 { 1 } else { report_ts_us };
-        if !self.cc.packet_received(now, ts, echoed) {
-            self.rejected += 1;
-            return false;
-        }
         self.received = self
             .received
             .wrapping_add(d_received.clamp(0, i64::from(i32::MAX)) as i32);
         self.ce = self.ce.wrapping_add(d_ce.clamp(0, i64::from(i32::MAX)) as i32);
         self.lost = (i64::from(self.lost) + d_lost).clamp(0, i64::from(i32::MAX)) as i32;
+        if rtts.is_empty() {
+            return true;
+        }
+        self.rtt_us.clear();
+        self.rtt_us
+            .extend(rtts.iter().map(|r| r.as_micros().min(i32::MAX as u64) as i64));
+        self.cc.rfc8888_received(&self.rtt_us);
         let ok = self
             .cc
             .ack_received(now, self.received, self.ce, self.lost, packets_sent, self.error_l4s)
@@ -181,10 +186,9 @@ mod tests {
         assert_eq!(RtPrague::new(&c, Time::ZERO).ecn(), Ecn::NotEct);
     }
 
-    fn fb(ts: i32, rtt: Option<Dur>, d_received: i64, d_ce: i64, sent: i32) -> RtFeedback {
+    fn fb(rtts: &[Dur], d_received: i64, d_ce: i64, sent: i32) -> RtFeedback<'_> {
         RtFeedback {
-            report_ts_us: ts,
-            rtt,
+            rtts,
             d_received,
             d_ce,
             d_lost: 0,
@@ -196,26 +200,44 @@ mod tests {
     fn ce_reduces_and_clean_reports_grow() {
         let p = MediaParams::profile("cloud-gaming", "rt-prague", true).unwrap();
         let mut rt = RtPrague::new(&p, Time::ZERO);
-        let rtt = Some(Dur::from_millis(20));
+        let rtts = [Dur::from_millis(20); 10];
         let mut sent = 0i32;
         let mut t = Time::ZERO;
-        for i in 1..=100 {
+        for _ in 1..=100 {
             t += Dur::from_millis(10);
             sent += 10;
-            assert!(rt.on_feedback(t, &fb(i * 10_000, rtt, 10, 0, sent)));
+            assert!(rt.on_feedback(t, &fb(&rtts, 10, 0, sent)));
         }
         let grown = rt.target_bitrate();
         assert!(grown > Rate::mbps(5), "{grown}");
         // Every packet CE-marked for a while: alpha rises and the rate falls.
-        for i in 101..=200 {
+        for _ in 101..=200 {
             t += Dur::from_millis(10);
             sent += 10;
-            rt.on_feedback(t, &fb(i * 10_000, rtt, 10, 10, sent));
+            rt.on_feedback(t, &fb(&rtts, 10, 10, sent));
         }
         assert!(rt.target_bitrate() < grown, "{} !< {grown}", rt.target_bitrate());
         assert!(rt.cc().ce_events > 1);
-        // A stale report (older timestamp) is rejected.
-        assert!(!rt.on_feedback(t, &fb(5, rtt, 1, 0, sent)));
-        assert_eq!(rt.rejected, 1);
+    }
+
+    /// As udp_prague's sender in RFC 8888 mode: every packet's RTT is smoothed in with
+    /// gain 1/8, so a report of 8 packets moves srtt 1 − (7/8)^8 ≈ 66 % of the way (one
+    /// sample per report moved it 12.5 %); a report with nothing newly received leaves
+    /// the controller alone while its counters still count.
+    #[test]
+    fn every_reported_packet_is_an_rtt_sample() {
+        let p = MediaParams::profile("cloud-gaming", "rt-prague", true).unwrap();
+        let mut rt = RtPrague::new(&p, Time::ZERO);
+        let mut t = Time::from_millis(10);
+        assert!(rt.on_feedback(t, &fb(&[Dur::from_millis(20)], 1, 0, 1)));
+        assert_eq!(rt.cc().srtt_us(), 20_000);
+        t += Dur::from_millis(10);
+        assert!(rt.on_feedback(t, &fb(&[Dur::from_millis(60); 8], 8, 0, 9)));
+        let moved = (rt.cc().srtt_us() - 20_000) as f64 / 40_000.0;
+        assert!((moved - (1.0 - (7.0f64 / 8.0).powi(8))).abs() < 0.01, "{moved}");
+        let before = rt.cc().srtt_us();
+        t += Dur::from_millis(10);
+        assert!(rt.on_feedback(t, &fb(&[], 0, 0, 12)));
+        assert_eq!(rt.cc().srtt_us(), before);
     }
 }
