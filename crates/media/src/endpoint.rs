@@ -770,17 +770,20 @@ impl MediaSender {
                 self.next_send = base + rate.tx_time(wire);
             }
             Ctrl::RtPrague(r) => {
+                // udp_prague paces what it hands to the socket, the UDP payload
+                // (`packet_size` at the pacing rate), not the frame on the wire.
+                let payload = u64::from(q.size);
                 let burst = r.video().packet_burst.max(1);
                 if self.inburst == 0 {
                     let late = now - self.next_send;
-                    self.burst_start = if late <= rate.tx_time(wire * burst as u64) {
+                    self.burst_start = if late <= rate.tx_time(payload * burst as u64) {
                         self.next_send
                     } else {
                         now
                     };
                 }
                 self.inburst += 1;
-                self.burst_bytes += wire;
+                self.burst_bytes += payload;
                 if self.inburst >= burst || last {
                     self.next_send = self.burst_start + rate.tx_time(self.burst_bytes);
                     self.burst_start = self.next_send;

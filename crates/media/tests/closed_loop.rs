@@ -492,3 +492,35 @@ fn frames_that_never_complete_are_incomplete() {
     assert_eq!(fs.late_fraction, 1.0);
     assert_eq!(fs.stall_fraction, 1.0);
 }
+
+/// RT-Prague paces what udp_prague hands to its socket, the UDP payload, at the pacing
+/// rate: a frame's bursts start `burst payload / pacing rate` apart (the Ethernet, IP and
+/// UDP headers do not count).
+#[test]
+fn rt_prague_paces_the_udp_payload() {
+    let p = params(&format!("{SMOOTH}\ncontroller = \"rt-prague\""));
+    let mut tx = l4s_media::MediaSender::new(&p, l4s_core::Rng::new(1), Time::ZERO);
+    let rate = tx.rt_prague().unwrap().pacing_rate();
+    let burst = tx.rt_prague().unwrap().video().packet_burst.max(1) as usize;
+    // The first frame, polled at every wake-up: (time, UDP payload) of each packet.
+    let mut sent: Vec<(Time, u64)> = Vec::new();
+    let mut now = Time::ZERO;
+    while sent.len() < 4 * burst {
+        while let Some(t) = tx.poll_transmit(now) {
+            // The frame on the wire less Ethernet (14), IP (20) and UDP (8).
+            sent.push((now, u64::from(t.size) - 42));
+        }
+        now = tx.poll_timeout().expect("a frame to send").max(now + Dur(1));
+    }
+    for b in 1..4 {
+        let start = sent[b * burst].0;
+        let prev = sent[(b - 1) * burst].0;
+        let bytes: u64 = sent[(b - 1) * burst..b * burst].iter().map(|s| s.1).sum();
+        let want = rate.tx_time(bytes);
+        assert!(
+            (start.as_nanos() as i64 - prev.as_nanos() as i64 - want.as_nanos() as i64).abs() <= 1_000,
+            "burst {b}: {} apart, {bytes} payload bytes take {want} at {rate}",
+            start - prev
+        );
+    }
+}
