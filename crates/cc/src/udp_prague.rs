@@ -279,12 +279,7 @@ impl UdpPragueCc {
         if echoed_ts != 0 {
             let rtt = wdiff(ts, echoed_ts);
             if rtt >= 0 {
-                self.rtt = rtt;
-                if self.cc_state != CcState::Init {
-                    self.srtt += (rtt - self.srtt) >> 3;
-                } else {
-                    self.srtt = rtt;
-                }
+                self.rtt_sample(rtt);
             }
         }
         self.vrtt = self.srtt.max(self.ref_rtt);
@@ -298,13 +293,19 @@ impl UdpPragueCc {
     /// stale-timestamp check are not used; `ack_received`'s counters reject stale reports.
     pub fn rfc8888_received(&mut self, rtts_us: &[i64]) {
         for &rtt in rtts_us {
-            self.rtt = rtt;
-            if self.cc_state != CcState::Init {
-                self.srtt += (rtt - self.srtt) >> 3;
-            } else {
-                self.srtt = rtt;
-            }
+            self.rtt_sample(rtt);
             self.vrtt = self.srtt.max(self.ref_rtt);
+        }
+    }
+
+    /// One RTT sample (µs) into `rtt` and `srtt`: EWMA of gain 1/8, or the first sample
+    /// as it is (both `PacketReceived` and `RFC8888Received`).
+    fn rtt_sample(&mut self, rtt: i64) {
+        self.rtt = rtt;
+        if self.cc_state != CcState::Init {
+            self.srtt += (rtt - self.srtt) >> 3;
+        } else {
+            self.srtt = rtt;
         }
     }
 

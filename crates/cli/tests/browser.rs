@@ -46,6 +46,26 @@ fn headless(c: &mut Command, dir: &std::path::Path) {
     .arg("--proxy-server=127.0.0.1:9");
 }
 
+/// A fresh directory named `tag` under the temporary directory with `scenario` in it as
+/// `s.toml`, run by `l4s run -q` into `res/`: (the directory, the results).
+fn run_scenario(tag: &str, scenario: &str) -> (PathBuf, PathBuf) {
+    let d = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("s.toml"), scenario).unwrap();
+    let out = d.join("res");
+    let o = Command::new(env!("CARGO_BIN_EXE_l4s"))
+        .arg("run")
+        .arg(d.join("s.toml"))
+        .arg("--out")
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (d, out)
+}
+
 const SCENARIO: &str = r#"[scenario]
 name = "browser"
 duration = "6s"
@@ -79,20 +99,7 @@ fn report_renders_in_a_real_browser() {
     let Some(browser) = browser_for("report_renders_in_a_real_browser") else {
         return;
     };
-    let d = std::env::temp_dir().join(format!("l4s-browser-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("s.toml"), SCENARIO).unwrap();
-    let out = d.join("res");
-    let o = Command::new(env!("CARGO_BIN_EXE_l4s"))
-        .arg("run")
-        .arg(d.join("s.toml"))
-        .arg("--out")
-        .arg(&out)
-        .arg("-q")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (d, out) = run_scenario("l4s-browser", SCENARIO);
     let report = out.join("report.html");
     assert!(report.is_file());
     let url = format!("file://{}", report.display());
@@ -398,20 +405,7 @@ fn report_and_compare_pages_fit_a_1000_px_window() {
     let Some(browser) = browser_for("report_and_compare_pages_fit_a_1000_px_window") else {
         return;
     };
-    let d = std::env::temp_dir().join(format!("l4s-browser-wide-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("s.toml"), WIDE_SCENARIO).unwrap();
-    let out = d.join("res");
-    let o = Command::new(env!("CARGO_BIN_EXE_l4s"))
-        .arg("run")
-        .arg(d.join("s.toml"))
-        .arg("--out")
-        .arg(&out)
-        .arg("-q")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (d, out) = run_scenario("l4s-browser-wide", WIDE_SCENARIO);
     let common = |c: &mut Command| headless(c, &d);
     for page in [out.join("l4s").join("report.html"), out.join("compare.html")] {
         assert!(page.is_file(), "{}", page.display());
