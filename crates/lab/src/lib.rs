@@ -490,10 +490,11 @@ fn run_applied(
     let started = std::time::SystemTime::now();
     let (mut summary, stats) = backend.run(sc, outputs, &mut |t| progress.time(t))?;
     let elapsed = wall.elapsed();
-    // The verdict, from the summary and the time series as the report reads them, so that
-    // summary.json, the terminal and report.html say the same.
-    let snapshots = l4s_report::Snapshots::load(dir.dir()).ok().flatten();
-    summary.verdict = Some(l4s_report::verdict(&summary, snapshots.as_ref()).to_summary());
+    // The verdict, from the summary alone: summary.json must not depend on which outputs
+    // were written (a campaign's lean run stores the same summary as the run alone).
+    // report.html gives the same findings and adds per-interval detail from the time
+    // series when they were written.
+    summary.verdict = Some(l4s_report::verdict(&summary, None).to_summary());
     let json =
         serde_json::to_vec_pretty(&summary).map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;
     let mut info = run_info(&stats, started, elapsed, &opts.command);
