@@ -152,16 +152,24 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     fn in_slow_start(&self) -> bool {
         self.cwnd() < self.ssthresh()
     }
-    /// Pacing rate to use now, `None` to send unpaced. Linux-like default: 2× cwnd/srtt in
-    /// slow start, 1.2× in congestion avoidance.
+    /// Pacing rate to use now, `None` to send unpaced. The default is Linux's
+    /// `tcp_update_pacing_rate` (net/ipv4/tcp_input.c): cwnd/srtt times
+    /// `tcp_pacing_ss_ratio` (200 %) while cwnd is below half of ssthresh, else
+    /// `tcp_pacing_ca_ratio` (120 %).
     fn pacing_rate(&self, srtt: Dur, _bytes_in_flight: u64) -> Option<Rate> {
         if srtt.is_zero() {
             return None;
         }
-        let factor = if self.in_slow_start() { 2.0 } else { 1.2 };
+        let factor = if self.cwnd() < self.ssthresh() / 2 { 2.0 } else { 1.2 };
         Some(Rate::from_bytes_per_sec(
             self.cwnd() as f64 * factor / srtt.as_secs_f64(),
         ))
+    }
+    /// Segments the transport may send back to back as one burst at `pacing_rate` (Linux's
+    /// `tso_segs` hook of `tcp_congestion_ops`); `None` lets the transport size its bursts
+    /// itself (Linux `tcp_tso_autosize`).
+    fn tso_segs(&self) -> Option<u32> {
+        None
     }
     /// A smaller segment size the controller wants (Prague below ~1 Mbit/s); `None` = path MSS.
     fn mss(&self) -> Option<u32> {

@@ -28,6 +28,14 @@ pub const MIN_MSS: u32 = 150;
 pub const MIN_CWND: u64 = 2;
 /// `tcp_prague.c` `RATE_OFFSET` (`prague_update_pacing_rate`): rate-mode probing offset, 4/128.
 pub const RATE_OFFSET: f64 = 4.0 / 128.0;
+/// Microseconds that `tcp_prague.c` takes for one second where it turns a rate (B/s) and an
+/// RTT (µs) into bytes: it shifts by `RTT2SEC_SHIFT` (23) an RTT kept in srtt's 1/8 µs
+/// units, that is it divides by 2^20 µs. That is so in `prague_pacing_rate_to_frac_cwnd`,
+/// `prague_pacing_rate_to_max_mtu` and the rate-mode increase of `prague_update_cwnd`;
+/// `prague_frac_cwnd_to_pacing_rate` and the window-mode pacing rate divide by 10^6 µs.
+/// The rate-mode window is so 4.6 % smaller than rate·RTT, and its increase per ACK 9.9 %
+/// larger, than with exact seconds; we keep Linux's arithmetic.
+const RTT2SEC_US: f64 = 1_048_576.0;
 
 /// Parameters of [`Prague`]; `Default` is v0.7, [`PragueConfig::v06`] the v0.6 knobs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -233,6 +241,10 @@ impl Prague {
     fn vrtt_s(&self) -> f64 {
         self.srtt.max(self.cfg.rtt_target).as_secs_f64()
     }
+    /// An RTT in seconds as `tcp_prague.c` scales it against a rate ([`RTT2SEC_US`]).
+    fn rtt2sec(rtt_s: f64) -> f64 {
+        rtt_s * 1e6 / RTT2SEC_US
+    }
     fn elapsed(stamp: Option<Time>, now: Time) -> Dur {
         match stamp {
             Some(t) => now.since(t),
@@ -247,10 +259,10 @@ impl Prague {
             MIN_CWND
         }
     }
-    /// `prague_pacing_rate_to_frac_cwnd`: rate·hsrtt/mtu.
+    /// `prague_pacing_rate_to_frac_cwnd`: rate·hsrtt/mtu (hsrtt in µs over 2^20).
     fn rate_to_frac(&self) -> f64 {
         let rtt = if self.hsrtt > 0.0 { self.hsrtt } else { self.srtt_s() };
-        self.rate_bytes * rtt / self.mtu()
+        self.rate_bytes * Self::rtt2sec(rtt) / self.mtu()
     }
     /// `prague_frac_cwnd_to_pacing_rate`: mtu·frac/srtt, ≥ 12 500 B/s.
     fn frac_to_rate(&self) -> f64 {
@@ -303,8 +315,8 @@ impl Prague {
             if grow {
                 if self.in_rate_mode() {
                     // Rate mode (`prague_update_cwnd`, `cwnd_mode` 1): rate += acked·1500/vrtt /
-                    // cwnd_v, cwnd_v = rate·vrtt/mtu.
-                    let vrtt = self.vrtt_s();
+                    // cwnd_v, cwnd_v = rate·vrtt/mtu (vrtt in µs over 2^20).
+                    let vrtt = Self::rtt2sec(self.vrtt_s());
                     let cwnd_v = (self.rate_bytes * vrtt / self.mtu()).ceil();
                     if cwnd_v > 0.0 {
                         self.rate_bytes += acked * MTU_SYS / vrtt / cwnd_v;
@@ -370,7 +382,7 @@ impl Prague {
     fn rechoose_mss(&mut self) {
         let mtu_used = self.mtu();
         let bytes_per_vrtt = if self.in_rate_mode() {
-            self.rate_bytes * self.vrtt_s()
+            self.rate_bytes * Self::rtt2sec(self.vrtt_s())
         } else {
             let s = self.srtt_s();
             let t = self.cfg.rtt_target.as_secs_f64();
@@ -443,7 +455,8 @@ impl Prague {
         if s <= 0.0 {
             return MIN_RATE;
         }
-        let inflight = inflight_bytes as f64 / f64::from(self.mss);
+        // max(frac_cwnd >> CWND_UNIT, tcp_packets_in_flight): whole packets.
+        let inflight = (inflight_bytes as f64 / f64::from(self.mss)).ceil();
         (self.mtu() * self.frac_cwnd.floor().max(inflight) / s).max(MIN_RATE)
     }
 
@@ -630,12 +643,26 @@ impl CongestionControl for Prague {
         if self.srtt.is_zero() && srtt.is_zero() {
             return None;
         }
-        let srtt = if self.srtt.is_zero() { srtt } else { self.srtt };
+        // Linux sets `sk_pacing_rate` once per ACK (`prague_cong_control` →
+        // `prague_update_pacing_rate`), from the flight left after that ACK; until the first
+        // ACK, from the handshake's RTT and the flight now.
+        let (srtt, inflight) = if self.srtt.is_zero() {
+            (srtt, bytes_in_flight)
+        } else {
+            (self.srtt, self.inflight_bytes)
+        };
         Some(Rate::from_bytes_per_sec(self.pacing_rate_with(
             self.last_ack_time,
             srtt,
-            bytes_in_flight,
+            inflight,
         )))
+    }
+    fn tso_segs(&self) -> Option<u32> {
+        // `prague_tso_segs`: `max_tso_burst`, set with the pacing rate at each ACK.
+        if self.fallback.is_some() {
+            return None;
+        }
+        Some(self.burst_pkts(self.last_ack_time).min(u64::from(u32::MAX)) as u32)
     }
     fn mss(&self) -> Option<u32> {
         if self.fallback.is_none() && self.mss < self.cfg.mss {
@@ -731,6 +758,9 @@ mod tests {
         }
         fn pacing_rate(&self, srtt: Dur, b: u64) -> Option<Rate> {
             self.p.pacing_rate(srtt, b)
+        }
+        fn tso_segs(&self) -> Option<u32> {
+            self.p.tso_segs()
         }
         fn mss(&self) -> Option<u32> {
             self.p.mss()
@@ -1018,6 +1048,77 @@ mod tests {
         assert!((up / base - (1.0 + 4.0 / 128.0)).abs() < 1e-9, "{up} vs {base}");
         assert!((down / base - (1.0 - 4.0 / 128.0)).abs() < 1e-9, "{down} vs {base}");
         assert!(p.burst_pkts(t0) >= 1);
+    }
+
+    #[test]
+    fn rate_mode_arithmetic_is_linuxs() {
+        // `prague_update_cwnd` in rate mode at vrtt = 25 ms and 1 MB/s, MTU 1500 B:
+        // increase = 1500·2^23/(25 000·8) = 62 914 (integer), cwnd_v = ⌈10^6·200 000 /
+        // (1500·2^23)⌉ = 16, rate += 62 914/16 ≈ 3932 B/s (exact seconds would give
+        // 60 000/⌈16.7⌉ = 3529).
+        let mut p = Prague::in_congestion_avoidance(cfg(), 3.0, 10);
+        p.saw_ce = true;
+        p.cwnd_mode_rate = true;
+        p.srtt = Dur::from_millis(25);
+        p.hsrtt = 0.025;
+        p.rate_bytes = 1e6;
+        let s = AckSample {
+            now: Time::from_secs(1),
+            acked_pkts: 1,
+            acked_bytes: u64::from(MSS),
+            snd_una: 1,
+            snd_nxt: 100,
+            srtt: Dur::from_millis(25),
+            mss: MSS,
+            cwnd_limited: true,
+            ..Default::default()
+        };
+        p.next_seq = 1_000;
+        p.on_ack(&s);
+        assert!(p.in_rate_mode());
+        assert!(
+            (p.rate_bytes() - (1e6 + 62_914.0 / 16.0)).abs() < 1.0,
+            "{}",
+            p.rate_bytes()
+        );
+        // `prague_pacing_rate_to_frac_cwnd`: ⌈rate·25 000 µs/1500⌉ in 2^-20 packets.
+        let want = (p.rate_bytes() * 25_000.0 / 1500.0).ceil() / 1_048_576.0;
+        assert!((p.frac_cwnd() - want).abs() < 1e-5, "{} vs {want}", p.frac_cwnd());
+    }
+
+    #[test]
+    fn pacing_rate_is_set_at_the_ack_and_bursts_follow_it() {
+        // `prague_update_pacing_rate` runs per ACK, on max(frac_cwnd >> CWND_UNIT,
+        // packets in flight after that ACK): a send that then fills the window does not
+        // raise it.
+        let srtt = Dur::from_millis(20);
+        let mut p = Prague::in_congestion_avoidance(cfg(), 5.3, 10);
+        let s = AckSample {
+            now: Time::from_secs(1),
+            acked_pkts: 1,
+            acked_bytes: u64::from(MSS),
+            snd_una: 1,
+            snd_nxt: 100,
+            bytes_in_flight: 5 * u64::from(MSS),
+            srtt,
+            mss: MSS,
+            cwnd_limited: false,
+            ..Default::default()
+        };
+        p.next_seq = 1_000;
+        p.on_ack(&s);
+        assert_eq!(p.snd_cwnd(), 6);
+        let at_send = p.pacing_rate(srtt, 6 * u64::from(MSS)).unwrap().bytes_per_sec();
+        assert!((at_send - 1500.0 * 5.0 / 0.020).abs() < 1.0, "{at_send}");
+        // `prague_tso_segs`: rate/mtu >> 12, at least 1.
+        assert_eq!(p.tso_segs(), Some(1));
+        let mut big = Prague::in_congestion_avoidance(cfg(), 400.0, 10);
+        big.on_ack(&AckSample {
+            bytes_in_flight: 400 * u64::from(MSS),
+            ..s
+        });
+        // 1500 B·400/20 ms = 20 000 packets/s → 20 000 >> 12 = 4.
+        assert_eq!(big.tso_segs(), Some(4));
     }
 
     #[test]

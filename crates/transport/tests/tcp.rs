@@ -754,13 +754,14 @@ fn syn_retransmitted_with_backoff() {
     assert_eq!(s.stats().sent_packets, 3);
 }
 
-#[test]
-fn pacing_spaces_packets_at_rate() {
-    let rate = Rate::mbps(12);
+/// Send times of the data segments of a 300-segment transfer at a fixed pacing rate, a
+/// window of `cwnd` segments and 10 ms each way.
+fn paced_sends(rate: Rate, tso: Option<u32>, cwnd: u64) -> (Vec<Time>, Dur) {
     let (mut cc, _) = MiniReno::new(EcnMode::Off);
     cc.fixed = true;
-    cc.cwnd = 10_000 * 1448;
+    cc.cwnd = cwnd * 1448;
     cc.pacing = Some(Some(rate));
+    cc.tso = tso;
     let s = TcpSender::new(
         TcpConfig {
             bytes: Some(300 * MSS),
@@ -770,18 +771,15 @@ fn pacing_spaces_packets_at_rate() {
         Time::ZERO,
     );
     let r = TcpReceiver::new(TcpReceiverConfig::default());
-    let fwd = PathCfg {
+    let path = PathCfg {
         delay: Dur::from_millis(10),
         ..Default::default()
     };
-    let rev = PathCfg {
-        delay: Dur::from_millis(10),
-        ..Default::default()
-    };
-    let mut net = Net::new(s, r, fwd, rev);
+    let mut net = Net::new(s, r, path.clone(), path);
     net.fwd.log = Some(Vec::new());
     net.run_until(Time::from_secs(5), |n| n.s.stats().finished);
     assert!(net.s.stats().finished);
+    assert_eq!(net.s.stats().pacing_rate, Some(rate));
     let sends: Vec<Time> = net
         .fwd
         .log
@@ -792,14 +790,42 @@ fn pacing_spaces_packets_at_rate() {
         .map(|x| x.0)
         .collect();
     assert_eq!(sends.len(), 300);
-    let want = rate.tx_time(1514).0 as f64;
-    // Burst allowance: max(2 packets, 1 ms at 12 Mbit/s = 1500 B) = 2 packets.
-    assert_eq!(sends[0], sends[1]);
-    for w in sends[1..].windows(2) {
-        let gap = (w[1] - w[0]).0 as f64;
-        assert!((gap - want).abs() <= 0.01 * want, "gap {gap} want {want}");
+    // Linux EDT spaces by the payload (`tcp_update_skb_after_send`), not by the frame.
+    (sends, rate.tx_time(MSS))
+}
+
+#[test]
+fn pacing_spaces_the_payload_in_bursts_as_linux_edt_does() {
+    let rate = Rate::mbps(12);
+    // Autosizing: max(tcp_min_tso_segs = 2, 2^-10 s at 12 Mbit/s = 1464 B = 1 segment) = 2.
+    let (sends, t) = paced_sends(rate, None, 10_000);
+    // The first 9 data segments do not advance the schedule (`data_segs_out >= 10`); the
+    // 9th opens a burst of 2 that the 10th completes, which starts the schedule.
+    assert!(sends[..10].iter().all(|&x| x == sends[0]), "{:?}", &sends[..12]);
+    for k in 0..145u64 {
+        let i = 10 + 2 * k as usize;
+        let want = sends[0] + t * (2 * k + 1);
+        assert_eq!((sends[i], sends[i + 1]), (want, want), "burst {k}");
     }
-    assert_eq!(net.s.stats().pacing_rate, Some(rate));
+    // A controller's own burst size (`tso_segs`, TCP Prague's 1 below about 98 Mbit/s).
+    let (sends, t) = paced_sends(rate, Some(1), 10_000);
+    assert!(sends[..10].iter().all(|&x| x == sends[0]));
+    for (i, &x) in sends.iter().enumerate().skip(9) {
+        assert_eq!(x, sends[0] + t * (i as u64 - 9), "segment {i}");
+    }
+}
+
+#[test]
+fn pacing_after_a_wait_shortens_one_gap_by_half_as_linux_does() {
+    // A 12-segment window on a 20 ms path at 12 Mbit/s: 10 unpaced, 2 paced, then the
+    // window is full until the first ACKs arrive, long after the schedule ran out.
+    let (sends, t) = paced_sends(Rate::mbps(12), Some(1), 12);
+    assert_eq!(sends[11], sends[0] + t * 2);
+    let a = sends[12];
+    assert!(a >= sends[0] + Dur::from_millis(20), "{a}");
+    // `tcp_update_skb_after_send`: the late sender's credit takes up to half a gap off.
+    assert_eq!(sends[13], a + (t - t / 2));
+    assert_eq!(sends[14], sends[13] + t);
 }
 
 #[test]

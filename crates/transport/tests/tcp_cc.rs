@@ -41,9 +41,11 @@ fn goodput(n: &mut Net<TcpSegment, TcpSender, TcpReceiver>, from: Time, to: Time
 }
 
 /// Prague over a 1 ms step-marking L4S queue: full rate, sub-millisecond mean queue, no
-/// loss, exact AccECN feedback; paced and unpaced. Paced, it relies on
-/// `TcpConfig::paced_is_cwnd_limited` (Prague paces at exactly cwnd/srtt and grows only
-/// when cwnd-limited); the last case shows the stall without it.
+/// loss, exact AccECN feedback; paced and unpaced, with and without
+/// `TcpConfig::paced_is_cwnd_limited`. Prague's pacing rate is cwnd·MTU/srtt but, as in
+/// Linux, the schedule advances by each packet's payload only, so a paced Prague sends
+/// MTU/MSS (3.6 %) faster than its window and fills it: it is cwnd-limited, and grows,
+/// even without the flag.
 #[test]
 fn prague_over_l4s_step_marking_low_delay() {
     for (pacing, paced_is_cwnd_limited) in [(true, true), (false, true), (true, false)] {
@@ -75,11 +77,7 @@ fn prague_over_l4s_step_marking_low_delay() {
             n.fwd.max_qdelay, ss.ce_packets, ss.congestion_events, ss.alpha
         );
         assert_eq!(ss.ecn_mode, "accecn");
-        if paced_is_cwnd_limited {
-            assert!(util > 0.9, "utilisation {util:.3}");
-        } else {
-            assert!(util < 0.8, "expected the paced stall, got utilisation {util:.3}");
-        }
+        assert!(util > 0.9, "utilisation {util:.3}");
         assert!(q < Dur::from_millis(3), "mean queue delay {q}");
         assert_eq!(n.fwd.drops(), 0);
         assert!(ss.ce_packets > 0);

@@ -29,16 +29,21 @@ pub struct TcpConfig {
     pub ecn_syn_attempts: u32,
     /// Pace when the controller gives a pacing rate.
     pub pacing: bool,
-    /// Packets allowed back to back at the pacing rate after an idle or cwnd-limited period.
+    /// Fewest segments a paced burst carries (Linux `tcp_min_tso_segs`, 2). A burst (one
+    /// TSO/GSO skb in Linux) leaves back to back and the next one waits for all of it at
+    /// the pacing rate. Controllers that size their own bursts (TCP Prague's `tso_segs`:
+    /// 2^-12 s of data, at least 1 segment) ignore this and `pacing_burst_time`.
     pub pacing_burst_pkts: u32,
-    /// Time worth of data allowed back to back (Linux TSO autosizing: ~1 ms); the burst is
-    /// the larger of this and `pacing_burst_pkts`.
+    /// Time worth of data at the pacing rate in one burst (Linux `tcp_tso_autosize`:
+    /// `sk_pacing_rate >> sk_pacing_shift`, 2^-10 s); a burst is the larger of this and
+    /// `pacing_burst_pkts`.
     pub pacing_burst_time: Dur,
     /// Count "data ready, cwnd open, but held back by pacing" as cwnd-limited in
     /// `AckSample::cwnd_limited`. The pacing rate is derived from cwnd (cwnd/srtt), so such a
     /// sender is limited by its window, not by the application. Without this, a controller
-    /// that paces at exactly cwnd/srtt (Prague window mode) keeps its flight just below cwnd
-    /// and, if it grows only when cwnd-limited, never grows. Linux TCP Prague v0.7's
+    /// whose pacing spreads exactly its window over srtt keeps its flight just below cwnd
+    /// and, if it grows only when cwnd-limited, never grows (TCP Prague escapes that only
+    /// because its schedule advances by the payload while its rate counts whole packets). Linux TCP Prague v0.7's
     /// `prague_update_cwnd` grows only when `tcp_is_cwnd_limited` (L4STeam/linux
     /// `net/ipv4/tcp_prague.c`, `MODULE_VERSION("0.7")`), but there the packets that the fq
     /// qdisc holds back for pacing (and TSQ) already count as in flight, so a paced flow
@@ -68,7 +73,7 @@ impl Default for TcpConfig {
             ecn_syn_attempts: 2,
             pacing: true,
             pacing_burst_pkts: 2,
-            pacing_burst_time: Dur::from_millis(1),
+            pacing_burst_time: Dur::from_nanos(976_563),
             paced_is_cwnd_limited: true,
             tlp: true,
             tlp_delack: Dur::from_millis(200),

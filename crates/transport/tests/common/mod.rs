@@ -260,6 +260,8 @@ pub struct MiniReno {
     pub pacing: Option<Option<Rate>>,
     /// Fixed window: never change cwnd.
     pub fixed: bool,
+    /// Segments per paced burst (`tso_segs`); `None`: the transport's autosizing.
+    pub tso: Option<u32>,
     pub log: Arc<Mutex<CcLog>>,
 }
 
@@ -275,6 +277,7 @@ impl MiniReno {
                 mss: 1448,
                 pacing: Some(None),
                 fixed: false,
+                tso: None,
                 log: log.clone(),
             },
             log,
@@ -352,6 +355,9 @@ impl CongestionControl for MiniReno {
     }
     fn ssthresh(&self) -> u64 {
         self.ssthresh
+    }
+    fn tso_segs(&self) -> Option<u32> {
+        self.tso
     }
     fn pacing_rate(&self, srtt: Dur, _bif: u64) -> Option<Rate> {
         match self.pacing {

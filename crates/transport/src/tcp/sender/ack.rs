@@ -63,7 +63,8 @@ impl TcpSender {
         self.syn_at = None;
         self.syn_pending = false;
         self.ack_pending = true;
-        // Full burst credit for the first flight.
+        // The first data segments go unpaced (`pace_after_send`); the schedule then starts
+        // with the credit of a sender that waited since time 0.
         self.pace_next = Time::ZERO;
     }
 

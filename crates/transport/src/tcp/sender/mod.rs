@@ -145,7 +145,17 @@ pub struct TcpSender {
     reo_at: Option<Time>,
     tlp_pending: bool,
     tlp_end: Option<u64>,
+    /// Linux `tcp_wstamp_ns`: the earliest departure time of the next burst (EDT pacing).
     pace_next: Time,
+    /// Idle time before the current burst that may still shorten its spacing
+    /// (`tcp_update_skb_after_send`'s credit).
+    pace_credit: Dur,
+    /// Segments the current burst may still carry back to back, and when it started: a
+    /// burst is what Linux sends as one TSO/GSO skb.
+    burst_left: u32,
+    burst_at: Time,
+    /// Data segments sent, new and retransmitted (Linux `data_segs_out`).
+    data_segs_out: u64,
     /// Linux `tcp_cwnd_validate` state: cwnd-limited at some point in the current window,
     /// the largest flight in it, and the `snd_nxt` that ends it.
     cwnd_limited: bool,
@@ -241,6 +251,10 @@ impl TcpSender {
             tlp_pending: false,
             tlp_end: None,
             pace_next: now,
+            pace_credit: Dur::ZERO,
+            burst_left: 0,
+            burst_at: now,
+            data_segs_out: 0,
             cwnd_limited: false,
             max_bif: 0,
             cwnd_usage_seq: 0,
@@ -414,6 +428,56 @@ impl TcpSender {
         }
     }
 
+    /// Segments per burst at `rate`: the controller's own (`tso_segs`), else Linux's
+    /// `tcp_tso_autosize`: `pacing_burst_time` worth of data at the pacing rate
+    /// (`sk_pacing_rate >> sk_pacing_shift`), at least `pacing_burst_pkts`
+    /// (`tcp_min_tso_segs`). Linux's extra 64 KB for paths under 512 µs
+    /// (`tcp_tso_rtt_log`) is left out.
+    fn burst_segs(&self, rate: Rate) -> u32 {
+        let own = self.cc.tso_segs();
+        let segs = own.unwrap_or_else(|| {
+            let auto = rate.bytes_in(self.cfg.pacing_burst_time) / u64::from(self.mss_now().max(1));
+            auto.min(u64::from(u32::MAX)) as u32
+        });
+        if own.is_some() {
+            segs.max(1)
+        } else {
+            segs.max(self.cfg.pacing_burst_pkts).max(1)
+        }
+    }
+
+    /// True while the burst begun at `now` may carry another segment without waiting.
+    fn in_burst(&self, now: Time) -> bool {
+        self.burst_left > 0 && self.burst_at == now
+    }
+
+    /// Linux EDT pacing after a data segment of `len` payload bytes
+    /// (`tcp_update_skb_after_send`, net/ipv4/tcp_output.c): the schedule advances by the
+    /// payload's time at the pacing rate (the rate counts whole packets, the spacing only
+    /// their payload), less up to half of it for time the sender was late (the "OS jitter"
+    /// credit); the first 9 data segments leave it alone (`data_segs_out >= 10`, from
+    /// sch_fq not pacing the first 10). A burst of [`Self::burst_segs`] segments (one
+    /// TSO/GSO skb) leaves at once, and the next waits for the whole burst.
+    fn pace_after_send(&mut self, now: Time, len: u32, rate: Rate) {
+        if self.in_burst(now) {
+            self.burst_left -= 1;
+        } else {
+            // `tcp_transmit_skb`: tcp_wstamp_ns = max(tcp_wstamp_ns, now); the credit is
+            // how far that moved it.
+            self.pace_credit = now.since(self.pace_next);
+            self.pace_next = self.pace_next.max(now);
+            self.burst_left = self.burst_segs(rate) - 1;
+            self.burst_at = now;
+        }
+        if self.data_segs_out < 10 {
+            return;
+        }
+        let t = rate.tx_time(u64::from(len));
+        let cut = (t / 2).min(self.pace_credit);
+        self.pace_credit -= cut;
+        self.pace_next += t - cut;
+    }
+
     fn data_segment(&mut self, now: Time, seq: u64, len: u32, retransmission: bool) -> Transmit<TcpSegment> {
         self.last_data_sent = Some(now);
         let mut flags = TcpFlags::ACK;
@@ -430,11 +494,9 @@ impl TcpSender {
         let size = DATA_OVERHEAD + len;
         self.sent_packets += 1;
         self.sent_bytes += size as u64;
+        self.data_segs_out += 1;
         if let Some(rate) = self.pacing_rate() {
-            let burst_bytes = (self.cfg.pacing_burst_pkts.max(1) as u64 * (self.mss_now() + DATA_OVERHEAD) as u64)
-                .max(rate.bytes_in(self.cfg.pacing_burst_time));
-            let burst = rate.tx_time(burst_bytes.saturating_sub(size as u64));
-            self.pace_next = self.pace_next.max(now - burst) + rate.tx_time(size as u64);
+            self.pace_after_send(now, len, rate);
         }
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rto());
@@ -628,9 +690,10 @@ impl Endpoint for TcpSender {
         }
         if !self.cwnd_allows(len) {
             self.cwnd_validate(true);
+            self.burst_left = 0;
             return None;
         }
-        if self.pacing_rate().is_some() && self.pace_next > now {
+        if self.pacing_rate().is_some() && self.pace_next > now && !self.in_burst(now) {
             if self.cfg.paced_is_cwnd_limited {
                 self.cwnd_validate(true);
             }
