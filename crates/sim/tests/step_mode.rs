@@ -50,8 +50,8 @@ fn step_modes_differ_for_a_lone_packet_at_low_rates() {
         let l4t = run(rate, "l4steam");
         let docsis = run(rate, "docsis");
         // Measured (seed 7, 30 s, 20 ms RTT), Prague share / Prague CE fraction:
-        //   5 Mbit/s: upstream 0.055 / 0.77, l4steam 0.606 / 0.32, docsis 0.633 / 0.31
-        //  10 Mbit/s: upstream 0.257 / 0.34, l4steam 0.597 / 0.21, docsis 0.612 / 0.20
+        //   5 Mbit/s: upstream 0.026 / 0.995, l4steam 0.540 / 0.31, docsis 0.581 / 0.31
+        //  10 Mbit/s: upstream 0.245 / 0.33, l4steam 0.563 / 0.22, docsis 0.604 / 0.21
         // Upstream (min_qlen_step = 0): Prague is step-marked whenever a second packet queues.
         assert!(up.share < 0.35, "{rate} Mbit/s upstream Prague share {}", up.share);
         for (name, o) in [("l4steam", &l4t), ("docsis", &docsis)] {

@@ -200,6 +200,7 @@ fn s3_prague_rtt_independence_vs_dctcp() {
     assert!(rp <= 5.0, "Prague 5 ms : 50 ms = {rp}: {}", brief(&p));
     let d = run_toml(&mk("dctcp", "cc_params = { ect1 = true }"));
     let rd = ratio(&d, "short", "long");
+    eprintln!("s3_prague_rtt_independence_vs_dctcp: Prague 5 ms : 50 ms = {rp:.2}, DCTCP (ECT(1)) {rd:.2}");
     assert!(
         rd >= 3.0 && rd > 2.0 * rp,
         "DCTCP 5 ms : 50 ms = {rd} (Prague {rp}): {}",
