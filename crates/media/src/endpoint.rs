@@ -9,9 +9,10 @@
 //!   key frame requested when its oldest packet waited longer than `max_rtp_queue_delay`
 //!   (rule 8);
 //! * with RT-Prague: at the controller's pacing rate in bursts of `packet_burst` packets
-//!   (`udp_prague_sender.cpp`, `GetCCInfoVideo`); a frame is only started when the previous
-//!   one is fully sent and fewer than `frame_window` frames are in flight, otherwise the
-//!   encoder skips that frame.
+//!   (`udp_prague_sender.cpp`, `GetCCInfoVideo`); a frame starts when the previous one is
+//!   fully sent and at most `frame_window` complete frames are in flight, its later bursts
+//!   go while it still fits in the window, and a frame that cannot start waits for room
+//!   until the next capture tick, which replaces it (the encoder skips it);
 //!   (udp_prague also gates single packets by its packet window; with per-frame feedback
 //!   that would stall a frame until the fallback report, so frames are gated instead.)
 //!
@@ -188,15 +189,23 @@ struct TxStream {
     log: VecDeque<SentPkt>,
     /// Extended sequence number of `log[0]`.
     log_base: u64,
+    /// Remember packets counted lost so that a later report can take the loss back
+    /// (RT-Prague, as udp_prague's `pkts_stat` does), for [`LOST_MEMORY`] packets.
+    keep_lost: bool,
 }
 
+/// How many packets after one counted lost a report may still take the loss back
+/// (udp_prague remembers 65 536, its `PKT_BUFFER_SIZE`; a report that late is rare).
+const LOST_MEMORY: u64 = 4096;
+
 impl TxStream {
-    fn new(ssrc: u32) -> TxStream {
+    fn new(ssrc: u32, keep_lost: bool) -> TxStream {
         TxStream {
             ssrc,
             next_ext: 0,
             log: VecDeque::new(),
             log_base: 0,
+            keep_lost,
         }
     }
     /// Extend a reported 16-bit sequence number around the highest sent. `Err(())` if it
@@ -217,11 +226,27 @@ impl TxStream {
         self.log.get_mut(usize::try_from(i).ok()?)
     }
     fn prune(&mut self) {
-        while self.log.front().is_some_and(|p| p.state != PktState::InFlight) {
+        let keep = |s: &TxStream, p: &SentPkt| {
+            p.state == PktState::InFlight
+                || (s.keep_lost && p.state == PktState::Lost && s.next_ext - s.log_base <= LOST_MEMORY)
+        };
+        while self.log.front().is_some_and(|p| !keep(self, p)) {
             self.log.pop_front();
             self.log_base += 1;
         }
     }
+}
+
+/// What [`MediaSender::frame_gate`] decides for a frame whose capture tick has come.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Gate {
+    Send,
+    /// Send it as a probe although the frame window is full.
+    Probe,
+    /// Its slot has passed while it waited: skip it.
+    Skip,
+    /// Wait for room.
+    Hold,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -319,6 +344,8 @@ pub struct MediaSender {
     discards: u64,
     discarded_pkts: u64,
     frames_skipped: u64,
+    /// A frame whose tick has come waits for room in RT-Prague's frame window.
+    frame_held: bool,
     audio_packets: u64,
     feedback_timeouts: u64,
     unreported_pkts: u64,
@@ -350,8 +377,8 @@ impl MediaSender {
         MediaSender {
             enc,
             ctrl,
-            video: TxStream::new(VIDEO_SSRC),
-            audio: TxStream::new(AUDIO_SSRC),
+            video: TxStream::new(VIDEO_SSRC, p.controller == Controller::RtPrague),
+            audio: TxStream::new(AUDIO_SSRC, p.controller == Controller::RtPrague),
             queue: VecDeque::new(),
             frame_first_sent: None,
             next_send: now,
@@ -396,6 +423,7 @@ impl MediaSender {
             discards: 0,
             discarded_pkts: 0,
             frames_skipped: 0,
+            frame_held: false,
             audio_packets: 0,
             feedback_timeouts: 0,
             unreported_pkts: 0,
@@ -501,8 +529,23 @@ impl MediaSender {
             self.check_feedback_timeout(now);
             return;
         }
+        self.frame_held = false;
         while self.enc.next_frame_time() <= now {
-            self.on_frame_tick(now);
+            match self.frame_gate(now) {
+                Gate::Send => self.on_frame_tick(now),
+                Gate::Probe => {
+                    self.note_probe(now);
+                    self.on_frame_tick(now);
+                }
+                Gate::Skip => {
+                    self.enc.skip_frame(now);
+                    self.frames_skipped += 1;
+                }
+                Gate::Hold => {
+                    self.frame_held = true;
+                    break;
+                }
+            }
         }
         if self.p.controller == Controller::Scream {
             if let Some(front) = self.queue.front() {
@@ -542,41 +585,56 @@ impl MediaSender {
         self.enc.set_target(now, t);
     }
 
-    fn on_frame_tick(&mut self, now: Time) {
-        let rt_video = match &self.ctrl {
-            Ctrl::RtPrague(r) => Some(r.video()),
-            Ctrl::Scream(_) => None,
-        };
-        let rt_packet = match rt_video {
-            Some(v) => {
-                // As `udp_prague_sender.cpp`'s frame loop: skip the frame if the previous one is
-                // still being sent or the frame window is full.
-                let window = v.frame_window.max(1) as usize;
-                let video = &self.video;
-                while let Some(&(_, last)) = self.frames_in_flight.front() {
-                    let done = last < video.log_base
-                        || video
-                            .log
-                            .get((last - video.log_base) as usize)
-                            .is_none_or(|p| p.state != PktState::InFlight);
-                    if done {
-                        self.frames_in_flight.pop_front();
-                    } else {
-                        break;
-                    }
-                }
-                let full = self.frames_in_flight.len() >= window;
-                if full && self.queue.is_empty() && self.may_probe(now) {
-                    // Probe: send this frame although the frame window is full.
-                    self.note_probe(now);
-                } else if !self.queue.is_empty() || full {
-                    self.enc.skip_frame(now);
-                    self.frames_skipped += 1;
-                    return;
-                }
-                Some(v.packet_size.clamp(150, i64::from(self.p.packet_size)) as u32)
+    /// Forget the frames in flight that are no longer: every packet of theirs was
+    /// acknowledged or counted lost.
+    fn refresh_frames_in_flight(&mut self) {
+        let video = &self.video;
+        while let Some(&(_, last)) = self.frames_in_flight.front() {
+            let done = last < video.log_base
+                || video
+                    .log
+                    .get((last - video.log_base) as usize)
+                    .is_none_or(|p| p.state != PktState::InFlight);
+            if done {
+                self.frames_in_flight.pop_front();
+            } else {
+                break;
             }
-            None => None,
+        }
+    }
+
+    /// RT-Prague's frame window (`udp_prague_sender.cpp`, real-time mode): a frame starts
+    /// when the previous one is fully sent and at most `frame_window` complete frames are
+    /// in flight (`frame_inflight <= frame_window`, with `is_sending` still 0). A frame
+    /// that cannot start waits, and starts as soon as an acknowledgement frees room; the
+    /// next capture tick replaces it (udp_prague advances its frame number to the current
+    /// frame time), and the one it replaces counts as skipped. With the window full and
+    /// nothing else to send, a probe frame may go after 2·sRTT + 10 ms of silence
+    /// ([`Self::probe_time`]). SCReAM always encodes.
+    fn frame_gate(&mut self, now: Time) -> Gate {
+        let window = match &self.ctrl {
+            Ctrl::RtPrague(r) => r.video().frame_window.max(1) as usize,
+            Ctrl::Scream(_) => return Gate::Send,
+        };
+        self.refresh_frames_in_flight();
+        let full = self.frames_in_flight.len() > window;
+        if !full && self.queue.is_empty() {
+            return Gate::Send;
+        }
+        if full && self.queue.is_empty() && self.may_probe(now) {
+            return Gate::Probe;
+        }
+        if self.enc.next_frame_time() + self.p.frame_interval <= now {
+            Gate::Skip
+        } else {
+            Gate::Hold
+        }
+    }
+
+    fn on_frame_tick(&mut self, now: Time) {
+        let rt_packet = match &self.ctrl {
+            Ctrl::RtPrague(r) => Some(r.video().packet_size.clamp(150, i64::from(self.p.packet_size)) as u32),
+            Ctrl::Scream(_) => None,
         };
         // The RTP queue delay SCReAM's rateAdjustFactor watches (rule 7,
         // `Stream::newMediaFrame`): the age of what is left of earlier frames when a new frame
@@ -663,11 +721,34 @@ impl MediaSender {
         }
     }
 
-    fn window_open(&self, size: u32) -> bool {
+    fn window_open(&self, q: &Queued) -> bool {
         match &self.ctrl {
-            Ctrl::Scream(s) => s.can_send(self.bytes_in_flight, size),
-            Ctrl::RtPrague(_) => true,
+            Ctrl::Scream(s) => s.can_send(self.bytes_in_flight, q.size),
+            // udp_prague sends a frame's packets while `is_sending + complete frames in
+            // flight <= frame_window`: its first burst with up to the window in flight, the
+            // rest only while the frame itself still fits.
+            Ctrl::RtPrague(r) => {
+                let window = r.video().frame_window.max(1) as usize;
+                let done = self
+                    .frames_in_flight
+                    .iter()
+                    .filter(|&&(_, last)| !self.in_flight(last))
+                    .count();
+                let complete = self.frames_in_flight.len() - done;
+                if q.index == 0 {
+                    complete <= window
+                } else {
+                    complete < window
+                }
+            }
         }
+    }
+
+    /// Whether the video packet `ext` is still in flight.
+    fn in_flight(&self, ext: u64) -> bool {
+        ext.checked_sub(self.video.log_base)
+            .and_then(|k| self.video.log.get(k as usize))
+            .is_some_and(|p| p.state == PktState::InFlight)
     }
 
     fn record_sent(&mut self, audio: bool, size: u32, now: Time) -> u64 {
@@ -741,7 +822,7 @@ impl MediaSender {
         if now < self.next_send {
             return None;
         }
-        if !self.window_open(q.size) {
+        if !self.window_open(&q) {
             if !self.may_probe(now) {
                 return None;
             }
@@ -867,6 +948,14 @@ impl MediaSender {
         let mut failure: Option<EcnFailure> = None;
         let mut capable = false;
         let ce_trusted = self.ce_trusted;
+        // udp_prague's RFC 8888 sender (`rfc8888ack_t::get_frame_stat`, pkt_format.h) counts a
+        // packet lost as soon as a report covers it as not received and takes the loss back
+        // if a later report has it received; it has no reorder time. SCReAM waits for its
+        // `kReorderTime`. (udp_prague also counts lost the packets of a report that was
+        // itself lost, because its receiver reports each packet once; ours covers at least
+        // the last 32 packets, and a packet no received report covered gives no signal
+        // with either controller.)
+        let at_once = matches!(self.ctrl, Ctrl::RtPrague(_));
         for b in &r.blocks {
             let stream = if b.ssrc == VIDEO_SSRC {
                 &mut self.video
@@ -877,9 +966,9 @@ impl MediaSender {
             };
             let ssrc = stream.ssrc;
             // Packets before the block that no received report covered never will be. One
-            // that a report covered as not received stays in flight: the reorder time
-            // declares it lost once a packet sent 30 ms after it is reported, as SCReAM's
-            // `detectLoss` does whatever later reports cover.
+            // that a report covered as not received stays in flight with SCReAM: the reorder
+            // time declares it lost once a packet sent 30 ms after it is reported, as
+            // SCReAM's `detectLoss` does whatever later reports cover.
             if let Ok(Some(begin)) = stream.extend(b.begin_seq) {
                 let n = begin.saturating_sub(stream.log_base).min(stream.log.len() as u64) as usize;
                 for pkt in stream.log.iter_mut().take(n) {
@@ -896,6 +985,11 @@ impl MediaSender {
                     if let Ok(Some(ext)) = stream.extend(seq) {
                         if let Some(pkt) = stream.get_mut(ext) {
                             pkt.covered = true;
+                            if at_once && pkt.state == PktState::InFlight {
+                                pkt.state = PktState::Lost;
+                                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
+                                tally.lost_pkts += 1;
+                            }
                         }
                     }
                     continue;
@@ -958,11 +1052,14 @@ impl MediaSender {
         } else if capable && self.validation == EcnValidation::Testing {
             self.validation = EcnValidation::Capable;
         }
-        // Loss: unreported packets sent more than the reorder time before the newest
-        // reported one.
-        if let Some((_, _, newest_sent, _)) = tally.newest {
-            let cutoff = newest_sent - REORDER_TIME;
-            for s in [&mut self.video, &mut self.audio] {
+        // Loss (SCReAM): unreported packets sent more than the reorder time before the
+        // newest reported one.
+        let cutoff = tally
+            .newest
+            .filter(|_| !at_once)
+            .map(|(_, _, sent, _)| sent - REORDER_TIME);
+        for s in [&mut self.video, &mut self.audio] {
+            if let Some(cutoff) = cutoff {
                 for pkt in s.log.iter_mut() {
                     if pkt.sent_at >= cutoff {
                         break;
@@ -973,8 +1070,8 @@ impl MediaSender {
                         tally.lost_pkts += 1;
                     }
                 }
-                s.prune();
             }
+            s.prune();
         }
         self.acked_pkts += tally.acked_pkts;
         self.acked_bytes += tally.acked_bytes;
@@ -1077,12 +1174,20 @@ impl Endpoint for MediaSender {
         if self.closed {
             return (self.bytes_in_flight > 0).then_some(self.last_progress + FEEDBACK_TIMEOUT);
         }
+        // A frame held back by RT-Prague's frame window waits for an acknowledgement (a
+        // packet), a probe, or the next tick that replaces it.
         let mut t = self.enc.next_frame_time();
+        if self.frame_held {
+            t += self.p.frame_interval;
+            if let Some(pt) = self.probe_time().filter(|_| self.queue.is_empty()) {
+                t = t.min(pt);
+            }
+        }
         if let Some(a) = self.next_audio {
             t = t.min(a);
         }
         if let Some(q) = self.queue.front() {
-            if self.window_open(q.size) {
+            if self.window_open(q) {
                 t = t.min(self.next_send);
             } else if let Some(pt) = self.probe_time() {
                 t = t.min(pt.max(self.next_send));
