@@ -45,13 +45,15 @@
 //! The window is a hand brake, not the usual limit (SCReAM v2 README): a packet may leave
 //! while `bytesInFlight + size ≤ cwnd · windowHeadroom + MSS`, with the adaptive
 //! `windowHeadroom` ∈ [1.5, 3] (`maxWindowHeadroom`, `kMinWindowHeadroom`) following
-//! `queueDelayDev` ([`Scream::can_send`]). `queueDelayAvg` (virtual CE) and `queueDelayDev`
-//! follow `ScreamV2Tx.cpp`: updated at most every min(30 ms, sRtt), the average with gain 1/4
-//! upwards and replaced by a smaller sample at once.
+//! `latencyDiffCwndScale` ([`Scream::can_send`]). `queueDelayAvg` (virtual CE) and
+//! `latencyDiffCwndScale` follow `ScreamV2Tx.cpp`: updated at most every min(30 ms, sRtt),
+//! the average with gain 1/4 upwards and replaced by a smaller sample at once; the scale from
+//! the spread of the queue delay, which also damps an L4S back-off near the last known
+//! maximum and the increase. The queue delay is sampled once per report (the newest packet
+//! reported) where SCReAM takes one per packet.
 //!
-//! Not modelled (documented deviations from @c8f84c3): `latencyDiffCwndScale` (taken as 1;
-//! SCReAM also derives its window headroom from it, here from `queueDelayDev` as in its
-//! code of November 2025), the rate policer detection (loss factor 0.95), SCReAM's
+//! Not modelled (documented deviations from @c8f84c3): the rate policer detection (loss
+//! factor 0.95), SCReAM's
 //! CE-density scaling of F when pacing is off (pacing is always on here), `targetRateScale`
 //! (the encoder follows its target exactly here), the cwnd caps after a long calm and near
 //! the maximum rate, the `tsDiffCorrection` of loss detection (the reorder time is counted
@@ -112,19 +114,21 @@ pub const RAF_GAIN2: f64 = 1.0 / 8.0;
 /// min(30 ms, sRtt); a smaller sample replaces the average at once (SCReAM's
 /// `kQueueDelayAvgAlpha` and its fast-down rule in `ScreamV2Tx.cpp`).
 pub const QDELAY_AVG_GAIN: f64 = 1.0 / 4.0;
-/// `queueDelayDev` normalisation (SCReAM's `kQueueDelayDevNorm`, 25 ms): the deviation
-/// is an EWMA (1/64) of `(queueDelay − queueDelayAvg) / 25 ms`.
-pub const QDELAY_DEV_NORM: f64 = 0.025;
+/// `ScreamV2Tx.cpp` `kLatencyDiffThreshold` (10 ms), `kLatencyDiffAlpha` (1/32) and
+/// `kQueueDelayMinMaxAlpha` (1/16): `latencyDiffCwndScale = clamp(1 − latencyDiffAvg /
+/// 10 ms, 0, 1)`, with `latencyDiffAvg` an EWMA of the spread between a decaying maximum
+/// and a rising minimum of the queue delay, updated at most every min(30 ms, sRtt).
+pub const LATENCY_DIFF_THRESHOLD: f64 = 0.010;
+pub const LATENCY_DIFF_GAIN: f64 = 1.0 / 32.0;
+pub const QDELAY_MIN_MAX_GAIN: f64 = 1.0 / 16.0;
 /// `maxWindowHeadroom` (a `ScreamV2Tx` constructor argument, default 3) and the adaptive floor
-/// (`ScreamV2Tx.cpp` `kMinWindowHeadroom`): the sender may
-/// have up to `cwnd · windowHeadroom + MSS` bytes in flight, with
-/// `windowHeadroom = 1.5 + 1.5 · max(0, (0.1 − queueDelayDev) / 0.1)` re-evaluated every
-/// 50 ms. The window is SCReAM v2's "hand brake", not the usual limit: the rate comes
-/// from cwnd/sRtt and the pacer.
+/// (`ScreamV2Tx.cpp` `kMinWindowHeadroom`): the sender may have up to
+/// `cwnd · windowHeadroom + MSS` bytes in flight, with
+/// `windowHeadroom = 1.5 + 1.5 · latencyDiffCwndScale` (`updateCwnd`). The window is
+/// SCReAM v2's "hand brake", not the usual limit: the rate comes from cwnd/sRtt and the
+/// pacer.
 pub const MAX_WINDOW_HEADROOM: f64 = 3.0;
 pub const MIN_WINDOW_HEADROOM: f64 = 1.5;
-/// SCReAM's slow-update period (window headroom), 50 ms.
-pub const SLOW_UPDATE_INTERVAL: Dur = Dur::from_millis(50);
 /// Upper bound of `rateAdjustFactor` (`ScreamV2TxStream.cpp`).
 pub const RAF_MAX: f64 = 0.5;
 /// Base OWD: minimum over 10 s buckets, 50 of them (`kBaseDelayUpdateInterval_ntp`,
@@ -194,10 +198,13 @@ pub struct Scream {
     base_bucket_start: Time,
     queue_delay: Dur,
     queue_delay_avg: f64,
-    queue_delay_dev: f64,
     last_qd_avg_update: Time,
+    /// `queueDelayMaxAvg`, `queueDelayMinAvg`, `latencyDiffAvg`, `latencyDiffCwndScale`.
+    qd_max_avg: f64,
+    qd_min_avg: f64,
+    latency_diff_avg: f64,
+    latency_diff_scale: f64,
     window_headroom: f64,
-    last_slow_update: Time,
     // L4S
     l4s_alpha: f64,
     alpha_last: Time,
@@ -244,10 +251,12 @@ impl Scream {
             base_bucket_start: now,
             queue_delay: Dur::ZERO,
             queue_delay_avg: 0.0,
-            queue_delay_dev: 0.0,
+            qd_max_avg: 0.0,
+            qd_min_avg: 1000.0,
+            latency_diff_avg: 0.0,
+            latency_diff_scale: 1.0,
             last_qd_avg_update: now,
             window_headroom: MAX_WINDOW_HEADROOM,
-            last_slow_update: now,
             l4s_alpha: L4S_ALPHA_INIT,
             alpha_last: now,
             alpha_delivered: 0,
@@ -336,9 +345,10 @@ impl Scream {
         self.window_headroom
     }
 
-    /// `queueDelayDev` (normalised by 25 ms).
-    pub fn queue_delay_dev(&self) -> f64 {
-        self.queue_delay_dev
+    /// `latencyDiffCwndScale`, in [0, 1]: 1 while the queue delay holds steady, falling
+    /// as its spread approaches 10 ms.
+    pub fn latency_diff_scale(&self) -> f64 {
+        self.latency_diff_scale
     }
 
     /// Rule 7: the pacing rate for a media rate `rtp_rate` (encoder output).
@@ -380,25 +390,29 @@ impl Scream {
         self.queue_delay = Dur::from_nanos(owd.saturating_sub(base).max(0) as u64);
     }
 
-    /// `queueDelayAvg` and `queueDelayDev`, at most every min(30 ms, sRtt); the window
-    /// headroom every 50 ms (SCReAM `ScreamV2Tx::incomingStandardizedFeedback` and
-    /// `updateCwnd`).
+    /// `queueDelayAvg` and `latencyDiffCwndScale`, at most every min(30 ms, sRtt), from the
+    /// queue delay's running maximum and minimum; the window headroom from the latter
+    /// (SCReAM `ScreamV2Tx::incomingStandardizedFeedback` and `updateCwnd`).
     fn update_queue_delay_stats(&mut self, now: Time) {
+        let qd = self.queue_delay.as_secs_f64();
+        self.qd_min_avg = self.qd_min_avg.min(qd);
+        self.qd_max_avg = self.qd_max_avg.max(qd).min(QUEUE_DELAY_TARGET.as_secs_f64());
         if now - self.last_qd_avg_update > self.congestion_interval() {
-            let qd = self.queue_delay.as_secs_f64();
             if qd < self.queue_delay_avg {
                 self.queue_delay_avg = qd;
             } else {
                 self.queue_delay_avg += QDELAY_AVG_GAIN * (qd - self.queue_delay_avg);
             }
-            self.queue_delay_dev = (63.0 * self.queue_delay_dev + (qd - self.queue_delay_avg) / QDELAY_DEV_NORM) / 64.0;
+            let spread = (self.qd_max_avg - self.qd_min_avg).clamp(0.0, 2.0 * LATENCY_DIFF_THRESHOLD);
+            self.latency_diff_avg += LATENCY_DIFF_GAIN * (spread - self.latency_diff_avg);
+            self.latency_diff_scale = (1.0 - self.latency_diff_avg / LATENCY_DIFF_THRESHOLD).clamp(0.0, 1.0);
+            // The maximum decays towards zero and the minimum rises towards it.
+            self.qd_max_avg *= 1.0 - QDELAY_MIN_MAX_GAIN;
+            self.qd_min_avg += QDELAY_MIN_MAX_GAIN * (self.qd_max_avg - self.qd_min_avg);
             self.last_qd_avg_update = now;
         }
-        if now - self.last_slow_update > SLOW_UPDATE_INTERVAL {
-            let x = ((0.1 - self.queue_delay_dev) / 0.1).max(0.0);
-            self.window_headroom = MIN_WINDOW_HEADROOM + (MAX_WINDOW_HEADROOM - MIN_WINDOW_HEADROOM) * x;
-            self.last_slow_update = now;
-        }
+        self.window_headroom =
+            MIN_WINDOW_HEADROOM + (MAX_WINDOW_HEADROOM - MIN_WINDOW_HEADROOM) * self.latency_diff_scale;
     }
 
     /// min(30 ms, sRtt): the shortest interval between congestion reactions.
@@ -513,7 +527,7 @@ impl Scream {
                 } else {
                     ((self.queue_delay_avg - t_half) / t_half).clamp(0.0, 1.0) / rtt_scale
                 };
-                let b = self.l4s_backoff(alpha, rtt_scale);
+                let b = self.l4s_backoff(alpha, rtt_scale, reaction == Reaction::L4sCe);
                 self.cwnd_i = self.cwnd;
                 self.cwnd = ((1.0 - b) * self.cwnd).max(self.cwnd_min);
                 if reaction == Reaction::L4sCe {
@@ -536,6 +550,8 @@ impl Scream {
             let mut inc = acked * self.mss / self.cwnd.max(1.0);
             inc *= scl_pre.max(0.25);
             inc *= (srtt.as_secs_f64() / VIRTUAL_RTT.as_secs_f64()).min(1.0);
+            // Less increase while the queue delay varies (`latencyDiffCwndScale`, ≥ 0.1).
+            inc *= self.latency_diff_scale.clamp(0.1, 1.0);
             let pcs = self.post_congestion_scale(now);
             inc *= 1.0 + MULTIPLICATIVE_INCREASE * (self.cwnd / self.mss) * pcs * scl_pre;
             let limit = self.mss + BYTES_IN_FLIGHT_HEADROOM * self.max_bytes_in_flight() as f64;
@@ -556,15 +572,20 @@ impl Scream {
         }
     }
 
-    /// Rule 4's L4S back-off fraction for `alpha`: ≤ α/2.
-    fn l4s_backoff(&self, alpha: f64, rtt_scale: f64) -> f64 {
+    /// Rule 4's back-off fraction for `alpha`, an L4S CE event's or a virtual one's: ≤ α/2.
+    /// Only the L4S one is scaled down near the last known maximum and while the queue
+    /// delay varies (`updateCwnd`).
+    fn l4s_backoff(&self, alpha: f64, rtt_scale: f64, marked: bool) -> f64 {
         let mut b = alpha / 2.0;
         if self.target < 0.8 * self.acked_rate {
             b *= 0.25;
         }
         b /= rtt_scale;
-        if self.queue_delay < QUEUE_DELAY_TARGET / 4 {
+        if marked && self.queue_delay < QUEUE_DELAY_TARGET / 4 {
             b *= self.scl_i().max(0.25);
+            // "Counteract the limitation in CWND increase when queue delay varies"
+            // (`updateCwnd`).
+            b *= self.latency_diff_scale.clamp(0.25, 1.0);
         }
         b.clamp(0.0, 0.5)
     }
@@ -676,6 +697,49 @@ mod tests {
         let a2 = s.l4s_alpha();
         s.on_feedback(&ev(45, 10, 0)); // F = 0: decay
         assert!((s.l4s_alpha() - a2 * 127.0 / 128.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn latency_diff_scale_follows_the_spread_of_the_queue_delay() {
+        // `ScreamV2Tx.cpp`: every min(30 ms, sRtt) the spread between the decaying maximum
+        // and the rising minimum of the queue delay (≤ 20 ms) enters an EWMA of gain 1/32;
+        // latencyDiffCwndScale = clamp(1 − avg/10 ms, 0, 1); windowHeadroom = 1.5 + 1.5·scale.
+        let run = |swing_ns: i64| {
+            let mut s = Scream::new(params(true), Time::ZERO);
+            let (mut max, mut min, mut avg) = (0.0f64, 1000.0f64, 0.0f64);
+            let mut last = Time::ZERO;
+            for k in 0..400u64 {
+                let mut e = ev(k * 5, 4, 0);
+                // The queue delay alternates between 0 and the swing every report.
+                let q = if k % 2 == 1 { swing_ns } else { 0 };
+                e.owd_ns = Some(12_500_000 + q);
+                s.on_feedback(&e);
+                // The reference arithmetic alongside (sRtt 25 ms: updates every > 25 ms).
+                let qd = q as f64 / 1e9;
+                min = min.min(qd);
+                max = max.max(qd).min(0.1);
+                if e.now - last > Dur::from_millis(25) {
+                    avg += (((max - min).clamp(0.0, 0.02)) - avg) / 32.0;
+                    max *= 15.0 / 16.0;
+                    min += (max - min) / 16.0;
+                    last = e.now;
+                }
+            }
+            let want = (1.0 - avg / 0.01).clamp(0.0, 1.0);
+            assert!(
+                (s.latency_diff_scale() - want).abs() < 1e-9,
+                "{} vs {want}",
+                s.latency_diff_scale()
+            );
+            assert!((s.window_headroom() - (1.5 + 1.5 * want)).abs() < 1e-9);
+            s.latency_diff_scale()
+        };
+        // A steady queue keeps the scale at 1; a 4 ms swing takes it to about 0.6, a 15 ms
+        // swing to 0.
+        assert_eq!(run(0), 1.0);
+        let mid = run(4_000_000);
+        assert!((0.5..0.7).contains(&mid), "{mid}");
+        assert_eq!(run(15_000_000), 0.0);
     }
 
     #[test]
