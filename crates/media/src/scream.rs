@@ -55,8 +55,8 @@
 //! Not modelled (documented deviations from @c8f84c3): the rate policer detection (loss
 //! factor 0.95), SCReAM's
 //! CE-density scaling of F when pacing is off (pacing is always on here), `targetRateScale`
-//! (the encoder follows its target exactly here), the cwnd caps after a long calm and near
-//! the maximum rate, the `tsDiffCorrection` of loss detection (the reorder time is counted
+//! (the encoder follows its target exactly here), the cwnd cap of `maxTotalBitrate` (off
+//! unless the application sets it, as here), the `tsDiffCorrection` of loss detection (the reorder time is counted
 //! from the newest reported packet's send time alone: the correction goes together with
 //! SCReAM's received edge, which takes packets below the highest acknowledged sequence
 //! number out of `bytesInFlight` before they are declared lost, and with the correction
@@ -85,6 +85,9 @@ pub const L4S_ALPHA_GAIN_DOWN: f64 = 1.0 / 128.0;
 pub const L4S_ALPHA_INIT: f64 = 0.1;
 /// `ScreamV2Tx.cpp` `kSrttVirtual`: virtual sRTT for RTT independence.
 pub const VIRTUAL_RTT: Dur = Dur::from_millis(25);
+/// `ScreamV2Tx.cpp` `updateCwnd`: an L4S CE event more than 100 × max(sRtt, 25 ms) after
+/// the last congestion first caps cwnd at the recent maximum bytes in flight.
+pub const LONG_CALM_RTTS: u64 = 100;
 /// `ScreamV2Tx.cpp` `kMinCongestionBackOffInterval_ntp`: minimum interval between congestion
 /// reactions (also bounded by sRtt).
 pub const MIN_CONGESTION_INTERVAL: Dur = Dur::from_millis(30);
@@ -216,6 +219,8 @@ pub struct Scream {
     alpha_marked: u64,
     // events
     last_congestion: Option<Time>,
+    /// When the controller started (SCReAM's `lastCongestionDetectedT_ntp` starts at 0).
+    started: Time,
     // bytes in flight history
     bif: [u64; BIF_BUCKETS],
     bif_idx: usize,
@@ -266,6 +271,7 @@ impl Scream {
             alpha_delivered: 0,
             alpha_marked: 0,
             last_congestion: None,
+            started: now,
             bif: [0; BIF_BUCKETS],
             bif_idx: 0,
             bif_bucket_start: now,
@@ -533,6 +539,13 @@ impl Scream {
                 };
                 let b = self.l4s_backoff(alpha, rtt_scale, reaction == Reaction::L4sCe);
                 self.cwnd_i = self.cwnd;
+                let calm = now - self.last_congestion.unwrap_or(self.started);
+                if reaction == Reaction::L4sCe && calm > srtt.max(VIRTUAL_RTT) * LONG_CALM_RTTS {
+                    // A long calm (the stream held by its maximum bitrate) may have let cwnd
+                    // grow far above what was in flight: back to the recent maximum first
+                    // (`updateCwnd`, `maxBytesInFlightPrev`).
+                    self.cwnd = self.cwnd.min(self.max_bytes_in_flight() as f64);
+                }
                 self.cwnd = ((1.0 - b) * self.cwnd).max(self.cwnd_min);
                 if reaction == Reaction::L4sCe {
                     self.ce_events += 1;
@@ -701,6 +714,34 @@ mod tests {
         let a2 = s.l4s_alpha();
         s.on_feedback(&ev(45, 10, 0)); // F = 0: decay
         assert!((s.l4s_alpha() - a2 * 127.0 / 128.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_l4s_ce_event_after_a_long_calm_caps_cwnd_at_the_recent_flight() {
+        // `updateCwnd`: more than 100 × max(sRtt, 25 ms) after the last congestion, an L4S CE
+        // event first brings cwnd down to the recent maximum bytes in flight, then backs off.
+        for (calm_ms, capped) in [(3_000u64, true), (2_000, false)] {
+            let mut s = Scream::new(params(true), Time::ZERO);
+            s.set_for_test(400_000.0, 0.2, Dur::from_millis(25));
+            s.last_congestion = Some(Time::from_millis(100));
+            // 100 000 B in flight on every report (ev), none marked, until just before the CE.
+            let t_ce = 100 + calm_ms;
+            for t in (t_ce - 900..t_ce).step_by(50) {
+                s.on_feedback(&ev(t, 0, 0));
+            }
+            let before = s.cwnd() as f64;
+            let r = s.on_feedback(&ev(t_ce, 4, 4));
+            assert_eq!(r, Reaction::L4sCe);
+            let after = s.cwnd() as f64;
+            if capped {
+                assert!(after <= 100_000.0, "{calm_ms} ms: {before} → {after}");
+            } else {
+                assert!(
+                    after > 0.5 * before && after > 100_000.0,
+                    "{calm_ms} ms: {before} → {after}"
+                );
+            }
+        }
     }
 
     #[test]
