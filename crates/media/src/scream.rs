@@ -56,13 +56,13 @@
 //! factor 0.95), SCReAM's
 //! CE-density scaling of F when pacing is off (pacing is always on here), `targetRateScale`
 //! (the encoder follows its target exactly here), the cwnd cap of `maxTotalBitrate` (off
-//! unless the application sets it, as here), the `tsDiffCorrection` of loss detection (the reorder time is counted
-//! from the newest reported packet's send time alone: the correction goes together with
-//! SCReAM's received edge, which takes packets below the highest acknowledged sequence
-//! number out of `bytesInFlight` before they are declared lost, and with the correction
-//! alone undetected losses held the window shut — `xr-varying-bandwidth`'s L4S stream
-//! stalled 71 % of the time), and a 1 s history for
-//! `maxBytesInFlight` instead of SCReAM's 50 ms slow updates.
+//! unless the application sets it, as here) and the one near the maximum bitrate (from
+//! `relFrameSizeHigh`, which needs the encoder's frame size statistics), and the
+//! `tsDiffCorrection` of loss detection (the reorder time is counted from the newest
+//! reported packet's send time alone: the correction goes together with SCReAM's received
+//! edge, which takes packets below the highest acknowledged sequence number out of
+//! `bytesInFlight` before they are declared lost; docs/validation.md says what each did
+//! when tried).
 //!
 //! SCReAM's own equations leave an L4S stream a small share beside TCP Prague: `l4sAlpha`
 //! rises by 1/8 towards a sample but decays by only 1/128 per update, so with one report
@@ -142,9 +142,9 @@ pub const RAF_MAX: f64 = 0.5;
 /// `kBaseOwdHistSize`).
 pub const BASE_OWD_BUCKET: Dur = Dur::from_secs(10);
 pub const BASE_OWD_BUCKETS: usize = 50;
-/// History of bytes in flight for `maxBytesInFlight`: 10 buckets of 100 ms (our choice).
-const BIF_BUCKET: Dur = Dur::from_millis(100);
-const BIF_BUCKETS: usize = 10;
+/// `maxBytesInFlight` restarts every 50 ms (`kSlowUpdateInterval_ntp`); the previous
+/// interval's maximum is kept as `maxBytesInFlightPrev`.
+const BIF_INTERVAL: Dur = Dur::from_millis(50);
 
 /// Parameters of one SCReAM instance (one video stream).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -222,9 +222,10 @@ pub struct Scream {
     /// When the controller started (SCReAM's `lastCongestionDetectedT_ntp` starts at 0).
     started: Time,
     // bytes in flight history
-    bif: [u64; BIF_BUCKETS],
-    bif_idx: usize,
-    bif_bucket_start: Time,
+    /// `maxBytesInFlight` (this interval), `maxBytesInFlightPrev`, and when this one began.
+    bif_max: u64,
+    bif_max_prev: u64,
+    bif_interval_start: Time,
     // rate
     target: f64,
     rate_adjust_factor: f64,
@@ -272,9 +273,9 @@ impl Scream {
             alpha_marked: 0,
             last_congestion: None,
             started: now,
-            bif: [0; BIF_BUCKETS],
-            bif_idx: 0,
-            bif_bucket_start: now,
+            bif_max: 0,
+            bif_max_prev: 0,
+            bif_interval_start: now,
             target,
             rate_adjust_factor: 0.0,
             loss_rate: 0.0,
@@ -337,9 +338,10 @@ impl Scream {
     pub fn rate_adjust_factor(&self) -> f64 {
         self.rate_adjust_factor
     }
-    /// Largest bytes in flight over the last second.
+    /// max(`maxBytesInFlight`, `maxBytesInFlightPrev`): the largest bytes in flight over
+    /// this and the previous 50 ms interval.
     pub fn max_bytes_in_flight(&self) -> u64 {
-        self.bif.iter().copied().max().unwrap_or(0)
+        self.bif_max.max(self.bif_max_prev)
     }
 
     /// Whether a packet of `size` bytes may be sent with `bytes_in_flight` outstanding:
@@ -373,17 +375,14 @@ impl Scream {
     }
 
     fn note_bif(&mut self, now: Time, bif: u64) {
-        while now - self.bif_bucket_start >= BIF_BUCKET {
-            self.bif_bucket_start += BIF_BUCKET;
-            self.bif_idx = (self.bif_idx + 1) % BIF_BUCKETS;
-            self.bif[self.bif_idx] = 0;
-            if now - self.bif_bucket_start > BIF_BUCKET * BIF_BUCKETS as u64 {
-                // Long idle: reset the whole history at once.
-                self.bif = [0; BIF_BUCKETS];
-                self.bif_bucket_start = now;
-            }
+        if now - self.bif_interval_start > BIF_INTERVAL {
+            // SCReAM's slow update: the interval's maximum becomes the previous one (after a
+            // long silence both are stale, as in the reference).
+            self.bif_max_prev = self.bif_max;
+            self.bif_max = 0;
+            self.bif_interval_start = now;
         }
-        self.bif[self.bif_idx] = self.bif[self.bif_idx].max(bif);
+        self.bif_max = self.bif_max.max(bif);
     }
 
     fn note_owd(&mut self, now: Time, owd: i64) {
@@ -542,9 +541,9 @@ impl Scream {
                 let calm = now - self.last_congestion.unwrap_or(self.started);
                 if reaction == Reaction::L4sCe && calm > srtt.max(VIRTUAL_RTT) * LONG_CALM_RTTS {
                     // A long calm (the stream held by its maximum bitrate) may have let cwnd
-                    // grow far above what was in flight: back to the recent maximum first
-                    // (`updateCwnd`, `maxBytesInFlightPrev`).
-                    self.cwnd = self.cwnd.min(self.max_bytes_in_flight() as f64);
+                    // grow far above what was in flight: back to the previous interval's
+                    // maximum first (`updateCwnd`, `maxBytesInFlightPrev`).
+                    self.cwnd = self.cwnd.min(self.bif_max_prev as f64);
                 }
                 self.cwnd = ((1.0 - b) * self.cwnd).max(self.cwnd_min);
                 if reaction == Reaction::L4sCe {
@@ -714,6 +713,20 @@ mod tests {
         let a2 = s.l4s_alpha();
         s.on_feedback(&ev(45, 10, 0)); // F = 0: decay
         assert!((s.l4s_alpha() - a2 * 127.0 / 128.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn max_bytes_in_flight_spans_this_and_the_previous_50_ms() {
+        // `maxBytesInFlight` restarts at each 50 ms slow update, the old value kept as
+        // `maxBytesInFlightPrev`; the increase is limited by the larger of the two.
+        let mut s = Scream::new(params(true), Time::ZERO);
+        s.on_sent(Time::from_millis(10), 100_000);
+        s.on_sent(Time::from_millis(40), 20_000);
+        assert_eq!(s.max_bytes_in_flight(), 100_000);
+        s.on_sent(Time::from_millis(70), 10_000); // a new interval: the old max is "prev"
+        assert_eq!(s.max_bytes_in_flight(), 100_000);
+        s.on_sent(Time::from_millis(130), 5_000); // two intervals on: forgotten
+        assert_eq!(s.max_bytes_in_flight(), 10_000);
     }
 
     #[test]
