@@ -1004,14 +1004,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn rate_mode_probing_min_rate_and_mss_rechoice() {
+    /// A Prague in rate mode at `rate` B/s, srtt and hsrtt 25 ms, 3 packets of window.
+    fn in_rate_mode(rate: f64) -> Prague {
         let mut p = Prague::in_congestion_avoidance(cfg(), 3.0, 10);
         p.saw_ce = true;
         p.cwnd_mode_rate = true;
         p.srtt = Dur::from_millis(25);
         p.hsrtt = 0.025;
-        p.rate_bytes = 20_000.0;
+        p.rate_bytes = rate;
+        p
+    }
+
+    #[test]
+    fn rate_mode_probing_min_rate_and_mss_rechoice() {
+        let mut p = in_rate_mode(20_000.0);
         p.alpha = 1.0;
         assert!(p.in_rate_mode());
         let t0 = Time::from_secs(2);
@@ -1056,12 +1062,7 @@ mod tests {
         // increase = 1500·2^23/(25 000·8) = 62 914 (integer), cwnd_v = ⌈10^6·200 000 /
         // (1500·2^23)⌉ = 16, rate += 62 914/16 ≈ 3932 B/s (exact seconds would give
         // 60 000/⌈16.7⌉ = 3529).
-        let mut p = Prague::in_congestion_avoidance(cfg(), 3.0, 10);
-        p.saw_ce = true;
-        p.cwnd_mode_rate = true;
-        p.srtt = Dur::from_millis(25);
-        p.hsrtt = 0.025;
-        p.rate_bytes = 1e6;
+        let mut p = in_rate_mode(1e6);
         let s = AckSample {
             now: Time::from_secs(1),
             acked_pkts: 1,

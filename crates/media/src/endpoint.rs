@@ -23,13 +23,15 @@
 //! [`MediaSenderStats::feedback_malformed`] and ignored); every reported packet is matched
 //! to the packet log by extending its 16-bit sequence number; newly received packets,
 //! their CE marks, the RTT (`now − send time − ATO` of the newest packet) and the one-way
-//! delay (`report timestamp − ATO − send time`) drive the controller. A packet a report
-//! covered as not received, still missing when a packet sent more than 30 ms after it has
-//! been reported, is declared lost (SCReAM's reorder time, `kReorderTime`), also when later
-//! reports no longer cover it (a report covers the packets since the previous one, so
-//! under heavy loss the next report starts after a gap that was too young to be declared
-//! lost). Packets before a report's `begin_seq` that no received report covered (their
-//! reports were lost) leave the flight without a congestion signal.
+//! delay (`report timestamp − ATO − send time`) drive the controller. Losses: with SCReAM
+//! as its `detectLoss` finds them (a packet below the highest acknowledged sequence number
+//! leaves the flight; one not acknowledged is lost once it was sent more than 30 ms, plus
+//! how much older its frame is, before the packet acknowledged last, or once it is more
+//! than 512 below the highest acknowledged), whatever the reports covered; with RT-Prague
+//! as udp_prague's sender finds them (a packet a report gives as not received is lost at
+//! once, and taken back if a later report has it), while packets before a report's
+//! `begin_seq` that no received report covered (their reports were lost) leave the flight
+//! without a congestion signal.
 //!
 //! **ECN validation** (RFC 9000 §13.4.2 style): while L4S, every reported
 //! packet that was sent ECT(1) must come back ECT(1) or CE. Not-ECT means bleaching
@@ -64,7 +66,7 @@ pub const AUDIO_SSRC: u32 = 0x4C34_5602;
 /// SSRC of the receiver (RTCP sender).
 pub const RECEIVER_SSRC: u32 = 0x4C34_52FF;
 /// SCReAM's reorder time (`ScreamTx.h` `kReorderTime`): a packet is lost when one sent this much
-/// later has been reported.
+/// later (beyond the age difference of their frames) has been acknowledged.
 pub const REORDER_TIME: Dur = Dur::from_millis(30);
 /// No valid feedback for this long with packets in flight: everything in flight is
 /// declared lost and the controller resets (udp_prague's 1 s send timeout, `SND_TIMEOUT`).
@@ -174,6 +176,11 @@ enum PktState {
 struct SentPkt {
     size: u32,
     sent_at: Time,
+    /// Capture time of its frame (its RTP timestamp).
+    captured: Time,
+    /// Its bytes count in `bytes_in_flight` (SCReAM stops counting a packet once a later
+    /// one is acknowledged, before it is declared lost or acknowledged itself).
+    counted: bool,
     ecn: Ecn,
     state: PktState,
     /// A received report covered it (as received or not): once a later report starts
@@ -192,7 +199,27 @@ struct TxStream {
     /// Remember packets counted lost so that a later report can take the loss back
     /// (RT-Prague, as udp_prague's `pkts_stat` does), for [`LOST_MEMORY`] packets.
     keep_lost: bool,
+    /// Send time of the last packet acknowledged and the latest capture time among those
+    /// acknowledged (SCReAM's per-stream `timeTxAck_ntp` and `timeStampAckHigh`).
+    ack_tx: Option<Time>,
+    ack_captured_high: Time,
+    /// Highest extended sequence number acknowledged (SCReAM's `highestSeqNr`).
+    ack_high: Option<u64>,
 }
+
+impl SentPkt {
+    /// Take the packet's bytes out of `bif` once.
+    fn uncount(&mut self, bif: &mut u64) {
+        if self.counted {
+            self.counted = false;
+            *bif = bif.saturating_sub(u64::from(self.size));
+        }
+    }
+}
+
+/// SCReAM's loss window: a packet this many sequence numbers below the highest acknowledged
+/// one that was never acknowledged is lost (`detectLoss`, 512 below `hiSeqAck`).
+const LOSS_WINDOW: u64 = 512;
 
 /// How many packets after one counted lost a report may still take the loss back
 /// (udp_prague remembers 65 536, its `PKT_BUFFER_SIZE`; a report that late is rare).
@@ -206,6 +233,9 @@ impl TxStream {
             log: VecDeque::new(),
             log_base: 0,
             keep_lost,
+            ack_tx: None,
+            ack_captured_high: Time::ZERO,
+            ack_high: None,
         }
     }
     /// Extend a reported 16-bit sequence number around the highest sent. `Err(())` if it
@@ -751,7 +781,7 @@ impl MediaSender {
             .is_some_and(|p| p.state == PktState::InFlight)
     }
 
-    fn record_sent(&mut self, audio: bool, size: u32, now: Time) -> u64 {
+    fn record_sent(&mut self, audio: bool, size: u32, captured: Time, now: Time) -> u64 {
         let ecn = self.controller_ecn();
         let s = if audio { &mut self.audio } else { &mut self.video };
         let ext = s.next_ext;
@@ -759,6 +789,8 @@ impl MediaSender {
         s.log.push_back(SentPkt {
             size,
             sent_at: now,
+            captured,
+            counted: true,
             ecn,
             state: PktState::InFlight,
             covered: false,
@@ -767,7 +799,7 @@ impl MediaSender {
             if let Some(old) = s.log.front_mut() {
                 if old.state == PktState::InFlight {
                     old.state = PktState::Lost;
-                    self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(old.size));
+                    old.uncount(&mut self.bytes_in_flight);
                     self.lost_pkts += 1;
                 }
             }
@@ -793,7 +825,7 @@ impl MediaSender {
             return None;
         }
         self.next_audio = Some(t + a.interval);
-        let ext = self.record_sent(true, a.size, now);
+        let ext = self.record_sent(true, a.size, now, now);
         let no = self.audio_no;
         self.audio_no += 1;
         self.audio_packets += 1;
@@ -836,7 +868,7 @@ impl MediaSender {
                 now
             }
         };
-        let ext = self.record_sent(false, q.size, now);
+        let ext = self.record_sent(false, q.size, q.enqueued, now);
         let rate = self.pacing_rate();
         let wire = u64::from(q.size + UDP_OVERHEAD);
         let last = q.index + 1 == q.count;
@@ -965,16 +997,16 @@ impl MediaSender {
                 continue;
             };
             let ssrc = stream.ssrc;
-            // Packets before the block that no received report covered never will be. One
-            // that a report covered as not received stays in flight with SCReAM: the reorder
-            // time declares it lost once a packet sent 30 ms after it is reported, as
-            // SCReAM's `detectLoss` does whatever later reports cover.
-            if let Ok(Some(begin)) = stream.extend(b.begin_seq) {
+            // RT-Prague: packets before the block that no received report covered never will
+            // be, and give no signal (`Unreported`). SCReAM keeps every packet that was not
+            // acknowledged until its `detectLoss` rules below declare it lost, whatever the
+            // reports covered.
+            if let Some(begin) = stream.extend(b.begin_seq).ok().flatten().filter(|_| at_once) {
                 let n = begin.saturating_sub(stream.log_base).min(stream.log.len() as u64) as usize;
                 for pkt in stream.log.iter_mut().take(n) {
                     if pkt.state == PktState::InFlight && !pkt.covered {
                         pkt.state = PktState::Unreported;
-                        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
+                        pkt.uncount(&mut self.bytes_in_flight);
                         self.unreported_pkts += 1;
                     }
                 }
@@ -987,7 +1019,7 @@ impl MediaSender {
                             pkt.covered = true;
                             if at_once && pkt.state == PktState::InFlight {
                                 pkt.state = PktState::Lost;
-                                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
+                                pkt.uncount(&mut self.bytes_in_flight);
                                 tally.lost_pkts += 1;
                             }
                         }
@@ -1020,10 +1052,11 @@ impl MediaSender {
                         self.report_rtts.push(r.max(Dur::from_micros(1)));
                     }
                 }
+                let newly = (pkt.state != PktState::Acked).then_some((pkt.sent_at, pkt.captured));
                 match pkt.state {
                     PktState::InFlight => {
                         pkt.state = PktState::Acked;
-                        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
+                        pkt.uncount(&mut self.bytes_in_flight);
                         tally.acked_pkts += 1;
                         tally.acked_bytes += u64::from(pkt.size);
                         if ce {
@@ -1045,6 +1078,11 @@ impl MediaSender {
                 if m.ato < rfc8888::ATO_OVER_RANGE && tally.newest.is_none_or(|(_, _, t, _)| pkt.sent_at > t) {
                     tally.newest = Some((ext, ssrc, pkt.sent_at, m.ato));
                 }
+                if let Some((sent, captured)) = newly {
+                    stream.ack_tx = Some(sent);
+                    stream.ack_captured_high = stream.ack_captured_high.max(captured);
+                    stream.ack_high = Some(stream.ack_high.map_or(ext, |h| h.max(ext)));
+                }
             }
         }
         if let Some(f) = failure {
@@ -1052,21 +1090,36 @@ impl MediaSender {
         } else if capable && self.validation == EcnValidation::Testing {
             self.validation = EcnValidation::Capable;
         }
-        // Loss (SCReAM): unreported packets sent more than the reorder time before the
-        // newest reported one.
-        let cutoff = tally
-            .newest
-            .filter(|_| !at_once)
-            .map(|(_, _, sent, _)| sent - REORDER_TIME);
+        // Loss, SCReAM's `detectLoss` (ScreamV2Tx.cpp), per stream, with three rules:
+        // - the received edge: a packet below the highest acknowledged sequence number no
+        //   longer counts in flight ("advances the send window, similar to what SACK does");
+        // - a packet not acknowledged is lost once it was sent more than the reorder time,
+        //   plus how much older its frame is than the newest frame acknowledged
+        //   (`tsDiffCorrection`: a frame's packets leave in a burst at its capture tick),
+        //   before the packet acknowledged last; with sending that keeps up with capture
+        //   this rarely fires;
+        // - a packet more than 512 sequence numbers below the highest acknowledged one is
+        //   "lost forever" (`kMaxTxPackets` window).
         for s in [&mut self.video, &mut self.audio] {
-            if let Some(cutoff) = cutoff {
-                for pkt in s.log.iter_mut() {
-                    if pkt.sent_at >= cutoff {
+            let (Some(ack_tx), Some(high)) = (s.ack_tx, s.ack_high) else {
+                s.prune();
+                continue;
+            };
+            if !at_once {
+                let captured_high = s.ack_captured_high;
+                let edge = (high + 1).saturating_sub(s.log_base);
+                let forever = high.saturating_sub(LOSS_WINDOW).saturating_sub(s.log_base);
+                for (k, pkt) in s.log.iter_mut().enumerate() {
+                    let k = k as u64;
+                    if k >= edge {
                         break;
                     }
-                    if pkt.state == PktState::InFlight {
+                    if pkt.state != PktState::InFlight {
+                        continue;
+                    }
+                    pkt.uncount(&mut self.bytes_in_flight);
+                    if k < forever || pkt.sent_at + REORDER_TIME + (captured_high - pkt.captured) < ack_tx {
                         pkt.state = PktState::Lost;
-                        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(pkt.size));
                         tally.lost_pkts += 1;
                     }
                 }

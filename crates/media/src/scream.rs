@@ -52,17 +52,13 @@
 //! maximum and the increase. The queue delay is sampled once per report (the newest packet
 //! reported) where SCReAM takes one per packet.
 //!
-//! Not modelled (documented deviations from @c8f84c3): the rate policer detection (loss
-//! factor 0.95), SCReAM's
-//! CE-density scaling of F when pacing is off (pacing is always on here), `targetRateScale`
-//! (the encoder follows its target exactly here), the cwnd cap of `maxTotalBitrate` (off
-//! unless the application sets it, as here) and the one near the maximum bitrate (from
-//! `relFrameSizeHigh`, which needs the encoder's frame size statistics), and the
-//! `tsDiffCorrection` of loss detection (the reorder time is counted from the newest
-//! reported packet's send time alone: the correction goes together with SCReAM's received
-//! edge, which takes packets below the highest acknowledged sequence number out of
-//! `bytesInFlight` before they are declared lost; docs/validation.md says what each did
-//! when tried).
+//! Not modelled (documented deviations from @c8f84c3): the rate policer protection (off by
+//! default, `enableRatePolicerProtection`), SCReAM's CE-density scaling of F when pacing is
+//! off (pacing is always on here), `targetRateScale` (it corrects encoders that miss their
+//! target; ours meets it on average), the cwnd cap of `maxTotalBitrate` (off unless the
+//! application sets it, as here) and the one near the maximum bitrate (from
+//! `relFrameSizeHigh`, which needs the encoder's frame size statistics). Loss detection
+//! (`detectLoss`) lives in the sender, [`crate::endpoint`].
 //!
 //! SCReAM's own equations leave an L4S stream a small share beside TCP Prague: `l4sAlpha`
 //! rises by 1/8 towards a sample but decays by only 1/128 per update, so with one report

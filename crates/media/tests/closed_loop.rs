@@ -378,8 +378,17 @@ fn malformed_and_lost_feedback_is_survived() {
             m.l4s_active,
             "{controller}: undecodable reports must not fail ECN validation"
         );
+        // SCReAM, as its reference (`detectLoss`), counts a packet that no received report
+        // acknowledged lost once 512 newer ones are: the packets of a lost or unreadable
+        // report that the next one does not cover again (ours covers at least the last 32)
+        // are losses to it, and it backs off. RT-Prague's missing reports give no signal.
+        let floor = if controller == "scream" { 0.15 } else { 0.3 };
         let mean = s.trace.mean_target(Time::from_secs(5), Time::from_secs(10));
-        assert!(mean > 0.3 * 30e6, "{controller}: target {mean}");
+        eprintln!(
+            "{controller}, 30 % of reports corrupted: mean target {:.2} Mbit/s",
+            mean / 1e6
+        );
+        assert!(mean > floor * 30e6, "{controller}: target {mean}");
         let p99 = pct(&s.trace.sojourn_after(Time::from_secs(5)), 0.99);
         assert!(p99 <= Dur::from_millis(5), "{controller}: {p99}");
 
@@ -388,8 +397,12 @@ fn malformed_and_lost_feedback_is_survived() {
         let mut s = Sim::new(&p, net, 10);
         s.run_until(Time::from_secs(10));
         let mean = s.trace.mean_target(Time::from_secs(5), Time::from_secs(10));
+        eprintln!(
+            "{controller}, 30 % of reports lost: mean target {:.2} Mbit/s",
+            mean / 1e6
+        );
         assert!(
-            mean > 0.3 * 30e6,
+            mean > floor * 30e6,
             "{controller}: target {mean} with 30 % report loss {:?} {:?}",
             s.tx.media_stats(),
             s.tx.stats()
@@ -593,4 +606,61 @@ fn rt_prague_counts_a_reported_gap_lost_at_once_and_takes_it_back() {
             "{controller}: unreported"
         );
     }
+}
+
+/// SCReAM's `detectLoss` (ScreamV2Tx.cpp @c8f84c3): a packet below the highest acknowledged
+/// sequence number leaves the flight at once (the "received edge"), and one that is never
+/// acknowledged is lost once 512 newer ones are, whatever the reports covered.
+#[test]
+fn scream_detects_loss_as_its_reference_does() {
+    use l4s_media::endpoint::{Feedback, MediaHeader, VIDEO_SSRC};
+    use l4s_media::rfc8888::{encode_vec, CcfbReport, Metric, SsrcBlock};
+    // Acknowledge everything sent so far (packet 2 only if `with_2`), 10 ms apart, until
+    // `upto` packets went out; (bytes in flight after the first report, lost at the end).
+    let run = |with_2: bool, upto: u64| {
+        let p = params(&format!("{SMOOTH}\ncontroller = \"scream\""));
+        let mut tx = l4s_media::MediaSender::new(&p, l4s_core::Rng::new(1), Time::ZERO);
+        let (mut now, mut sent, mut acked) = (Time::ZERO, 0u64, 0u64);
+        let mut first_bif = None;
+        while acked < upto {
+            while tx.poll_transmit(now).is_some() {
+                sent += 1;
+            }
+            now += Dur::from_millis(10);
+            if sent > acked {
+                let r = CcfbReport {
+                    sender_ssrc: 1,
+                    blocks: vec![SsrcBlock {
+                        ssrc: VIDEO_SSRC,
+                        begin_seq: acked as u16,
+                        metrics: (acked..sent)
+                            .map(|q| Metric {
+                                received: q != 2 || with_2,
+                                ecn: Ecn::NotEct,
+                                ato: 0,
+                            })
+                            .collect(),
+                    }],
+                    report_timestamp: l4s_media::rfc8888::ntp_mid32(now.as_nanos()),
+                };
+                let bytes = encode_vec(&r, p.count_convention);
+                tx.handle_packet(now, &MediaHeader::Feedback(Feedback { bytes }), 100, Ecn::NotEct);
+                acked = sent;
+                first_bif.get_or_insert(tx.media_stats().bytes_in_flight);
+            }
+        }
+        (first_bif.unwrap(), tx.stats().lost_packets, acked)
+    };
+    // The first report leaves packet 2 out of the flight as if it had been acknowledged
+    // (before, it stayed in flight until declared lost).
+    let (bif_missing, lost_early, _) = run(false, 100);
+    let (bif_all, lost_none, _) = run(true, 100);
+    assert_eq!(bif_missing, bif_all);
+    assert_eq!(lost_none, 0);
+    // Packet 2 is declared lost once, by the 30 ms rule here (this window-limited sender
+    // falls behind its frames' ticks) or at the latest 512 packets on.
+    let (_, lost, acked) = run(false, 600);
+    assert!(acked > 514, "{acked}");
+    assert!(lost_early <= 1);
+    assert_eq!(lost, 1);
 }
