@@ -677,11 +677,14 @@ impl MediaSender {
         let Some(f) = self.enc.poll_frame(now) else {
             return;
         };
-        if let Ctrl::Scream(s) = &mut self.ctrl {
-            s.on_frame(self.queue_age_at_capture);
-        }
         let pkt_size = rt_packet.unwrap_or(self.p.packet_size).max(RTP_HEADER + 1);
         let (n, size_of) = packetise(f.bytes, max_payload(pkt_size));
+        if let Ctrl::Scream(s) = &mut self.ctrl {
+            s.on_frame(
+                self.queue_age_at_capture,
+                f64::from(f.bytes) + f64::from(n * RTP_HEADER),
+            );
+        }
         for i in 0..n {
             self.queue.push_back(Queued {
                 frame: f.number,

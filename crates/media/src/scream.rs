@@ -56,8 +56,7 @@
 //! default, `enableRatePolicerProtection`), SCReAM's CE-density scaling of F when pacing is
 //! off (pacing is always on here), `targetRateScale` (it corrects encoders that miss their
 //! target; ours meets it on average), the cwnd cap of `maxTotalBitrate` (off unless the
-//! application sets it, as here) and the one near the maximum bitrate (from
-//! `relFrameSizeHigh`, which needs the encoder's frame size statistics). Loss detection
+//! application sets it, as here). Loss detection
 //! (`detectLoss`) lives in the sender, [`crate::endpoint`].
 //!
 //! SCReAM's own equations leave an L4S stream a small share beside TCP Prague: `l4sAlpha`
@@ -139,8 +138,19 @@ pub const RAF_MAX: f64 = 0.5;
 pub const BASE_OWD_BUCKET: Dur = Dur::from_secs(10);
 pub const BASE_OWD_BUCKETS: usize = 50;
 /// `maxBytesInFlight` restarts every 50 ms (`kSlowUpdateInterval_ntp`); the previous
-/// interval's maximum is kept as `maxBytesInFlightPrev`.
+/// interval's maximum is kept as `maxBytesInFlightPrev`, and the last 20 in
+/// `maxBytesInFlightHist` (`kMaxBytesInFlightHistSize`).
 const BIF_INTERVAL: Dur = Dur::from_millis(50);
+const BIF_HIST: usize = 20;
+/// `relFrameSizeHigh` (`Stream::newMediaFrame`, `ScreamTx.h`/`ScreamV2TxStream.cpp`): a
+/// histogram of 50 bins over how far frames exceed the average frame size (up to 2 ×
+/// average), decaying by 1/1024 per frame; its 80th percentile, once 50 frames were seen,
+/// gives `relFrameSizeHigh` ∈ [1, 3).
+const REL_FRAME_BINS: usize = 50;
+const REL_FRAME_RANGE: f64 = 3.0;
+const REL_FRAME_DECAY: f64 = 1.0 / 1024.0;
+const REL_FRAME_PERCENTILE: f64 = 0.8;
+const REL_FRAME_PREAMBLE: u64 = 50;
 
 /// Parameters of one SCReAM instance (one video stream).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -222,6 +232,13 @@ pub struct Scream {
     bif_max: u64,
     bif_max_prev: u64,
     bif_interval_start: Time,
+    bif_hist: [u64; BIF_HIST],
+    bif_hist_idx: usize,
+    /// `relFrameSizeHist`, frames seen, `frameSizePrev`, `relFrameSizeHigh`.
+    rel_frame_hist: [f64; REL_FRAME_BINS],
+    frames_seen: u64,
+    frame_size_prev: f64,
+    rel_frame_size_high: f64,
     // rate
     target: f64,
     rate_adjust_factor: f64,
@@ -272,6 +289,12 @@ impl Scream {
             bif_max: 0,
             bif_max_prev: 0,
             bif_interval_start: now,
+            bif_hist: [0; BIF_HIST],
+            bif_hist_idx: 0,
+            rel_frame_hist: [0.0; REL_FRAME_BINS],
+            frames_seen: 0,
+            frame_size_prev: 0.0,
+            rel_frame_size_high: 1.0,
             target,
             rate_adjust_factor: 0.0,
             loss_rate: 0.0,
@@ -353,6 +376,11 @@ impl Scream {
         self.window_headroom
     }
 
+    /// `relFrameSizeHigh`: how large the larger frames are against the average, ≥ 1.
+    pub fn rel_frame_size_high(&self) -> f64 {
+        self.rel_frame_size_high
+    }
+
     /// `latencyDiffCwndScale`, in [0, 1]: 1 while the queue delay holds steady, falling
     /// as its spread approaches 10 ms.
     pub fn latency_diff_scale(&self) -> f64 {
@@ -372,8 +400,19 @@ impl Scream {
 
     fn note_bif(&mut self, now: Time, bif: u64) {
         if now - self.bif_interval_start > BIF_INTERVAL {
-            // SCReAM's slow update: the interval's maximum becomes the previous one (after a
-            // long silence both are stale, as in the reference).
+            // SCReAM's slow update (`updateCwnd`): the interval's maximum joins the history
+            // and becomes the previous one (after a long silence both are stale, as in the
+            // reference). Near the maximum bitrate cwnd may not exceed the largest flight of
+            // the last second, or what the maximum bitrate needs with its largest frames.
+            self.bif_hist[self.bif_hist_idx] = self.bif_max;
+            self.bif_hist_idx = (self.bif_hist_idx + 1) % BIF_HIST;
+            let max_rate = self.p.max_bitrate.0 as f64;
+            if self.target > 0.95 * max_rate {
+                let flight = self.bif_hist.iter().copied().max().unwrap_or(0).max(self.bif_max) as f64;
+                let need =
+                    PACING_HEADROOM * self.rel_frame_size_high * max_rate / 8.0 * (self.srtt().as_secs_f64() + 0.001);
+                self.cwnd = self.cwnd.min(flight.max(need));
+            }
             self.bif_max_prev = self.bif_max;
             self.bif_max = 0;
             self.bif_interval_start = now;
@@ -621,10 +660,33 @@ impl Scream {
     /// Rule 7's `rateAdjustFactor`, once per video frame (`Stream::newMediaFrame` at the
     /// frame's marker): it integrates how far the RTP queue delay is from half a frame
     /// period, so it falls again when the queue stays short.
-    pub fn on_frame(&mut self, rtp_queue_delay: Dur) {
+    /// Also `relFrameSizeHigh`, from the frame's RTP bytes `frame_bytes`.
+    pub fn on_frame(&mut self, rtp_queue_delay: Dur, frame_bytes: f64) {
         let fp = self.p.frame_interval.as_secs_f64();
         if fp <= 0.0 {
             return;
+        }
+        self.frames_seen += 1;
+        let avg = self.target * fp / 8.0;
+        if frame_bytes > avg && avg > 0.0 {
+            // Not more than this frame grew over the last one that exceeded the average
+            // (against a sluggish encoder).
+            let diff = (frame_bytes - avg).min(frame_bytes - self.frame_size_prev).max(0.0);
+            self.frame_size_prev = frame_bytes;
+            let bin = (diff / (avg * (REL_FRAME_RANGE - 1.0)) * REL_FRAME_BINS as f64) as usize;
+            self.rel_frame_hist[bin.min(REL_FRAME_BINS - 1)] += 1.0;
+            for h in &mut self.rel_frame_hist {
+                *h *= 1.0 - REL_FRAME_DECAY;
+            }
+            if self.frames_seen > REL_FRAME_PREAMBLE {
+                let mark = self.rel_frame_hist.iter().sum::<f64>() * REL_FRAME_PERCENTILE;
+                let (mut ix, mut sum) = (1, self.rel_frame_hist[0]);
+                while sum < mark && ix < REL_FRAME_BINS {
+                    sum += self.rel_frame_hist[ix];
+                    ix += 1;
+                }
+                self.rel_frame_size_high = 1.0 + (ix - 1) as f64 * (REL_FRAME_RANGE - 1.0) / REL_FRAME_BINS as f64;
+            }
         }
         let error = RAF_GAIN1 * (rtp_queue_delay.as_secs_f64() - fp / 2.0) / fp;
         self.rate_adjust_factor = (self.rate_adjust_factor + error * RAF_GAIN2).clamp(0.0, RAF_MAX);
@@ -709,6 +771,38 @@ mod tests {
         let a2 = s.l4s_alpha();
         s.on_feedback(&ev(45, 10, 0)); // F = 0: decay
         assert!((s.l4s_alpha() - a2 * 127.0 / 128.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rel_frame_size_high_and_the_cap_near_the_maximum_bitrate() {
+        // Frames alternating 1.5 and 2 × the average: the 2× ones grew 0.5 × average over the
+        // last frame above the average (bin 12 of 50), the 1.5× ones not at all (bin 0); the
+        // 80th percentile is bin 12: relFrameSizeHigh = 1 + 12 · 2/50.
+        let mut s = Scream::new(params(true), Time::ZERO);
+        let avg = s.target * s.p.frame_interval.as_secs_f64() / 8.0;
+        for k in 0..200 {
+            let f = if k % 2 == 0 { 1.5 } else { 2.0 };
+            s.on_frame(Dur::ZERO, f * avg);
+        }
+        assert!(
+            (s.rel_frame_size_high() - 1.48).abs() < 1e-12,
+            "{}",
+            s.rel_frame_size_high()
+        );
+        // Near the maximum bitrate, every 50 ms cwnd is capped at the larger of the last
+        // second's largest flight and what the maximum bitrate needs with such frames:
+        // 1.5 · 1.48 · 40 Mbit/s / 8 · (25 ms + 1 ms).
+        s.set_for_test(1e6, 0.0, Dur::from_millis(25));
+        s.target = s.p.max_bitrate.0 as f64;
+        s.on_sent(Time::from_millis(10), 50_000);
+        s.on_sent(Time::from_millis(70), 50_000);
+        let need = 1.5 * 1.48 * 40e6 / 8.0 * 0.026;
+        assert!((s.cwnd - need).abs() < 1.0, "{} vs {need}", s.cwnd);
+        // Below 95 % of the maximum, no cap.
+        s.set_for_test(1e6, 0.0, Dur::from_millis(25));
+        s.target = 0.9 * s.p.max_bitrate.0 as f64;
+        s.on_sent(Time::from_millis(130), 50_000);
+        assert_eq!(s.cwnd, 1e6);
     }
 
     #[test]
@@ -862,7 +956,7 @@ mod tests {
             e.pkts_lost = u64::from(rng.chance(0.01));
             e.bytes_in_flight = s.cwnd();
             s.on_feedback(&e);
-            s.on_frame(Dur::from_millis(rng.below(30)));
+            s.on_frame(Dur::from_millis(rng.below(30)), 10_000.0);
             let r = s.update_rate(1.2);
             assert!(r >= Rate::mbps(1) && r <= Rate::mbps(40), "{r}");
             assert!(s.cwnd() >= s.cwnd_min());
