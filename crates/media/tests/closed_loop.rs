@@ -554,8 +554,6 @@ fn rt_prague_paces_the_udp_payload() {
 /// reported.
 #[test]
 fn rt_prague_counts_a_reported_gap_lost_at_once_and_takes_it_back() {
-    use l4s_media::endpoint::{Feedback, MediaHeader, VIDEO_SSRC};
-    use l4s_media::rfc8888::{encode_vec, CcfbReport, Metric, SsrcBlock};
     for (controller, at_once) in [("rt-prague", true), ("scream", false)] {
         let p = params(&format!("{SMOOTH}\ncontroller = \"{controller}\""));
         let mut tx = l4s_media::MediaSender::new(&p, l4s_core::Rng::new(1), Time::ZERO);
@@ -568,24 +566,7 @@ fn rt_prague_counts_a_reported_gap_lost_at_once_and_takes_it_back() {
             now = tx.poll_timeout().expect("more to send").max(now + Dur(1));
         }
         let report = |tx: &mut l4s_media::MediaSender, at: Time, begin: u16, got: &[bool]| {
-            let r = CcfbReport {
-                sender_ssrc: 1,
-                blocks: vec![SsrcBlock {
-                    ssrc: VIDEO_SSRC,
-                    begin_seq: begin,
-                    metrics: got
-                        .iter()
-                        .map(|&received| Metric {
-                            received,
-                            ecn: Ecn::Ect1,
-                            ato: 0,
-                        })
-                        .collect(),
-                }],
-                report_timestamp: l4s_media::rfc8888::ntp_mid32(at.as_nanos()),
-            };
-            let bytes = encode_vec(&r, p.count_convention);
-            tx.handle_packet(at, &MediaHeader::Feedback(Feedback { bytes }), 100, Ecn::NotEct);
+            feed_video_report(tx, &p, at, begin, got.iter().copied(), Ecn::Ect1);
             tx.stats().lost_packets
         };
         let t = now + Dur::from_millis(20);
@@ -613,8 +594,6 @@ fn rt_prague_counts_a_reported_gap_lost_at_once_and_takes_it_back() {
 /// acknowledged is lost once 512 newer ones are, whatever the reports covered.
 #[test]
 fn scream_detects_loss_as_its_reference_does() {
-    use l4s_media::endpoint::{Feedback, MediaHeader, VIDEO_SSRC};
-    use l4s_media::rfc8888::{encode_vec, CcfbReport, Metric, SsrcBlock};
     // Acknowledge everything sent so far (packet 2 only if `with_2`), 10 ms apart, until
     // `upto` packets went out; (bytes in flight after the first report, lost at the end).
     let run = |with_2: bool, upto: u64| {
@@ -628,23 +607,8 @@ fn scream_detects_loss_as_its_reference_does() {
             }
             now += Dur::from_millis(10);
             if sent > acked {
-                let r = CcfbReport {
-                    sender_ssrc: 1,
-                    blocks: vec![SsrcBlock {
-                        ssrc: VIDEO_SSRC,
-                        begin_seq: acked as u16,
-                        metrics: (acked..sent)
-                            .map(|q| Metric {
-                                received: q != 2 || with_2,
-                                ecn: Ecn::NotEct,
-                                ato: 0,
-                            })
-                            .collect(),
-                    }],
-                    report_timestamp: l4s_media::rfc8888::ntp_mid32(now.as_nanos()),
-                };
-                let bytes = encode_vec(&r, p.count_convention);
-                tx.handle_packet(now, &MediaHeader::Feedback(Feedback { bytes }), 100, Ecn::NotEct);
+                let got = (acked..sent).map(|q| q != 2 || with_2);
+                feed_video_report(&mut tx, &p, now, acked as u16, got, Ecn::NotEct);
                 acked = sent;
                 first_bif.get_or_insert(tx.media_stats().bytes_in_flight);
             }
@@ -663,4 +627,29 @@ fn scream_detects_loss_as_its_reference_does() {
     assert!(acked > 514, "{acked}");
     assert!(lost_early <= 1);
     assert_eq!(lost, 1);
+}
+
+/// Hand `tx` an RFC 8888 report at `at` for its video packets from `begin`, one per entry
+/// of `received`, each with ECN `ecn` and no arrival-time offset.
+fn feed_video_report(
+    tx: &mut l4s_media::MediaSender,
+    p: &MediaParams,
+    at: Time,
+    begin: u16,
+    received: impl Iterator<Item = bool>,
+    ecn: Ecn,
+) {
+    use l4s_media::endpoint::{Feedback, MediaHeader, VIDEO_SSRC};
+    use l4s_media::rfc8888::{encode_vec, CcfbReport, Metric, SsrcBlock};
+    let r = CcfbReport {
+        sender_ssrc: 1,
+        blocks: vec![SsrcBlock {
+            ssrc: VIDEO_SSRC,
+            begin_seq: begin,
+            metrics: received.map(|received| Metric { received, ecn, ato: 0 }).collect(),
+        }],
+        report_timestamp: l4s_media::rfc8888::ntp_mid32(at.as_nanos()),
+    };
+    let bytes = encode_vec(&r, p.count_convention);
+    tx.handle_packet(at, &MediaHeader::Feedback(Feedback { bytes }), 100, Ecn::NotEct);
 }
