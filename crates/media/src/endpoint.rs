@@ -183,9 +183,6 @@ struct SentPkt {
     counted: bool,
     ecn: Ecn,
     state: PktState,
-    /// A received report covered it (as received or not): once a later report starts
-    /// after it, it stays in flight until the reorder time declares it lost.
-    covered: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -618,18 +615,11 @@ impl MediaSender {
     /// Forget the frames in flight that are no longer: every packet of theirs was
     /// acknowledged or counted lost.
     fn refresh_frames_in_flight(&mut self) {
-        let video = &self.video;
         while let Some(&(_, last)) = self.frames_in_flight.front() {
-            let done = last < video.log_base
-                || video
-                    .log
-                    .get((last - video.log_base) as usize)
-                    .is_none_or(|p| p.state != PktState::InFlight);
-            if done {
-                self.frames_in_flight.pop_front();
-            } else {
+            if self.in_flight(last) {
                 break;
             }
+            self.frames_in_flight.pop_front();
         }
     }
 
@@ -796,7 +786,6 @@ impl MediaSender {
             counted: true,
             ecn,
             state: PktState::InFlight,
-            covered: false,
         });
         if s.log.len() > MAX_LOG {
             if let Some(old) = s.log.front_mut() {
@@ -986,10 +975,10 @@ impl MediaSender {
         // udp_prague's RFC 8888 sender (`rfc8888ack_t::get_frame_stat`, pkt_format.h) counts a
         // packet lost as soon as a report covers it as not received and takes the loss back
         // if a later report has it received; it has no reorder time. SCReAM waits for its
-        // `kReorderTime`. (udp_prague also counts lost the packets of a report that was
-        // itself lost, because its receiver reports each packet once; ours covers at least
-        // the last 32 packets, and a packet no received report covered gives no signal
-        // with either controller.)
+        // `detectLoss` rules below. (udp_prague also counts lost the packets of a report
+        // that was itself lost, because its receiver reports each packet once; ours covers
+        // at least the last 32 packets, and with RT-Prague a packet no received report
+        // covered gives no signal.)
         let at_once = matches!(self.ctrl, Ctrl::RtPrague(_));
         for b in &r.blocks {
             let stream = if b.ssrc == VIDEO_SSRC {
@@ -1007,7 +996,7 @@ impl MediaSender {
             if let Some(begin) = stream.extend(b.begin_seq).ok().flatten().filter(|_| at_once) {
                 let n = begin.saturating_sub(stream.log_base).min(stream.log.len() as u64) as usize;
                 for pkt in stream.log.iter_mut().take(n) {
-                    if pkt.state == PktState::InFlight && !pkt.covered {
+                    if pkt.state == PktState::InFlight {
                         pkt.state = PktState::Unreported;
                         pkt.uncount(&mut self.bytes_in_flight);
                         self.unreported_pkts += 1;
@@ -1017,14 +1006,12 @@ impl MediaSender {
             for (i, m) in b.metrics.iter().enumerate() {
                 let seq = b.begin_seq.wrapping_add(i as u16);
                 if !m.received {
-                    if let Ok(Some(ext)) = stream.extend(seq) {
-                        if let Some(pkt) = stream.get_mut(ext) {
-                            pkt.covered = true;
-                            if at_once && pkt.state == PktState::InFlight {
-                                pkt.state = PktState::Lost;
-                                pkt.uncount(&mut self.bytes_in_flight);
-                                tally.lost_pkts += 1;
-                            }
+                    let ext = stream.extend(seq).ok().flatten().filter(|_| at_once);
+                    if let Some(pkt) = ext.and_then(|e| stream.get_mut(e)) {
+                        if pkt.state == PktState::InFlight {
+                            pkt.state = PktState::Lost;
+                            pkt.uncount(&mut self.bytes_in_flight);
+                            tally.lost_pkts += 1;
                         }
                     }
                     continue;

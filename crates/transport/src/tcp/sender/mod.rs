@@ -434,15 +434,14 @@ impl TcpSender {
     /// (`tcp_min_tso_segs`). Linux's extra 64 KB for paths under 512 µs
     /// (`tcp_tso_rtt_log`) is left out.
     fn burst_segs(&self, rate: Rate) -> u32 {
-        let own = self.cc.tso_segs();
-        let segs = own.unwrap_or_else(|| {
-            let auto = rate.bytes_in(self.cfg.pacing_burst_time) / u64::from(self.mss_now().max(1));
-            auto.min(u64::from(u32::MAX)) as u32
-        });
-        if own.is_some() {
-            segs.max(1)
-        } else {
-            segs.max(self.cfg.pacing_burst_pkts).max(1)
+        match self.cc.tso_segs() {
+            Some(n) => n.max(1),
+            None => {
+                let auto = rate.bytes_in(self.cfg.pacing_burst_time) / u64::from(self.mss_now().max(1));
+                (auto.min(u64::from(u32::MAX)) as u32)
+                    .max(self.cfg.pacing_burst_pkts)
+                    .max(1)
+            }
         }
     }
 
