@@ -46,8 +46,6 @@ pub(crate) struct FlowRt {
     pub dst: u32,
     /// Sender, receiver.
     pub ep: [Option<Ep>; 2],
-    /// Deadline of each side's pending timer event.
-    pub timer_at: [Option<Time>; 2],
     /// Time a timer last fired with no progress (guards a stuck endpoint).
     pub last_fire: [Time; 2],
     pub meter: FlowMeter,
@@ -137,7 +135,6 @@ impl Sim {
                     src: f.src as u32,
                     dst: f.dst as u32,
                     ep: [None, None],
-                    timer_at: [None, None],
                     last_fire: [Time::MAX, Time::MAX],
                     meter,
                     receiver_base: None,
@@ -151,7 +148,7 @@ impl Sim {
             end,
             window_start,
             interrupted_at: None,
-            q: EventQueue::default(),
+            q: EventQueue::with_slots(2 * scenario.flows.len()),
             links,
             flows,
             scenario,
@@ -351,21 +348,17 @@ impl Sim {
         let Some(ep) = fl.ep[side].as_ref() else {
             return;
         };
-        match ep.poll_timeout() {
-            Some(t) => {
-                // Never schedule in the past; a timer that fires at the same instant twice
-                // without progress is pushed 1 ns later so a stuck endpoint cannot hang the run.
-                let mut at = t.max(now);
-                if at == now && fl.last_fire[side] == now {
-                    at = now + Dur(1);
-                }
-                if fl.timer_at[side] != Some(at) {
-                    fl.timer_at[side] = Some(at);
-                    self.q.push(at, Ev::Endpoint(f as u32, side as u8));
-                }
+        let at = ep.poll_timeout().map(|t| {
+            // Never schedule in the past; a timer that fires at the same instant twice
+            // without progress is put 1 ns later so a stuck endpoint cannot hang the run.
+            let at = t.max(now);
+            if at == now && fl.last_fire[side] == now {
+                now + Dur(1)
+            } else {
+                at
             }
-            None => fl.timer_at[side] = None,
-        }
+        });
+        self.q.arm(2 * f + side, at, Ev::Endpoint(f as u32, side as u8));
     }
 
     /// Frames a media receiver completed and transfers an application receiver finished.
@@ -426,10 +419,6 @@ impl Sim {
     fn endpoint_timer(&mut self, f: usize, side: usize) {
         let now = self.now;
         let fl = &mut self.flows[f];
-        if fl.timer_at[side] != Some(now) {
-            return; // superseded
-        }
-        fl.timer_at[side] = None;
         let Some(ep) = fl.ep[side].as_mut() else {
             return;
         };
