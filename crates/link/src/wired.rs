@@ -24,8 +24,12 @@
 //! delay either, a packet leaves the moment it enters.
 //!
 //! The serialiser, the delay line, the queue discipline and the rate schedule each ask
-//! for their own wake-ups ([`TX_DONE`], [`ARRIVE`], [`QDISC`], [`RATE`]), one per packet finishing its serialisation, one per head of the delay line,
-//! so that the simulator orders simultaneous events exactly as they were caused.
+//! for their own wake-ups ([`TX_DONE`], [`ARRIVE`], [`QDISC`], [`RATE`]), so that the
+//! simulator orders simultaneous events exactly as they were caused. A packet's
+//! serialisation is computed when it starts: the packet goes on the delay line then, due
+//! at the end of its serialisation plus the delay, and the serialiser asks to be woken at
+//! that end only when a packet is waiting for it (a link that is not congested costs one
+//! wake-up per packet, its arrival, not two).
 
 use crate::stage::{apply_fault, DelayLine, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer};
@@ -54,10 +58,10 @@ pub struct Wired<P> {
     queue: Queue<P>,
     /// Time 0 of the run, once known.
     origin: Option<Time>,
-    /// The packet being serialised.
-    tx: Option<P>,
     /// When the link is free again (the end of the last serialisation).
     free_at: Time,
+    /// A [`TX_DONE`] wake-up is asked for at `free_at`.
+    tx_wake: bool,
     /// Packets on the wire.
     line: DelayLine<P>,
     stats: LinkStats,
@@ -84,8 +88,8 @@ impl<P: LinkPacket + 'static> Wired<P> {
             max_lag,
             queue: Queue::new(aqm, rng),
             origin: None,
-            tx: None,
             free_at: Time::ZERO,
+            tx_wake: false,
             line: DelayLine::default(),
             stats: LinkStats::default(),
         }
@@ -114,16 +118,20 @@ impl<P: LinkPacket + 'static> Wired<P> {
                 serialisation,
                 marked: d.marked,
             });
-            self.tx = Some(d.pkt);
-            io.wake(TX_DONE, self.free_at);
+            let end = self.free_at;
+            self.line.push(d.pkt, end + self.delay, io, ARRIVE);
+            self.wake_tx(io);
         }
         self.queue.flush_drops(io);
         self.queue.arm(io, QDISC);
     }
 
-    /// Put a packet on the wire at `at` (the end of its serialisation).
-    fn propagate(&mut self, pkt: P, at: Time, io: &mut Io<'_, P>) {
-        self.line.push(pkt, at + self.delay, io, ARRIVE);
+    /// Ask to be woken when the link is free if a packet is waiting for it.
+    fn wake_tx(&mut self, io: &mut Io<'_, P>) {
+        if !self.tx_wake && self.queue.qdisc.len_packets() > 0 {
+            self.tx_wake = true;
+            io.wake(TX_DONE, self.free_at);
+        }
     }
 }
 
@@ -149,12 +157,16 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             if self.delay.is_zero() {
                 io.deliver(1, pkt, now);
             } else {
-                self.propagate(pkt, now, io);
+                self.line.push(pkt, now + self.delay, io, ARRIVE);
             }
             return;
         }
-        if self.queue.enqueue(pkt, io) && self.tx.is_none() {
-            self.start_tx(io);
+        if self.queue.enqueue(pkt, io) {
+            if self.free_at <= now {
+                self.start_tx(io);
+            } else {
+                self.wake_tx(io);
+            }
         }
         // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
         self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
@@ -165,14 +177,12 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
         match timer {
             TX_DONE => {
-                let Some(pkt) = self.tx.take() else { return };
-                let end = self.free_at;
-                if self.delay.is_zero() {
+                self.tx_wake = false;
+                // A packet that came when the link fell free may have started already.
+                if self.free_at <= io.now {
                     self.start_tx(io);
-                    io.deliver(1, pkt, end);
                 } else {
-                    self.propagate(pkt, end, io);
-                    self.start_tx(io);
+                    self.wake_tx(io);
                 }
             }
             ARRIVE => self.line.arrive(io, ARRIVE),
@@ -216,7 +226,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
 mod tests {
     use super::*;
     use crate::testutil::{drive, Pkt, Seen};
-    use crate::FaultKind;
+    use crate::{Action, FaultKind};
     use l4s_aqm::FifoConfig;
     use l4s_core::Ecn;
 
@@ -256,6 +266,59 @@ mod tests {
         // Sojourns: 0, 1 ms, 2 ms.
         let soj: Vec<u64> = seen.departed.iter().map(|d| d.2.as_nanos() / 1_000_000).collect();
         assert_eq!(soj, [0, 1, 2]);
+    }
+
+    #[test]
+    fn the_serialiser_is_woken_only_for_a_packet_that_waits() {
+        // 12 Mbit/s, 5 ms: 1500 B take 1 ms. Three packets 2 ms apart find the link free;
+        // then a burst of three at 10 ms, two of which wait.
+        let mut w: Wired<Pkt> = Wired::new(
+            Some(Rate::mbps(12)),
+            Dur::from_millis(5),
+            &fifo(100),
+            None,
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        let mut actions = Vec::new();
+        let mut seen = Seen::default();
+        let mut wakes = |w: &mut Wired<Pkt>, at: Time, id| {
+            w.send(0, 1, pkt(id, 1500), &mut Io::new(at, &mut actions, &mut seen));
+            let n = |t| {
+                actions
+                    .iter()
+                    .filter(|a| matches!(a, Action::Wake { timer, .. } if *timer == t))
+                    .count()
+            };
+            let counts = (n(TX_DONE), n(ARRIVE));
+            actions.clear();
+            counts
+        };
+        // Free link, empty line: the packet's arrival is the only wake-up.
+        assert_eq!(wakes(&mut w, Time::ZERO, 0), (0, 1));
+        // Free link, a packet still on the line ahead: none.
+        assert_eq!(wakes(&mut w, Time::from_millis(2), 1), (0, 0));
+        assert_eq!(wakes(&mut w, Time::from_millis(4), 2), (0, 0));
+        assert_eq!(w.free_at, Time::from_millis(5));
+        // A burst: the first starts at once, the second asks for the end of the first,
+        // the third waits behind it without a wake-up of its own.
+        assert_eq!(wakes(&mut w, Time::from_millis(10), 3), (0, 0));
+        assert_eq!(wakes(&mut w, Time::from_millis(10), 4), (1, 0));
+        assert_eq!(wakes(&mut w, Time::from_millis(10), 5), (0, 0));
+        assert_eq!(w.free_at, Time::from_millis(11));
+        // A packet comes just as the first ends, before the wake-up: the second starts
+        // then, and the wake-up that follows at the same instant starts nothing early but
+        // asks for the end of the second.
+        let t11 = Time::from_millis(11);
+        assert_eq!(wakes(&mut w, t11, 6), (0, 0));
+        assert_eq!(w.free_at, Time::from_millis(12));
+        w.handle_timeout(TX_DONE, t11, &mut Io::new(t11, &mut actions, &mut seen));
+        assert_eq!(w.free_at, Time::from_millis(12));
+        assert!(matches!(actions[..], [Action::Wake { timer: TX_DONE, at }] if at == Time::from_millis(12)));
+        // Each waited until the link was free: sojourns 0, 0, 0, 0, 1 ms (4, from 10 to 11).
+        let soj: Vec<u64> = seen.departed.iter().map(|d| d.2.as_nanos() / 1_000).collect();
+        assert_eq!(soj, [0, 0, 0, 0, 1_000]);
     }
 
     #[test]
@@ -365,6 +428,10 @@ mod tests {
             (w.stats().forfeits, w.stats().forfeit_ns),
             (1, Dur::from_millis(3).as_nanos())
         );
+        // The line hands the packets on with the times their serialisations ended.
+        for _ in 0..3 {
+            w.handle_timeout(ARRIVE, Time::from_millis(7), io!(Time::from_millis(7)));
+        }
         let due: Vec<Time> = actions
             .iter()
             .filter_map(|a| match a {
@@ -372,7 +439,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(due, [Time::from_millis(1), Time::from_millis(2)]);
+        assert_eq!(due, [Time::from_millis(1), Time::from_millis(2), Time::from_millis(6)]);
     }
 }
 
