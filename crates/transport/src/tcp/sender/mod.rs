@@ -84,7 +84,7 @@ pub enum CaState {
 #[derive(Debug)]
 pub struct TcpSender {
     cfg: TcpConfig,
-    cc: Box<dyn CongestionControl>,
+    cc: Cc,
     state: SndState,
     requested: EcnMode,
     mode: EcnMode,
@@ -201,7 +201,7 @@ impl TcpSender {
         TcpSender {
             syn_rto: cfg.syn_rto,
             cfg,
-            cc,
+            cc: Cc::new(cc),
             state: SndState::SynSent,
             requested,
             mode: EcnMode::Off,
@@ -792,5 +792,76 @@ impl Endpoint for TcpSender {
 
     fn take_rtt_sample(&mut self) -> Option<Dur> {
         self.last_rtt.take()
+    }
+}
+
+/// A pacing rate [`Cc`] keeps: the epoch, RTT and flight it was asked with, and the rate.
+type PacingKept = (u64, Dur, u64, Option<Rate>);
+
+/// The congestion controller, with its pacing rate and burst size kept until it may have
+/// changed: the sender asks for them several times per segment (to send, to pace, for
+/// the next wake-up), and Prague's rate takes some arithmetic. Any mutable access to the
+/// controller ([`DerefMut`](std::ops::DerefMut)) forgets them; the rate is also keyed by
+/// the RTT and flight it was asked with. The values are the controller's own, unchanged.
+struct Cc {
+    inner: Box<dyn CongestionControl>,
+    /// Counts mutable accesses.
+    epoch: u64,
+    /// (epoch, srtt, bytes in flight) → pacing rate.
+    pacing: std::cell::Cell<Option<PacingKept>>,
+    /// epoch → TSO segments.
+    tso: std::cell::Cell<Option<(u64, Option<u32>)>>,
+}
+
+impl Cc {
+    fn new(inner: Box<dyn CongestionControl>) -> Cc {
+        Cc {
+            inner,
+            epoch: 0,
+            pacing: Default::default(),
+            tso: Default::default(),
+        }
+    }
+
+    fn pacing_rate(&self, srtt: Dur, bytes_in_flight: u64) -> Option<Rate> {
+        match self.pacing.get() {
+            Some((e, r, b, rate)) if e == self.epoch && r == srtt && b == bytes_in_flight => rate,
+            _ => {
+                let rate = self.inner.pacing_rate(srtt, bytes_in_flight);
+                self.pacing.set(Some((self.epoch, srtt, bytes_in_flight, rate)));
+                rate
+            }
+        }
+    }
+
+    fn tso_segs(&self) -> Option<u32> {
+        match self.tso.get() {
+            Some((e, n)) if e == self.epoch => n,
+            _ => {
+                let n = self.inner.tso_segs();
+                self.tso.set(Some((self.epoch, n)));
+                n
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Cc {
+    type Target = dyn CongestionControl;
+    fn deref(&self) -> &Self::Target {
+        &*self.inner
+    }
+}
+
+impl std::ops::DerefMut for Cc {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.epoch += 1;
+        &mut *self.inner
+    }
+}
+
+impl std::fmt::Debug for Cc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
     }
 }
