@@ -26,10 +26,12 @@
 //! The serialiser, the delay line, the queue discipline and the rate schedule each ask
 //! for their own wake-ups ([`TX_DONE`], [`ARRIVE`], [`QDISC`], [`RATE`]), so that the
 //! simulator orders simultaneous events exactly as they were caused. A packet's
-//! serialisation is computed when it starts: the packet goes on the delay line then, due
-//! at the end of its serialisation plus the delay, and the serialiser asks to be woken at
-//! that end only when a packet is waiting for it (a link that is not congested costs one
-//! wake-up per packet, its arrival, not two).
+//! serialisation is computed when it starts: on a link with a delay the packet goes on
+//! the delay line then, due at the end of its serialisation plus the delay, and the
+//! serialiser asks to be woken at that end only when a packet is waiting for it (a link
+//! that is not congested costs one wake-up per packet, its arrival, not two). On a link
+//! without a delay the packet leaves at the end of its serialisation, from the one
+//! wake-up that also starts the next.
 
 use crate::stage::{apply_fault, DelayLine, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer};
@@ -62,6 +64,8 @@ pub struct Wired<P> {
     free_at: Time,
     /// A [`TX_DONE`] wake-up is asked for at `free_at`.
     tx_wake: bool,
+    /// On a link without a delay, the packet being serialised (it leaves at `free_at`).
+    tx: Option<P>,
     /// Packets on the wire.
     line: DelayLine<P>,
     stats: LinkStats,
@@ -90,6 +94,7 @@ impl<P: LinkPacket + 'static> Wired<P> {
             origin: None,
             free_at: Time::ZERO,
             tx_wake: false,
+            tx: None,
             line: DelayLine::default(),
             stats: LinkStats::default(),
         }
@@ -118,9 +123,14 @@ impl<P: LinkPacket + 'static> Wired<P> {
                 serialisation,
                 marked: d.marked,
             });
-            let end = self.free_at;
-            self.line.push(d.pkt, end + self.delay, io, ARRIVE);
-            self.wake_tx(io);
+            if self.delay.is_zero() {
+                self.tx = Some(d.pkt);
+                self.tx_wake = true;
+                io.wake(TX_DONE, self.free_at);
+            } else {
+                self.line.push(d.pkt, self.free_at + self.delay, io, ARRIVE);
+                self.wake_tx(io);
+            }
         }
         self.queue.flush_drops(io);
         self.queue.arm(io, QDISC);
@@ -162,7 +172,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             return;
         }
         if self.queue.enqueue(pkt, io) {
-            if self.free_at <= now {
+            if self.tx.is_none() && self.free_at <= now {
                 self.start_tx(io);
             } else {
                 self.wake_tx(io);
@@ -178,11 +188,15 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
         match timer {
             TX_DONE => {
                 self.tx_wake = false;
+                let (done, end) = (self.tx.take(), self.free_at);
                 // A packet that came when the link fell free may have started already.
                 if self.free_at <= io.now {
                     self.start_tx(io);
                 } else {
                     self.wake_tx(io);
+                }
+                if let Some(pkt) = done {
+                    io.deliver(1, pkt, end);
                 }
             }
             ARRIVE => self.line.arrive(io, ARRIVE),
@@ -322,6 +336,43 @@ mod tests {
     }
 
     #[test]
+    fn without_a_delay_one_wake_up_per_packet_ends_it_and_starts_the_next() {
+        let mut w: Wired<Pkt> = Wired::new(
+            Some(Rate::mbps(12)),
+            Dur::ZERO,
+            &fifo(100),
+            None,
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(1),
+        );
+        let mut actions = Vec::new();
+        let mut seen = Seen::default();
+        for i in 0..3 {
+            w.send(0, 1, pkt(i, 1500), &mut Io::new(Time::ZERO, &mut actions, &mut seen));
+        }
+        let (mut wakes, mut out) = (0, Vec::new());
+        let mut due = vec![];
+        loop {
+            for a in actions.drain(..) {
+                match a {
+                    Action::Wake { timer, at } => {
+                        assert_eq!(timer, TX_DONE);
+                        wakes += 1;
+                        due.push(at);
+                    }
+                    Action::Deliver { pkt, due, .. } => out.push((pkt.id, due)),
+                }
+            }
+            let Some(at) = due.pop() else { break };
+            w.handle_timeout(TX_DONE, at, &mut Io::new(at, &mut actions, &mut seen));
+        }
+        assert_eq!(wakes, 3);
+        let ms = |n| Time::from_millis(n);
+        assert_eq!(out, [(0, ms(1)), (1, ms(2)), (2, ms(3))]);
+    }
+
+    #[test]
     fn a_full_queue_drops_and_the_observer_owns_the_packet() {
         let mut w = Wired::new(
             Some(Rate::mbps(12)),
@@ -428,10 +479,6 @@ mod tests {
             (w.stats().forfeits, w.stats().forfeit_ns),
             (1, Dur::from_millis(3).as_nanos())
         );
-        // The line hands the packets on with the times their serialisations ended.
-        for _ in 0..3 {
-            w.handle_timeout(ARRIVE, Time::from_millis(7), io!(Time::from_millis(7)));
-        }
         let due: Vec<Time> = actions
             .iter()
             .filter_map(|a| match a {
@@ -439,7 +486,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(due, [Time::from_millis(1), Time::from_millis(2), Time::from_millis(6)]);
+        assert_eq!(due, [Time::from_millis(1), Time::from_millis(2)]);
     }
 }
 
