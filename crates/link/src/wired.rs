@@ -259,18 +259,24 @@ mod tests {
         })
     }
 
-    #[test]
-    fn packets_are_serialised_back_to_back_then_delayed() {
-        // 12 Mbit/s: 1500 B take 1 ms; 5 ms of propagation.
-        let mut w = Wired::new(
+    /// 12 Mbit/s (1500 B in 1 ms) with `delay`, a FIFO of `limit` packets, no fault, no
+    /// schedule, 2 ms of catch-up.
+    fn wire(delay: Dur, limit: u32) -> Wired<Pkt> {
+        Wired::new(
             Some(Rate::mbps(12)),
-            Dur::from_millis(5),
-            &fifo(100),
+            delay,
+            &fifo(limit),
             None,
             RateSchedule::default(),
             Dur::from_millis(2),
             Rng::new(1),
-        );
+        )
+    }
+
+    #[test]
+    fn packets_are_serialised_back_to_back_then_delayed() {
+        // 12 Mbit/s: 1500 B take 1 ms; 5 ms of propagation.
+        let mut w = wire(Dur::from_millis(5), 100);
         let offers = (0..3).map(|i| (Time::ZERO, 0, 1, pkt(i, 1500))).collect();
         let mut seen = Seen::default();
         let out = drive(&mut w, offers, Time::from_secs(1), &mut seen);
@@ -286,15 +292,7 @@ mod tests {
     fn the_serialiser_is_woken_only_for_a_packet_that_waits() {
         // 12 Mbit/s, 5 ms: 1500 B take 1 ms. Three packets 2 ms apart find the link free;
         // then a burst of three at 10 ms, two of which wait.
-        let mut w: Wired<Pkt> = Wired::new(
-            Some(Rate::mbps(12)),
-            Dur::from_millis(5),
-            &fifo(100),
-            None,
-            RateSchedule::default(),
-            Dur::from_millis(2),
-            Rng::new(1),
-        );
+        let mut w: Wired<Pkt> = wire(Dur::from_millis(5), 100);
         let mut actions = Vec::new();
         let mut seen = Seen::default();
         let mut wakes = |w: &mut Wired<Pkt>, at: Time, id| {
@@ -337,15 +335,7 @@ mod tests {
 
     #[test]
     fn without_a_delay_one_wake_up_per_packet_ends_it_and_starts_the_next() {
-        let mut w: Wired<Pkt> = Wired::new(
-            Some(Rate::mbps(12)),
-            Dur::ZERO,
-            &fifo(100),
-            None,
-            RateSchedule::default(),
-            Dur::from_millis(2),
-            Rng::new(1),
-        );
+        let mut w: Wired<Pkt> = wire(Dur::ZERO, 100);
         let mut actions = Vec::new();
         let mut seen = Seen::default();
         for i in 0..3 {
@@ -374,15 +364,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_drops_and_the_observer_owns_the_packet() {
-        let mut w = Wired::new(
-            Some(Rate::mbps(12)),
-            Dur::ZERO,
-            &fifo(2),
-            None,
-            RateSchedule::default(),
-            Dur::from_millis(2),
-            Rng::new(1),
-        );
+        let mut w = wire(Dur::ZERO, 2);
         // One on the wire, two queued, the fourth dropped.
         let offers = (0..4).map(|i| (Time::ZERO, 0, 1, pkt(i, 1500))).collect();
         let mut seen = Seen::default();
@@ -448,15 +430,7 @@ mod tests {
 
     #[test]
     fn a_late_driver_catches_up_within_max_lag_and_forfeits_beyond() {
-        let mut w = Wired::new(
-            Some(Rate::mbps(12)),
-            Dur::ZERO,
-            &fifo(100),
-            None,
-            RateSchedule::default(),
-            Dur::from_millis(2),
-            Rng::new(1),
-        );
+        let mut w = wire(Dur::ZERO, 100);
         let mut actions = Vec::new();
         let mut seen = Seen::default();
         macro_rules! io {
