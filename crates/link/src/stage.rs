@@ -81,6 +81,21 @@ impl<P> DelayLine<P> {
         }
     }
 
+    /// Keep `pkt`, due at `due`, without asking for a wake-up: the caller takes it with
+    /// [`DelayLine::take`] (a link without a delay keeps its packet in service here).
+    pub(crate) fn hold(&mut self, pkt: P, due: Time) {
+        self.q.push_back((due, pkt));
+    }
+
+    /// The head, whether due or not, with its due time.
+    pub(crate) fn take(&mut self) -> Option<(Time, P)> {
+        self.q.pop_front()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
     /// The head's wake-up: deliver it if it is due and ask for the next one.
     pub(crate) fn arrive(&mut self, io: &mut Io<'_, P>, timer: Timer) {
         if self.q.front().is_none_or(|(due, _)| *due > io.now) {

@@ -64,8 +64,6 @@ pub struct Wired<P> {
     free_at: Time,
     /// A [`TX_DONE`] wake-up is asked for at `free_at`.
     tx_wake: bool,
-    /// On a link without a delay, the packet being serialised (it leaves at `free_at`).
-    tx: Option<P>,
     /// Packets on the wire.
     line: DelayLine<P>,
     stats: LinkStats,
@@ -94,7 +92,6 @@ impl<P: LinkPacket + 'static> Wired<P> {
             origin: None,
             free_at: Time::ZERO,
             tx_wake: false,
-            tx: None,
             line: DelayLine::default(),
             stats: LinkStats::default(),
         }
@@ -124,7 +121,9 @@ impl<P: LinkPacket + 'static> Wired<P> {
                 marked: d.marked,
             });
             if self.delay.is_zero() {
-                self.tx = Some(d.pkt);
+                // The packet being serialised waits on the line (empty otherwise, as the
+                // link has no delay) for the wake-up that ends it.
+                self.line.hold(d.pkt, self.free_at);
                 self.tx_wake = true;
                 io.wake(TX_DONE, self.free_at);
             } else {
@@ -172,7 +171,9 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             return;
         }
         if self.queue.enqueue(pkt, io) {
-            if self.tx.is_none() && self.free_at <= now {
+            // Without a delay, a packet on the line is still being serialised.
+            let busy = self.delay.is_zero() && !self.line.is_empty();
+            if !busy && self.free_at <= now {
                 self.start_tx(io);
             } else {
                 self.wake_tx(io);
@@ -188,14 +189,14 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
         match timer {
             TX_DONE => {
                 self.tx_wake = false;
-                let (done, end) = (self.tx.take(), self.free_at);
+                let done = if self.delay.is_zero() { self.line.take() } else { None };
                 // A packet that came when the link fell free may have started already.
                 if self.free_at <= io.now {
                     self.start_tx(io);
                 } else {
                     self.wake_tx(io);
                 }
-                if let Some(pkt) = done {
+                if let Some((end, pkt)) = done {
                     io.deliver(1, pkt, end);
                 }
             }
