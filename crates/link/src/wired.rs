@@ -124,8 +124,7 @@ impl<P: LinkPacket + 'static> Wired<P> {
                 // The packet being serialised waits on the line (empty otherwise, as the
                 // link has no delay) for the wake-up that ends it.
                 self.line.hold(d.pkt, self.free_at);
-                self.tx_wake = true;
-                io.wake(TX_DONE, self.free_at);
+                self.wake_tx(io);
             } else {
                 self.line.push(d.pkt, self.free_at + self.delay, io, ARRIVE);
                 self.wake_tx(io);
@@ -135,9 +134,15 @@ impl<P: LinkPacket + 'static> Wired<P> {
         self.queue.arm(io, QDISC);
     }
 
-    /// Ask to be woken when the link is free if a packet is waiting for it.
+    /// Without a delay, the packet on the line is the one being serialised.
+    fn serialising(&self) -> bool {
+        self.delay.is_zero() && !self.line.is_empty()
+    }
+
+    /// Ask to be woken when the link is free if a packet is waiting for it, or (without a
+    /// delay) to hand on the one being serialised.
     fn wake_tx(&mut self, io: &mut Io<'_, P>) {
-        if !self.tx_wake && self.queue.qdisc.len_packets() > 0 {
+        if !self.tx_wake && (self.serialising() || self.queue.qdisc.len_packets() > 0) {
             self.tx_wake = true;
             io.wake(TX_DONE, self.free_at);
         }
@@ -171,9 +176,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             return;
         }
         if self.queue.enqueue(pkt, io) {
-            // Without a delay, a packet on the line is still being serialised.
-            let busy = self.delay.is_zero() && !self.line.is_empty();
-            if !busy && self.free_at <= now {
+            if !self.serialising() && self.free_at <= now {
                 self.start_tx(io);
             } else {
                 self.wake_tx(io);

@@ -76,6 +76,11 @@ struct Slot {
     queued: Vec<Key>,
 }
 
+/// The slot of a flow's endpoint timer.
+fn slot(flow: u32, side: u8) -> usize {
+    2 * flow as usize + side as usize
+}
+
 /// Pending events.
 #[derive(Default)]
 pub struct EventQueue {
@@ -88,10 +93,10 @@ pub struct EventQueue {
 }
 
 impl EventQueue {
-    /// A queue with `slots` endpoint timers (flow `f`, side `s` is slot `2f + s`).
-    pub fn with_slots(slots: usize) -> EventQueue {
+    /// A queue with the endpoint timers of `flows` flows (a sender and a receiver each).
+    pub fn with_flows(flows: usize) -> EventQueue {
         EventQueue {
-            slots: vec![Slot::default(); slots],
+            slots: vec![Slot::default(); 2 * flows],
             ..Default::default()
         }
     }
@@ -107,16 +112,17 @@ impl EventQueue {
         });
     }
 
-    /// The deadline of endpoint timer `slot`.
-    pub fn deadline(&self, slot: usize) -> Option<Time> {
-        self.slots[slot].deadline.map(|(at, _)| Time(at))
+    #[cfg(test)]
+    fn deadline(&self, flow: u32, side: u8) -> Option<Time> {
+        self.slots[slot(flow, side)].deadline.map(|(at, _)| Time(at))
     }
 
-    /// Set (or, with `None`, cancel) endpoint timer `slot`, which fires as `ev`. Setting
-    /// the deadline it has changes nothing; any other deadline takes the next sequence
-    /// number, as a push would.
-    pub fn arm(&mut self, slot: usize, at: Option<Time>, ev: Ev) {
-        let s = &mut self.slots[slot];
+    /// Set (or, with `None`, cancel) the timer of flow `flow`'s endpoint `side`, which
+    /// fires as [`Ev::Endpoint`]. Setting the deadline it has changes nothing; any other
+    /// deadline takes the next sequence number, as a push would.
+    pub fn arm(&mut self, flow: u32, side: u8, at: Option<Time>) {
+        let ev = Ev::Endpoint(flow, side);
+        let s = &mut self.slots[slot(flow, side)];
         let Some(at) = at.map(|t| t.as_nanos()) else {
             s.deadline = None;
             return;
@@ -141,11 +147,10 @@ impl EventQueue {
                 _ => return None,
             };
             self.popped += 1;
-            let slot = match e.ev {
-                Ev::Endpoint(f, side) => 2 * f as usize + side as usize,
-                _ => return Some((Time(e.at), e.ev)),
+            let Ev::Endpoint(f, side) = e.ev else {
+                return Some((Time(e.at), e.ev));
             };
-            let s = &mut self.slots[slot];
+            let s = &mut self.slots[slot(f, side)];
             let key = e.key();
             // The heap gives a slot's entries in order: this one is its first.
             debug_assert_eq!(s.queued.first(), Some(&key));
@@ -206,21 +211,21 @@ mod tests {
 
     #[test]
     fn a_timer_fires_once_at_its_last_deadline_and_ties_go_by_when_it_was_set() {
-        let mut q = EventQueue::with_slots(2);
+        let mut q = EventQueue::with_flows(1);
         let ev = Ev::Endpoint(0, 1);
         // Re-armed later a thousand times (a delayed-ACK timer): one heap entry.
         for i in 0..1000 {
-            q.arm(1, Some(Time(100 + i)), ev);
+            q.arm(0, 1, Some(Time(100 + i)));
         }
         assert_eq!(q.len(), 1);
-        assert_eq!(q.deadline(1), Some(Time(1099)));
+        assert_eq!(q.deadline(0, 1), Some(Time(1099)));
         // An event due at the same instant, pushed after the last re-arm, comes after it.
         q.push(Time(1099), Ev::Sample);
         // Moved earlier: a second entry, and the first is skipped when it comes up.
-        q.arm(0, Some(Time(50)), Ev::Endpoint(0, 0));
-        q.arm(0, Some(Time(40)), Ev::Endpoint(0, 0));
-        q.arm(0, None, Ev::Endpoint(0, 0));
-        q.arm(0, Some(Time(60)), Ev::Endpoint(0, 0));
+        q.arm(0, 0, Some(Time(50)));
+        q.arm(0, 0, Some(Time(40)));
+        q.arm(0, 0, None);
+        q.arm(0, 0, Some(Time(60)));
         let order: Vec<_> = std::iter::from_fn(|| q.pop_until(Time(2000))).collect();
         assert_eq!(
             order,
@@ -231,7 +236,7 @@ mod tests {
             ]
         );
         assert!(q.is_empty());
-        assert_eq!(q.deadline(0), None);
+        assert_eq!(q.deadline(0, 0), None);
         // The entries popped: 40 (skipped, 60 pushed), 50 (skipped), 60, 100 (moved to
         // 1099), 1099 twice.
         assert_eq!(q.popped, 6);
@@ -241,13 +246,13 @@ mod tests {
     fn a_timer_that_alternates_between_two_deadlines_keeps_few_entries() {
         // A paced sender: its timer is the next send, 1 later, then its retransmission
         // timeout, 1000 later, again and again.
-        let mut q = EventQueue::with_slots(1);
+        let mut q = EventQueue::with_flows(1);
         let ev = Ev::Endpoint(0, 0);
         let mut now = 0;
         let mut fired = 0;
         for _ in 0..10_000 {
-            q.arm(0, Some(Time(now + 1000)), ev);
-            q.arm(0, Some(Time(now + 1)), ev);
+            q.arm(0, 0, Some(Time(now + 1000)));
+            q.arm(0, 0, Some(Time(now + 1)));
             assert!(q.len() <= 3, "{} entries", q.len());
             let (t, e) = q.pop_until(Time::MAX).unwrap();
             assert_eq!((t, e), (Time(now + 1), ev));
@@ -256,7 +261,7 @@ mod tests {
         }
         assert_eq!(fired, 10_000);
         // The timeouts left were skipped or moved, not fired.
-        q.arm(0, None, ev);
+        q.arm(0, 0, None);
         assert!(q.pop_until(Time::MAX).is_none());
     }
 }

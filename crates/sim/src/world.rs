@@ -148,7 +148,7 @@ impl Sim {
             end,
             window_start,
             interrupted_at: None,
-            q: EventQueue::with_slots(2 * scenario.flows.len()),
+            q: EventQueue::with_flows(scenario.flows.len()),
             links,
             flows,
             scenario,
@@ -358,7 +358,7 @@ impl Sim {
                 at
             }
         });
-        self.q.arm(2 * f + side, at, Ev::Endpoint(f as u32, side as u8));
+        self.q.arm(f as u32, side as u8, at);
     }
 
     /// Frames a media receiver completed and transfers an application receiver finished.
