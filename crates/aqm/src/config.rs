@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::qdisc::Qdisc;
+use crate::queue_protection::QueueProtectionConfig;
 
 /// A configuration value that cannot work.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,6 +188,10 @@ pub struct DualPi2Config {
     /// RFC 9332 deterministic `recur()` instead of random draws.
     pub recur: bool,
     pub pi_input: PiInput,
+    /// RFC 9957 Queue Protection of the L-queue: packets of a flow that builds a queue in it
+    /// are sent to the C-queue instead ([`crate::queue_protection`]). Off when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_protection: Option<QueueProtectionConfig>,
 }
 
 impl Default for DualPi2Config {
@@ -220,6 +225,7 @@ impl Default for DualPi2Config {
             th_len: 1,
             recur: false,
             pi_input: PiInput::Max,
+            queue_protection: None,
         }
     }
 }
@@ -399,6 +405,15 @@ impl DualPi2Config {
         for (key, list) in [("l4s_dscp", &self.l4s_dscp), ("llll_dscp", &self.llll_dscp)] {
             if let Some(d) = list.iter().find(|d| **d > 63) {
                 return err(key, format!("expected DSCP values from 0 to 63, found {d}"));
+            }
+        }
+        if let Some(qp) = &self.queue_protection {
+            qp.validate()?;
+            if qp.critical_ql.is_none() && self.step_thresh_packets.is_some() && self.marking == Marking::Step {
+                return err(
+                    "queue_protection.critical_ql",
+                    "a step in packets has no delay threshold to default to: set critical_ql, such as \"1ms\"",
+                );
             }
         }
         Ok(())

@@ -40,6 +40,7 @@ use crate::config::{
     DEFAULT_ALPHA_NL, DEFAULT_BETA_NL, MAX_GAIN_NL,
 };
 use crate::qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use crate::queue_protection::{self, QpStats, QueueProtection};
 
 /// p' = 1.0 in Linux's fixed point.
 pub const MAX_PROB: u32 = u32::MAX;
@@ -393,6 +394,7 @@ pub struct DualPi2<P> {
     stats_l: QueueStats,
     stats_c: QueueStats,
     xstats: DualPi2Stats,
+    qp: Option<QueueProtection>,
 }
 
 impl<P: QueuePacket> DualPi2<P> {
@@ -405,7 +407,12 @@ impl<P: QueuePacket> DualPi2<P> {
     pub fn with_start(cfg: &DualPi2Config, rng: Rng, now: Time) -> Self {
         let p = DualPi2Params::from_config(cfg);
         let classifier = Classifier::new(cfg.ecn_mask, &cfg.l4s_dscp, &cfg.llll_dscp, &cfg.l4s_ports);
+        let qp = cfg
+            .queue_protection
+            .as_ref()
+            .map(|q| QueueProtection::new(q, native_full_marking_delay(&p)));
         DualPi2 {
+            qp,
             classifier,
             rng,
             l: VecDeque::new(),
@@ -614,6 +621,50 @@ impl<P: QueuePacket> DualPi2<P> {
         Verdict::Pass { marked: newly }
     }
 
+    /// RFC 9957 Queue Protection of an L-queue packet at enqueue (after the limits, as
+    /// docsis-ns3 `DualQueueCoupledAqm::DoEnqueue` calls `QueueProtect`). The L-queue delay
+    /// is the backlog with this packet over `max_rate` where the rate is known (DOCSIS's
+    /// `qdelayCoupledL`, RFC 9957 §4.2.3), else the L head's sojourn (the delay Linux's step
+    /// acts on); `probNative` is the native L AQM's probability at that delay.
+    fn protect(&mut self, pkt: &P, class: TrafficClass, now: Time) -> queue_protection::Verdict {
+        if class == TrafficClass::Classic || self.qp.is_none() {
+            return queue_protection::Verdict::Pass;
+        }
+        let qdelay = match self.p.max_rate {
+            Some(rate) => rate.tx_time(self.stats_l.backlog_bytes + pkt.wire_len() as u64),
+            None => self.l_head_ts.map(|t| now - t).unwrap_or(Dur::ZERO),
+        };
+        let prob_native = self.native_probability(qdelay);
+        match &mut self.qp {
+            Some(qp) => qp.protect(pkt, qdelay, prob_native, now),
+            None => queue_protection::Verdict::Pass,
+        }
+    }
+
+    /// The native L AQM's marking probability at an L-queue delay (RFC 9957's
+    /// `probNative`): the DOCSIS ramp, the RFC 9332 ramp (0 while the L-queue holds
+    /// `th_len` packets or fewer), or the step as 0 or 1.
+    fn native_probability(&self, qdelay: Dur) -> f64 {
+        if self.p.step_mode == StepMode::Docsis {
+            return ramp_probability(qdelay, self.p.docsis_min_th, self.p.docsis_range);
+        }
+        match self.p.marking {
+            Marking::Ramp if self.l.len() as u64 <= self.p.th_len as u64 => 0.0,
+            Marking::Ramp => ramp_probability(qdelay, self.p.min_th, self.p.range),
+            Marking::Step => {
+                let hit = match self.p.step {
+                    Step::Time(th) => qdelay > th,
+                    Step::Packets(n) => self.l.len() as u64 > n as u64,
+                };
+                if hit {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+
     fn qstats(&mut self, q: QueueId) -> &mut QueueStats {
         if q == QueueId::L {
             &mut self.stats_l
@@ -653,6 +704,10 @@ impl<P: QueuePacket> Qdisc<P> for DualPi2<P> {
                 sojourn: Dur::ZERO,
             });
         }
+        let (class, queue) = match self.protect(&pkt, class, now) {
+            queue_protection::Verdict::Pass => (class, queue),
+            queue_protection::Verdict::Sanction => (TrafficClass::Classic, QueueId::C),
+        };
         let mut marked = false;
         if self.p.drop_early {
             match self.must_drop(&mut pkt, class) {
@@ -838,5 +893,24 @@ impl<P: QueuePacket> Qdisc<P> for DualPi2<P> {
     /// p' as a fraction.
     fn probability(&self) -> Option<f64> {
         Some(self.prob as f64 / MAX_PROB as f64)
+    }
+
+    fn queue_protection(&self) -> Option<&QpStats> {
+        self.qp.as_ref().map(|q| q.stats())
+    }
+}
+
+/// The L-queue delay at which the native AQM marks every packet: Queue Protection's
+/// default CRITICALqL (RFC 9957 §4.1: MAXTH). DOCSIS: MAXTH; RFC 9332 ramp: `min_th +
+/// range`; Linux step: `step_thresh` (a step in packets has none: validation asks for
+/// `critical_ql`, and 1 ms stands in for an unvalidated configuration).
+fn native_full_marking_delay(p: &DualPi2Params) -> Dur {
+    if p.step_mode == StepMode::Docsis {
+        return p.docsis_min_th + p.docsis_range;
+    }
+    match (p.marking, p.step) {
+        (Marking::Ramp, _) => p.min_th + p.range,
+        (Marking::Step, Step::Time(th)) => th,
+        (Marking::Step, Step::Packets(_)) => Dur::from_millis(1),
     }
 }

@@ -14,6 +14,9 @@
 //! | `classic-ecn` | [`classic_ecn`] | RFC 3168 single-queue ECN AQM (RFC 9330 §4.3 hazard) |
 //! | `l4s-marker` | [`l4s_marker`] | a RAN's L4S marker: a step or ramp on sojourn for ECT(1) in one FIFO |
 //!
+//! [`queue_protection`] is RFC 9957's Queue Protection of a low-latency queue, an option of
+//! `dualpi2` (`queue_protection = { ... }`).
+//!
 //! [`config`] holds the scenario-file configuration of each and [`build`]; [`ecn_rewrite`]
 //! sets CE in raw IPv4/IPv6 headers (RFC 1624 checksum update).
 
@@ -29,6 +32,7 @@ pub mod fq_codel;
 pub mod l4s_marker;
 pub mod pie;
 pub mod qdisc;
+pub mod queue_protection;
 mod single;
 
 pub use classic_ecn::ClassicEcn;
@@ -43,3 +47,4 @@ pub use fq_codel::FqCodel;
 pub use l4s_marker::L4sMarker;
 pub use pie::Pie;
 pub use qdisc::{Dequeued, DropReason, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+pub use queue_protection::{QpFlowRecord, QpStats, QueueProtection, QueueProtectionConfig};

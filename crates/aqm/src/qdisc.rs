@@ -6,6 +6,8 @@
 
 use l4s_core::{Dur, QueuePacket, Time};
 
+use crate::queue_protection::QpStats;
+
 /// Which sub-queue of a discipline a packet is in (single-queue disciplines use `Single`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum QueueId {
@@ -124,5 +126,9 @@ pub trait Qdisc<P: QueuePacket> {
     /// calls this method still accounts for every packet.
     fn drain_enqueue_drops(&mut self, out: &mut Vec<Dropped<P>>) {
         let _ = out;
+    }
+    /// Queue Protection's counters (RFC 9957), where the discipline has it switched on.
+    fn queue_protection(&self) -> Option<&QpStats> {
+        None
     }
 }
