@@ -191,7 +191,7 @@ pub struct DualPi2Config {
     /// RFC 9957 Queue Protection of the L-queue: packets of a flow that builds a queue in it
     /// are sent to the C-queue instead ([`crate::queue_protection`]). Off when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_protection: Option<QueueProtectionConfig>,
+    pub queue_protection: Option<Box<QueueProtectionConfig>>,
 }
 
 impl Default for DualPi2Config {

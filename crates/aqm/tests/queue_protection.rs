@@ -11,7 +11,7 @@
 mod common;
 
 use common::TestPkt;
-use l4s_aqm::{DualPi2, DualPi2Config, Enqueued, Qdisc, QueueId, QueueProtectionConfig, StepMode};
+use l4s_aqm::{DualPi2, DualPi2Config, Enqueued, Qdisc, QueueId, StepMode};
 use l4s_core::{Dur, Ecn, Rate, Rng, Time};
 
 const HOG: u32 = 0x0000_0001;
@@ -134,7 +134,7 @@ fn p99(v: &[u64]) -> Dur {
 fn an_unresponsive_l4s_flow_is_redirected_and_the_game_flow_keeps_its_latency() {
     let off = run(DualPi2Config::default());
     let on = run(DualPi2Config {
-        queue_protection: Some(QueueProtectionConfig::default()),
+        queue_protection: Some(Box::default()),
         ..Default::default()
     });
     let (p_off, p_on) = (p99(&off.game_sojourn), p99(&on.game_sojourn));
@@ -168,7 +168,7 @@ fn docsis_mode_estimates_the_delay_from_the_backlog_at_max_rate() {
     let on = run(DualPi2Config {
         step_mode: StepMode::Docsis,
         max_rate: Some(Rate::mbps(50)),
-        queue_protection: Some(QueueProtectionConfig::default()),
+        queue_protection: Some(Box::default()),
         ..Default::default()
     });
     let p = p99(&on.game_sojourn);
