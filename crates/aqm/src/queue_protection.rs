@@ -148,6 +148,8 @@ pub struct QpFlowRecord {
 /// Queue Protection's counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QpStats {
+    /// CRITICALqL in effect.
+    pub critical_ql: Dur,
     /// Packets that passed through [`QueueProtection::protect`].
     pub checked_packets: u64,
     pub sanctioned_packets: u64,
@@ -189,15 +191,19 @@ impl QueueProtection {
         let bits = cfg.bucket_bits.min(14);
         let attempts = cfg.attempts.clamp(1, 32 / bits.max(1));
         let lg = cfg.lg_aging.clamp(1, 30);
+        let critical_ql = cfg.critical_ql.unwrap_or(native_critical_ql).max(Dur(1));
         QueueProtection {
-            critical_ql: cfg.critical_ql.unwrap_or(native_critical_ql).max(Dur(1)),
+            critical_ql,
             critical_ql_score: cfg.critical_ql_score.as_nanos().max(1) as i128,
             ns_per_byte: (1u64 << (30 - lg)) as f64,
             max_ql_score: cfg.max_ql_score.as_nanos().max(1) as i128,
             bits,
             attempts,
             buckets: vec![Bucket { id: None, t_exp: 0 }; (1usize << bits) + 1],
-            stats: QpStats::default(),
+            stats: QpStats {
+                critical_ql,
+                ..QpStats::default()
+            },
         }
     }
 

@@ -62,6 +62,9 @@ macro_rules! delegate_queries {
         fn probability(&self, q: usize) -> Option<f64> {
             self.inner.probability(q)
         }
+        fn queue_protection(&self, q: usize) -> Option<l4s_aqm::QpStats> {
+            self.inner.queue_protection(q)
+        }
         fn rate(&self, from: Port, to: Port) -> Option<Rate> {
             self.inner.rate(from, to)
         }
@@ -82,6 +85,9 @@ macro_rules! one_queue_queries {
         }
         fn probability(&self, _q: usize) -> Option<f64> {
             self.queue.qdisc.probability()
+        }
+        fn queue_protection(&self, _q: usize) -> Option<l4s_aqm::QpStats> {
+            self.queue.qdisc.queue_protection().cloned()
         }
     };
 }
@@ -253,6 +259,11 @@ pub trait Link<P: LinkPacket> {
     fn backlog(&self, q: usize) -> (u64, u64);
     /// Queue `q`'s congestion probability for monitoring (DualPI2's p', PIE's), if any.
     fn probability(&self, q: usize) -> Option<f64>;
+    /// Queue `q`'s Queue Protection counters (RFC 9957), where its discipline has it on.
+    fn queue_protection(&self, q: usize) -> Option<l4s_aqm::QpStats> {
+        let _ = q;
+        None
+    }
     /// The rate from port `from` to port `to` in force now (`None`: unlimited).
     fn rate(&self, from: Port, to: Port) -> Option<Rate>;
     /// The capacity from `from` to `to` at time `t`, for monitoring over time: the rate in

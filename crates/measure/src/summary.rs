@@ -30,6 +30,35 @@ pub struct QueueEnd {
     pub rate_bps: u64,
     /// The radio side (cellular links, links with HARQ): see [`radio_summary`].
     pub radio: Option<RadioSummary>,
+    /// Queue Protection: see [`queue_protection_summary`].
+    pub queue_protection: Option<QueueProtectionSummary>,
+}
+
+/// The summary of Queue Protection's counters, with each sanctioned flow named by
+/// `name_of` (from its [`l4s_core::QueuePacket::flow_hash`]).
+pub fn queue_protection_summary(s: &l4s_aqm::QpStats, name_of: impl Fn(u32) -> String) -> QueueProtectionSummary {
+    let mut flows: Vec<SanctionedFlow> = s
+        .flows
+        .iter()
+        .map(|(h, r)| SanctionedFlow {
+            flow: name_of(*h),
+            packets: r.packets,
+            bytes: r.bytes,
+            first_s: round6(r.first.as_secs_f64()),
+            last_s: round6(r.last.as_secs_f64()),
+            max_score_ms: round6(r.max_score.as_millis_f64()),
+            max_qdelay_ms: round6(r.max_qdelay.as_millis_f64()),
+        })
+        .collect();
+    flows.sort_by(|a, b| b.packets.cmp(&a.packets).then_with(|| a.flow.cmp(&b.flow)));
+    QueueProtectionSummary {
+        critical_ql_ms: round6(s.critical_ql.as_millis_f64()),
+        checked_packets: s.checked_packets,
+        sanctioned_packets: s.sanctioned_packets,
+        sanctioned_bytes: s.sanctioned_bytes,
+        default_bucket_collisions: s.default_bucket_collisions,
+        flows,
+    }
 }
 
 /// The capacity of scenario link `spec` over `window`, sampled every 10 ms; `None` for a
@@ -279,6 +308,7 @@ pub fn summary(
             subqueues,
             radio: end.radio.clone(),
             capacity: capacity_summary(spec, window),
+            queue_protection: end.queue_protection.clone(),
         });
     }
     Summary::assemble(

@@ -388,6 +388,42 @@ pub struct QueueSummary {
     /// trace, a capacity process): `rate_bps` is then only its value at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacitySummary>,
+    /// What Queue Protection (RFC 9957) did, where the queue has it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_protection: Option<QueueProtectionSummary>,
+}
+
+/// Queue Protection of a low-latency queue (RFC 9957) over the whole run, warm-up
+/// included: a sanction is an event worth seeing whenever it happens.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct QueueProtectionSummary {
+    /// CRITICALqL: the L-queue delay above which it sanctions.
+    pub critical_ql_ms: f64,
+    /// Packets it checked (every packet classified to the L-queue).
+    pub checked_packets: u64,
+    /// Packets it redirected to the Classic queue, and their bytes.
+    pub sanctioned_packets: u64,
+    pub sanctioned_bytes: u64,
+    /// Flows that found no free bucket and shared the default bucket with another.
+    pub default_bucket_collisions: u64,
+    /// Every flow sanctioned at least once, the most sanctioned first.
+    pub flows: Vec<SanctionedFlow>,
+}
+
+/// One flow Queue Protection sanctioned.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SanctionedFlow {
+    /// The scenario flow's name, with " (feedback)" for its reverse direction; in the live
+    /// testbed, where a queue sees a 5-tuple hash, the hash in hex where no flow matches.
+    pub flow: String,
+    pub packets: u64,
+    pub bytes: u64,
+    /// First and last sanction, seconds from the start of the run.
+    pub first_s: f64,
+    pub last_s: f64,
+    /// The largest queuing score and L-queue delay at a sanction.
+    pub max_score_ms: f64,
+    pub max_qdelay_ms: f64,
 }
 
 /// A link's capacity over the statistics window, sampled every 10 ms (bit/s).

@@ -59,6 +59,13 @@ impl Payloads {
     }
 }
 
+/// The [`QueuePacket::flow_hash`] of a flow's packets in one direction: Fibonacci hashing
+/// of (flow, direction), so that distinct flows spread over FQ and Queue Protection buckets.
+#[inline]
+pub fn flow_hash(flow: FlowId, forward: bool) -> u32 {
+    ((flow as u64 * 2 + forward as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+}
+
 #[derive(Clone, Debug)]
 pub struct Packet {
     /// Unique in the run, in order of creation.
@@ -112,8 +119,7 @@ impl QueuePacket for Packet {
     }
     #[inline]
     fn flow_hash(&self) -> u32 {
-        // Fibonacci hashing of (flow, direction): distinct flows spread over FQ buckets.
-        ((self.flow as u64 * 2 + self.forward as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+        flow_hash(self.flow, self.forward)
     }
 }
 

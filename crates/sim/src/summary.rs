@@ -37,6 +37,21 @@ impl Sim {
             }
         }
         let flows: Vec<(&l4s_measure::FlowMeter, FlowEnd)> = self.flows.iter().map(|f| &f.meter).zip(ends).collect();
+        let scenario = &self.scenario;
+        let name_of = |h: u32| {
+            (0..scenario.flows.len())
+                .flat_map(|f| [(f, true), (f, false)])
+                .find(|&(f, fwd)| crate::packet::flow_hash(f as l4s_core::FlowId, fwd) == h)
+                .map(|(f, fwd)| {
+                    let name = &scenario.flows[f].name;
+                    if fwd {
+                        name.clone()
+                    } else {
+                        format!("{name} (feedback)")
+                    }
+                })
+                .unwrap_or_else(|| format!("{h:08x}"))
+        };
         let queues: Vec<(&l4s_measure::QueueMeter, QueueEnd)> = self
             .links
             .iter()
@@ -45,18 +60,26 @@ impl Sim {
                 let rate_bps = link.model.rate(0, 1).map_or(0, |r| r.bits_per_sec());
                 let radio =
                     l4s_measure::summary::radio_summary(&self.scenario.links[l], &link.model.stats(), &link.stats_base);
-                link.queues.iter().zip(link.model.queues()).map(move |(q, info)| {
-                    (
-                        &q.meter,
-                        QueueEnd {
-                            name: q.name.clone(),
-                            link: l,
-                            aqm: info.aqm.to_string(),
-                            rate_bps,
-                            radio: radio.clone(),
-                        },
-                    )
-                })
+                let model = &link.model;
+                link.queues
+                    .iter()
+                    .zip(model.queues())
+                    .enumerate()
+                    .map(move |(i, (q, info))| {
+                        (
+                            &q.meter,
+                            QueueEnd {
+                                name: q.name.clone(),
+                                link: l,
+                                aqm: info.aqm.to_string(),
+                                rate_bps,
+                                radio: radio.clone(),
+                                queue_protection: model
+                                    .queue_protection(i)
+                                    .map(|s| l4s_measure::summary::queue_protection_summary(&s, name_of)),
+                            },
+                        )
+                    })
             })
             .collect();
         l4s_measure::summary::summary(&self.scenario, "sim", self.scenario.seed, window, &flows, &queues)

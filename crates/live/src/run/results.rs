@@ -223,6 +223,8 @@ pub(super) fn summary(
                     radio: link_stats.get(&q.link).and_then(|end| {
                         l4s_measure::summary::radio_summary(spec, end, &m.link_base.unwrap_or_default())
                     }),
+                    // Not yet reported by the live forwarder's status.
+                    queue_protection: None,
                 },
             )
         })
