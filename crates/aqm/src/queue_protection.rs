@@ -143,6 +143,9 @@ pub struct QpFlowRecord {
     pub max_score: Dur,
     /// The largest queue delay at a sanction.
     pub max_qdelay: Dur,
+    /// The destination port of its first sanctioned packet, to name the flow by where a
+    /// hash alone does not (the live testbed).
+    pub dst_port: Option<u16>,
 }
 
 /// Queue Protection's counters.
@@ -293,6 +296,7 @@ impl QueueProtection {
                 last: now,
                 max_score: Dur::ZERO,
                 max_qdelay: Dur::ZERO,
+                dst_port: pkt.dst_port(),
             });
             r.packets += 1;
             r.bytes += size;

@@ -232,6 +232,26 @@ fn impossible_values() {
         "target",
     );
     assert_bad(
+        "qp-zero",
+        &GOOD.replace(
+            "step_thresh = \"1ms\"",
+            "step_thresh = \"1ms\"\nqueue_protection = { critical_ql_score = \"0ms\" }",
+        ),
+        14,
+        "topology.aqm.queue_protection.critical_ql_score",
+        "greater than zero",
+    );
+    assert_bad(
+        "qp-unknown",
+        &GOOD.replace(
+            "step_thresh = \"1ms\"",
+            "step_thresh = \"1ms\"\nqueue_protection = { threshold = \"1ms\" }",
+        ),
+        14,
+        "threshold",
+        "unknown field",
+    );
+    assert_bad(
         "warmup",
         &GOOD.replace("warmup = \"1s\"", "warmup = \"10s\""),
         4,
@@ -259,6 +279,32 @@ fn impossible_values() {
         "",
         "not valid TOML",
     );
+}
+
+/// Queue Protection's sanctions reach the terminal table and the report, by flow name.
+#[test]
+fn queue_protection_is_reported_by_flow() {
+    let d = tmpdir("qp");
+    let f = d.join("qp.toml");
+    let text = GOOD.replace("step_thresh = \"1ms\"", "step_thresh = \"1ms\"\nqueue_protection = {}")
+        + "\n[[flows]]\nname = \"hog\"\ntype = \"probe\"\npps = 2500\nsize = \"1514B\"\necn = \"ect1\"\n";
+    std::fs::write(&f, text).unwrap();
+    let out = d.join("res");
+    let o = l4s().arg("run").arg(&f).arg("--out").arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout} {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("queue protection on bottleneck (CRITICALqL 1.00 ms)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n  hog: "), "{stdout}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Queue Protection on bottleneck"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let qp = &v["queues"][0]["queue_protection"];
+    assert_eq!(qp["flows"][0]["flow"], "hog", "{qp}");
+    assert!(qp["sanctioned_packets"].as_u64().unwrap() > 0);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

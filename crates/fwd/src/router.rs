@@ -307,6 +307,10 @@ pub struct DirectionStats {
     /// The link model's own counters at the end (reported by the caller's summary).
     #[serde(skip)]
     pub link: l4s_link::LinkStats,
+    /// Queue Protection's counters at the end, where the queue has it (reported by the
+    /// caller's summary, which can name the flows).
+    #[serde(skip)]
+    pub queue_protection: Option<l4s_aqm::QpStats>,
     pub from: String,
     pub to: String,
     /// The configured rate (the rate at the start); 0 for a link without a rate.
@@ -1056,6 +1060,11 @@ impl Direction {
             pacer_forfeits: ls.forfeits,
             pacer_forfeit_ns: ls.forfeit_ns,
             link: ls,
+            queue_protection: if self.link.queues().is_empty() {
+                None
+            } else {
+                self.link.queue_protection(0)
+            },
             lateness: self.lateness.stats(),
             unstamped: self.unstamped,
             peak_buffers: self.pool.peak(),

@@ -35,13 +35,16 @@ pub struct QueueEnd {
 }
 
 /// The summary of Queue Protection's counters, with each sanctioned flow named by
-/// `name_of` (from its [`l4s_core::QueuePacket::flow_hash`]).
-pub fn queue_protection_summary(s: &l4s_aqm::QpStats, name_of: impl Fn(u32) -> String) -> QueueProtectionSummary {
+/// `name_of` (from its [`l4s_core::QueuePacket::flow_hash`] and destination port).
+pub fn queue_protection_summary(
+    s: &l4s_aqm::QpStats,
+    name_of: impl Fn(u32, Option<u16>) -> String,
+) -> QueueProtectionSummary {
     let mut flows: Vec<SanctionedFlow> = s
         .flows
         .iter()
         .map(|(h, r)| SanctionedFlow {
-            flow: name_of(*h),
+            flow: name_of(*h, r.dst_port),
             packets: r.packets,
             bytes: r.bytes,
             first_s: round6(r.first.as_secs_f64()),

@@ -147,5 +147,36 @@ pub fn summary_tables(s: &Summary) -> String {
         }
     }
     out.push_str(&render(&rows));
+    for q in &s.queues {
+        if let Some(qp) = &q.queue_protection {
+            out.push_str(&queue_protection_lines(&q.name, qp));
+        }
+    }
+    out
+}
+
+/// Queue Protection's sanctions on one queue, a line per sanctioned flow (the five most
+/// sanctioned; the summary holds them all).
+fn queue_protection_lines(queue: &str, qp: &crate::summary::QueueProtectionSummary) -> String {
+    let mut out = format!(
+        "\nqueue protection on {queue} (CRITICALqL {} ms): {} of {} L packets sanctioned\n",
+        ms(qp.critical_ql_ms),
+        qp.sanctioned_packets,
+        qp.checked_packets
+    );
+    for f in qp.flows.iter().take(5) {
+        out.push_str(&format!(
+            "  {}: {} packets, {:.2}..{:.2} s, score up to {} ms at L delay up to {} ms\n",
+            f.flow,
+            f.packets,
+            f.first_s,
+            f.last_s,
+            ms(f.max_score_ms),
+            ms(f.max_qdelay_ms)
+        ));
+    }
+    if qp.flows.len() > 5 {
+        out.push_str(&format!("  and {} more flows (summary.json)\n", qp.flows.len() - 5));
+    }
     out
 }

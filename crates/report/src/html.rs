@@ -310,6 +310,36 @@ pub(crate) fn queues_table(out: &mut String, res: &Results) {
         }
     }
     out.push_str("</table><p class=\"meta\">† rests on too few samples for that percentile (fewer than 1 000 for p99.9, 10 000 for p99.99): read it as the maximum.</p>");
+    for q in &s.queues {
+        let Some(qp) = &q.queue_protection else { continue };
+        let _ = write!(
+            out,
+            "<h3>Queue Protection on {}</h3><p class=\"meta\">RFC 9957: CRITICALqL {} ms; {} of {} L-queue packets redirected to the Classic queue ({} default-bucket collisions).</p>",
+            esc(&q.name),
+            qp.critical_ql_ms,
+            count(qp.sanctioned_packets),
+            count(qp.checked_packets),
+            count(qp.default_bucket_collisions),
+        );
+        if qp.flows.is_empty() {
+            continue;
+        }
+        out.push_str("<table><tr><th class=\"l\">flow</th><th>packets</th><th>bytes</th><th>first s</th><th>last s</th><th>max score ms</th><th>max L delay ms</th></tr>");
+        for f in &qp.flows {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.2}</td><td>{:.2}</td></tr>",
+                esc(&f.flow),
+                count(f.packets),
+                count(f.bytes),
+                f.first_s,
+                f.last_s,
+                f.max_score_ms,
+                f.max_qdelay_ms,
+            );
+        }
+        out.push_str("</table>");
+    }
 }
 
 struct Charts<'a> {

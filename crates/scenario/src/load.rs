@@ -139,7 +139,8 @@ fn parse_aqm(
         }
     };
     if let Err(e) = cfg.validate() {
-        return Err(cx.at(&join(at, &[key(&e.key)]), e.message));
+        // A nested key (`queue_protection.critical_ql`) is a path of its own.
+        return Err(cx.at(&join(at, &crate::error::parse_path(&e.key)), e.message));
     }
     Ok(cfg)
 }

@@ -38,7 +38,7 @@ impl Sim {
         }
         let flows: Vec<(&l4s_measure::FlowMeter, FlowEnd)> = self.flows.iter().map(|f| &f.meter).zip(ends).collect();
         let scenario = &self.scenario;
-        let name_of = |h: u32| {
+        let name_of = |h: u32, _port: Option<u16>| {
             (0..scenario.flows.len())
                 .flat_map(|f| [(f, true), (f, false)])
                 .find(|&(f, fwd)| crate::packet::flow_hash(f as l4s_core::FlowId, fwd) == h)

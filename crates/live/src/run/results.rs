@@ -22,6 +22,8 @@ pub(super) struct ElementResults {
     pub probs: BTreeMap<usize, (f64, u64)>,
     /// Each scenario link's model counters at the end.
     pub link_stats: BTreeMap<usize, l4s_link::LinkStats>,
+    /// Each scenario link's Queue Protection counters at the end, where it has them.
+    pub queue_protection: BTreeMap<usize, l4s_aqm::QpStats>,
 }
 
 /// Gather the forwarders' results (`mono0`: CLOCK_MONOTONIC at time 0); a forwarder that
@@ -37,6 +39,7 @@ pub(super) fn element_results(
         lateness: Vec::new(),
         probs: BTreeMap::new(),
         link_stats: BTreeMap::new(),
+        queue_protection: BTreeMap::new(),
     };
     for ((name, r), el) in results.iter().zip(&built.elements) {
         let st = r
@@ -48,6 +51,15 @@ pub(super) fn element_results(
         let seg = &built.segments[el.segment];
         for (d, link) in st.directions.iter().zip([seg.ab, seg.ba]) {
             out.link_stats.insert(link, d.link);
+            if let Some(qp) = &d.queue_protection {
+                // The forwarder's clock is CLOCK_MONOTONIC: count sanctions from time 0.
+                let mut qp = qp.clone();
+                let rel = |t: Time| Time(t.as_nanos().saturating_sub(mono0));
+                for r in qp.flows.values_mut() {
+                    (r.first, r.last) = (rel(r.first), rel(r.last));
+                }
+                out.queue_protection.insert(link, qp);
+            }
             for (secs, p) in &d.probability {
                 let t = st.started_ns as f64 + secs * 1e9 - mono0 as f64;
                 if t >= window.start.as_nanos() as f64 && t <= window.end.as_nanos() as f64 {
@@ -167,6 +179,17 @@ pub(super) fn summary(
     seed: u64,
 ) -> Summary {
     let (probs, link_stats) = (&el.probs, &el.link_stats);
+    // A queue sees a flow as a hash of its 5-tuple: name a sanctioned flow by the port its
+    // server listens on, the destination of its packets towards the server.
+    let ports = super::flows::listen_ports(sc);
+    let name_of = |h: u32, port: Option<u16>| {
+        port.and_then(|p| ports.iter().position(|&q| q == p))
+            .map(|i| sc.flows[i].name.clone())
+            .unwrap_or_else(|| match port {
+                Some(p) => format!("{h:08x} (port {p})"),
+                None => format!("{h:08x}"),
+            })
+    };
     let flows: Vec<_> = meters.iter().map(|m| m.lock()).collect();
     let mut qs: Vec<_> = queues.iter().map(|q| lockq(&q.meter)).collect();
     let oh = if built.ipv6 { 62 } else { 42 };
@@ -223,8 +246,10 @@ pub(super) fn summary(
                     radio: link_stats.get(&q.link).and_then(|end| {
                         l4s_measure::summary::radio_summary(spec, end, &m.link_base.unwrap_or_default())
                     }),
-                    // Not yet reported by the live forwarder's status.
-                    queue_protection: None,
+                    queue_protection: el
+                        .queue_protection
+                        .get(&q.link)
+                        .map(|s| l4s_measure::summary::queue_protection_summary(s, name_of)),
                 },
             )
         })
