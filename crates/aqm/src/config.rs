@@ -12,6 +12,7 @@ use l4s_core::{Dur, QueuePacket, Rate, Rng, FRAME_MTU};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use crate::docsis_dualq::DocsisDualqConfig;
 use crate::qdisc::Qdisc;
 use crate::queue_protection::QueueProtectionConfig;
 
@@ -759,6 +760,7 @@ pub const KINDS: &[&str] = &[
     "fq-codel",
     "classic-ecn",
     "l4s-marker",
+    "docsis-dualq",
 ];
 
 /// One discipline and its parameters.
@@ -782,6 +784,8 @@ pub enum AqmConfig {
     ClassicEcn(ClassicEcnConfig),
     #[serde(rename = "l4s-marker")]
     L4sMarker(L4sMarkerConfig),
+    #[serde(rename = "docsis-dualq")]
+    DocsisDualq(Box<DocsisDualqConfig>),
 }
 
 impl AqmConfig {
@@ -792,6 +796,7 @@ impl AqmConfig {
             AqmConfig::DualPi2(c) => Some(c.tupdate),
             AqmConfig::Pie(c) => Some(c.tupdate),
             AqmConfig::ClassicEcn(c) => Some(c.tupdate),
+            AqmConfig::DocsisDualq(c) => Some(c.tupdate),
             AqmConfig::Fifo(_) | AqmConfig::Codel(_) | AqmConfig::FqCodel(_) | AqmConfig::L4sMarker(_) => None,
         }
     }
@@ -806,6 +811,7 @@ impl AqmConfig {
             AqmConfig::FqCodel(_) => "fq-codel",
             AqmConfig::ClassicEcn(_) => "classic-ecn",
             AqmConfig::L4sMarker(_) => "l4s-marker",
+            AqmConfig::DocsisDualq(_) => "docsis-dualq",
         }
     }
 
@@ -819,6 +825,7 @@ impl AqmConfig {
             "fq-codel" => AqmConfig::FqCodel(FqCodelConfig::default()),
             "classic-ecn" => AqmConfig::ClassicEcn(ClassicEcnConfig::default()),
             "l4s-marker" => AqmConfig::L4sMarker(L4sMarkerConfig::default()),
+            "docsis-dualq" => AqmConfig::DocsisDualq(Box::default()),
             _ => return None,
         })
     }
@@ -832,6 +839,7 @@ impl AqmConfig {
             AqmConfig::FqCodel(c) => c.validate(),
             AqmConfig::ClassicEcn(c) => c.validate(),
             AqmConfig::L4sMarker(c) => c.validate(),
+            AqmConfig::DocsisDualq(c) => c.validate(),
         }
     }
 }
@@ -847,6 +855,7 @@ pub fn build<P: QueuePacket + 'static>(cfg: &AqmConfig, rng: Rng) -> Box<dyn Qdi
         AqmConfig::FqCodel(c) => Box::new(crate::fq_codel::FqCodel::new(c)),
         AqmConfig::ClassicEcn(c) => Box::new(crate::classic_ecn::ClassicEcn::new(c, rng)),
         AqmConfig::L4sMarker(c) => Box::new(crate::l4s_marker::L4sMarker::new(c, rng)),
+        AqmConfig::DocsisDualq(c) => Box::new(crate::docsis_dualq::DocsisDualq::new(c, rng)),
     }
 }
 

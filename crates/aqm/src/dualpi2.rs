@@ -410,6 +410,7 @@ impl<P: QueuePacket> DualPi2<P> {
         let qp = cfg
             .queue_protection
             .as_ref()
+            .filter(|q| q.enabled)
             .map(|q| QueueProtection::new(q, native_full_marking_delay(&p)));
         DualPi2 {
             qp,

@@ -12,6 +12,7 @@
 //! | `codel` | [`codel`] | RFC 8289 |
 //! | `fq-codel` | [`fq_codel`] | RFC 8290, Linux `sch_fq_codel` |
 //! | `classic-ecn` | [`classic_ecn`] | RFC 3168 single-queue ECN AQM (RFC 9330 §4.3 hazard) |
+//! | `docsis-dualq` | [`docsis_dualq`] | Low Latency DOCSIS: DOCSIS-PIE + IAQM, coupled, WRR 230/256, Queue Protection (MULPI Annexes M–P, RFC 9957) |
 //! | `l4s-marker` | [`l4s_marker`] | a RAN's L4S marker: a step or ramp on sojourn for ECT(1) in one FIFO |
 //!
 //! [`queue_protection`] is RFC 9957's Queue Protection of a low-latency queue, an option of
@@ -25,6 +26,7 @@
 pub mod classic_ecn;
 pub mod codel;
 pub mod config;
+pub mod docsis_dualq;
 pub mod dualpi2;
 pub mod ecn_rewrite;
 pub mod fifo;
@@ -41,6 +43,7 @@ pub use config::{
     build, derive_from_rtt, try_build, AqmConfig, ClassicEcnConfig, CodelConfig, ConfigError, DualPi2Config, EcnMask,
     FifoConfig, FqCodelConfig, L4sMarkerConfig, Marking, PiInput, PieConfig, StepMode, KINDS,
 };
+pub use docsis_dualq::{DocsisDualq, DocsisDualqConfig};
 pub use dualpi2::{Classifier, DualPi2, DualPi2Params, DualPi2Stats, Step, TrafficClass, MAX_PROB};
 pub use fifo::Fifo;
 pub use fq_codel::FqCodel;

@@ -42,6 +42,8 @@ use crate::config::ConfigError;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueueProtectionConfig {
+    /// QPROTECT_ON (on).
+    pub enabled: bool,
     /// CRITICALqL: the queue delay above which sanctions can happen. `None` = the
     /// low-latency AQM's own threshold where the marking probability reaches 1 (DOCSIS:
     /// `MAXTH`; DualPI2's step: `step_thresh`; its ramp: `min_th + range`).
@@ -62,6 +64,7 @@ pub struct QueueProtectionConfig {
 impl Default for QueueProtectionConfig {
     fn default() -> Self {
         QueueProtectionConfig {
+            enabled: true,
             critical_ql: None,
             critical_ql_score: Dur::from_millis(4),
             lg_aging: 19,
@@ -470,6 +473,7 @@ mod tests {
         assert!(QueueProtectionConfig::default().validate().is_ok());
         // Unvalidated values never panic.
         let wild = QueueProtectionConfig {
+            enabled: true,
             bucket_bits: 99,
             attempts: 0,
             lg_aging: 0,

@@ -435,7 +435,8 @@ fn every_kind_builds_and_reports_its_name() {
             "codel",
             "fq-codel",
             "classic-ecn",
-            "l4s-marker"
+            "l4s-marker",
+            "docsis-dualq"
         ]
     );
     for kind in KINDS {
@@ -448,10 +449,17 @@ fn every_kind_builds_and_reports_its_name() {
                 c.threshold = Some(l4s_core::Dur::from_millis(5));
             }
         }
+        if *kind == "docsis-dualq" {
+            // The aggregate service flow's rate has no default either.
+            assert_eq!(cfg.validate().unwrap_err().key, "max_rate");
+            if let AqmConfig::DocsisDualq(c) = &mut cfg {
+                c.max_rate = Some(l4s_core::Rate::mbps(100));
+            }
+        }
         let mut q = try_build::<TestPkt>(&cfg, Rng::new(1)).unwrap();
         assert_eq!(q.kind(), *kind);
         let ids = q.queue_ids();
-        if *kind == "dualpi2" {
+        if *kind == "dualpi2" || *kind == "docsis-dualq" {
             assert_eq!(ids, [QueueId::L, QueueId::C]);
             assert!(q.probability().is_some());
         } else {

@@ -252,6 +252,23 @@ fn impossible_values() {
         "unknown field",
     );
     assert_bad(
+        "docsis-rate",
+        &GOOD.replace("kind = \"dualpi2\"\nstep_thresh = \"1ms\"", "kind = \"docsis-dualq\""),
+        11,
+        "topology.aqm.max_rate",
+        "required",
+    );
+    assert_bad(
+        "docsis-slow",
+        &GOOD.replace(
+            "kind = \"dualpi2\"\nstep_thresh = \"1ms\"",
+            "kind = \"docsis-dualq\"\nmax_rate = \"1Mbit\"",
+        ),
+        13,
+        "topology.aqm.max_rate",
+        "max_frame_size",
+    );
+    assert_bad(
         "warmup",
         &GOOD.replace("warmup = \"1s\"", "warmup = \"10s\""),
         4,

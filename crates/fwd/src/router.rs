@@ -194,6 +194,11 @@ pub fn aqm_packet_limit(cfg: &AqmConfig) -> usize {
         AqmConfig::FqCodel(c) => c.limit as usize,
         AqmConfig::ClassicEcn(c) => c.limit as usize,
         AqmConfig::L4sMarker(c) => c.limit as usize,
+        // Byte buffers: as many 256-byte packets as both hold, and some.
+        AqmConfig::DocsisDualq(c) => {
+            let (classic, ll) = c.buffers();
+            ((classic + ll) / 256 + 64) as usize
+        }
     }
 }
 

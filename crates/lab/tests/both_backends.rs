@@ -417,8 +417,8 @@ fn a_run_id_in_use_is_refused_before_anything_is_built() {
 /// RFC 9957 Queue Protection on the bottleneck's DualPI2: an unresponsive ECT(1) flow at
 /// 1.5× the 20 Mbit/s link beside a 64 packet/s ECT(1) game flow. In both backends the
 /// hog is sanctioned and named in the summary, the game flow never is, and the game's
-/// delay through the bottleneck stays near CRITICALqL (1 ms) rather than DualPI2's overload
-/// point.
+/// delay through the bottleneck stays near CRITICALqL (DualPI2's 1 ms step; the DOCSIS
+/// dual queue's MAXTH, 2.12 ms at 20 Mbit/s) rather than at the overload point.
 const QP: &str = r#"
 [scenario]
 name = "qp"
@@ -474,11 +474,18 @@ fn check_qp(backend: &str, s: &l4s_metrics::summary::Summary) -> Result<(), Stri
 
 #[test]
 fn queue_protection_sanctions_the_hog_in_both_backends() {
-    let sc = scenario(QP);
-    let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
-    check_qp("sim", &sim).unwrap();
-    if !root() {
-        return;
+    // DualPI2 with Queue Protection, and the DOCSIS dual queue (where it is on by default).
+    let docsis = QP.replace(
+        "aqm = { kind = \"dualpi2\", queue_protection = {} }",
+        "aqm = { kind = \"docsis-dualq\", max_rate = \"20Mbit\" }",
+    );
+    for text in [QP, docsis.as_str()] {
+        let sc = scenario(text);
+        let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
+        check_qp("sim", &sim).unwrap();
+        if !root() {
+            return;
+        }
+        live_until_measured(&sc, |s| check_qp("live", s));
     }
-    live_until_measured(&sc, |s| check_qp("live", s));
 }

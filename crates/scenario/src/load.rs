@@ -131,6 +131,7 @@ fn parse_aqm(
         "fq-codel" | "fq_codel" => AqmConfig::FqCodel(typed(cx, at, t)?),
         "classic-ecn" => AqmConfig::ClassicEcn(typed(cx, at, t)?),
         "l4s-marker" => AqmConfig::L4sMarker(typed(cx, at, t)?),
+        "docsis-dualq" => AqmConfig::DocsisDualq(Box::new(typed(cx, at, t)?)),
         other => {
             return Err(cx.at(
                 &join(at, &[key("kind")]),

@@ -79,3 +79,26 @@ fn responsive_flows_are_rarely_sanctioned_under_the_docsis_ramp() {
     assert!(q.utilization >= 0.95, "{why}");
     assert!(q.subqueues["L"].sojourn_ms.p99 <= 1.5, "{why}");
 }
+
+/// The same hog, game and Prague flows through the Low Latency DOCSIS dual queue, where
+/// Queue Protection is on by default (MAXTH 1.164 ms at 50 Mbit/s).
+#[test]
+fn docsis_dual_queue_protects_the_game_flow_by_default() {
+    let on = run_toml(&scenario("{ kind = \"docsis-dualq\", max_rate = \"50Mbit\" }"));
+    let off = run_toml(&scenario(
+        "{ kind = \"docsis-dualq\", max_rate = \"50Mbit\", queue_protection = { enabled = false } }",
+    ));
+    let (why_on, why_off) = (brief(&on), brief(&off));
+    let qp = queue(&on, "bottleneck").queue_protection.clone().unwrap();
+    eprintln!("with QP: {why_on}\nwithout: {why_off}\n{qp:?}");
+    assert!(queue(&off, "bottleneck").queue_protection.is_none());
+    assert_eq!(qp.flows[0].flow, "hog", "{qp:?}");
+    assert!(
+        qp.flows[0].packets as f64 >= 0.95 * qp.sanctioned_packets as f64,
+        "{qp:?}"
+    );
+    assert!(qp.flows.iter().all(|f| f.flow != "game"), "{qp:?}");
+    let (g_on, g_off) = (flow(&on, "game").owd_ms.p99, flow(&off, "game").owd_ms.p99);
+    assert!(g_on < 10.0 + 3.0, "{why_on}");
+    assert!(g_off > 10.0 + 5.0, "{why_off}");
+}
