@@ -460,28 +460,9 @@ impl<P: QueuePacket> DocsisDualq<P> {
         } else {
             None
         };
-        if let Some(reason) = reason {
-            self.stats_c.drops += 1;
-            if reason == DropReason::Overlimit {
-                self.stats_c.overlimit_drops += 1;
-            }
-            return Enqueued::Dropped(Dropped {
-                pkt,
-                reason,
-                queue: QueueId::C,
-                sojourn: Dur::ZERO,
-            });
-        }
-        self.c_bytes += len;
-        let s = &mut self.stats_c;
-        s.enqueued_packets += 1;
-        s.enqueued_bytes += len;
-        s.backlog_packets += 1;
-        s.backlog_bytes += len;
-        self.c.push_back(Entry { pkt, ts: now, marked });
-        Enqueued::Queued {
-            queue: QueueId::C,
-            marked,
+        match reason {
+            Some(reason) => self.refuse(pkt, QueueId::C, reason),
+            None => self.admit(pkt, QueueId::C, now, marked),
         }
     }
 
@@ -502,26 +483,45 @@ impl<P: QueuePacket> DocsisDualq<P> {
         }
         // `qL.byte_length() < CONFIG_BUFFER_SIZE − MAX_FRAME_SIZE` (Annex N).
         if self.l_bytes >= self.ll_buffer.saturating_sub(self.max_frame_size) || self.l_bytes + len > self.ll_buffer {
-            self.stats_l.drops += 1;
-            self.stats_l.overlimit_drops += 1;
-            return Enqueued::Dropped(Dropped {
-                pkt,
-                reason: DropReason::Overlimit,
-                queue: QueueId::L,
-                sojourn: Dur::ZERO,
-            });
+            return self.refuse(pkt, QueueId::L, DropReason::Overlimit);
         }
-        self.l_bytes += len;
-        let s = &mut self.stats_l;
+        self.admit(pkt, QueueId::L, now, marked)
+    }
+
+    /// Queue a packet in `queue` and count it.
+    fn admit(&mut self, pkt: P, queue: QueueId, now: Time, marked: bool) -> Enqueued<P> {
+        let len = pkt.wire_len() as u64;
+        let (q, bytes, s) = if queue == QueueId::L {
+            (&mut self.l, &mut self.l_bytes, &mut self.stats_l)
+        } else {
+            (&mut self.c, &mut self.c_bytes, &mut self.stats_c)
+        };
+        *bytes += len;
         s.enqueued_packets += 1;
         s.enqueued_bytes += len;
         s.backlog_packets += 1;
         s.backlog_bytes += len;
-        self.l.push_back(Entry { pkt, ts: now, marked });
-        Enqueued::Queued {
-            queue: QueueId::L,
-            marked,
+        q.push_back(Entry { pkt, ts: now, marked });
+        Enqueued::Queued { queue, marked }
+    }
+
+    /// Drop a packet at enqueue and count it against `queue`.
+    fn refuse(&mut self, pkt: P, queue: QueueId, reason: DropReason) -> Enqueued<P> {
+        let s = if queue == QueueId::L {
+            &mut self.stats_l
+        } else {
+            &mut self.stats_c
+        };
+        s.drops += 1;
+        if reason == DropReason::Overlimit {
+            s.overlimit_drops += 1;
         }
+        Enqueued::Dropped(Dropped {
+            pkt,
+            reason,
+            queue,
+            sojourn: Dur::ZERO,
+        })
     }
 
     /// MAX_RATE of the LL flow: min(AMSR, MSR_L).
