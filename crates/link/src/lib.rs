@@ -95,6 +95,7 @@ macro_rules! one_queue_queries {
 pub mod capacity;
 pub mod cellular;
 pub mod config;
+pub mod docsis;
 pub mod fault;
 pub mod gilbert_elliott;
 pub mod harq;
@@ -106,6 +107,7 @@ pub mod wired;
 pub use capacity::{CapacityProcess, MarkovState};
 pub use cellular::{Cellular, RanCapacity, RanConfig, RanDirection, SlotKind, UplinkScheduling};
 pub use config::{build, LinkConfig, LossModel};
+pub use docsis::{DocsisUpstream, DocsisUpstreamLink};
 pub use fault::{Fault, FaultKind};
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
 pub use harq::{Harq, HarqConfig};
