@@ -96,6 +96,28 @@ pub struct DocsisDualqConfig {
     pub ll_dscp: Vec<u8>,
     /// Queue Protection of the LL flow (on by default; `enabled = false` turns it off).
     pub queue_protection: QueueProtectionConfig,
+    /// How the LL queue delay is estimated: `"coupled-l"`, the LL backlog over `max_rate`
+    /// (MULPI Annex N.3 for the downstream, the default), or `"coupled-v"`, a virtual
+    /// queue served at `max_rate` and aligned with the actual queue every `vq_interval`
+    /// (Annex N.3 for the upstream, where the queue also holds what waits for a grant).
+    /// Unset: `coupled-v` on a DOCSIS link's upstream, `coupled-l` elsewhere.
+    pub estimator: Option<LlEstimator>,
+    /// `coupled-v`: the modem's request–grant loop delay (the actual queue allowed to hold
+    /// this long at `max_rate` without counting as queuing), how often the virtual queue
+    /// is aligned (500 µs, half a MAP), and log2 of the inverse EWMA gain of the actual
+    /// queue's average (7).
+    pub loop_delay: Option<Dur>,
+    pub vq_interval: Dur,
+    pub lg_vq_ewma: u32,
+}
+
+/// The LL queue delay estimate (MULPI Annex O `qdelayCoupledL` / `qdelayCoupledV`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LlEstimator {
+    #[default]
+    CoupledL,
+    CoupledV,
 }
 
 impl Default for DocsisDualqConfig {
@@ -123,6 +145,10 @@ impl Default for DocsisDualqConfig {
             quantum: 1500,
             ll_dscp: vec![46],
             queue_protection: QueueProtectionConfig::default(),
+            estimator: None,
+            loop_delay: None,
+            vq_interval: Dur::from_micros(500),
+            lg_vq_ewma: 7,
         }
     }
 }
@@ -230,6 +256,23 @@ impl DocsisDualqConfig {
                 ),
             );
         }
+        if self.estimator == Some(LlEstimator::CoupledV) {
+            if self.loop_delay.is_none() {
+                return e(
+                    "loop_delay",
+                    "estimator = \"coupled-v\" needs the modem's request–grant loop delay, such as \"3.6ms\" (set by a docsis link's upstream)".into(),
+                );
+            }
+            if self.vq_interval.is_zero() {
+                return e("vq_interval", "expected a duration greater than zero".into());
+            }
+            if self.lg_vq_ewma > 16 {
+                return e(
+                    "lg_vq_ewma",
+                    format!("expected an integer from 0 to 16, found {}", self.lg_vq_ewma),
+                );
+            }
+        }
         if let Some(d) = self.ll_dscp.iter().find(|d| **d > 63) {
             return e("ll_dscp", format!("expected DSCP values from 0 to 63, found {d}"));
         }
@@ -243,6 +286,18 @@ enum BurstState {
     None,
     InBurst,
     Protecting,
+}
+
+/// MULPI Annex O `qdelayCoupledV` and its alignment (docsis-ns3 `QDelayCoupledV`,
+/// `AlignVq`, `DecreaseVq`).
+struct VirtualQueue {
+    vq: f64,
+    at: Time,
+    avg: f64,
+    allowed: f64,
+    gain: f64,
+    interval: Dur,
+    next: Time,
 }
 
 struct Entry<P> {
@@ -298,6 +353,9 @@ pub struct DocsisDualq<P> {
     deficit_l: f64,
     deficit_c: f64,
     next_timer: Time,
+    /// `coupled-v`: the virtual queue (ns) as of `vq_at`, the actual queue's average
+    /// (bytes), the loop allowance (bytes) and the next alignment.
+    virtual_q: Option<VirtualQueue>,
     qp: Option<QueueProtection>,
     stats_l: QueueStats,
     stats_c: QueueStats,
@@ -366,6 +424,15 @@ impl<P: QueuePacket> DocsisDualq<P> {
             deficit_l: 0.0,
             deficit_c: 0.0,
             next_timer: Time::ZERO + tupdate,
+            virtual_q: (cfg.estimator == Some(LlEstimator::CoupledV)).then(|| VirtualQueue {
+                vq: 0.0,
+                at: Time::ZERO,
+                avg: 0.0,
+                allowed: iaqm_rate.bytes_per_sec() * cfg.loop_delay.unwrap_or(Dur::ZERO).as_secs_f64(),
+                gain: 0.5f64.powi(cfg.lg_vq_ewma.min(16) as i32),
+                interval: cfg.vq_interval.max(Dur(1)),
+                next: Time::ZERO + cfg.vq_interval.max(Dur(1)),
+            }),
             qp,
             stats_l: QueueStats::default(),
             stats_c: QueueStats::default(),
@@ -469,7 +536,16 @@ impl<P: QueuePacket> DocsisDualq<P> {
     /// The LL enqueue: IAQM, Queue Protection, then the buffer.
     fn ll_enqueue(&mut self, mut pkt: P, now: Time) -> Enqueued<P> {
         let len = pkt.wire_len() as u64;
-        let qdelay = self.iaqm_rate().tx_time(self.l_bytes + len);
+        let rate = self.iaqm_rate();
+        let qdelay = match &mut self.virtual_q {
+            None => rate.tx_time(self.l_bytes + len),
+            Some(v) => {
+                // Drained in real time, filled by this packet at the rate.
+                v.vq = (v.vq - now.since(v.at).as_nanos() as f64).max(0.0) + rate.tx_time(len).as_nanos() as f64;
+                v.at = now;
+                Dur(v.vq as u64)
+            }
+        };
         let native = ramp_probability(qdelay, self.min_th, self.range);
         let mut marked = false;
         if self.recur(native.max(self.p_cl.min(1.0))) {
@@ -478,11 +554,20 @@ impl<P: QueuePacket> DocsisDualq<P> {
         }
         if let Some(qp) = &mut self.qp {
             if qp.protect(&pkt, qdelay, native, now) == queue_protection::Verdict::Sanction {
+                if let Some(v) = &mut self.virtual_q {
+                    v.vq = (v.vq - rate.tx_time(len).as_nanos() as f64).max(0.0);
+                }
                 return self.classic_enqueue(pkt, now, marked);
             }
         }
         // `qL.byte_length() < CONFIG_BUFFER_SIZE − MAX_FRAME_SIZE` (Annex N).
-        if self.l_bytes >= self.ll_buffer.saturating_sub(self.max_frame_size) || self.l_bytes + len > self.ll_buffer {
+        let room = self.ll_buffer.saturating_sub(self.max_frame_size);
+        let full = match &self.virtual_q {
+            None => self.l_bytes >= room,
+            // `qdelay < (CONFIG_BUFFER_SIZE − MAX_FRAME_SIZE) × 8 / MAX_RATE`.
+            Some(v) => v.vq >= rate.tx_time(room).as_nanos() as f64,
+        };
+        if full || self.l_bytes + len > self.ll_buffer {
             return self.refuse(pkt, QueueId::L, DropReason::Overlimit);
         }
         self.admit(pkt, QueueId::L, now, marked)
@@ -644,11 +729,33 @@ impl<P: QueuePacket> Qdisc<P> for DocsisDualq<P> {
     }
 
     fn next_timeout(&self) -> Option<Time> {
-        Some(self.next_timer)
+        Some(match &self.virtual_q {
+            Some(v) => self.next_timer.min(v.next),
+            None => self.next_timer,
+        })
     }
 
     /// DOCSIS-PIE's update (docsis-ns3 `CalculateDropProb`).
     fn on_timeout(&mut self, now: Time) {
+        if let Some(v) = &mut self.virtual_q {
+            if now >= v.next {
+                // docsis-ns3 `AlignVq`: the actual LL queue's average over the loop
+                // allowance, as a delay at the rate, if it exceeds the virtual queue.
+                v.avg += v.gain * (self.l_bytes as f64 - v.avg);
+                if v.avg > v.allowed {
+                    let rate = match self.ll_max_rate {
+                        Some(l) if l.bits_per_sec() < self.max_rate.bits_per_sec() => l,
+                        _ => self.max_rate,
+                    };
+                    let excess = (v.avg - v.allowed) / rate.bytes_per_sec() * 1e9;
+                    v.vq = v.vq.max(excess);
+                }
+                v.next = now + v.interval;
+            }
+            if now < self.next_timer {
+                return;
+            }
+        }
         self.qdelay_c = self.qdelay_coupled_c();
         self.interval_bits_l = 0;
         let (q, q_old, target) = (self.qdelay_c, self.prev_qdelay, self.target);

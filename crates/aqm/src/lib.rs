@@ -43,7 +43,7 @@ pub use config::{
     build, derive_from_rtt, try_build, AqmConfig, ClassicEcnConfig, CodelConfig, ConfigError, DualPi2Config, EcnMask,
     FifoConfig, FqCodelConfig, L4sMarkerConfig, Marking, PiInput, PieConfig, StepMode, KINDS,
 };
-pub use docsis_dualq::{DocsisDualq, DocsisDualqConfig};
+pub use docsis_dualq::{DocsisDualq, DocsisDualqConfig, LlEstimator};
 pub use dualpi2::{Classifier, DualPi2, DualPi2Params, DualPi2Stats, Step, TrafficClass, MAX_PROB};
 pub use fifo::Fifo;
 pub use fq_codel::FqCodel;

@@ -324,6 +324,71 @@ fn queue_protection_is_reported_by_flow() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+const DOCSIS: &str = r#"[scenario]
+name = "cable"
+duration = "3s"
+
+[topology]
+type = "custom"
+
+[[topology.nodes]]
+name = "cmts"
+[[topology.nodes]]
+name = "home"
+
+[[topology.links]]
+from = "cmts"
+to = "home"
+kind = "docsis"
+rate = "100Mbit"
+reverse_rate = "20Mbit"
+reverse_aqm = { kind = "docsis-dualq", max_rate = "20Mbit" }
+docsis = { map_interval = "2ms", peak_rate = "40Mbit" }
+
+[[flows]]
+name = "up"
+type = "probe"
+from = "home"
+to = "cmts"
+"#;
+
+/// A cable link's upstream: bad values fail with the file, line and key; a good one runs.
+#[test]
+fn docsis_link_bad_input_and_a_run() {
+    assert_bad(
+        "docsis-map",
+        &DOCSIS.replace("map_interval = \"2ms\"", "map_interval = \"100us\""),
+        20,
+        "topology.links[0].docsis.map_interval",
+        "at least one OFDMA frame",
+    );
+    assert_bad(
+        "docsis-peak",
+        &DOCSIS.replace("peak_rate = \"40Mbit\"", "peak_rate = \"10Mbit\""),
+        20,
+        "topology.links[0].docsis.peak_rate",
+        "maximum sustained rate",
+    );
+    assert_bad(
+        "docsis-msr",
+        &DOCSIS.replace("reverse_rate = \"20Mbit\"\n", ""),
+        13,
+        "topology.links[0]",
+        "reverse_rate",
+    );
+    assert_bad(
+        "docsis-oneway",
+        &DOCSIS.replace("kind = \"docsis\"", "kind = \"docsis\"\nbidirectional = false"),
+        17,
+        "topology.links[0].bidirectional",
+        "both directions",
+    );
+    let (code, err, out) = run_text("docsis-good", DOCSIS);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["queues"][0]["name"], "cmts->home-reverse", "{v}");
+}
+
 #[test]
 fn missing_file_and_foreign_out_dir() {
     let o = l4s().arg("run").arg("/nonexistent/x.toml").output().unwrap();

@@ -38,6 +38,9 @@ pub struct LinkConfig {
     pub ran: Option<(RanConfig, RanDirection)>,
     /// A cellular link's capacity as its rate in each millisecond (bit/s), before `trace`.
     pub rates: Option<Arc<Vec<f64>>>,
+    /// A DOCSIS upstream ([`crate::docsis`]) in this direction instead of a wire; `rate` is
+    /// not used (the service flow's rates are in it).
+    pub docsis: Option<crate::DocsisUpstream>,
 }
 
 impl LinkConfig {
@@ -55,6 +58,7 @@ impl LinkConfig {
             harq: None,
             ran: None,
             rates: None,
+            docsis: None,
         }
     }
 }
@@ -64,6 +68,13 @@ impl LinkConfig {
 pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Link<P>> {
     let loss_seed = rng.clone().next_u64();
     let wire: Box<dyn Link<P>> = match (&cfg.ran, &cfg.trace) {
+        _ if cfg.docsis.is_some() => Box::new(crate::DocsisUpstreamLink::new(
+            cfg.docsis.clone().unwrap_or_default(),
+            cfg.delay,
+            &cfg.aqm,
+            cfg.fault,
+            rng,
+        )),
         (Some((ran, dir)), _) => {
             let capacity = match (&cfg.rates, &cfg.trace) {
                 (Some(r), _) => RanCapacity::PerMs(r.clone()),
@@ -137,6 +148,16 @@ mod tests {
         ] {
             let base = LinkConfig::new(Some(Rate::mbps(12)), Dur::from_millis(5), aqm);
             kinds.push((format!("wire/{q}"), base.clone()));
+            kinds.push((
+                format!("docsis-upstream/{q}"),
+                LinkConfig {
+                    docsis: Some(crate::DocsisUpstream {
+                        max_sustained_rate: Some(Rate::mbps(12)),
+                        ..Default::default()
+                    }),
+                    ..base.clone()
+                },
+            ));
             kinds.push((
                 format!("trace/{q}"),
                 LinkConfig {

@@ -151,6 +151,9 @@ pub struct Derived {
     pub data_delay: Dur,
     /// Upstream capacity of the whole channel.
     pub capacity: Rate,
+    /// The modem's estimate of its request–grant loop (docsis-ns3 `AddLoopDelayEstimate`:
+    /// Alloc Start Time less Ack Time, that is MinReqGntDelay, plus one MAP interval).
+    pub loop_delay: Dur,
 }
 
 impl DocsisUpstream {
@@ -180,7 +183,9 @@ impl DocsisUpstream {
             cm_map_proc + ds_interleaver_delay + Dur(ds_symbol.as_nanos() * 3) + rtt / 2 + self.cmts_map_proc;
         let data_delay = Dur(frame.as_nanos() * 2) + rtt / 2;
         let capacity = Rate::from_bytes_per_sec((minislot_bytes * minislots_per_frame) as f64 / frame.as_secs_f64());
+        let loop_delay = Dur(frame.as_nanos() * min_req_gnt_delay) + map;
         Derived {
+            loop_delay,
             frame,
             minislots_per_frame,
             minislot_bytes,
@@ -286,7 +291,8 @@ impl DocsisUpstream {
 /// A packet the CM took from its queue for a grant, with what measurement needs of it.
 struct Taken<P> {
     pkt: P,
-    /// MAC-frame bytes not yet sent.
+    /// MAC-frame bytes, and those not yet sent.
+    mac: u64,
     left: u64,
     sub: QueueId,
     sojourn: Dur,
@@ -632,6 +638,7 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             self.device_bytes += left;
             self.device.push_back(Taken {
                 pkt: d.pkt,
+                mac: left,
                 left,
                 sub: d.queue,
                 sojourn: d.sojourn,
@@ -687,12 +694,26 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
                     sub: tx.sub,
                     sojourn: tx.sojourn,
                     start: t,
-                    serialisation: self.d.frame,
+                    // Link time at the service flow's rate (for the utilisation).
+                    serialisation: self.nominal_rate().tx_time(tx.mac),
                     marked: tx.marked,
                 });
                 self.line.push(tx.pkt, t + self.d.data_delay + self.delay, io, ARRIVE);
             }
         }
+    }
+
+    /// The rate the modem may send at: the channel's, at most the sustained rate and the
+    /// free capacity.
+    fn nominal_rate(&self) -> Rate {
+        let mut r = self.d.capacity;
+        for limit in [self.cfg.max_sustained_rate, self.cfg.free_capacity]
+            .into_iter()
+            .flatten()
+        {
+            r = r.min(limit);
+        }
+        r
     }
 
     /// The grant of a MAP whose frames are being sent, until its last frame.
@@ -799,14 +820,7 @@ impl<P: LinkPacket + 'static> Link<P> for DocsisUpstreamLink<P> {
     one_queue_queries!();
 
     fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
-        let mut r = self.d.capacity;
-        for limit in [self.cfg.max_sustained_rate, self.cfg.free_capacity]
-            .into_iter()
-            .flatten()
-        {
-            r = r.min(limit);
-        }
-        Some(r)
+        Some(self.nominal_rate())
     }
 
     fn stats(&self) -> LinkStats {

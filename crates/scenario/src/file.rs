@@ -121,6 +121,29 @@ pub struct LinkTable {
     pub kind: Option<String>,
     /// The radio side of a cellular link.
     pub ran: Option<RanTable>,
+    /// The upstream of a `kind = "docsis"` link (its reverse direction).
+    pub docsis: Option<DocsisTable>,
+}
+
+/// `docsis = { map_interval = "1ms", peak_rate = "100Mbit", ... }`: the upstream channel and
+/// service flow of a cable link (see `l4s_link::docsis`); the upstream's maximum sustained
+/// rate is the link's `reverse_rate`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocsisTable {
+    pub map_interval: Option<Dur>,
+    pub subcarrier_spacing_khz: Option<u32>,
+    pub cyclic_prefix: Option<u32>,
+    pub symbols_per_frame: Option<u32>,
+    pub subcarriers: Option<u32>,
+    pub spectral_efficiency: Option<f64>,
+    pub cmts_map_proc: Option<Dur>,
+    pub distance_km: Option<f64>,
+    pub ds_interleaver: Option<u32>,
+    pub max_traffic_burst: Option<String>,
+    pub peak_rate: Option<Rate>,
+    pub free_capacity: Option<Rate>,
+    pub free_capacity_variation: Option<f64>,
 }
 
 /// `ran = { slot = "0.5ms", tdd = "DDDSU", sr_period = "5ms", ... }`: a cellular link's

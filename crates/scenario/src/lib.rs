@@ -147,6 +147,9 @@ pub struct Link {
     /// A cellular link's capacity process as its rate in each millisecond of the run
     /// (bit/s), drawn with `trace`.
     pub rates: Option<std::sync::Arc<Vec<f64>>>,
+    /// The upstream of a DOCSIS link (its reverse direction): the request–grant loop, with
+    /// the service flow's maximum sustained rate.
+    pub docsis: Option<l4s_link::DocsisUpstream>,
 }
 
 impl Link {
@@ -169,6 +172,7 @@ impl Link {
             harq: None,
             ran: None,
             rates: None,
+            docsis: None,
         }
     }
 
@@ -193,6 +197,7 @@ impl Link {
             harq: self.harq,
             ran: self.ran.clone(),
             rates: self.rates.clone(),
+            docsis: self.docsis.clone(),
             ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
         }
     }

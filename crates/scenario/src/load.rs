@@ -288,10 +288,91 @@ fn parse_ran(
     Ok(Some(cfg))
 }
 
+/// A DOCSIS link's upstream (`kind = "docsis"`, or a `docsis` table): checked, with the
+/// upstream's maximum sustained rate from `reverse_rate`, which it needs, as it needs its
+/// reverse direction.
+fn parse_docsis(
+    cx: &ErrCtx,
+    at: &[Seg],
+    l: &crate::file::LinkTable,
+) -> Result<Option<l4s_link::DocsisUpstream>, ScenarioError> {
+    if l.kind.as_deref() != Some("docsis") && l.docsis.is_none() {
+        return Ok(None);
+    }
+    if let Some(k) = l.kind.as_deref().filter(|k| *k != "docsis") {
+        return Err(cx.at(
+            &join(at, &[key("docsis")]),
+            format!("a `docsis` table belongs to a `kind = \"docsis\"` link, not {k:?}"),
+        ));
+    }
+    if !l.bidirectional {
+        return Err(cx.at(
+            &join(at, &[key("bidirectional")]),
+            "a DOCSIS link has both directions: its forward direction is the downstream, its reverse the upstream",
+        ));
+    }
+    let Some(msr) = l.reverse_rate else {
+        return Err(cx.at(
+            at,
+            "a DOCSIS link needs `reverse_rate`: the upstream service flow's maximum sustained rate, such as \"20Mbit\"",
+        ));
+    };
+    for (k, p) in [
+        ("reverse_trace", l.reverse_trace.is_some()),
+        ("harq", l.harq.is_some()),
+        ("ran", l.ran.is_some()),
+    ] {
+        if p {
+            return Err(cx.at(&join(at, &[key(k)]), "does not apply to a DOCSIS link"));
+        }
+    }
+    let d = l4s_link::DocsisUpstream::default();
+    let dp = join(at, &[key("docsis")]);
+    let mut cfg = l4s_link::DocsisUpstream {
+        max_sustained_rate: Some(msr),
+        ..d.clone()
+    };
+    if let Some(t) = &l.docsis {
+        cfg.map_interval = t.map_interval.unwrap_or(d.map_interval);
+        cfg.subcarrier_spacing_hz = t
+            .subcarrier_spacing_khz
+            .map_or(d.subcarrier_spacing_hz, |k| k.saturating_mul(1000));
+        cfg.cyclic_prefix = t.cyclic_prefix.unwrap_or(d.cyclic_prefix);
+        cfg.symbols_per_frame = t.symbols_per_frame.unwrap_or(d.symbols_per_frame);
+        cfg.subcarriers = t.subcarriers.unwrap_or(d.subcarriers);
+        cfg.spectral_efficiency = t.spectral_efficiency.unwrap_or(d.spectral_efficiency);
+        cfg.cmts_map_proc = t.cmts_map_proc.unwrap_or(d.cmts_map_proc);
+        cfg.distance_km = t.distance_km.unwrap_or(d.distance_km);
+        cfg.ds_interleaver = t.ds_interleaver.unwrap_or(d.ds_interleaver);
+        cfg.max_traffic_burst = match &t.max_traffic_burst {
+            None => None,
+            Some(s) => Some(units::parse_bytes(s).map_err(|e| cx.at(&join(&dp, &[key("max_traffic_burst")]), e))?),
+        };
+        cfg.peak_rate = t.peak_rate;
+        cfg.free_capacity = t.free_capacity;
+        cfg.free_capacity_variation = t.free_capacity_variation.unwrap_or(0.0);
+    }
+    cfg.validate().map_err(|(k, m)| {
+        if k == "max_sustained_rate" {
+            cx.at(&join(at, &[key("reverse_rate")]), m)
+        } else {
+            let k = match k {
+                "subcarrier_spacing" => "subcarrier_spacing_khz",
+                "distance" => "distance_km",
+                k => k,
+            };
+            cx.at(&join(&dp, &[key(k)]), m)
+        }
+    })?;
+    Ok(Some(cfg))
+}
+
 /// A link's `kind`: whether it is cellular.
 fn parse_link_kind(cx: &ErrCtx, at: &[Seg], kind: Option<&str>, ran_given: bool) -> Result<bool, ScenarioError> {
     match kind {
         None => Ok(ran_given),
+        Some("docsis") if ran_given => Err(cx.at(&join(at, &[key("ran")]), "does not apply to a DOCSIS link")),
+        Some("docsis") => Ok(false),
         Some("cellular") => Ok(true),
         Some("wire") if ran_given => Err(cx.at(
             &join(at, &[key("ran")]),
@@ -300,7 +381,7 @@ fn parse_link_kind(cx: &ErrCtx, at: &[Seg], kind: Option<&str>, ran_given: bool)
         Some("wire") => Ok(false),
         Some(other) => Err(cx.at(
             &join(at, &[key("kind")]),
-            format!("unknown link kind {other:?}: expected \"wire\" or \"cellular\""),
+            format!("unknown link kind {other:?}: expected \"wire\", \"cellular\" or \"docsis\""),
         )),
     }
 }
@@ -750,6 +831,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 harq: parse_harq(cx, &join(&tp, &[key("harq")]), topo.harq.as_ref())?,
                 ran: ran.clone().map(|r| (r, l4s_link::RanDirection::Downlink)),
                 rates: None,
+                docsis: None,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -767,6 +849,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 harq: None,
                 ran: ran.map(|r| (r, l4s_link::RanDirection::Uplink)),
                 rates: None,
+                docsis: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(origin[i])];
@@ -1009,6 +1092,7 @@ fn add_custom_link(
     );
     let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
     let cellular = parse_link_kind(cx, lp, l.kind.as_deref(), l.ran.is_some())?;
+    let docsis = parse_docsis(cx, lp, &l)?;
     let ran = parse_ran(cx, lp, (cellular, l.ran.as_ref()), l.harq.is_some())?;
     if ran.is_some() && rate.is_none() {
         return Err(cx.at(
@@ -1054,14 +1138,25 @@ fn add_custom_link(
         harq: parse_harq(cx, &join(lp, &[key("harq")]), l.harq.as_ref())?,
         ran: ran.clone().map(|r| (r, l4s_link::RanDirection::Downlink)),
         rates: None,
+        docsis: None,
     });
     if l.bidirectional {
-        let raqm = parse_aqm(
+        let mut raqm = parse_aqm(
             cx,
             &join(lp, &[key("reverse_aqm")]),
             l.reverse_aqm,
             AqmConfig::Fifo(FifoConfig::default()),
         )?;
+        // A DOCSIS upstream's dual queue estimates the LL delay with the virtual queue,
+        // aligned with the modem's request–grant loop (MULPI Annex N.3).
+        if let (Some(d), AqmConfig::DocsisDualq(c)) = (&docsis, &mut raqm) {
+            if c.estimator.is_none() {
+                c.estimator = Some(l4s_aqm::LlEstimator::CoupledV);
+            }
+            if c.loop_delay.is_none() {
+                c.loop_delay = Some(d.derived().loop_delay);
+            }
+        }
         links.push(Link {
             name: format!("{name}-reverse"),
             from: b,
@@ -1069,7 +1164,7 @@ fn add_custom_link(
             rate: reverse_rate.or(rate),
             delay: l.reverse_delay.unwrap_or(l.delay),
             aqm: raqm,
-            bottleneck: ran.is_some(),
+            bottleneck: ran.is_some() || docsis.is_some(),
             fault: None,
             schedule: Default::default(),
             loss: None,
@@ -1078,6 +1173,7 @@ fn add_custom_link(
             harq: None,
             ran: ran.map(|r| (r, l4s_link::RanDirection::Uplink)),
             rates: None,
+            docsis,
         });
     } else {
         for (k, p) in [

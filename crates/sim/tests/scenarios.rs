@@ -188,3 +188,30 @@ fn cellular_xr_meets_its_frame_budget_with_ran_marking() {
     let per_block = radio.harq_retransmissions as f64 / radio.blocks as f64;
     assert!((per_block - 0.1 / 0.9).abs() < 0.01, "{radio:?}");
 }
+
+/// `docsis-game-upload.toml`: the game stream upstream through a DOCSIS request–grant loop
+/// beside an upload. The L4S game keeps the cable's access delay (a request–grant loop,
+/// up to about 8 ms with 2 ms MAPs) plus little queue; classic with DOCSIS-PIE adds its
+/// 10 ms target and the upload's sawtooth; without AQM the 250 ms buffer fills. Queue
+/// Protection never touches the game flow.
+#[test]
+fn docsis_game_upload_orders_the_variants_by_queue() {
+    let v = run_variants("scenarios/docsis-game-upload.toml");
+    let p99 = |n: &str| flow(&v[n], "game").owd_ms.p99;
+    let (l4s, aqm, none) = (p99("l4s"), p99("classic-aqm"), p99("classic-no-aqm"));
+    eprintln!("game p99: l4s {l4s:.2}, classic-aqm {aqm:.2}, classic-no-aqm {none:.2} ms");
+    // 10 ms to the server, at most 8.3 ms of request–grant loop, 2.1 ms of MAXTH.
+    assert!(l4s < 10.0 + 8.3 + 2.2, "l4s {l4s}");
+    assert!(aqm > l4s + 5.0 && aqm < 10.0 + 8.3 + 30.0, "classic-aqm {aqm}");
+    assert!(none > 200.0, "classic-no-aqm {none}");
+    let up = queue(&v["l4s"], "cable-reverse");
+    let qp = up
+        .queue_protection
+        .as_ref()
+        .expect("the modem's dual queue protects LL");
+    assert!(qp.flows.iter().all(|f| f.flow != "game"), "{qp:?}");
+    // The upstream is saturated by the classic upload (shaped to 20 Mbit/s, MAC headers
+    // counted at the 1.05 inflation).
+    let cubic = flow(&v["classic-aqm"], "upload").throughput_bps;
+    assert!((19e6..=21.5e6).contains(&cubic), "{cubic}");
+}
