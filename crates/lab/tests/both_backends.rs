@@ -544,6 +544,16 @@ fn the_docsis_upstream_delays_a_game_stream_alike_in_both_backends() {
     // The access delay: 10 ms to the server plus the loop (mean 5.03 ms, at most 8.28 ms).
     assert!((14.0..=16.5).contains(&s.p50), "{s:?}");
     assert!(s.max <= 10.0 + 8.3 + 0.1, "{s:?}");
+    // The modem's summary: every packet found it idle, so each one's grant delay (arrival
+    // to the start of the frame that carries it) is counted: 1.6 to 8 ms.
+    let up = sim.queues.iter().find(|q| q.name == "cable-reverse").unwrap();
+    let radio = up.radio.as_ref().expect("the upstream's summary");
+    let ul = radio.uplink.as_ref().unwrap();
+    println!("{radio:?}");
+    assert_eq!(radio.direction, "upstream");
+    assert!(ul.grants >= 350 && ul.grant_delays >= 350, "{ul:?}");
+    let mean = ul.grant_delay_mean_ms.unwrap();
+    assert!((3.5..=6.0).contains(&mean), "{ul:?}");
     if !root() {
         return;
     }

@@ -545,6 +545,7 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             self.msr_tokens = (self.msr_tokens - bytes).max(0.0);
             self.peak_tokens = (self.peak_tokens - bytes).max(0.0);
             self.stats.grants += 1;
+            self.stats.blocks += 1;
             self.stats.block_bytes += len * ms;
         }
         self.next_gen = None;

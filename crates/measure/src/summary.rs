@@ -98,6 +98,7 @@ pub fn radio_summary(
     base: &l4s_link::LinkStats,
 ) -> Option<RadioSummary> {
     let direction = match (&spec.ran, spec.harq) {
+        _ if spec.docsis.is_some() => "upstream",
         (Some((_, l4s_link::RanDirection::Downlink)), _) => "downlink",
         (Some((_, l4s_link::RanDirection::Uplink)), _) => "uplink",
         (None, Some(_)) => "wire",
@@ -105,7 +106,7 @@ pub fn radio_summary(
     };
     let d = |f: fn(&l4s_link::LinkStats) -> u64| f(now).saturating_sub(f(base));
     let offered = d(|s| s.block_bytes);
-    let uplink = (direction == "uplink").then(|| {
+    let uplink = matches!(direction, "uplink" | "upstream").then(|| {
         let hist: Vec<u64> = now
             .grant_delay_ms
             .iter()

@@ -437,7 +437,9 @@ pub struct CapacitySummary {
 /// What a cellular link (or a link with HARQ) did in the statistics window.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct RadioSummary {
-    /// "downlink", "uplink", or "wire" for a wired link with HARQ.
+    /// "downlink", "uplink", "wire" for a wired link with HARQ, or "upstream" for a DOCSIS
+    /// upstream (its blocks are grants: `blocks` counts them, `block_fill` is the share of
+    /// granted bytes the modem used, and `uplink` its requests, grants and grant delays).
     pub direction: String,
     /// Transport blocks sent (cellular links), and the share of their bytes that carried
     /// data (the rest was padding: the buffer ran dry within the block).
