@@ -92,6 +92,32 @@ macro_rules! one_queue_queries {
     };
 }
 
+/// The wake-ups and queue list of a link driven by its own grid of times (slots, trace
+/// opportunities, an agenda): `$tick` runs `self.rationalize(io)` (the wake-up it asked for
+/// last is then spent), `ARRIVE` delivers the delay line's head, `QDISC` runs the queue
+/// discipline's timer. The link has `armed`, `line` and `queue`.
+macro_rules! ticked_link_timeouts {
+    ($tick:path) => {
+        fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
+            match timer {
+                $tick => {
+                    if self.armed == Some(at) {
+                        self.armed = None;
+                    }
+                    self.rationalize(io);
+                }
+                ARRIVE => self.line.arrive(io, ARRIVE),
+                QDISC => self.queue.on_timer(at, io, QDISC),
+                _ => {}
+            }
+        }
+
+        fn queues(&self) -> &[QueueInfo] {
+            &self.queue.info
+        }
+    };
+}
+
 pub mod capacity;
 pub mod cellular;
 pub mod config;

@@ -391,23 +391,7 @@ impl<P: LinkPacket + 'static> Link<P> for TraceLink<P> {
         self.rationalize(io);
     }
 
-    fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
-        match timer {
-            OPPORTUNITY => {
-                if self.armed == Some(at) {
-                    self.armed = None;
-                }
-                self.rationalize(io);
-            }
-            ARRIVE => self.line.arrive(io, ARRIVE),
-            QDISC => self.queue.on_timer(at, io, QDISC),
-            _ => {}
-        }
-    }
-
-    fn queues(&self) -> &[QueueInfo] {
-        &self.queue.info
-    }
+    ticked_link_timeouts!(OPPORTUNITY);
 
     one_queue_queries!();
 
