@@ -215,3 +215,27 @@ fn docsis_game_upload_orders_the_variants_by_queue() {
     let cubic = flow(&v["classic-aqm"], "upload").throughput_bps;
     assert!((19e6..=21.5e6).contains(&cubic), "{cubic}");
 }
+
+/// `docsis-queue-protection.toml`: an unresponsive ECT(1) flow at 1.25× the 20 Mbit/s
+/// upstream from 8 s. With Queue Protection the hog is named and redirected, the game is
+/// never sanctioned and loses nothing; without it the overloaded LL queue drops most
+/// packets, the game's included.
+#[test]
+fn docsis_queue_protection_names_the_hog_and_keeps_the_game() {
+    let v = run_variants("scenarios/docsis-queue-protection.toml");
+    let on = &v["qp-on"];
+    let qp = queue(on, "cable-reverse").queue_protection.clone().expect("QP summary");
+    eprintln!("{qp:?}");
+    assert_eq!(qp.flows[0].flow, "hog", "{qp:?}");
+    assert!(qp.flows[0].first_s >= 8.0 && qp.flows[0].first_s < 8.05, "{qp:?}");
+    assert!(qp.flows.iter().all(|f| f.flow != "game"), "{qp:?}");
+    let game = flow(on, "game");
+    assert!(
+        game.loss_fraction < 0.001 && game.owd_ms.p99 < 10.0 + 8.3 + 2.2 + 1.0,
+        "{}",
+        brief(on)
+    );
+    let off = &v["qp-off"];
+    assert!(queue(off, "cable-reverse").queue_protection.is_none());
+    assert!(flow(off, "game").loss_fraction > 0.5, "{}", brief(off));
+}
