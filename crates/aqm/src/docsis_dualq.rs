@@ -280,6 +280,14 @@ impl DocsisDualqConfig {
     }
 }
 
+/// MAX_RATE of the LL flow: min(AMSR, MSR_L) (docsis-ns3 `InitializeParams`).
+fn min_rate(amsr: Rate, msr_l: Option<Rate>) -> Rate {
+    match msr_l {
+        Some(l) if l.bits_per_sec() < amsr.bits_per_sec() => l,
+        _ => amsr,
+    }
+}
+
 /// DOCSIS-PIE's burst state (MULPI Annex M).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BurstState {
@@ -367,10 +375,8 @@ impl<P: QueuePacket> DocsisDualq<P> {
     pub fn new(cfg: &DocsisDualqConfig, rng: Rng) -> Self {
         let max_rate = cfg.max_rate.filter(|r| r.bits_per_sec() > 0).unwrap_or(Rate::bps(1));
         // MAX_RATE for the IAQM: min(AMSR, MSR_L).
-        let iaqm_rate = match cfg.ll_max_rate.filter(|r| r.bits_per_sec() > 0) {
-            Some(l) if l.bits_per_sec() < max_rate.bits_per_sec() => l,
-            _ => max_rate,
-        };
+        let ll_max_rate = cfg.ll_max_rate.filter(|r| r.bits_per_sec() > 0);
+        let iaqm_rate = min_rate(max_rate, ll_max_rate);
         let range = Dur(1u64 << cfg.lg_range.min(25));
         let floor = iaqm_rate.tx_time(2 * cfg.max_frame_size as u64).min(TH_CAP);
         let min_th = cfg.max_th.saturating_sub(range).max(floor);
@@ -383,7 +389,7 @@ impl<P: QueuePacket> DocsisDualq<P> {
         let tupdate = cfg.tupdate.max(Dur(1));
         DocsisDualq {
             max_rate,
-            ll_max_rate: cfg.ll_max_rate.filter(|r| r.bits_per_sec() > 0),
+            ll_max_rate,
             classic_max_rate: cfg.classic_max_rate.filter(|r| r.bits_per_sec() > 0),
             classic_buffer,
             ll_buffer,
@@ -611,10 +617,7 @@ impl<P: QueuePacket> DocsisDualq<P> {
 
     /// MAX_RATE of the LL flow: min(AMSR, MSR_L).
     fn iaqm_rate(&self) -> Rate {
-        match self.ll_max_rate {
-            Some(l) if l.bits_per_sec() < self.max_rate.bits_per_sec() => l,
-            _ => self.max_rate,
-        }
+        min_rate(self.max_rate, self.ll_max_rate)
     }
 
     /// Annex O `qdelayCoupledC`: the Classic backlog over the rate the Classic flow gets.
@@ -737,16 +740,13 @@ impl<P: QueuePacket> Qdisc<P> for DocsisDualq<P> {
 
     /// DOCSIS-PIE's update (docsis-ns3 `CalculateDropProb`).
     fn on_timeout(&mut self, now: Time) {
+        let rate = self.iaqm_rate();
         if let Some(v) = &mut self.virtual_q {
             if now >= v.next {
                 // docsis-ns3 `AlignVq`: the actual LL queue's average over the loop
                 // allowance, as a delay at the rate, if it exceeds the virtual queue.
                 v.avg += v.gain * (self.l_bytes as f64 - v.avg);
                 if v.avg > v.allowed {
-                    let rate = match self.ll_max_rate {
-                        Some(l) if l.bits_per_sec() < self.max_rate.bits_per_sec() => l,
-                        _ => self.max_rate,
-                    };
                     let excess = (v.avg - v.allowed) / rate.bytes_per_sec() * 1e9;
                     v.vq = v.vq.max(excess);
                 }

@@ -649,11 +649,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             let block = self.block(n);
             self.grants.sr_pending = None;
             if let Some(at) = self.grants.asked_at.take() {
-                let d = start.since(at);
-                self.stats.grant_delays += 1;
-                self.stats.grant_delay_ns += d.as_nanos();
-                let b = ((d.as_nanos() / 1_000_000) as usize).min(GRANT_DELAY_BUCKETS - 1);
-                self.stats.grant_delay_ms[b] += 1;
+                self.stats.record_grant_delay(start.since(at));
             }
             self.serve(n, block, io);
             let left = self.backlog_bytes();
@@ -816,16 +812,8 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{drive, Pkt, Seen};
-    use l4s_aqm::FifoConfig;
+    use crate::testutil::{deep_fifo, drive, Pkt, Seen};
     use l4s_core::Ecn;
-
-    fn fifo() -> AqmConfig {
-        AqmConfig::Fifo(FifoConfig {
-            limit: 100_000,
-            ..Default::default()
-        })
-    }
 
     fn pkt(id: u64) -> Pkt {
         Pkt {
@@ -840,7 +828,15 @@ mod tests {
             rate: Rate::mbps(mbps),
             schedule: RateSchedule::default(),
         };
-        Cellular::new(dir, cfg, cap, Dur::from_millis(delay_ms), &fifo(), None, Rng::new(7))
+        Cellular::new(
+            dir,
+            cfg,
+            cap,
+            Dur::from_millis(delay_ms),
+            &deep_fifo(),
+            None,
+            Rng::new(7),
+        )
     }
 
     /// Offers `n` packets at once at time 0 and returns the delivery times.
@@ -908,7 +904,7 @@ mod tests {
             RanConfig::default(),
             RanCapacity::Trace(t),
             Dur::ZERO,
-            &fifo(),
+            &deep_fifo(),
             None,
             Rng::new(1),
         );

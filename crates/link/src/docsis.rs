@@ -662,7 +662,7 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
 
     /// Send frame `j` of MAP `m`'s grant (docsis-ns3 `SendFrame`).
     fn frame(&mut self, m: u64, j: u64, io: &mut Io<'_, P>) {
-        let Some(g) = self.frame_grant(m) else { return };
+        let Some(g) = self.sending.get(&m).copied() else { return };
         let per = self.d.minislots_per_frame;
         let lo = (j * per).max(g.start);
         let hi = ((j + 1) * per).min(g.start + g.len);
@@ -672,11 +672,7 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             return;
         }
         if let Some(at) = self.asked_at.take() {
-            let d = t.since(at);
-            self.stats.grant_delays += 1;
-            self.stats.grant_delay_ns += d.as_nanos();
-            let b = ((d.as_nanos() / 1_000_000) as usize).min(crate::cellular::GRANT_DELAY_BUCKETS - 1);
-            self.stats.grant_delay_ms[b] += 1;
+            self.stats.record_grant_delay(t.since(at));
         }
         self.eligible -= budget;
         self.stats.block_bytes_used += budget;
@@ -715,11 +711,6 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             r = r.min(limit);
         }
         r
-    }
-
-    /// The grant of a MAP whose frames are being sent, until its last frame.
-    fn frame_grant(&mut self, m: u64) -> Option<Grant> {
-        self.sending.get(&m).copied()
     }
 
     /// Run the agenda up to now in time order, then ask for the next wake-up.
@@ -816,16 +807,8 @@ impl<P: LinkPacket + 'static> Link<P> for DocsisUpstreamLink<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{drive, Pkt, Seen};
-    use l4s_aqm::FifoConfig;
+    use crate::testutil::{deep_fifo, drive, Pkt, Seen};
     use l4s_core::Ecn;
-
-    fn fifo() -> AqmConfig {
-        AqmConfig::Fifo(FifoConfig {
-            limit: 100_000,
-            ..Default::default()
-        })
-    }
 
     #[test]
     fn derived_defaults_match_docsis_ns3() {
@@ -871,7 +854,7 @@ mod tests {
             map_interval: map,
             ..Default::default()
         };
-        let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &fifo(), None, Rng::new(5));
+        let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &deep_fifo(), None, Rng::new(5));
         let mut phase = Rng::new(9);
         let n = 4000u64;
         let offers: Vec<_> = (0..n)
@@ -923,7 +906,7 @@ mod tests {
             peak_rate: Some(Rate::mbps(40)),
             ..Default::default()
         };
-        let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &fifo(), None, Rng::new(5));
+        let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &deep_fifo(), None, Rng::new(5));
         // 30 Mbit/s offered for 4 s.
         let gap = Rate::mbps(30).tx_time(1514);
         let n = (4e9 / gap.as_nanos() as f64) as u64;
@@ -953,14 +936,6 @@ mod tests {
         let s = link.stats();
         assert!(s.grants > 1000 && s.grants_unused == 0, "{s:?}");
     }
-}
-
-#[cfg(test)]
-mod loop_tests {
-    use super::*;
-    use crate::testutil::{drive, Pkt, Seen};
-    use l4s_aqm::FifoConfig;
-    use l4s_core::Ecn;
 
     /// A modem sending 15 Mbit/s steadily (below its 20 Mbit/s sustained rate): each packet
     /// waits in the modem for the grant its request earns, about a request–grant loop (12
@@ -972,11 +947,7 @@ mod loop_tests {
             max_sustained_rate: Some(Rate::mbps(20)),
             ..Default::default()
         };
-        let aqm = AqmConfig::Fifo(FifoConfig {
-            limit: 100_000,
-            ..Default::default()
-        });
-        let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &aqm, None, Rng::new(5));
+        let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &deep_fifo(), None, Rng::new(5));
         let gap = Rate::mbps(15).tx_time(1514);
         let n = (3e9 / gap.as_nanos() as f64) as u64;
         let offers: Vec<_> = (0..n)

@@ -340,6 +340,17 @@ pub struct LinkStats {
     pub grant_delay_ms: [u64; cellular::GRANT_DELAY_BUCKETS],
 }
 
+impl LinkStats {
+    /// Count one grant delay (data reaching an idle sender to the start of its grant) in
+    /// the total and the 1 ms histogram.
+    pub fn record_grant_delay(&mut self, d: Dur) {
+        self.grant_delays += 1;
+        self.grant_delay_ns += d.as_nanos();
+        let b = ((d.as_nanos() / 1_000_000) as usize).min(cellular::GRANT_DELAY_BUCKETS - 1);
+        self.grant_delay_ms[b] += 1;
+    }
+}
+
 /// Wake-ups a real-time driver keeps for a link: the requests in time order, the earliest
 /// first. Superseded requests stay until due and are handed to the link, which ignores
 /// them.
@@ -377,6 +388,14 @@ impl Timers {
 pub(crate) mod testutil {
     //! A packet and a driver for the models' unit tests.
     use super::*;
+
+    /// A tail-drop FIFO deep enough never to drop in a model's unit test.
+    pub fn deep_fifo() -> l4s_aqm::AqmConfig {
+        l4s_aqm::AqmConfig::Fifo(l4s_aqm::FifoConfig {
+            limit: 100_000,
+            ..Default::default()
+        })
+    }
 
     #[derive(Clone, Debug, PartialEq)]
     pub struct Pkt {
