@@ -109,6 +109,12 @@ pub struct DocsisDualqConfig {
     pub loop_delay: Option<Dur>,
     pub vq_interval: Dur,
     pub lg_vq_ewma: u32,
+    /// `coupled-v`: the LL flow's Proactive Grant Service, its guaranteed grant rate and
+    /// interval (whole frames); a DOCSIS link sets them from its `docsis` table. The
+    /// alignment then allows `loop_delay × (max_rate − pgs_rate) + pgs_rate ×
+    /// pgs_interval` of actual queue (Annex O `calcAllowedAQ`).
+    pub pgs_rate: Option<Rate>,
+    pub pgs_interval: Option<Dur>,
 }
 
 /// The LL queue delay estimate (MULPI Annex O `qdelayCoupledL` / `qdelayCoupledV`).
@@ -149,6 +155,8 @@ impl Default for DocsisDualqConfig {
             loop_delay: None,
             vq_interval: Dur::from_micros(500),
             lg_vq_ewma: 7,
+            pgs_rate: None,
+            pgs_interval: None,
         }
     }
 }
@@ -342,6 +350,8 @@ pub struct DocsisDualq<P> {
     c: VecDeque<Entry<P>>,
     l_bytes: u64,
     c_bytes: u64,
+    /// LL bytes the modem below has taken for grants and not yet sent.
+    staged_l: u64,
     /// DOCSIS-PIE state.
     p_c: f64,
     base: f64,
@@ -414,6 +424,7 @@ impl<P: QueuePacket> DocsisDualq<P> {
             c: VecDeque::new(),
             l_bytes: 0,
             c_bytes: 0,
+            staged_l: 0,
             p_c: 0.0,
             base: 0.0,
             p_cl: 0.0,
@@ -434,7 +445,13 @@ impl<P: QueuePacket> DocsisDualq<P> {
                 vq: 0.0,
                 at: Time::ZERO,
                 avg: 0.0,
-                allowed: iaqm_rate.bytes_per_sec() * cfg.loop_delay.unwrap_or(Dur::ZERO).as_secs_f64(),
+                allowed: {
+                    let ggr = cfg
+                        .pgs_rate
+                        .map_or(0.0, |r| r.bytes_per_sec().min(iaqm_rate.bytes_per_sec()));
+                    let ggi = cfg.pgs_interval.unwrap_or(Dur::ZERO).as_secs_f64();
+                    (iaqm_rate.bytes_per_sec() - ggr) * cfg.loop_delay.unwrap_or(Dur::ZERO).as_secs_f64() + ggr * ggi
+                },
                 gain: 0.5f64.powi(cfg.lg_vq_ewma.min(16) as i32),
                 interval: cfg.vq_interval.max(Dur(1)),
                 next: Time::ZERO + cfg.vq_interval.max(Dur(1)),
@@ -574,6 +591,10 @@ impl<P: QueuePacket> DocsisDualq<P> {
             Some(v) => v.vq >= rate.tx_time(room).as_nanos() as f64,
         };
         if full || self.l_bytes + len > self.ll_buffer {
+            // A packet dropped leaves the virtual queue too (docsis-ns3 `DecreaseVq`).
+            if let Some(v) = &mut self.virtual_q {
+                v.vq = (v.vq - rate.tx_time(len).as_nanos() as f64).max(0.0);
+            }
             return self.refuse(pkt, QueueId::L, DropReason::Overlimit);
         }
         self.admit(pkt, QueueId::L, now, marked)
@@ -636,6 +657,37 @@ impl<P: QueuePacket> DocsisDualq<P> {
             return Dur::ZERO;
         }
         Dur::from_secs_f64(self.c_bytes as f64 * 8.0 / r_c)
+    }
+
+    /// Take the head of the LL queue (`from_l`) or of the Classic queue, and count it.
+    fn take(&mut self, from_l: bool, now: Time) -> Option<Dequeued<P>> {
+        let (e, queue) = if from_l {
+            (self.l.pop_front()?, QueueId::L)
+        } else {
+            (self.c.pop_front()?, QueueId::C)
+        };
+        let len = e.pkt.wire_len() as u64;
+        let s = if from_l {
+            self.l_bytes -= len;
+            self.interval_bits_l += 8 * len;
+            &mut self.stats_l
+        } else {
+            self.c_bytes -= len;
+            &mut self.stats_c
+        };
+        s.backlog_packets -= 1;
+        s.backlog_bytes -= len;
+        s.dequeued_packets += 1;
+        s.dequeued_bytes += len;
+        if e.marked {
+            s.marks += 1;
+        }
+        Some(Dequeued {
+            pkt: e.pkt,
+            queue,
+            sojourn: now - e.ts,
+            marked: e.marked,
+        })
     }
 
     /// DRR between the two flows (docsis-ns3 `SelectLlQueue`): true for LL.
@@ -702,33 +754,27 @@ impl<P: QueuePacket> Qdisc<P> for DocsisDualq<P> {
             return None;
         }
         let from_l = self.pick_ll();
-        let (e, queue) = if from_l {
-            (self.l.pop_front()?, QueueId::L)
+        self.take(from_l, now)
+    }
+
+    /// Upstream, the CMTS shares grants between the two service flows (MULPI §7.2.3.5 and
+    /// Annex M); the modem fills each flow's grant from that flow's queue.
+    fn dequeue_from(&mut self, queue: QueueId, now: Time, _drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
+        self.take(queue == QueueId::L, now)
+    }
+
+    fn backlog_of(&self, queue: QueueId) -> (usize, u64) {
+        if queue == QueueId::L {
+            (self.l.len(), self.l_bytes)
         } else {
-            (self.c.pop_front()?, QueueId::C)
-        };
-        let len = e.pkt.wire_len() as u64;
-        let s = if from_l {
-            self.l_bytes -= len;
-            self.interval_bits_l += 8 * len;
-            &mut self.stats_l
-        } else {
-            self.c_bytes -= len;
-            &mut self.stats_c
-        };
-        s.backlog_packets -= 1;
-        s.backlog_bytes -= len;
-        s.dequeued_packets += 1;
-        s.dequeued_bytes += len;
-        if e.marked {
-            s.marks += 1;
+            (self.c.len(), self.c_bytes)
         }
-        Some(Dequeued {
-            pkt: e.pkt,
-            queue,
-            sojourn: now - e.ts,
-            marked: e.marked,
-        })
+    }
+
+    fn staged(&mut self, queue: QueueId, bytes: u64) {
+        if queue == QueueId::L {
+            self.staged_l = bytes;
+        }
     }
 
     fn next_timeout(&self) -> Option<Time> {
@@ -745,7 +791,7 @@ impl<P: QueuePacket> Qdisc<P> for DocsisDualq<P> {
             if now >= v.next {
                 // docsis-ns3 `AlignVq`: the actual LL queue's average over the loop
                 // allowance, as a delay at the rate, if it exceeds the virtual queue.
-                v.avg += v.gain * (self.l_bytes as f64 - v.avg);
+                v.avg += v.gain * ((self.l_bytes + self.staged_l) as f64 - v.avg);
                 if v.avg > v.allowed {
                     let excess = (v.avg - v.allowed) / rate.bytes_per_sec() * 1e9;
                     v.vq = v.vq.max(excess);

@@ -131,4 +131,23 @@ pub trait Qdisc<P: QueuePacket> {
     fn queue_protection(&self) -> Option<&QpStats> {
         None
     }
+    /// Take the next packet of sub-queue `queue` only, for a MAC that serves each
+    /// sub-queue on its own (a DOCSIS upstream grants its Classic and Low-Latency service
+    /// flows separately). A discipline with one queue serves it whatever `queue` says.
+    fn dequeue_from(&mut self, queue: QueueId, now: Time, drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
+        let _ = queue;
+        self.dequeue(now, drops)
+    }
+    /// Packets and bytes queued in sub-queue `queue` (all of them for a discipline with one
+    /// queue).
+    fn backlog_of(&self, queue: QueueId) -> (usize, u64) {
+        let _ = queue;
+        (self.len_packets(), self.len_bytes())
+    }
+    /// The MAC below holds `bytes` of sub-queue `queue` that it has taken and not yet sent
+    /// (staged for a grant, or a packet sent in part); a discipline whose delay estimate
+    /// must count them (the DOCSIS virtual queue's alignment) keeps the figure.
+    fn staged(&mut self, queue: QueueId, bytes: u64) {
+        let _ = (queue, bytes);
+    }
 }

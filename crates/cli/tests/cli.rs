@@ -383,6 +383,30 @@ fn docsis_link_bad_input_and_a_run() {
         "topology.links[0].bidirectional",
         "both directions",
     );
+    assert_bad(
+        "docsis-pgs-capacity",
+        &DOCSIS
+            .replace("reverse_rate = \"20Mbit\"", "reverse_rate = \"1Gbit\"")
+            .replace(
+                "peak_rate = \"40Mbit\"",
+                "peak_rate = \"1Gbit\", pgs_rate = \"700Mbit\", pgs_interval = \"135us\"",
+            ),
+        20,
+        "topology.links[0].docsis.pgs_rate",
+        "upstream capacity",
+    );
+    assert_bad(
+        "docsis-pgs-fifo",
+        &DOCSIS
+            .replace("peak_rate = \"40Mbit\"", "peak_rate = \"40Mbit\", pgs_rate = \"2Mbit\"")
+            .replace(
+                "reverse_aqm = { kind = \"docsis-dualq\", max_rate = \"20Mbit\" }",
+                "reverse_aqm = { kind = \"fifo\" }",
+            ),
+        20,
+        "topology.links[0].docsis.pgs_rate",
+        "docsis-dualq",
+    );
     let (code, err, out) = run_text("docsis-good", DOCSIS);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();

@@ -49,11 +49,28 @@
 //! grants (continuous concatenation and fragmentation); a packet leaves when the frame
 //! holding its last byte does.
 //!
-//! Differences from docsis-ns3: one service flow per modem (Proactive Grant Service, the
-//! split of grants between a Classic and a Low-Latency flow and the CM's own request shaper
-//! are not modelled yet); a peak rate that is not set does not limit (docsis-ns3 grants
-//! nothing without one); an idle modem's first contention opportunity is drawn when its
-//! data arrives (the same law as drawing one per MAP all along).
+//! **Two service flows.** Behind the DOCSIS dual queue (an Aggregate Service Flow, MULPI
+//! §7.7 and Annex M) the modem has a Classic and a Low-Latency service flow, each with its
+//! own requests, grants and staged packets, each filling its grants from its own queue.
+//! The CMTS shares a MAP's best-effort minislots between them (docsis-ns3 `Allocate`): both
+//! get what they asked for if it fits, else the LL flow gets `weight`/256 of them (MULPI
+//! Annex M, Scheduling Weight) and the Classic flow the rest, each never more than it
+//! asked for. The LL grant comes first, the Classic one right after it.
+//!
+//! **Proactive Grant Service** (MULPI §7.2.3.2, Guaranteed Grant Rate and Interval): the
+//! CMTS grants the LL flow `pgs_rate` × 1.05 × `pgs_interval` bytes (rounded up to
+//! minislots) at the start of every `pgs_interval` frames from the first MAP it builds,
+//! without requests, before and beside the shaper (its bytes are taken from the token
+//! buckets, and unused ones given back like any grant's). Further LL minislots are appended
+//! to the PGS grants, then placed, with the Classic ones, in the gaps from the start of
+//! the MAP (docsis-ns3 `ScheduleGrant`). The modem prepares every grant a frame ahead and
+//! piggybacks its request there, so an LL packet waits at most one interval, plus a frame.
+//!
+//! Differences from docsis-ns3: the CM's own request shaper is not modelled; a peak rate
+//! that is not set does not limit (docsis-ns3 grants nothing without one); an idle flow's
+//! first contention opportunity is drawn when its data arrives (the same law as drawing
+//! one per MAP all along), and a contention request is planned only for a flow that holds
+//! data; PGS grants count from the first MAP built after the run starts.
 
 use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, Timer};
@@ -103,6 +120,10 @@ pub struct DocsisUpstream {
     /// Capacity other modems leave free, and its variation per MAP (± %).
     pub free_capacity: Option<Rate>,
     pub free_capacity_variation: f64,
+    /// Proactive Grant Service for the Low-Latency service flow: its guaranteed grant
+    /// rate, and its guaranteed grant interval (whole frames; unset: one MAP interval).
+    pub pgs_rate: Option<Rate>,
+    pub pgs_interval: Option<Dur>,
 }
 
 impl Default for DocsisUpstream {
@@ -124,6 +145,8 @@ impl Default for DocsisUpstream {
             peak_rate: None,
             free_capacity: None,
             free_capacity_variation: 0.0,
+            pgs_rate: None,
+            pgs_interval: None,
         }
     }
 }
@@ -154,9 +177,18 @@ pub struct Derived {
     /// The modem's estimate of its request–grant loop (docsis-ns3 `AddLoopDelayEstimate`:
     /// Alloc Start Time less Ack Time, that is MinReqGntDelay, plus one MAP interval).
     pub loop_delay: Dur,
+    /// PGS: frames from one grant to the next, and minislots per grant (0 without PGS).
+    pub pgs_frames: u64,
+    pub pgs_minislots: u64,
 }
 
 impl DocsisUpstream {
+    /// A rate inflated by (200 + 10) / 200 for MAC headers, in whole bits per second
+    /// (docsis-ns3 truncates it).
+    fn inflate_bps(r: Rate) -> f64 {
+        (r.bits_per_sec() as f64 * (MEAN_PACKET + MAC_HEADER as f64) / MEAN_PACKET).floor()
+    }
+
     /// The derived times and sizes.
     pub fn derived(&self) -> Derived {
         let scs = f64::from(self.subcarrier_spacing_hz.max(1));
@@ -184,7 +216,20 @@ impl DocsisUpstream {
         let data_delay = Dur(frame.as_nanos() * 2) + rtt / 2;
         let capacity = Rate::from_bytes_per_sec((minislot_bytes * minislots_per_frame) as f64 / frame.as_secs_f64());
         let loop_delay = Dur(frame.as_nanos() * min_req_gnt_delay) + map;
+        // docsis-ns3 `CmtsUpstreamScheduler::Start`: the guaranteed rate inflated for MAC
+        // headers, the interval floored to whole frames, each grant rounded up to minislots.
+        let (pgs_frames, pgs_minislots) = match self.pgs_rate.filter(|r| r.bits_per_sec() > 0) {
+            None => (0, 0),
+            Some(r) => {
+                let ggi = self.pgs_interval.unwrap_or(map);
+                let frames = (ggi.as_nanos() / frame.as_nanos()).max(1);
+                let bytes = ((Self::inflate_bps(r) / 8.0).floor() * (frames * frame.as_nanos()) as f64 / 1e9).ceil();
+                (frames, (bytes as u64).div_ceil(minislot_bytes).max(1))
+            }
+        };
         Derived {
+            pgs_frames,
+            pgs_minislots,
             loop_delay,
             frame,
             minislots_per_frame,
@@ -275,6 +320,37 @@ impl DocsisUpstream {
         if self.max_traffic_burst == Some(0) {
             return Err(("max_traffic_burst", "expected at least 1 byte".into()));
         }
+        if let Some(r) = self.pgs_rate {
+            if r.bits_per_sec() == 0 {
+                return Err(("pgs_rate", "expected a rate greater than zero".into()));
+            }
+            if let Some(m) = self.max_sustained_rate.filter(|m| r > *m) {
+                return Err((
+                    "pgs_rate",
+                    format!("expected at most the upstream's maximum sustained rate ({m}), found {r}"),
+                ));
+            }
+            if d.pgs_minislots > d.pgs_frames * d.minislots_per_frame {
+                return Err((
+                    "pgs_rate",
+                    format!(
+                        "expected at most the upstream capacity ({}, less 5 % for MAC headers), found {r}",
+                        d.capacity
+                    ),
+                ));
+            }
+        }
+        if let Some(i) = self.pgs_interval {
+            if self.pgs_rate.is_none() {
+                return Err(("pgs_interval", "needs `pgs_rate`, the guaranteed grant rate".into()));
+            }
+            if i < d.frame {
+                return Err((
+                    "pgs_interval",
+                    format!("expected at least one OFDMA frame ({}), found {i}", d.frame),
+                ));
+            }
+        }
         if !(self.free_capacity_variation.is_finite() && (0.0..=100.0).contains(&self.free_capacity_variation)) {
             return Err((
                 "free_capacity_variation",
@@ -299,26 +375,86 @@ struct Taken<P> {
     marked: bool,
 }
 
-/// A grant in a MAP: its first minislot in the interval and its length.
-#[derive(Clone, Copy, Debug)]
+/// A grant in a MAP: its first minislot in the interval, its length, and whether it is a
+/// Proactive Grant Service grant (perhaps extended by best-effort minislots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Grant {
     start: u64,
     len: u64,
+    pgs: bool,
 }
 
+/// The Classic service flow (the only one behind a queue discipline other than the
+/// DOCSIS dual queue), and the Low-Latency one.
+const CLASSIC: usize = 0;
+const LOW_LATENCY: usize = 1;
+
 /// What the model does at a time of its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ev {
     /// The CMTS builds MAP `m`.
     GenMap(u64),
     /// The CM learns MAP `m`.
     MapKnown(u64),
-    /// The CM sends a request (contention or piggybacked).
-    Request,
-    /// The CM takes packets for MAP `m`'s grant.
-    Prepare(u64),
-    /// Frame `j` of MAP `m`'s grant is sent.
-    Frame(u64, u64),
+    /// A service flow sends a request (contention or piggybacked).
+    Request(usize),
+    /// A service flow takes packets for its next grant (`pgs`: a PGS grant).
+    Prepare { sf: usize, pgs: bool },
+    /// A service flow sends `minislots` of its grants in the frame starting now.
+    Frame { sf: usize, minislots: u64 },
+}
+
+/// One service flow of the modem: the CM's side (packets taken for grants, the transmit,
+/// request and grant pipelines) and the CMTS's (requests in flight and not yet granted).
+struct Flow<P> {
+    /// The sub-queue it serves; `None`: the whole queue discipline.
+    queue: Option<QueueId>,
+    device: VecDeque<Taken<P>>,
+    device_bytes: u64,
+    /// Bytes prepared for grants and not yet sent, by the time they may go (the transmit
+    /// pipeline), and their total.
+    transmit: VecDeque<(Time, u64)>,
+    scheduled: u64,
+    /// Requests sent and not yet covered by grants (bytes, oldest first).
+    requests: VecDeque<u64>,
+    /// Grants learned and not yet prepared: (start of the first frame, bytes).
+    grants: VecDeque<(Time, u64)>,
+    /// The last MAP that gave the flow a grant.
+    granted_map: Option<u64>,
+    /// CMTS: requests in flight (arrival, bytes) and requested bytes not yet granted.
+    in_flight: VecDeque<(Time, u64)>,
+    requested: u64,
+    /// When data reached the idle flow, until its first grant sends it.
+    asked_at: Option<Time>,
+}
+
+impl<P> Flow<P> {
+    fn new(queue: Option<QueueId>) -> Self {
+        Flow {
+            queue,
+            device: VecDeque::new(),
+            device_bytes: 0,
+            transmit: VecDeque::new(),
+            scheduled: 0,
+            requests: VecDeque::new(),
+            grants: VecDeque::new(),
+            granted_map: None,
+            in_flight: VecDeque::new(),
+            requested: 0,
+            asked_at: None,
+        }
+    }
+
+    /// Forget the request–grant state (the MAP grid moved); packets taken stay.
+    fn reset(&mut self) {
+        self.transmit.clear();
+        self.scheduled = 0;
+        self.requests.clear();
+        self.grants.clear();
+        self.granted_map = None;
+        self.in_flight.clear();
+        self.requested = 0;
+    }
 }
 
 /// The upstream of one cable modem; see the module documentation.
@@ -335,38 +471,39 @@ pub struct DocsisUpstreamLink<P> {
     agenda: BTreeMap<(Time, u64), Ev>,
     seq: u64,
     armed: Option<Time>,
-    /// CM: packets taken for grants, the bytes of them already given a grant
-    /// (`scheduled`), the bytes the current grant may still send, and its unused bytes.
-    device: VecDeque<Taken<P>>,
-    device_bytes: u64,
-    scheduled: u64,
-    eligible: u64,
-    /// CM: requests sent and not yet covered by grants (bytes, oldest first).
-    pipeline: VecDeque<u64>,
-    /// CM: grants known and not yet prepared, and grants being sent: MAP index → grant.
-    known: BTreeMap<u64, Grant>,
-    sending: BTreeMap<u64, Grant>,
+    /// The service flows: Classic, and Low-Latency behind the DOCSIS dual queue.
+    flows: Vec<Flow<P>>,
+    /// The CMTS's share of best-effort grants for the LL flow, in 256ths.
+    weight: u32,
     /// The MAP the CM will learn next (its chain of MapKnown events), if it runs.
     next_known: Option<u64>,
-    /// CMTS: requests in flight (arrival, bytes), requested bytes not yet granted, the
-    /// MAPs it has built (index → grant), and the next MAP it will build.
-    in_flight: VecDeque<(Time, u64)>,
-    requested: u64,
-    built: BTreeMap<u64, Grant>,
+    /// CMTS: the MAPs it has built (index → grants per flow), and the next it will build.
+    built: BTreeMap<u64, Vec<(usize, Grant)>>,
     next_gen: Option<u64>,
+    /// CMTS: the frame PGS grants count from.
+    pgs_anchor: u64,
     /// CMTS token buckets (bytes) and when they were last filled.
     msr_tokens: f64,
     peak_tokens: f64,
     filled: Option<Time>,
-    /// When data reached an idle CM, until its first grant starts.
-    asked_at: Option<Time>,
     stats: LinkStats,
 }
 
 impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
+    /// The modem's queue is `aqm`: behind the DOCSIS dual queue the modem has a Classic
+    /// and a Low-Latency service flow, each with its own requests and grants, and the
+    /// dual queue's `weight` shares best-effort grants between them; behind any other
+    /// queue discipline it has one service flow.
     pub fn new(cfg: DocsisUpstream, delay: Dur, aqm: &AqmConfig, fault: Option<Fault>, rng: Rng) -> Self {
         let d = cfg.derived();
         let seed = rng.clone().next_u64();
+        let (flows, weight) = match aqm {
+            AqmConfig::DocsisDualq(c) => (
+                vec![Flow::new(Some(QueueId::C)), Flow::new(Some(QueueId::L))],
+                c.weight.clamp(1, 255),
+            ),
+            _ => (vec![Flow::new(None)], 0),
+        };
         let mut link = DocsisUpstreamLink {
             d,
             delay,
@@ -378,22 +515,15 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             agenda: BTreeMap::new(),
             seq: 0,
             armed: None,
-            device: VecDeque::new(),
-            device_bytes: 0,
-            scheduled: 0,
-            eligible: 0,
-            pipeline: VecDeque::new(),
-            known: BTreeMap::new(),
-            sending: BTreeMap::new(),
+            flows,
+            weight,
             next_known: None,
-            in_flight: VecDeque::new(),
-            requested: 0,
             built: BTreeMap::new(),
             next_gen: None,
+            pgs_anchor: 0,
             msr_tokens: 0.0,
             peak_tokens: 0.0,
             filled: None,
-            asked_at: None,
             stats: LinkStats::default(),
             cfg,
         };
@@ -406,9 +536,14 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
         self.d
     }
 
+    /// Whether the LL flow has Proactive Grant Service.
+    fn pgs(&self) -> bool {
+        self.d.pgs_minislots > 0 && self.flows.len() > LOW_LATENCY
+    }
+
+    /// A rate inflated for MAC headers, in bytes per second.
     fn inflate(r: Rate) -> f64 {
-        // docsis-ns3 truncates the inflated rate to whole bits per second.
-        (r.bits_per_sec() as f64 * (MEAN_PACKET + MAC_HEADER as f64) / MEAN_PACKET).floor() / 8.0
+        DocsisUpstream::inflate_bps(r) / 8.0
     }
 
     /// The sustained-rate bucket: `max_traffic_burst`, by default 100 ms at the rate.
@@ -455,55 +590,185 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
         u64::from(pkt.wire_len().saturating_sub(ETH_HEADER)).max(46) + 18 + MAC_HEADER
     }
 
-    /// MAC bytes the CM holds: its queue and what it took for grants and has not sent.
-    fn held(&self) -> u64 {
+    /// MAC bytes flow `f` holds: its queue and what it took for grants and has not sent.
+    fn held(&self, f: usize) -> u64 {
+        let fl = &self.flows[f];
+        let (n, b) = match fl.queue {
+            None => (self.queue.qdisc.len_packets(), self.queue.qdisc.len_bytes()),
+            Some(q) => self.queue.qdisc.backlog_of(q),
+        };
         // The queue discipline counts frames; add the MAC framing per packet.
-        let q = self.queue.qdisc.len_bytes()
-            + self.queue.qdisc.len_packets() as u64 * (18 + MAC_HEADER - ETH_HEADER as u64);
-        q + self.device_bytes
+        b + n as u64 * (18 + MAC_HEADER - ETH_HEADER as u64) + fl.device_bytes
     }
 
+    fn flow_active(&self, f: usize) -> bool {
+        let fl = &self.flows[f];
+        let queued = match fl.queue {
+            None => self.queue.qdisc.len_packets(),
+            Some(q) => self.queue.qdisc.backlog_of(q).0,
+        };
+        queued > 0 || !fl.device.is_empty() || !fl.requests.is_empty() || !fl.grants.is_empty()
+    }
+
+    /// Whether the CM must follow the MAPs: a flow is busy, or PGS grants keep coming.
     fn active(&self) -> bool {
-        self.queue.qdisc.len_packets() > 0
-            || !self.device.is_empty()
-            || !self.pipeline.is_empty()
-            || !self.known.is_empty()
+        self.pgs() || (0..self.flows.len()).any(|f| self.flow_active(f))
     }
 
-    /// The CM sends a request for what it holds beyond its outstanding requests and its
+    /// Flow `f` sends a request for what it holds beyond its outstanding requests and its
     /// next grant (docsis-ns3 `MakeRequest`).
-    fn make_request(&mut self, now: Time) {
-        let next_grant = self.known.values().next().map_or(0, |g| g.len * self.d.minislot_bytes);
-        let covered = self.pipeline.iter().sum::<u64>() + next_grant;
-        let held = self.held();
+    fn make_request(&mut self, f: usize, now: Time) {
+        let held = self.held(f);
+        let fl = &mut self.flows[f];
+        let next_grant = fl.grants.front().map_or(0, |g| g.1);
+        let covered = fl.requests.iter().sum::<u64>() + next_grant;
         if held <= covered {
             return;
         }
         let bytes = held - covered;
-        self.pipeline.push_back(bytes);
-        self.stats.scheduling_requests += 1;
+        fl.requests.push_back(bytes);
         let arrives = now + self.d.request_delay;
-        self.in_flight.push_back((arrives, bytes));
+        fl.in_flight.push_back((arrives, bytes));
+        self.stats.scheduling_requests += 1;
         // The CMTS builds the first MAP it can from then on.
         let mut m = self.map_of(arrives);
         while self.start_of(m) < arrives + self.d.map_lead {
             m += 1;
         }
+        self.plan_gen_map(m);
+    }
+
+    /// Have the CMTS build MAP `m` unless it builds an earlier one first.
+    fn plan_gen_map(&mut self, m: u64) {
         if self.next_gen.is_none_or(|g| g > m) {
             if let Some(g) = self.next_gen {
                 self.agenda.retain(|_, e| *e != Ev::GenMap(g));
             }
             self.next_gen = Some(m);
-            let t = self.start_of(m) - self.d.map_lead;
+            let t = Time(self.start_of(m).as_nanos().saturating_sub(self.d.map_lead.as_nanos()));
             self.at(t, Ev::GenMap(m));
         }
     }
 
-    /// The CMTS builds MAP `m` (docsis-ns3 `GenerateMap`, `Allocate`, `ScheduleGrant`).
+    /// The frames of MAP `m` that start a PGS grant: every `pgs_frames` from the anchor.
+    fn pgs_frames_of(&self, m: u64) -> impl Iterator<Item = u64> + '_ {
+        let every = self.d.pgs_frames.max(1);
+        (0..self.d.frames_per_map).filter(move |j| {
+            let frame = m * self.d.frames_per_map + j;
+            frame >= self.pgs_anchor && (frame - self.pgs_anchor).is_multiple_of(every)
+        })
+    }
+
+    /// The CMTS's split of a MAP's best-effort minislots between the Classic and LL flows
+    /// (docsis-ns3 `Allocate`): at most `available`, at least the `pgs` minislots already
+    /// given to the LL flow; when both flows ask for more than their share, the LL flow
+    /// gets `weight`/256 of the minislots.
+    fn allocate(&self, available: u64, pgs: u64, c_req: u64, l_req: u64) -> (u64, u64) {
+        let ms = self.d.minislot_bytes;
+        let max_c = c_req.div_ceil(ms);
+        let max_l = l_req.div_ceil(ms).max(pgs);
+        if pgs >= max_l {
+            return (available.saturating_sub(pgs).min(max_c), pgs);
+        }
+        let total = available.min(max_c + max_l).max(pgs);
+        let lw = ((total as f64 * f64::from(self.weight) / 256.0) as u64).max(pgs);
+        let cw = total - lw;
+        match (max_l <= lw, max_c <= cw) {
+            (true, true) => (max_c, max_l),
+            (false, false) => (cw, lw),
+            (true, false) => ((total - max_l).min(max_c), max_l),
+            (false, true) => (max_c, (total - max_c).min(max_l)),
+        }
+    }
+
+    /// Where the grants of a MAP go (docsis-ns3 `ScheduleGrant`): without PGS, the LL
+    /// grant then the Classic one, back to back from a uniformly random minislot; with
+    /// PGS, the PGS grants at their frames, the LL flow's further minislots appended to
+    /// them, and what remains (LL, then Classic) in the gaps from the start of the MAP.
+    fn place(&mut self, m: u64, c: u64, l: u64) -> Vec<(usize, Grant)> {
+        let per_map = self.minislots_per_map();
+        let mut out: Vec<(usize, Grant)> = Vec::new();
+        if !self.pgs() {
+            let start = self.rng.below(per_map - (c + l) + 1);
+            if l > 0 {
+                out.push((
+                    LOW_LATENCY,
+                    Grant {
+                        start,
+                        len: l,
+                        pgs: false,
+                    },
+                ));
+            }
+            if c > 0 {
+                out.push((
+                    CLASSIC,
+                    Grant {
+                        start: start + l,
+                        len: c,
+                        pgs: false,
+                    },
+                ));
+            }
+            return out;
+        }
+        let per = self.d.minislots_per_frame;
+        for j in self.pgs_frames_of(m) {
+            {
+                out.push((
+                    LOW_LATENCY,
+                    Grant {
+                        start: j * per,
+                        len: self.d.pgs_minislots.min(per_map - j * per),
+                        pgs: true,
+                    },
+                ));
+            }
+        }
+        let pgs_total: u64 = out.iter().map(|g| g.1.len).sum();
+        let mut extra = l.saturating_sub(pgs_total);
+        for i in 0..out.len() {
+            let end = out[i].1.start + out[i].1.len;
+            let next = out.get(i + 1).map_or(per_map, |g| g.1.start);
+            let add = extra.min(next.saturating_sub(end));
+            out[i].1.len += add;
+            extra -= add;
+        }
+        for (sf, mut n) in [(LOW_LATENCY, extra), (CLASSIC, c)] {
+            let mut cursor = 0;
+            let mut gaps = Vec::new();
+            for g in out.iter().map(|g| g.1).chain([Grant {
+                start: per_map,
+                len: 0,
+                pgs: false,
+            }]) {
+                let take = n.min(g.start.saturating_sub(cursor));
+                if take > 0 {
+                    gaps.push((
+                        sf,
+                        Grant {
+                            start: cursor,
+                            len: take,
+                            pgs: false,
+                        },
+                    ));
+                    n -= take;
+                }
+                cursor = cursor.max(g.start + g.len);
+            }
+            out.extend(gaps);
+            out.sort_by_key(|g| g.1.start);
+        }
+        out
+    }
+
+    /// The CMTS builds MAP `m` (docsis-ns3 `GenerateMap`).
     fn gen_map(&mut self, m: u64, now: Time) {
-        while self.in_flight.front().is_some_and(|r| r.0 <= now) {
-            if let Some((_, b)) = self.in_flight.pop_front() {
-                self.requested += b;
+        for fl in &mut self.flows {
+            while fl.in_flight.front().is_some_and(|r| r.0 <= now) {
+                if let Some((_, b)) = fl.in_flight.pop_front() {
+                    fl.requested += b;
+                }
             }
         }
         // Token buckets: filled for the time since the last MAP (the first: one interval).
@@ -530,71 +795,104 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             }
         };
         let ms = self.d.minislot_bytes;
+        // PGS grants: every `pgs_frames` frames, not limited by tokens or free capacity.
+        let pgs = if self.pgs() {
+            self.pgs_frames_of(m).count() as u64 * self.d.pgs_minislots
+        } else {
+            0
+        };
         let tokens = self.msr_tokens.min(self.peak_tokens);
         let by_tokens = if tokens.is_infinite() {
             u64::MAX
         } else {
             (tokens.max(0.0) / ms as f64).ceil() as u64
         };
-        let len = self.requested.div_ceil(ms).min(by_tokens).min(free);
-        if len > 0 {
-            let start = self.rng.below(per_map - len + 1);
-            self.built.insert(m, Grant { start, len });
-            let bytes = (len * ms) as f64;
-            self.requested = self.requested.saturating_sub(len * ms);
+        let c_req = self.flows[CLASSIC].requested;
+        let l_req = self.flows.get(LOW_LATENCY).map_or(0, |f| f.requested);
+        let (c, l) = if by_tokens > 0 && (c_req > 0 || l_req > 0) {
+            self.allocate(by_tokens.min(free), pgs, c_req, l_req)
+        } else {
+            (0, pgs)
+        };
+        if c + l > 0 {
+            let grants = self.place(m, c, l);
+            for (sf, g) in &grants {
+                self.stats.grants += 1;
+                self.stats.blocks += 1;
+                self.stats.block_bytes += g.len * ms;
+                if g.pgs {
+                    self.stats.pgs_grants += 1;
+                }
+                let fl = &mut self.flows[*sf];
+                fl.requested = fl.requested.saturating_sub(g.len * ms);
+            }
+            let bytes = ((c + l) * ms) as f64;
             self.msr_tokens = (self.msr_tokens - bytes).max(0.0);
             self.peak_tokens = (self.peak_tokens - bytes).max(0.0);
-            self.stats.grants += 1;
-            self.stats.blocks += 1;
-            self.stats.block_bytes += len * ms;
+            self.built.insert(m, grants);
         }
         self.next_gen = None;
-        if self.requested > 0 || !self.in_flight.is_empty() {
-            self.next_gen = Some(m + 1);
-            let t = self.start_of(m + 1) - self.d.map_lead;
-            self.at(t, Ev::GenMap(m + 1));
+        if self.pgs() || self.flows.iter().any(|f| f.requested > 0 || !f.in_flight.is_empty()) {
+            self.plan_gen_map(m + 1);
         }
     }
 
-    /// The CM learns MAP `m` (docsis-ns3 `HandleMapMsg`): its grant, and the request it
-    /// plans in that interval.
+    /// The CM learns MAP `m` (docsis-ns3 `HandleMapMsg`, `ScheduleGrantEvents`): per
+    /// flow, its grants, or else a contention request in that interval.
     fn map_known(&mut self, m: u64, now: Time) {
         self.next_known = None;
-        let grant = self.built.remove(&m);
-        if let Some(g) = grant {
-            // The grant covers the oldest requests.
-            let mut covered = g.len * self.d.minislot_bytes;
+        let grants = self.built.remove(&m).unwrap_or_default();
+        let per = self.d.minislots_per_frame;
+        for f in 0..self.flows.len() {
+            let mine: Vec<Grant> = grants.iter().filter(|g| g.0 == f).map(|g| g.1).collect();
+            if mine.is_empty() {
+                if self.held(f) > 0 {
+                    let k = self.rng.below(self.d.frames_per_map);
+                    let t = self.frame_time(m, k);
+                    self.at(t, Ev::Request(f));
+                }
+                continue;
+            }
+            // The grants cover the oldest requests.
+            let mut covered = mine.iter().map(|g| g.len).sum::<u64>() * self.d.minislot_bytes;
+            let fl = &mut self.flows[f];
+            fl.granted_map = Some(m);
             while covered > 0 {
-                let Some(r) = self.pipeline.front_mut() else { break };
+                let Some(r) = fl.requests.front_mut() else { break };
                 if *r <= covered {
                     covered -= *r;
-                    self.pipeline.pop_front();
+                    fl.requests.pop_front();
                 } else {
                     *r -= covered;
                     covered = 0;
                 }
             }
-            self.known.insert(m, g);
-            let first = g.start / self.d.minislots_per_frame;
-            let last = (g.start + g.len - 1) / self.d.minislots_per_frame;
-            // Burst preparation (one frame, 135 µs by default) before the grant's first frame;
-            // the piggybacked request goes first.
-            let prep = Time(
-                self.frame_time(m, first)
-                    .as_nanos()
-                    .saturating_sub(self.d.frame.as_nanos())
-                    .max(now.as_nanos()),
-            );
-            self.at(prep, Ev::Request);
-            self.at(prep, Ev::Prepare(m));
-            for j in first..=last {
-                let t = self.frame_time(m, j);
-                self.at(t, Ev::Frame(m, j));
+            let mut frames: BTreeMap<u64, u64> = BTreeMap::new();
+            for g in &mine {
+                let first = g.start / per;
+                let start = self.frame_time(m, first);
+                self.flows[f].grants.push_back((start, g.len * self.d.minislot_bytes));
+                // Burst preparation (one frame, 135 µs by default) before the grant's first
+                // frame; the piggybacked request goes first.
+                let prep = Time(
+                    start
+                        .as_nanos()
+                        .saturating_sub(self.d.frame.as_nanos())
+                        .max(now.as_nanos()),
+                );
+                self.at(prep, Ev::Request(f));
+                self.at(prep, Ev::Prepare { sf: f, pgs: g.pgs });
+                let mut lo = g.start;
+                while lo < g.start + g.len {
+                    let hi = ((lo / per + 1) * per).min(g.start + g.len);
+                    *frames.entry(lo / per).or_default() += hi - lo;
+                    lo = hi;
+                }
             }
-        } else {
-            let k = self.rng.below(self.d.frames_per_map);
-            let t = self.frame_time(m, k);
-            self.at(t, Ev::Request);
+            for (j, minislots) in frames {
+                let t = self.frame_time(m, j);
+                self.at(t, Ev::Frame { sf: f, minislots });
+            }
         }
         if self.active() {
             self.schedule_known(m + 1, now);
@@ -615,29 +913,36 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
         self.at(t, Ev::MapKnown(m));
     }
 
-    /// Data reached an idle CM at `now`: its contention opportunity in this interval if it
-    /// is still ahead, and the MAPs from the next one on.
-    fn wake_up(&mut self, now: Time) {
+    /// Data reached idle flow `f` at `now`: its contention opportunity in this interval if
+    /// the interval has no grant for it and the opportunity is still ahead, and the MAPs
+    /// from the next one on.
+    fn wake_up(&mut self, f: usize, now: Time) {
         let n = self.map_of(now);
-        let k = self.rng.below(self.d.frames_per_map);
-        let t = self.frame_time(n, k);
-        if t >= now {
-            self.at(t, Ev::Request);
+        if self.flows[f].granted_map != Some(n) {
+            let k = self.rng.below(self.d.frames_per_map);
+            let t = self.frame_time(n, k);
+            if t >= now {
+                self.at(t, Ev::Request(f));
+            }
         }
         self.schedule_known(n + 1, now);
     }
 
-    /// Take packets for MAP `m`'s grant (docsis-ns3 `PrepareBurst`).
-    fn prepare(&mut self, m: u64, now: Time) {
-        let Some(g) = self.known.remove(&m) else { return };
-        let bytes = g.len * self.d.minislot_bytes;
-        while self.device_bytes - self.scheduled < bytes {
-            let Some(d) = self.queue.qdisc.dequeue(now, &mut self.queue.drops) else {
-                break;
+    /// Flow `f` takes packets for its next grant (docsis-ns3 `PrepareBurst`).
+    fn prepare(&mut self, f: usize, pgs: bool, now: Time) {
+        let Some((start, bytes)) = self.flows[f].grants.pop_front() else {
+            return;
+        };
+        let fl = &mut self.flows[f];
+        while fl.device_bytes - fl.scheduled < bytes {
+            let d = match fl.queue {
+                None => self.queue.qdisc.dequeue(now, &mut self.queue.drops),
+                Some(q) => self.queue.qdisc.dequeue_from(q, now, &mut self.queue.drops),
             };
+            let Some(d) = d else { break };
             let left = Self::mac_bytes(&d.pkt);
-            self.device_bytes += left;
-            self.device.push_back(Taken {
+            fl.device_bytes += left;
+            fl.device.push_back(Taken {
                 pkt: d.pkt,
                 mac: left,
                 left,
@@ -646,9 +951,11 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
                 marked: d.marked,
             });
         }
-        let add = bytes.min(self.device_bytes - self.scheduled);
-        self.scheduled += add;
-        self.eligible += add;
+        let add = bytes.min(fl.device_bytes - fl.scheduled);
+        if add > 0 {
+            fl.scheduled += add;
+            fl.transmit.push_back((start, add));
+        }
         // The grant's unused bytes go back to the sustained-rate bucket.
         let unused = bytes - add;
         if unused > 0 && self.cfg.max_sustained_rate.is_some() {
@@ -656,48 +963,68 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
         }
         if add == 0 {
             self.stats.grants_unused += 1;
+            if pgs {
+                self.stats.pgs_grants_unused += 1;
+            }
         }
-        self.sending.insert(m, g);
+        self.note_staged(f);
     }
 
-    /// Send frame `j` of MAP `m`'s grant (docsis-ns3 `SendFrame`).
-    fn frame(&mut self, m: u64, j: u64, io: &mut Io<'_, P>) {
-        let Some(g) = self.sending.get(&m).copied() else { return };
-        let per = self.d.minislots_per_frame;
-        let lo = (j * per).max(g.start);
-        let hi = ((j + 1) * per).min(g.start + g.len);
-        let mut budget = (hi.saturating_sub(lo) * self.d.minislot_bytes).min(self.eligible);
-        let t = self.frame_time(m, j);
+    /// Tell the queue discipline what the LL flow holds outside it.
+    fn note_staged(&mut self, f: usize) {
+        if let Some(q) = self.flows[f].queue {
+            self.queue.qdisc.staged(q, self.flows[f].device_bytes);
+        }
+    }
+
+    /// Flow `f` sends `minislots` of its grants in the frame starting now (docsis-ns3
+    /// `SendFrame`).
+    fn frame(&mut self, f: usize, minislots: u64, now: Time, io: &mut Io<'_, P>) {
+        let serialisation_rate = self.nominal_rate();
+        let arrive = now + self.d.data_delay + self.delay;
+        let fl = &mut self.flows[f];
+        let eligible: u64 = fl.transmit.iter().take_while(|e| e.0 <= now).map(|e| e.1).sum();
+        let mut budget = (minislots * self.d.minislot_bytes).min(eligible);
         if budget == 0 {
             return;
         }
-        if let Some(at) = self.asked_at.take() {
-            self.stats.record_grant_delay(t.since(at));
+        if let Some(at) = fl.asked_at.take() {
+            self.stats.record_grant_delay(now.since(at));
         }
-        self.eligible -= budget;
         self.stats.block_bytes_used += budget;
+        fl.scheduled -= budget;
+        let mut used = budget;
+        while used > 0 {
+            let Some(e) = fl.transmit.front_mut() else { break };
+            let k = used.min(e.1);
+            e.1 -= k;
+            used -= k;
+            if e.1 == 0 {
+                fl.transmit.pop_front();
+            }
+        }
         while budget > 0 {
-            let Some(head) = self.device.front_mut() else { break };
+            let Some(head) = fl.device.front_mut() else { break };
             let k = budget.min(head.left);
             head.left -= k;
             budget -= k;
-            self.device_bytes -= k;
-            self.scheduled -= k;
+            fl.device_bytes -= k;
             if head.left == 0 {
-                let Some(tx) = self.device.pop_front() else { break };
+                let Some(tx) = fl.device.pop_front() else { break };
                 io.departed(&Departure {
                     pkt: &tx.pkt,
                     queue: 0,
                     sub: tx.sub,
                     sojourn: tx.sojourn,
-                    start: t,
+                    start: now,
                     // Link time at the service flow's rate (for the utilisation).
-                    serialisation: self.nominal_rate().tx_time(tx.mac),
+                    serialisation: serialisation_rate.tx_time(tx.mac),
                     marked: tx.marked,
                 });
-                self.line.push(tx.pkt, t + self.d.data_delay + self.delay, io, ARRIVE);
+                self.line.push(tx.pkt, arrive, io, ARRIVE);
             }
         }
+        self.note_staged(f);
     }
 
     /// The rate the modem may send at: the channel's, at most the sustained rate and the
@@ -724,18 +1051,9 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             match ev {
                 Ev::GenMap(m) => self.gen_map(m, t),
                 Ev::MapKnown(m) => self.map_known(m, t),
-                Ev::Request => self.make_request(t),
-                Ev::Prepare(m) => self.prepare(m, t),
-                Ev::Frame(m, j) => {
-                    self.frame(m, j, io);
-                    let per = self.d.minislots_per_frame;
-                    if self.sending.get(&m).is_some_and(|g| (g.start + g.len - 1) / per == j) {
-                        self.sending.remove(&m);
-                        // Bytes the grant could not carry are lost to the CM.
-                        self.eligible = 0;
-                        self.scheduled = self.scheduled.min(self.device_bytes);
-                    }
-                }
+                Ev::Request(f) => self.make_request(f, t),
+                Ev::Prepare { sf, pgs } => self.prepare(sf, pgs, t),
+                Ev::Frame { sf, minislots } => self.frame(sf, minislots, t, io),
             }
         }
         self.queue.flush_drops(io);
@@ -760,19 +1078,28 @@ impl<P: LinkPacket + 'static> Link<P> for DocsisUpstreamLink<P> {
         // a modem that holds data asks again.
         self.origin.start(origin);
         self.agenda.clear();
-        self.known.clear();
-        self.sending.clear();
         self.built.clear();
-        self.in_flight.clear();
-        self.pipeline.clear();
-        self.requested = 0;
+        for fl in &mut self.flows {
+            fl.reset();
+        }
         self.next_known = None;
         self.next_gen = None;
-        self.scheduled = 0;
-        self.eligible = 0;
         self.armed = None;
-        if self.active() {
-            self.wake_up(io.now.max(origin));
+        let now = io.now.max(origin);
+        if self.pgs() {
+            // The CMTS grants PGS from the first MAP it can build, from its first frame.
+            let mut m = self.map_of(now);
+            while self.start_of(m) < now + self.d.map_lead {
+                m += 1;
+            }
+            self.pgs_anchor = m * self.d.frames_per_map;
+            self.plan_gen_map(m);
+            self.schedule_known(self.map_of(now) + 1, now);
+        }
+        for f in 0..self.flows.len() {
+            if self.flow_active(f) {
+                self.wake_up(f, now);
+            }
         }
         self.rationalize(io);
     }
@@ -780,13 +1107,18 @@ impl<P: LinkPacket + 'static> Link<P> for DocsisUpstreamLink<P> {
     fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
         self.origin.provisional(io.now);
         self.rationalize(io);
-        let was_idle = !self.active();
+        let mut idle = [false; 2];
+        for (f, i) in idle.iter_mut().enumerate().take(self.flows.len()) {
+            *i = !self.flow_active(f);
+        }
         apply_fault(self.fault, self.origin.started(), io.now, &mut pkt);
         self.queue.enqueue(pkt, io);
         self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
-        if was_idle && self.active() {
-            self.asked_at = Some(io.now);
-            self.wake_up(io.now);
+        for (f, was_idle) in idle.into_iter().enumerate().take(self.flows.len()) {
+            if was_idle && self.flow_active(f) {
+                self.flows[f].asked_at = Some(io.now);
+                self.wake_up(f, io.now);
+            }
         }
         self.rationalize(io);
     }
@@ -973,5 +1305,219 @@ mod tests {
         eprintln!("mean time in the modem's queue {mean:.3} ms");
         let map = DocsisUpstream::default().derived().map.as_millis_f64();
         assert!(mean >= map && mean <= 3.0 * map, "{mean} ms against a {map} ms MAP");
+    }
+
+    /// What a dual-queue modem did with two constant-rate streams (docsis-ns3's
+    /// `delay-estimation` experiment): an ECT(1) one into the LL flow and a Not-ECT one into
+    /// the Classic flow, `size`-byte packets, for 10 s at a 1 ms MAP, 50 Mbit/s sustained
+    /// and 100 Mbit/s peak. Returns the share of LL packets marked CE after the first
+    /// second, and the Classic and LL rates delivered (bit/s) and the link's counters.
+    fn two_streams(ll: Rate, classic: Rate, pgs: Option<(Rate, Dur)>, qp: bool) -> (f64, f64, f64, LinkStats) {
+        let amsr = Rate::mbps(50);
+        let mut cfg = DocsisUpstream {
+            map_interval: Dur::from_millis(1),
+            max_sustained_rate: Some(amsr),
+            peak_rate: Some(Rate::mbps(100)),
+            ..Default::default()
+        };
+        if let Some((r, i)) = pgs {
+            cfg.pgs_rate = Some(r);
+            cfg.pgs_interval = Some(i);
+        }
+        cfg.validate().unwrap();
+        let d = cfg.derived();
+        let aqm = AqmConfig::DocsisDualq(Box::new(l4s_aqm::DocsisDualqConfig {
+            max_rate: Some(amsr),
+            estimator: Some(l4s_aqm::LlEstimator::CoupledV),
+            loop_delay: Some(d.loop_delay),
+            pgs_rate: pgs.map(|p| p.0),
+            pgs_interval: pgs.map(|_| Dur(d.frame.as_nanos() * d.pgs_frames)),
+            queue_protection: l4s_aqm::QueueProtectionConfig {
+                enabled: qp,
+                ..Default::default()
+            },
+            ..Default::default()
+        }));
+        let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &aqm, None, Rng::new(5));
+        let size: u32 = 1000 + 14;
+        let secs = 10u64;
+        let mut offers = Vec::new();
+        let mut id = 0;
+        for (rate, ecn) in [(ll, Ecn::Ect1), (classic, Ecn::NotEct)] {
+            if rate.bits_per_sec() == 0 {
+                continue;
+            }
+            let gap = rate.tx_time(u64::from(size));
+            let n = secs * 1_000_000_000 / gap.as_nanos();
+            for i in 0..n {
+                offers.push((Time(i * gap.as_nanos()), 0, 1, Pkt { id, size, ecn }));
+                id += 1;
+            }
+        }
+        let out = drive(&mut link, offers, Time::from_secs(secs), &mut Seen::default());
+        let late: Vec<_> = out.iter().filter(|o| o.0 >= Time::from_secs(1)).collect();
+        let ll_out: Vec<_> = late.iter().filter(|o| o.2.ecn != Ecn::NotEct).collect();
+        let ce = ll_out.iter().filter(|o| o.2.ecn == Ecn::Ce).count() as f64 / ll_out.len().max(1) as f64;
+        let span = (secs - 1) as f64;
+        let bps = |n: usize| n as f64 * (size as f64) * 8.0 / span;
+        let c_n = late.len() - ll_out.len();
+        (ce, bps(c_n), bps(ll_out.len()), link.stats())
+    }
+
+    /// docsis-ns3's `delay-estimation` scenarios (1 ms MAP, 50 Mbit/s sustained): a
+    /// well-behaved virtual queue keeps the LL delay estimate at its floor, so next to
+    /// nothing is marked, while the LL stream fits the service flow, with or without PGS
+    /// (scenarios 1–3, 7–11), and lets it grow when the stream does not fit (5, 12).
+    #[test]
+    fn virtual_queue_follows_the_delay_estimation_scenarios() {
+        let ms = Dur::from_micros(1000);
+        for (name, ll, c, pgs, fits) in [
+            ("1", 49_900, 0, None, true),
+            ("2", 44_900, 5_000, None, true),
+            ("3", 24_900, 25_000, None, true),
+            ("5", 52_200, 0, None, false),
+            ("7", 49_900, 0, Some(10_000), true),
+            ("9", 49_900, 0, Some(30_000), true),
+            ("11", 49_900, 0, Some(49_900), true),
+            ("12", 47_085, 7_300, Some(20_000), false),
+        ] {
+            let pgs = pgs.map(|r| (Rate::kbps(r), ms));
+            let (ce, c_bps, l_bps, s) = two_streams(Rate::kbps(ll), Rate::kbps(c), pgs, true);
+            eprintln!(
+                "scenario {name}: LL marked {ce:.4}, Classic {:.2} Mbit/s, LL {:.2} Mbit/s, grants {} (PGS {})",
+                c_bps / 1e6,
+                l_bps / 1e6,
+                s.grants,
+                s.pgs_grants,
+            );
+            if fits {
+                assert!(ce < 0.002, "scenario {name}: {ce}");
+                // Both streams get through whole.
+                assert!(
+                    (l_bps / (ll as f64 * 1e3) - 1.0).abs() < 0.01,
+                    "scenario {name}: {l_bps}"
+                );
+                assert!(
+                    c == 0 || (c_bps / (c as f64 * 1e3) - 1.0).abs() < 0.01,
+                    "scenario {name}: {c_bps}"
+                );
+            } else {
+                assert!(ce > 0.5, "scenario {name}: {ce}");
+            }
+            if pgs.is_some() {
+                // One PGS grant per interval (7 frames of 135 µs), over the 10 s.
+                let n = 10e9 / (7.0 * 135e3);
+                assert!((s.pgs_grants as f64 / n - 1.0).abs() < 0.01, "{}", s.pgs_grants);
+            }
+        }
+    }
+
+    /// An unresponsive LL stream of 60 Mbit/s and a Classic one of 20 ask for more than the
+    /// 52.5 Mbit/s the shaper grants (Queue Protection off, so the LL stream stays in its
+    /// flow); the CMTS gives the LL flow 230/256 of the best-effort minislots, so the
+    /// Classic flow keeps about a tenth, no less.
+    #[test]
+    fn the_weight_leaves_the_classic_flow_its_share() {
+        let (_, c_bps, l_bps, _) = two_streams(Rate::kbps(60_000), Rate::kbps(20_000), None, false);
+        let total = c_bps + l_bps;
+        eprintln!("Classic {:.2}, LL {:.2} Mbit/s", c_bps / 1e6, l_bps / 1e6);
+        assert!((total / 52.5e6 - 1.0).abs() < 0.02, "{total}");
+        let share = c_bps / total;
+        assert!((0.09..0.12).contains(&share), "Classic share {share}");
+    }
+
+    /// A game's 64 packets a second (200 B, ECT(1)) with Proactive Grant Service of
+    /// 16 Mbit/s (a 288-byte grant, enough for one packet, per interval): no request, the
+    /// packet waits for the next grant's burst preparation (under one interval), one frame
+    /// to its grant, and the CMTS has it two frames and half a round trip later. So with a
+    /// grant every frame (135 µs) each packet takes 445 to 580 µs, mean 512 µs; with one
+    /// per MAP (2.025 ms) at most a MAP more than that, mean about 1.46 ms.
+    #[test]
+    fn pgs_grants_the_low_latency_flow_without_requests() {
+        let d = DocsisUpstream::default().derived();
+        for (ggi, lo, hi, mean) in [
+            (d.frame, 0.445, 0.580, 0.5125),
+            (d.map, 0.445, 0.445 + 2.025, 0.445 + 1.0125),
+        ] {
+            let cfg = DocsisUpstream {
+                max_sustained_rate: Some(Rate::mbps(50)),
+                pgs_rate: Some(Rate::mbps(16)),
+                pgs_interval: Some(ggi),
+                ..Default::default()
+            };
+            cfg.validate().unwrap();
+            let dd = cfg.derived();
+            // 16.8 Mbit/s with MAC headers: 283.5 B a frame (6 minislots), 4253 B a MAP (89).
+            assert_eq!(dd.pgs_minislots, if dd.pgs_frames == 1 { 6 } else { 89 }, "{dd:?}");
+            let aqm = AqmConfig::DocsisDualq(Box::new(l4s_aqm::DocsisDualqConfig {
+                max_rate: Some(Rate::mbps(50)),
+                estimator: Some(l4s_aqm::LlEstimator::CoupledV),
+                loop_delay: Some(dd.loop_delay),
+                pgs_rate: cfg.pgs_rate,
+                pgs_interval: Some(Dur(dd.frame.as_nanos() * dd.pgs_frames)),
+                ..Default::default()
+            }));
+            let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &aqm, None, Rng::new(5));
+            let mut phase = Rng::new(9);
+            let n = 640u64;
+            let offers: Vec<_> = (0..n)
+                .map(|i| {
+                    let t = Time::from_millis(100) + Dur(15_625_000 * i + phase.below(1_000_000));
+                    let p = Pkt {
+                        id: i,
+                        size: 214,
+                        ecn: Ecn::Ect1,
+                    };
+                    (t, 0, 1, p)
+                })
+                .collect();
+            let sent: Vec<Time> = offers.iter().map(|o| o.0).collect();
+            let out = drive(&mut link, offers, Time::from_secs(11), &mut Seen::default());
+            assert_eq!(out.len() as u64, n);
+            let delays: Vec<f64> = out
+                .iter()
+                .map(|(at, _, p)| at.since(sent[p.id as usize]).as_millis_f64())
+                .collect();
+            let m = delays.iter().sum::<f64>() / delays.len() as f64;
+            let (min, max) = (
+                delays.iter().cloned().fold(f64::MAX, f64::min),
+                delays.iter().cloned().fold(0.0, f64::max),
+            );
+            eprintln!("GGI {ggi}: access delay {min:.3}..{max:.3} ms, mean {m:.3}");
+            assert!(min >= lo - 1e-6 && max <= hi + 1e-6, "{min}..{max}");
+            assert!((m - mean).abs() < 0.05 * mean, "{m}");
+            let s = link.stats();
+            // No requests: every packet went in a PGS grant; the rest of them went unused.
+            assert_eq!(s.scheduling_requests, 0);
+            assert_eq!(s.pgs_grants, s.grants);
+            assert!(s.pgs_grants - s.pgs_grants_unused >= n, "{s:?}");
+        }
+    }
+
+    /// PGS is refused above the sustained rate, above what the channel can carry, and with
+    /// an interval shorter than a frame.
+    #[test]
+    fn pgs_settings_are_checked() {
+        let base = DocsisUpstream {
+            max_sustained_rate: Some(Rate::mbps(50)),
+            ..Default::default()
+        };
+        let bad = DocsisUpstream {
+            pgs_rate: Some(Rate::mbps(60)),
+            ..base.clone()
+        };
+        assert_eq!(bad.validate().unwrap_err().0, "pgs_rate");
+        let bad = DocsisUpstream {
+            max_sustained_rate: None,
+            pgs_rate: Some(Rate::mbps(700)),
+            ..base.clone()
+        };
+        assert!(bad.validate().unwrap_err().1.contains("capacity"));
+        let bad = DocsisUpstream {
+            pgs_rate: Some(Rate::mbps(5)),
+            pgs_interval: Some(Dur::from_micros(100)),
+            ..base
+        };
+        assert_eq!(bad.validate().unwrap_err().0, "pgs_interval");
     }
 }

@@ -332,6 +332,10 @@ pub struct LinkStats {
     pub grants: u64,
     pub grants_unused: u64,
     pub configured_grants_used: u64,
+    /// DOCSIS Proactive Grant Service grants (counted in `grants` too), and those that found
+    /// the Low-Latency flow with nothing to send.
+    pub pgs_grants: u64,
+    pub pgs_grants_unused: u64,
     /// Uplink grant delays (from data reaching an idle UE to the start of its granted
     /// slot): how many, their sum (ns), and a histogram in 1 ms buckets (the last one holds
     /// everything longer).

@@ -130,6 +130,8 @@ pub fn radio_summary(
             grants: d(|s| s.grants),
             grants_unused: d(|s| s.grants_unused),
             configured_grants_used: d(|s| s.configured_grants_used),
+            pgs_grants: d(|s| s.pgs_grants),
+            pgs_grants_unused: d(|s| s.pgs_grants_unused),
             grant_delays: n,
             grant_delay_mean_ms: (n > 0).then(|| round6(d(|s| s.grant_delay_ns) as f64 / n as f64 / 1e6)),
             grant_delay_p50_ms: if n > 0 { quantile(0.5) } else { None },

@@ -462,6 +462,12 @@ pub struct UplinkSummary {
     pub grants: u64,
     pub grants_unused: u64,
     pub configured_grants_used: u64,
+    /// DOCSIS Proactive Grant Service: grants made without requests (counted in `grants`
+    /// too), and those that found the Low-Latency flow with nothing to send.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pgs_grants: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pgs_grants_unused: u64,
     /// Grant delays: from data reaching an idle UE to the start of the slot granted for
     /// it; percentiles are the upper edges of 1 ms buckets (`null` when there was none).
     pub grant_delays: u64,
@@ -548,6 +554,11 @@ impl Summary {
         }
         serde_json::from_value(v).map_err(|e| format!("does not match schema {SCHEMA_VERSION}: {e}"))
     }
+}
+
+/// Serde: leave a zero counter out.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -144,6 +144,8 @@ pub struct DocsisTable {
     pub peak_rate: Option<Rate>,
     pub free_capacity: Option<Rate>,
     pub free_capacity_variation: Option<f64>,
+    pub pgs_rate: Option<Rate>,
+    pub pgs_interval: Option<Dur>,
 }
 
 /// `ran = { slot = "0.5ms", tdd = "DDDSU", sr_period = "5ms", ... }`: a cellular link's

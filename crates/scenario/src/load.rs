@@ -351,6 +351,22 @@ fn parse_docsis(
         cfg.peak_rate = t.peak_rate;
         cfg.free_capacity = t.free_capacity;
         cfg.free_capacity_variation = t.free_capacity_variation.unwrap_or(0.0);
+        cfg.pgs_rate = t.pgs_rate;
+        cfg.pgs_interval = t.pgs_interval;
+        if cfg.pgs_rate.is_some()
+            && !matches!(
+                l.reverse_aqm
+                    .as_ref()
+                    .and_then(|a| a.get("kind"))
+                    .and_then(|k| k.as_str()),
+                Some("docsis-dualq")
+            )
+        {
+            return Err(cx.at(
+                &join(&dp, &[key("pgs_rate")]),
+                "Proactive Grant Service grants the Low-Latency service flow: set `reverse_aqm = { kind = \"docsis-dualq\", ... }`",
+            ));
+        }
     }
     cfg.validate().map_err(|(k, m)| {
         if k == "max_sustained_rate" {
@@ -1153,8 +1169,13 @@ fn add_custom_link(
             if c.estimator.is_none() {
                 c.estimator = Some(l4s_aqm::LlEstimator::CoupledV);
             }
+            let dd = d.derived();
             if c.loop_delay.is_none() {
-                c.loop_delay = Some(d.derived().loop_delay);
+                c.loop_delay = Some(dd.loop_delay);
+            }
+            if d.pgs_rate.is_some() {
+                c.pgs_rate = d.pgs_rate;
+                c.pgs_interval = Some(Dur(dd.frame.as_nanos() * dd.pgs_frames));
             }
         }
         links.push(Link {
