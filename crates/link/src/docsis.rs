@@ -1107,16 +1107,19 @@ impl<P: LinkPacket + 'static> Link<P> for DocsisUpstreamLink<P> {
     fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
         self.origin.provisional(io.now);
         self.rationalize(io);
-        let mut idle = [false; 2];
+        // Per flow: whether it held data, and whether it was active at all.
+        let mut idle = [(false, false); 2];
         for (f, i) in idle.iter_mut().enumerate().take(self.flows.len()) {
-            *i = !self.flow_active(f);
+            *i = (self.held(f) == 0, !self.flow_active(f));
         }
         apply_fault(self.fault, self.origin.started(), io.now, &mut pkt);
         self.queue.enqueue(pkt, io);
         self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
-        for (f, was_idle) in idle.into_iter().enumerate().take(self.flows.len()) {
-            if was_idle && self.flow_active(f) {
+        for (f, (empty, was_idle)) in idle.into_iter().enumerate().take(self.flows.len()) {
+            if empty && self.held(f) > 0 {
                 self.flows[f].asked_at = Some(io.now);
+            }
+            if was_idle && self.flow_active(f) {
                 self.wake_up(f, io.now);
             }
         }
