@@ -409,6 +409,22 @@ fn docsis_link_bad_input_and_a_run() {
     );
     let (code, err, out) = run_text("docsis-good", DOCSIS);
     assert_eq!(code, 0, "{err}");
+    // The upstream's grants and grant delays are printed under the queue table.
+    let d = tmpdir("docsis-table");
+    let f = d.join("docsis.toml");
+    std::fs::write(&f, DOCSIS).unwrap();
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(d.join("res"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}");
+    assert!(stdout.contains("\nupstream of cmts->home-reverse: "), "{stdout}");
+    assert!(stdout.contains("found nothing to send"), "{stdout}");
+    assert!(stdout.contains("  grant delay ("), "{stdout}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["queues"][0]["name"], "cmts->home-reverse", "{v}");
 }

@@ -148,8 +148,64 @@ pub fn summary_tables(s: &Summary) -> String {
     }
     out.push_str(&render(&rows));
     for q in &s.queues {
+        if let Some(r) = &q.radio {
+            out.push_str(&radio_lines(&q.name, r));
+        }
+    }
+    for q in &s.queues {
         if let Some(qp) = &q.queue_protection {
             out.push_str(&queue_protection_lines(&q.name, qp));
+        }
+    }
+    out
+}
+
+/// What a cellular link's direction, a DOCSIS upstream or a wire with HARQ did: its blocks
+/// (grants, for a DOCSIS upstream) and how full they went, HARQ, and the uplink's
+/// requests, grants and grant delays.
+fn radio_lines(queue: &str, r: &crate::summary::RadioSummary) -> String {
+    let mut out = format!("\n{} of {queue}: ", r.direction);
+    match (&r.uplink, r.direction == "upstream") {
+        // A DOCSIS upstream's blocks are its grants.
+        (Some(u), true) => {
+            let _ = write!(out, "{} grants", u.grants);
+            if u.pgs_grants > 0 {
+                let _ = write!(out, " ({} PGS)", u.pgs_grants);
+            }
+            let _ = write!(
+                out,
+                ", {} found nothing to send, {} of their bytes used",
+                u.grants_unused,
+                pct(r.block_fill)
+            );
+        }
+        _ => {
+            let _ = write!(out, "{} blocks, {} of their bytes used", r.blocks, pct(r.block_fill));
+        }
+    }
+    if r.harq_retransmissions > 0 {
+        let _ = write!(out, ", {} HARQ retransmissions", r.harq_retransmissions);
+    }
+    out.push('\n');
+    if let Some(u) = &r.uplink {
+        let _ = write!(out, "  {} requests", u.scheduling_requests);
+        if r.direction != "upstream" {
+            let _ = write!(out, "; {} grants, {} found nothing to send", u.grants, u.grants_unused);
+        }
+        if u.configured_grants_used > 0 {
+            let _ = write!(out, "; {} configured grants used", u.configured_grants_used);
+        }
+        out.push('\n');
+        if let (Some(mean), Some(p50), Some(p99)) = (u.grant_delay_mean_ms, u.grant_delay_p50_ms, u.grant_delay_p99_ms)
+        {
+            let _ = writeln!(
+                out,
+                "  grant delay ({} waits from data to its first grant): mean {} ms, p50 ≤ {} ms, p99 ≤ {} ms",
+                u.grant_delays,
+                ms(mean),
+                p50,
+                p99
+            );
         }
     }
     out
