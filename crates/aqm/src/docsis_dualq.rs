@@ -757,8 +757,8 @@ impl<P: QueuePacket> Qdisc<P> for DocsisDualq<P> {
         self.take(from_l, now)
     }
 
-    /// Upstream, the CMTS shares grants between the two service flows (MULPI §7.2.3.5 and
-    /// Annex M); the modem fills each flow's grant from that flow's queue.
+    /// Upstream, the CMTS shares grants between the two service flows (by the Scheduling
+    /// Weight, MULPI §7.7); the modem fills each flow's grant from that flow's queue.
     fn dequeue_from(&mut self, queue: QueueId, now: Time, _drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
         self.take(queue == QueueId::L, now)
     }

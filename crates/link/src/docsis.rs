@@ -50,19 +50,20 @@
 //! holding its last byte does.
 //!
 //! **Two service flows.** Behind the DOCSIS dual queue (an Aggregate Service Flow, MULPI
-//! §7.7 and Annex M) the modem has a Classic and a Low-Latency service flow, each with its
+//! §7.7) the modem has a Classic and a Low-Latency service flow, each with its
 //! own requests, grants and staged packets, each filling its grants from its own queue.
 //! The CMTS shares a MAP's best-effort minislots between them (docsis-ns3 `Allocate`): both
-//! get what they asked for if it fits, else the LL flow gets `weight`/256 of them (MULPI
-//! Annex M, Scheduling Weight) and the Classic flow the rest, each never more than it
-//! asked for. The LL grant comes first, the Classic one right after it.
+//! get what they asked for if it fits, else the LL flow gets `weight`/256 of them (the
+//! ASF's Scheduling Weight, MULPI §7.7) and the Classic flow the rest, each never more than
+//! it asked for. The LL grant comes first, the Classic one right after it.
 //!
-//! **Proactive Grant Service** (MULPI §7.2.3.2, Guaranteed Grant Rate and Interval): the
-//! CMTS grants the LL flow `pgs_rate` × 1.05 × `pgs_interval` bytes (rounded up to
-//! minislots) at the start of every `pgs_interval` frames from the first MAP it builds,
-//! without requests, before and beside the shaper (its bytes are taken from the token
-//! buckets, and unused ones given back like any grant's). Further LL minislots are appended
-//! to the PGS grants, then placed, with the Classic ones, in the gaps from the start of
+//! **Proactive Grant Service** (a MULPI §7.2.3 upstream scheduling service, with a
+//! Guaranteed Grant Rate and a Guaranteed Grant Interval): the CMTS grants the LL flow
+//! `pgs_rate` × 1.05 × `pgs_interval` bytes (rounded up to minislots) at the start of
+//! every `pgs_interval` frames from the first MAP it builds, without requests, before and
+//! beside the shaper (its bytes are taken from the token buckets, and unused ones given
+//! back like any grant's). Further LL minislots are appended to the PGS grants, then
+//! placed, with the Classic ones, in the gaps from the start of
 //! the MAP (docsis-ns3 `ScheduleGrant`). The modem prepares every grant a frame ahead and
 //! piggybacks its request there, so an LL packet waits at most one interval, plus a frame.
 //!
