@@ -407,6 +407,41 @@ fn docsis_link_bad_input_and_a_run() {
         "topology.links[0].docsis.pgs_rate",
         "docsis-dualq",
     );
+    // The downstream: its rate, channel and shaping.
+    assert_bad(
+        "docsis-ds-msr",
+        &DOCSIS.replace("rate = \"100Mbit\"\n", ""),
+        13,
+        "topology.links[0]",
+        "`rate`",
+    );
+    assert_bad(
+        "docsis-ds-capacity",
+        &DOCSIS.replace("rate = \"100Mbit\"", "rate = \"3Gbit\""),
+        17,
+        "topology.links[0].rate",
+        "downstream channel's capacity",
+    );
+    assert_bad(
+        "docsis-ds-peak",
+        &DOCSIS.replace(
+            "peak_rate = \"40Mbit\"",
+            "peak_rate = \"40Mbit\", ds_peak_rate = \"50Mbit\"",
+        ),
+        20,
+        "topology.links[0].docsis.ds_peak_rate",
+        "maximum sustained rate",
+    );
+    assert_bad(
+        "docsis-ds-cp",
+        &DOCSIS.replace(
+            "peak_rate = \"40Mbit\"",
+            "peak_rate = \"40Mbit\", ds_cyclic_prefix = 300",
+        ),
+        20,
+        "topology.links[0].docsis.ds_cyclic_prefix",
+        "192, 256, 512, 768 or 1024",
+    );
     let (code, err, out) = run_text("docsis-good", DOCSIS);
     assert_eq!(code, 0, "{err}");
     // The upstream's grants and grant delays are printed under the queue table.
@@ -425,6 +460,9 @@ fn docsis_link_bad_input_and_a_run() {
     assert!(stdout.contains("\nupstream of cmts->home-reverse: "), "{stdout}");
     assert!(stdout.contains("found nothing to send"), "{stdout}");
     assert!(stdout.contains("  grant delay ("), "{stdout}");
+    // The probe's replies come back on the downstream's symbols.
+    assert!(stdout.contains("\ndownstream of cmts->home: "), "{stdout}");
+    assert!(stdout.contains("OFDM symbols carried its data"), "{stdout}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["queues"][0]["name"], "cmts->home-reverse", "{v}");
 }

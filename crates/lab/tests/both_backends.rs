@@ -596,6 +596,46 @@ fn pgs_spares_a_game_stream_the_request_grant_loop_in_both_backends() {
     agree_live(&sc, s);
 }
 
+/// A burst down a DOCSIS downstream shaped to 10 Mbit/s with a 1 MB traffic burst: 0.2 s
+/// at 36 Mbit/s (900 kB) fits the bucket, so it crosses at the channel's pace with no
+/// queue (a wire at 10 Mbit/s would queue half a second of it). Each packet waits for the
+/// next 22.5 µs OFDM symbol and then 152.5 µs of pipeline, interleaver and plant. The same
+/// downstream model runs in both backends, so their one-way delays agree.
+#[test]
+fn a_docsis_downstream_lets_a_burst_through_its_bucket_in_both_backends() {
+    let sc = scenario(
+        &CABLE_GAME
+            .replace("duration = \"8s\"", "duration = \"4s\"")
+            .replace("warmup = \"2s\"", "warmup = \"1s\"")
+            .replace("rate = \"200Mbit\"", "rate = \"10Mbit\"")
+            .replace("peak_rate = \"40Mbit\" }", "peak_rate = \"40Mbit\", ds_max_traffic_burst = \"1MB\" }")
+            .replace(
+                "name = \"game\"\ntype = \"cbr\"\nprofile = \"game\"\nfrom = \"home\"\nto = \"server\"",
+                "name = \"burst\"\ntype = \"cbr\"\nprofile = \"game\"\npps = 3000\nsize = \"1500B\"\nstart = \"2s\"\nstop = \"2.2s\"\nfrom = \"server\"\nto = \"home\"",
+            ),
+    );
+    let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
+    let f = &sim.flows[0];
+    let s = f.owd_ms;
+    println!("sim: {s:?}");
+    assert_eq!(f.name, "burst");
+    assert!(s.count >= 590 && f.loss_fraction == 0.0, "{s:?}");
+    assert!(
+        s.p50 >= 10.0 + 0.1525 && s.max <= 10.0 + 0.1525 + 0.0225 + 0.01,
+        "{s:?}"
+    );
+    let down = sim.queues.iter().find(|q| q.name == "cable").unwrap();
+    let radio = down.radio.as_ref().expect("the downstream's summary");
+    println!("{radio:?}");
+    assert_eq!(radio.direction, "downstream");
+    // One 1528-byte MAC frame per symbol: 1528 of 4816 bytes.
+    assert!(
+        radio.blocks >= 590 && (radio.block_fill - 1528.0 / 4816.0).abs() < 0.01,
+        "{radio:?}"
+    );
+    agree_live(&sc, s);
+}
+
 /// Live (as root), the game's one-way delay agrees with the simulator's `s`: p50 within
 /// 25 %, p99 within 50 %.
 fn agree_live(sc: &l4s_scenario::Scenario, s: l4s_metrics::Percentiles) {

@@ -41,6 +41,9 @@ pub struct LinkConfig {
     /// A DOCSIS upstream ([`crate::docsis`]) in this direction instead of a wire; `rate` is
     /// not used (the service flow's rates are in it).
     pub docsis: Option<crate::DocsisUpstream>,
+    /// A DOCSIS downstream ([`crate::docsis_downstream`]) in this direction instead of a
+    /// wire; `rate` is not used (the service flow's rates are in it).
+    pub docsis_downstream: Option<crate::DocsisDownstream>,
 }
 
 impl LinkConfig {
@@ -59,6 +62,7 @@ impl LinkConfig {
             ran: None,
             rates: None,
             docsis: None,
+            docsis_downstream: None,
         }
     }
 }
@@ -70,6 +74,13 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
     let wire: Box<dyn Link<P>> = match (&cfg.ran, &cfg.trace) {
         _ if cfg.docsis.is_some() => Box::new(crate::DocsisUpstreamLink::new(
             cfg.docsis.clone().unwrap_or_default(),
+            cfg.delay,
+            &cfg.aqm,
+            cfg.fault,
+            rng,
+        )),
+        _ if cfg.docsis_downstream.is_some() => Box::new(crate::DocsisDownstreamLink::new(
+            cfg.docsis_downstream.clone().unwrap_or_default(),
             cfg.delay,
             &cfg.aqm,
             cfg.fault,
@@ -152,6 +163,16 @@ mod tests {
                 format!("docsis-upstream/{q}"),
                 LinkConfig {
                     docsis: Some(crate::DocsisUpstream {
+                        max_sustained_rate: Some(Rate::mbps(12)),
+                        ..Default::default()
+                    }),
+                    ..base.clone()
+                },
+            ));
+            kinds.push((
+                format!("docsis-downstream/{q}"),
+                LinkConfig {
+                    docsis_downstream: Some(crate::DocsisDownstream {
                         max_sustained_rate: Some(Rate::mbps(12)),
                         ..Default::default()
                     }),

@@ -365,15 +365,23 @@ impl DocsisUpstream {
     }
 }
 
-/// A packet the CM took from its queue for a grant, with what measurement needs of it.
-struct Taken<P> {
-    pkt: P,
+/// MAC-frame bytes of a packet with a DOCSIS MAC header of `header` bytes: the Ethernet
+/// frame of at least 64 bytes with its FCS (docsis-ns3 `GetUsMacFrameSize`,
+/// `GetDsMacFrameSize`).
+pub(crate) fn mac_frame_bytes<P: LinkPacket>(pkt: &P, header: u64) -> u64 {
+    u64::from(pkt.wire_len().saturating_sub(ETH_HEADER)).max(46) + 18 + header
+}
+
+/// A packet a modem or a CMTS took from its queue to send, with what measurement needs of
+/// it.
+pub(crate) struct Taken<P> {
+    pub(crate) pkt: P,
     /// MAC-frame bytes, and those not yet sent.
-    mac: u64,
-    left: u64,
-    sub: QueueId,
-    sojourn: Dur,
-    marked: bool,
+    pub(crate) mac: u64,
+    pub(crate) left: u64,
+    pub(crate) sub: QueueId,
+    pub(crate) sojourn: Dur,
+    pub(crate) marked: bool,
 }
 
 /// A grant in a MAP: its first minislot in the interval, its length, and whether it is a
@@ -584,11 +592,6 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
     fn at(&mut self, t: Time, ev: Ev) {
         self.seq += 1;
         self.agenda.insert((t, self.seq), ev);
-    }
-
-    /// MAC-frame bytes of a packet (docsis-ns3 `GetUsMacFrameSize`).
-    fn mac_bytes(pkt: &P) -> u64 {
-        u64::from(pkt.wire_len().saturating_sub(ETH_HEADER)).max(46) + 18 + MAC_HEADER
     }
 
     /// MAC bytes flow `f` holds: its queue and what it took for grants and has not sent.
@@ -941,7 +944,7 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
                 Some(q) => self.queue.qdisc.dequeue_from(q, now, &mut self.queue.drops),
             };
             let Some(d) = d else { break };
-            let left = Self::mac_bytes(&d.pkt);
+            let left = mac_frame_bytes(&d.pkt, MAC_HEADER);
             fl.device_bytes += left;
             fl.device.push_back(Taken {
                 pkt: d.pkt,

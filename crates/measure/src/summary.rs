@@ -99,6 +99,7 @@ pub fn radio_summary(
 ) -> Option<RadioSummary> {
     let direction = match (&spec.ran, spec.harq) {
         _ if spec.docsis.is_some() => "upstream",
+        _ if spec.docsis_downstream.is_some() => "downstream",
         (Some((_, l4s_link::RanDirection::Downlink)), _) => "downlink",
         (Some((_, l4s_link::RanDirection::Uplink)), _) => "uplink",
         (None, Some(_)) => "wire",

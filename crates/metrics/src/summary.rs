@@ -437,9 +437,11 @@ pub struct CapacitySummary {
 /// What a cellular link (or a link with HARQ) did in the statistics window.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct RadioSummary {
-    /// "downlink", "uplink", "wire" for a wired link with HARQ, or "upstream" for a DOCSIS
+    /// "downlink", "uplink", "wire" for a wired link with HARQ, "upstream" for a DOCSIS
     /// upstream (its blocks are grants: `blocks` counts them, `block_fill` is the share of
-    /// granted bytes the modem used, and `uplink` its requests, grants and grant delays).
+    /// granted bytes the modem used, and `uplink` its requests, grants and grant delays), or
+    /// "downstream" for a DOCSIS downstream (its blocks are the OFDM symbols that carried
+    /// the modem's data, `block_fill` the share of their capacity it used).
     pub direction: String,
     /// Transport blocks sent (cellular links), and the share of their bytes that carried
     /// data (the rest was padding: the buffer ran dry within the block).

@@ -179,6 +179,14 @@ fn radio_lines(queue: &str, r: &crate::summary::RadioSummary) -> String {
                 pct(r.block_fill)
             );
         }
+        (_, false) if r.direction == "downstream" => {
+            let _ = write!(
+                out,
+                "{} OFDM symbols carried its data, {} of their bytes used",
+                r.blocks,
+                pct(r.block_fill)
+            );
+        }
         _ => {
             let _ = write!(out, "{} blocks, {} of their bytes used", r.blocks, pct(r.block_fill));
         }

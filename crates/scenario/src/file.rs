@@ -140,6 +140,14 @@ pub struct DocsisTable {
     pub cmts_map_proc: Option<Dur>,
     pub distance_km: Option<f64>,
     pub ds_interleaver: Option<u32>,
+    /// The downstream channel and service flow (its maximum sustained rate is the link's
+    /// `rate`).
+    pub ds_subcarrier_spacing_khz: Option<u32>,
+    pub ds_cyclic_prefix: Option<u32>,
+    pub ds_subcarriers: Option<u32>,
+    pub ds_spectral_efficiency: Option<f64>,
+    pub ds_peak_rate: Option<Rate>,
+    pub ds_max_traffic_burst: Option<String>,
     pub max_traffic_burst: Option<String>,
     pub peak_rate: Option<Rate>,
     pub free_capacity: Option<Rate>,

@@ -150,6 +150,9 @@ pub struct Link {
     /// The upstream of a DOCSIS link (its reverse direction): the request–grant loop, with
     /// the service flow's maximum sustained rate.
     pub docsis: Option<l4s_link::DocsisUpstream>,
+    /// The downstream of a DOCSIS link (its forward direction): the CMTS's symbols and
+    /// shaping, with the service flow's maximum sustained rate.
+    pub docsis_downstream: Option<l4s_link::DocsisDownstream>,
 }
 
 impl Link {
@@ -173,6 +176,7 @@ impl Link {
             ran: None,
             rates: None,
             docsis: None,
+            docsis_downstream: None,
         }
     }
 
@@ -198,6 +202,7 @@ impl Link {
             ran: self.ran.clone(),
             rates: self.rates.clone(),
             docsis: self.docsis.clone(),
+            docsis_downstream: self.docsis_downstream.clone(),
             ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
         }
     }

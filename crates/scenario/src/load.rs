@@ -288,14 +288,14 @@ fn parse_ran(
     Ok(Some(cfg))
 }
 
-/// A DOCSIS link's upstream (`kind = "docsis"`, or a `docsis` table): checked, with the
-/// upstream's maximum sustained rate from `reverse_rate`, which it needs, as it needs its
-/// reverse direction.
+/// A DOCSIS link's upstream and downstream (`kind = "docsis"`, or a `docsis` table):
+/// checked, with the upstream's maximum sustained rate from `reverse_rate` and the
+/// downstream's from `rate`, which it needs, as it needs its reverse direction.
 fn parse_docsis(
     cx: &ErrCtx,
     at: &[Seg],
     l: &crate::file::LinkTable,
-) -> Result<Option<l4s_link::DocsisUpstream>, ScenarioError> {
+) -> Result<Option<(l4s_link::DocsisUpstream, l4s_link::DocsisDownstream)>, ScenarioError> {
     if l.kind.as_deref() != Some("docsis") && l.docsis.is_none() {
         return Ok(None);
     }
@@ -317,7 +317,16 @@ fn parse_docsis(
             "a DOCSIS link needs `reverse_rate`: the upstream service flow's maximum sustained rate, such as \"20Mbit\"",
         ));
     };
+    let Some(ds_msr) = l.rate else {
+        return Err(cx.at(
+            at,
+            "a DOCSIS link needs `rate`: the downstream service flow's maximum sustained rate, such as \"200Mbit\"",
+        ));
+    };
     for (k, p) in [
+        ("trace", l.trace.is_some()),
+        ("capacity", l.capacity.is_some()),
+        ("rate_schedule", l.rate_schedule.is_some()),
         ("reverse_trace", l.reverse_trace.is_some()),
         ("harq", l.harq.is_some()),
         ("ran", l.ran.is_some()),
@@ -333,6 +342,10 @@ fn parse_docsis(
         ..d.clone()
     };
     if let Some(t) = &l.docsis {
+        cfg.ds_subcarrier_spacing_hz = t
+            .ds_subcarrier_spacing_khz
+            .map_or(d.ds_subcarrier_spacing_hz, |k| k.saturating_mul(1000));
+        cfg.ds_cyclic_prefix = t.ds_cyclic_prefix.unwrap_or(d.ds_cyclic_prefix);
         cfg.map_interval = t.map_interval.unwrap_or(d.map_interval);
         cfg.subcarrier_spacing_hz = t
             .subcarrier_spacing_khz
@@ -380,7 +393,37 @@ fn parse_docsis(
             cx.at(&join(&dp, &[key(k)]), m)
         }
     })?;
-    Ok(Some(cfg))
+    let mut ds = l4s_link::DocsisDownstream {
+        max_sustained_rate: Some(ds_msr),
+        ..l4s_link::DocsisDownstream::beside(&cfg)
+    };
+    if let Some(t) = &l.docsis {
+        ds.subcarriers = t.ds_subcarriers.unwrap_or(ds.subcarriers);
+        ds.spectral_efficiency = t.ds_spectral_efficiency.unwrap_or(ds.spectral_efficiency);
+        ds.peak_rate = t.ds_peak_rate;
+        ds.max_traffic_burst = match &t.ds_max_traffic_burst {
+            None => None,
+            Some(s) => Some(units::parse_bytes(s).map_err(|e| cx.at(&join(&dp, &[key("ds_max_traffic_burst")]), e))?),
+        };
+    }
+    ds.validate().map_err(|(k, m)| {
+        if k == "max_sustained_rate" {
+            cx.at(&join(at, &[key("rate")]), m)
+        } else {
+            let k = match k {
+                "subcarrier_spacing" => "ds_subcarrier_spacing_khz",
+                "cyclic_prefix" => "ds_cyclic_prefix",
+                "subcarriers" => "ds_subcarriers",
+                "spectral_efficiency" => "ds_spectral_efficiency",
+                "interleaver" => "ds_interleaver",
+                "peak_rate" => "ds_peak_rate",
+                "max_traffic_burst" => "ds_max_traffic_burst",
+                k => k,
+            };
+            cx.at(&join(&dp, &[key(k)]), m)
+        }
+    })?;
+    Ok(Some((cfg, ds)))
 }
 
 /// A link's `kind`: whether it is cellular.
@@ -848,6 +891,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 ran: ran.clone().map(|r| (r, l4s_link::RanDirection::Downlink)),
                 rates: None,
                 docsis: None,
+                docsis_downstream: None,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -866,6 +910,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 ran: ran.map(|r| (r, l4s_link::RanDirection::Uplink)),
                 rates: None,
                 docsis: None,
+                docsis_downstream: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(origin[i])];
@@ -1108,7 +1153,10 @@ fn add_custom_link(
     );
     let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
     let cellular = parse_link_kind(cx, lp, l.kind.as_deref(), l.ran.is_some())?;
-    let docsis = parse_docsis(cx, lp, &l)?;
+    let (docsis, docsis_downstream) = match parse_docsis(cx, lp, &l)? {
+        Some((up, down)) => (Some(up), Some(down)),
+        None => (None, None),
+    };
     let ran = parse_ran(cx, lp, (cellular, l.ran.as_ref()), l.harq.is_some())?;
     if ran.is_some() && rate.is_none() {
         return Err(cx.at(
@@ -1155,6 +1203,7 @@ fn add_custom_link(
         ran: ran.clone().map(|r| (r, l4s_link::RanDirection::Downlink)),
         rates: None,
         docsis: None,
+        docsis_downstream,
     });
     if l.bidirectional {
         let mut raqm = parse_aqm(
@@ -1195,6 +1244,7 @@ fn add_custom_link(
             ran: ran.map(|r| (r, l4s_link::RanDirection::Uplink)),
             rates: None,
             docsis,
+            docsis_downstream: None,
         });
     } else {
         for (k, p) in [

@@ -237,9 +237,13 @@ fn docsis_game_upload_orders_the_variants_by_queue() {
 }
 
 /// `docsis-udp-download.toml`: a 2 Mbit/s UDP stream beside a TCP download through the
-/// CMTS's dual queue at 100 Mbit/s. L4S keeps the stream within about a millisecond of
-/// the base delay (MAXTH 1 ms); DOCSIS-PIE adds its 10 ms target and the download's
-/// sawtooth; a 250 ms drop-tail buffer fills.
+/// CMTS's dual queue, shaped to 100 Mbit/s with a 100 ms traffic burst at a 200 Mbit/s
+/// peak. L4S keeps the stream within about a millisecond of the base delay (MAXTH 1 ms).
+/// Under DOCSIS-PIE the queue empties after each back-off of the download (the refilled
+/// bucket drains it at the peak rate), its burst state returns to "no burst", and it then
+/// drops nothing until the Classic queue holds a third of its 100 ms buffer (MULPI Annex M):
+/// the stream's p99 is the base delay plus up to about 33 ms. A 250 ms drop-tail buffer
+/// fills.
 #[test]
 fn docsis_udp_download_orders_the_variants_by_queue() {
     let v = run_variants("scenarios/docsis-udp-download.toml");
@@ -253,12 +257,27 @@ fn docsis_udp_download_orders_the_variants_by_queue() {
         tput("classic-no-aqm")
     );
     assert!(l4s < 10.0 + 1.0 + 1.0, "l4s {l4s}");
-    assert!(aqm > l4s + 5.0 && aqm < 10.0 + 30.0, "classic-aqm {aqm}");
+    assert!(aqm > l4s + 5.0 && aqm < 10.0 + 33.4 + 2.0, "classic-aqm {aqm}");
     assert!(none > 200.0, "classic-no-aqm {none}");
-    for n in ["l4s", "classic-aqm", "classic-no-aqm"] {
+    for n in ["l4s", "classic-no-aqm"] {
         assert!(flow(&v[n], "udp").loss_fraction < 0.01, "{}", brief(&v[n]));
     }
-    assert!(tput("classic-aqm") > 95.0, "{}", tput("classic-aqm"));
+    // DOCSIS-PIE's drops reach the stream too, most in the download's start-up (slow start
+    // fills the 100 ms buffer; PIE's probability then takes a second to come down).
+    assert!(
+        flow(&v["classic-aqm"], "udp").loss_fraction < 0.02,
+        "{}",
+        brief(&v["classic-aqm"])
+    );
+    assert!(tput("classic-aqm") > 90.0, "{}", tput("classic-aqm"));
+    // The downstream's symbols: shaped to 100 Mbit/s of 1.71 Gbit/s, a symbol carries at
+    // most the one-PDU peak bucket (1532 B of 4816).
+    let ds = queue(&v["l4s"], "cable").radio.clone().expect("downstream summary");
+    assert_eq!(ds.direction, "downstream");
+    assert!(
+        ds.blocks > 100_000 && ds.block_fill > 0.05 && ds.block_fill <= 1532.0 / 4816.0,
+        "{ds:?}"
+    );
 }
 
 /// `docsis-queue-protection.toml`: an unresponsive ECT(1) flow at 1.25× the 20 Mbit/s
