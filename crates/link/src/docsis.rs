@@ -67,11 +67,14 @@
 //! the MAP (docsis-ns3 `ScheduleGrant`). The modem prepares every grant a frame ahead and
 //! piggybacks its request there, so an LL packet waits at most one interval, plus a frame.
 //!
-//! Differences from docsis-ns3: the CM's own request shaper is not modelled; a peak rate
-//! that is not set does not limit (docsis-ns3 grants nothing without one); an idle flow's
-//! first contention opportunity is drawn when its data arrives (the same law as drawing
+//! Differences from docsis-ns3: a peak rate that is not set does not limit (docsis-ns3
+//! grants nothing without one); an idle flow's first contention opportunity is drawn when its data arrives (the same law as drawing
 //! one per MAP all along), and a contention request is planned only for a flow that holds
-//! data; PGS grants count from the first MAP built after the run starts.
+//! data; PGS grants count from the first MAP built after the run starts. The modem's own
+//! request shaper (docsis-ns3 `ShapeRequest`) acts only when the Classic service flow has
+//! a maximum sustained rate of its own, beside the aggregate's; here the service flows
+//! share the aggregate's rates (`max_sustained_rate`, `peak_rate`), as in docsis-ns3's
+//! examples, so it has nothing to do.
 
 use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, Timer};

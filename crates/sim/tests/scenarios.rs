@@ -236,6 +236,44 @@ fn docsis_game_upload_orders_the_variants_by_queue() {
     assert!((l4s30 - l4s).abs() < 1.0, "l4s-target-30ms {l4s30}");
 }
 
+/// Queue Protection and TCP Prague on the `docsis-game-upload` upstream at 20, 50 and
+/// 100 Mbit/s. Prague's initial window arrives unpaced and is sanctioned at any rate.
+/// Later, Prague paces its window over its smoothed RTT, a little above the rate at which
+/// the virtual queue drains, so the virtual queue climbs through the IAQM's ramp between
+/// Prague's reactions; at 20 Mbit/s the ramp (0.52 ms, from MINTH 1.6 ms: two 2000-byte
+/// frames) is narrower than one 1514-byte packet (0.61 ms), the packets on it build a
+/// score, and the first past MAXTH is sanctioned: about 0.7 % of Prague's LL packets. At
+/// 50 Mbit/s a packet is 0.24 ms of the ramp and far fewer are; at 100 Mbit/s only the
+/// initial window.
+#[test]
+fn docsis_queue_protection_spares_prague_more_the_faster_the_upstream() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/docsis-game-upload.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut share = Vec::new();
+    for r in [20, 50, 100] {
+        let t = text
+            .replace("reverse_rate = \"20Mbit\"", &format!("reverse_rate = \"{r}Mbit\""))
+            .replace("max_rate = \"20Mbit\"", &format!("max_rate = \"{r}Mbit\""))
+            .replace("peak_rate = \"40Mbit\"", &format!("peak_rate = \"{}Mbit\"", 2 * r));
+        let sc = l4s_scenario::variants_of(&t, &p)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .find(|(n, _)| n.as_deref() == Some("l4s"))
+            .expect("variant l4s")
+            .1;
+        let (s, _) = l4s_sim::run(sc, Default::default(), &mut |_| {}).expect("run");
+        let qp = queue(&s, "cable-reverse").queue_protection.clone().expect("QP summary");
+        assert!(qp.flows.iter().all(|f| f.flow == "upload"), "{qp:?}");
+        let upload = qp.flows.first().map_or(0, |f| f.packets);
+        // The initial window's segments 4 to 10 go to C at any rate.
+        assert!(upload >= 3, "{r} Mbit/s: {qp:?}");
+        share.push(upload as f64 / qp.checked_packets as f64);
+    }
+    eprintln!("Prague's LL packets sanctioned at 20, 50, 100 Mbit/s: {share:?}");
+    assert!(share[0] < 0.01, "{share:?}");
+    assert!(share[1] < share[0] / 5.0 && share[2] < share[1] / 5.0, "{share:?}");
+}
+
 /// `docsis-udp-download.toml`: a 2 Mbit/s UDP stream beside a TCP download through the
 /// CMTS's dual queue, shaped to 100 Mbit/s with a 100 ms traffic burst at a 200 Mbit/s
 /// peak. L4S keeps the stream within about a millisecond of the base delay (MAXTH 1 ms).
