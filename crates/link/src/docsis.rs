@@ -252,6 +252,23 @@ impl DocsisUpstream {
         }
     }
 
+    /// Fit the modem's DOCSIS dual queue to this upstream where it does not say otherwise:
+    /// the LL delay from the virtual queue aligned with the request–grant loop (MULPI
+    /// Annex N.3 `qdelayCoupledV`), and the PGS rate and interval (whole frames) in its
+    /// allowance (Annex O `calcAllowedAQ`). Any other queue discipline is left alone.
+    pub fn fit_modem_queue(&self, aqm: &mut AqmConfig) {
+        let AqmConfig::DocsisDualq(c) = aqm else {
+            return;
+        };
+        let d = self.derived();
+        c.estimator.get_or_insert(l4s_aqm::LlEstimator::CoupledV);
+        c.loop_delay.get_or_insert(d.loop_delay);
+        if self.pgs_rate.is_some() {
+            c.pgs_rate = self.pgs_rate;
+            c.pgs_interval = Some(Dur(d.frame.as_nanos() * d.pgs_frames));
+        }
+    }
+
     /// Check the parameters; the error names the key and what was expected.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if ![25_000, 50_000].contains(&self.subcarrier_spacing_hz) {
@@ -424,9 +441,8 @@ struct Flow<P> {
     device: VecDeque<Taken<P>>,
     device_bytes: u64,
     /// Bytes prepared for grants and not yet sent, by the time they may go (the transmit
-    /// pipeline), and their total.
+    /// pipeline).
     transmit: VecDeque<(Time, u64)>,
-    scheduled: u64,
     /// Requests sent and not yet covered by grants (bytes, oldest first).
     requests: VecDeque<u64>,
     /// Grants learned and not yet prepared: (start of the first frame, bytes).
@@ -447,7 +463,6 @@ impl<P> Flow<P> {
             device: VecDeque::new(),
             device_bytes: 0,
             transmit: VecDeque::new(),
-            scheduled: 0,
             requests: VecDeque::new(),
             grants: VecDeque::new(),
             granted_map: None,
@@ -457,10 +472,14 @@ impl<P> Flow<P> {
         }
     }
 
+    /// Bytes prepared for grants and not yet sent.
+    fn scheduled(&self) -> u64 {
+        self.transmit.iter().map(|e| e.1).sum()
+    }
+
     /// Forget the request–grant state (the MAP grid moved); packets taken stay.
     fn reset(&mut self) {
         self.transmit.clear();
-        self.scheduled = 0;
         self.requests.clear();
         self.grants.clear();
         self.granted_map = None;
@@ -941,7 +960,8 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             return;
         };
         let fl = &mut self.flows[f];
-        while fl.device_bytes - fl.scheduled < bytes {
+        let scheduled = fl.scheduled();
+        while fl.device_bytes - scheduled < bytes {
             let d = match fl.queue {
                 None => self.queue.qdisc.dequeue(now, &mut self.queue.drops),
                 Some(q) => self.queue.qdisc.dequeue_from(q, now, &mut self.queue.drops),
@@ -958,9 +978,8 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
                 marked: d.marked,
             });
         }
-        let add = bytes.min(fl.device_bytes - fl.scheduled);
+        let add = bytes.min(fl.device_bytes - scheduled);
         if add > 0 {
-            fl.scheduled += add;
             fl.transmit.push_back((start, add));
         }
         // The grant's unused bytes go back to the sustained-rate bucket.
@@ -999,7 +1018,6 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             self.stats.record_grant_delay(now.since(at));
         }
         self.stats.block_bytes_used += budget;
-        fl.scheduled -= budget;
         let mut used = budget;
         while used > 0 {
             let Some(e) = fl.transmit.front_mut() else { break };
@@ -1335,19 +1353,15 @@ mod tests {
             cfg.pgs_interval = Some(i);
         }
         cfg.validate().unwrap();
-        let d = cfg.derived();
-        let aqm = AqmConfig::DocsisDualq(Box::new(l4s_aqm::DocsisDualqConfig {
+        let mut aqm = AqmConfig::DocsisDualq(Box::new(l4s_aqm::DocsisDualqConfig {
             max_rate: Some(amsr),
-            estimator: Some(l4s_aqm::LlEstimator::CoupledV),
-            loop_delay: Some(d.loop_delay),
-            pgs_rate: pgs.map(|p| p.0),
-            pgs_interval: pgs.map(|_| Dur(d.frame.as_nanos() * d.pgs_frames)),
             queue_protection: l4s_aqm::QueueProtectionConfig {
                 enabled: qp,
                 ..Default::default()
             },
             ..Default::default()
         }));
+        cfg.fit_modem_queue(&mut aqm);
         let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &aqm, None, Rng::new(5));
         let size: u32 = 1000 + 14;
         let secs = 10u64;
@@ -1459,14 +1473,11 @@ mod tests {
             let dd = cfg.derived();
             // 16.8 Mbit/s with MAC headers: 283.5 B a frame (6 minislots), 4253 B a MAP (89).
             assert_eq!(dd.pgs_minislots, if dd.pgs_frames == 1 { 6 } else { 89 }, "{dd:?}");
-            let aqm = AqmConfig::DocsisDualq(Box::new(l4s_aqm::DocsisDualqConfig {
+            let mut aqm = AqmConfig::DocsisDualq(Box::new(l4s_aqm::DocsisDualqConfig {
                 max_rate: Some(Rate::mbps(50)),
-                estimator: Some(l4s_aqm::LlEstimator::CoupledV),
-                loop_delay: Some(dd.loop_delay),
-                pgs_rate: cfg.pgs_rate,
-                pgs_interval: Some(Dur(dd.frame.as_nanos() * dd.pgs_frames)),
                 ..Default::default()
             }));
+            cfg.fit_modem_queue(&mut aqm);
             let mut link = DocsisUpstreamLink::<Pkt>::new(cfg, Dur::ZERO, &aqm, None, Rng::new(5));
             let mut phase = Rng::new(9);
             let n = 640u64;

@@ -1214,18 +1214,8 @@ fn add_custom_link(
         )?;
         // A DOCSIS upstream's dual queue estimates the LL delay with the virtual queue,
         // aligned with the modem's request–grant loop (MULPI Annex N.3).
-        if let (Some(d), AqmConfig::DocsisDualq(c)) = (&docsis, &mut raqm) {
-            if c.estimator.is_none() {
-                c.estimator = Some(l4s_aqm::LlEstimator::CoupledV);
-            }
-            let dd = d.derived();
-            if c.loop_delay.is_none() {
-                c.loop_delay = Some(dd.loop_delay);
-            }
-            if d.pgs_rate.is_some() {
-                c.pgs_rate = d.pgs_rate;
-                c.pgs_interval = Some(Dur(dd.frame.as_nanos() * dd.pgs_frames));
-            }
+        if let Some(d) = &docsis {
+            d.fit_modem_queue(&mut raqm);
         }
         links.push(Link {
             name: format!("{name}-reverse"),
