@@ -636,6 +636,30 @@ fn a_docsis_downstream_lets_a_burst_through_its_bucket_in_both_backends() {
     agree_live(&sc, s);
 }
 
+/// `docsis-game-upload` as classic endpoints (the `classic-aqm` variant, 15 s): the game
+/// stream beside a kernel CUBIC upload through the modem's request–grant loop and
+/// DOCSIS-PIE. The game waits behind the upload's classic queue (about 10 ms, PIE's
+/// target) and the loop; the live run agrees with the simulator (the L4S variant needs a
+/// kernel with TCP Prague).
+#[test]
+fn docsis_game_upload_with_a_cubic_upload_agrees_in_both_backends() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/docsis-game-upload.toml");
+    let mut sc = l4s_scenario::load_variants(&p)
+        .unwrap()
+        .into_iter()
+        .find(|(n, _)| n.as_deref() == Some("classic-aqm"))
+        .expect("variant classic-aqm")
+        .1;
+    sc.apply_overrides(None, Some(l4s_core::Dur::from_secs(15))).unwrap();
+    let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
+    let s = sim.flows[0].owd_ms;
+    println!("sim: {s:?}");
+    assert_eq!(sim.flows[0].name, "game");
+    // 10 ms to the server, the loop (about 5 ms), PIE's 10 ms target and the sawtooth.
+    assert!(s.p50 > 10.0 + 8.0 && s.p99 < 10.0 + 8.3 + 30.0, "{s:?}");
+    agree_live(&sc, s);
+}
+
 /// Live (as root), the game's one-way delay agrees with the simulator's `s`: p50 within
 /// 25 %, p99 within 50 %.
 fn agree_live(sc: &l4s_scenario::Scenario, s: l4s_metrics::Percentiles) {
