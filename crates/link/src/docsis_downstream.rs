@@ -387,6 +387,7 @@ impl<P: LinkPacket + 'static> DocsisDownstreamLink<P> {
         self.done = Some(t);
         self.fill(t);
         let mut budget = self.budget();
+        let waiting = self.has_work();
         let arrive = t + self.d.latency + self.delay;
         let serialisation_rate = self.cfg.max_sustained_rate.unwrap_or(self.d.capacity);
         let mut used = 0;
@@ -429,6 +430,10 @@ impl<P: LinkPacket + 'static> DocsisDownstreamLink<P> {
         }
         self.spend(used);
         self.count_symbol(used);
+        if waiting {
+            // Held back: data still waits, and the buckets, not the symbol, ran out.
+            self.count_shaping(self.has_work() && budget == 0 && used < self.d.symbol_bytes);
+        }
         if !self.has_work() {
             return;
         }
@@ -444,6 +449,7 @@ impl<P: LinkPacket + 'static> DocsisDownstreamLink<P> {
                     f.left -= b;
                     self.spend(b);
                     self.count_symbol(b);
+                    self.count_shaping(b < self.d.symbol_bytes);
                     next += s;
                 }
                 _ => break,
@@ -458,6 +464,14 @@ impl<P: LinkPacket + 'static> DocsisDownstreamLink<P> {
             self.stats.blocks += 1;
             self.stats.block_bytes += self.d.symbol_bytes;
             self.stats.block_bytes_used += used;
+        }
+    }
+
+    /// A symbol with data waiting; `limited`: the buckets held some of it back.
+    fn count_shaping(&mut self, limited: bool) {
+        self.stats.shaper_decisions += 1;
+        if limited {
+            self.stats.shaper_limited += 1;
         }
     }
 
@@ -592,6 +606,9 @@ mod tests {
         // 1514 B + 4 B FCS + 10 B MAC header fit one symbol and the 20 ms bucket.
         assert!(lo >= 152.5 && hi <= 175.0, "{lo}..{hi}");
         assert!((mean - 163.75).abs() < 1.0, "mean {mean}");
+        // Each packet found the buckets full: nothing held back.
+        let st = l.stats();
+        assert_eq!((st.shaper_decisions, st.shaper_limited), (500, 0), "{st:?}");
     }
 
     #[test]
@@ -631,6 +648,10 @@ mod tests {
             // In order, none lost.
             assert!(out.windows(2).all(|w| w[0].2.id < w[1].2.id));
             assert!(seen.lost.is_empty());
+            // Backlogged all along: the buckets held data back in nearly every symbol.
+            let st = l.stats();
+            let share = st.shaper_limited as f64 / st.shaper_decisions as f64;
+            assert!(st.shaper_decisions > 40_000 && share > 0.95, "{st:?}");
         }
     }
 

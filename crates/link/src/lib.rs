@@ -338,6 +338,10 @@ pub struct LinkStats {
     /// the Low-Latency flow with nothing to send.
     pub pgs_grants: u64,
     pub pgs_grants_unused: u64,
+    /// DOCSIS service-flow shaping: the MAPs (upstream) or OFDM symbols (downstream) that
+    /// had data waiting, and those in which the token buckets held some of it back.
+    pub shaper_decisions: u64,
+    pub shaper_limited: u64,
     /// Uplink grant delays (from data reaching an idle UE to the start of its granted
     /// slot): how many, their sum (ns), and a histogram in 1 ms buckets (the last one holds
     /// everything longer).

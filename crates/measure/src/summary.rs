@@ -148,6 +148,10 @@ pub fn radio_summary(
             0.0
         },
         harq_retransmissions: d(|s| s.harq_retransmissions),
+        shaper_limited_share: {
+            let n = d(|s| s.shaper_decisions);
+            (n > 0).then(|| round6(d(|s| s.shaper_limited) as f64 / n as f64))
+        },
         uplink,
     })
 }

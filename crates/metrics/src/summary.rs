@@ -447,6 +447,11 @@ pub struct RadioSummary {
     /// data (the rest was padding: the buffer ran dry within the block).
     pub blocks: u64,
     pub block_fill: f64,
+    /// A DOCSIS direction's shaping: the share of the MAPs (upstream) or OFDM symbols
+    /// (downstream) with data waiting in which the service flow's token buckets (maximum
+    /// sustained rate and burst, peak rate) held some of it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shaper_limited_share: Option<f64>,
     /// HARQ retransmissions of blocks, and per block sent (or per packet delivered, for a
     /// wired link).
     pub harq_retransmissions: u64,

@@ -191,6 +191,14 @@ fn radio_lines(queue: &str, r: &crate::summary::RadioSummary) -> String {
             let _ = write!(out, "{} blocks, {} of their bytes used", r.blocks, pct(r.block_fill));
         }
     }
+    if let Some(s) = r.shaper_limited_share {
+        let unit = if r.direction == "downstream" { "symbols" } else { "MAPs" };
+        let _ = write!(
+            out,
+            "; the shaper held data back in {} of the {unit} with data waiting",
+            pct(s)
+        );
+    }
     if r.harq_retransmissions > 0 {
         let _ = write!(out, ", {} HARQ retransmissions", r.harq_retransmissions);
     }
