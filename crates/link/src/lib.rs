@@ -129,6 +129,7 @@ pub mod harq;
 pub mod schedule;
 mod stage;
 pub mod trace;
+pub mod wifi;
 pub mod wired;
 
 pub use capacity::{CapacityProcess, MarkovState};
