@@ -2,6 +2,10 @@
 //! ([`phy`]), and the MAC's sizes and airtime of one frame exchange ([`airtime`]). It is the
 //! first building block of a Wi-Fi access model and is not yet wired into a [`crate::Link`].
 //!
+//! * [`edca`]: EDCA channel access: the contention of access categories of several devices
+//!   on one channel (AIFS, backoff, freezing, internal collisions, retries), computed
+//!   lazily, validated against [`bianchi`], Bianchi's model of saturated contention.
+//!
 //! Three PHYs are modelled, single-user and full-bandwidth (no OFDMA, MU-MIMO, STBC or DCM):
 //!
 //! * VHT (802.11ac, IEEE 802.11-2020 clause 21): 20/40/80/160 MHz, VHT-MCS 0–9, 0.8 or
@@ -57,6 +61,8 @@
 //! * **Packet extension.** ns-3 has none; here it is a parameter, 0 by default.
 
 pub mod airtime;
+pub mod bianchi;
+pub mod edca;
 pub mod phy;
 
 pub use airtime::{fit_ampdu, mpdu_bytes, plan_exchange, Ampdu, AmpduLimits, Exchange, ExchangeConfig, Response};
