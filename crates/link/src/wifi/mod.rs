@@ -5,6 +5,8 @@
 //! * [`edca`]: EDCA channel access: the contention of access categories of several devices
 //!   on one channel (AIFS, backoff, freezing, internal collisions, retries), computed
 //!   lazily, validated against [`bianchi`], Bianchi's model of saturated contention.
+//! * [`block_ack`]: BlockAck agreement bookkeeping: the originator's window with
+//!   retransmissions, retry limit and MSDU lifetime, and the recipient's reordering buffer.
 //!
 //! Three PHYs are modelled, single-user and full-bandwidth (no OFDMA, MU-MIMO, STBC or DCM):
 //!
@@ -62,6 +64,7 @@
 
 pub mod airtime;
 pub mod bianchi;
+pub mod block_ack;
 pub mod edca;
 pub mod phy;
 
