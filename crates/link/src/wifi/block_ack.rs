@@ -214,6 +214,32 @@ impl<T> Originator<T> {
         self.awaiting_response
     }
 
+    /// MPDUs that [`Originator::next_ampdu`] may still take from the backlog before the
+    /// window is full: the window less the sequence numbers from WinStartO to the next one.
+    pub fn window_room(&self) -> usize {
+        usize::from(
+            self.config
+                .window
+                .saturating_sub(seq_sub(self.next_seq, self.win_start())),
+        )
+    }
+
+    /// The payloads [`Originator::next_ampdu`] would take, in its order: the failed MPDUs in
+    /// sequence order, then the backlog as far as the window lets it in.
+    pub fn queued(&self) -> impl Iterator<Item = &T> + '_ {
+        let failed = self
+            .outstanding
+            .iter()
+            .filter(|o| o.state == State::Failed)
+            .map(|o| &o.payload);
+        failed.chain(self.backlog.iter().take(self.window_room()).map(|(p, _)| p))
+    }
+
+    /// MPDUs failed and awaiting retransmission.
+    pub fn failed_len(&self) -> usize {
+        self.outstanding.iter().filter(|o| o.state == State::Failed).count()
+    }
+
     /// Queues an MSDU offered at `now`.
     pub fn enqueue(&mut self, payload: T, now: Time) {
         self.backlog.push_back((payload, now));

@@ -65,10 +65,15 @@
 pub mod airtime;
 pub mod bianchi;
 pub mod block_ack;
+pub mod bss;
 pub mod edca;
 pub mod phy;
 
 pub use airtime::{fit_ampdu, mpdu_bytes, plan_exchange, Ampdu, AmpduLimits, Exchange, ExchangeConfig, Response};
+pub use bss::{
+    ac_of_dscp, mcs_for_signal, Bss, BssConfig, EdcafStats, ScanConfig, Scheduler, StationConfig, StationStats,
+};
+pub use edca::{AccessCategory, EdcaParams};
 pub use phy::{BasicRates, EhtSigMcs, GuardInterval, LtfSize, NonHtRate, PhyMode, Standard};
 
 use std::fmt;
@@ -105,3 +110,34 @@ impl fmt::Display for WifiError {
 }
 
 impl std::error::Error for WifiError {}
+
+/// A distribution of non-negative integers (MAC access delays in µs) in constant memory:
+/// an HDR histogram with 2 significant digits up to an hour.
+#[derive(Clone, Debug)]
+pub struct Histogram(hdrhistogram::Histogram<u64>);
+
+impl Default for Histogram {
+    fn default() -> Self {
+        // Bounds 1..3.6e9 with 2 digits are valid, so this cannot fail.
+        Histogram(hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid histogram bounds"))
+    }
+}
+
+impl Histogram {
+    pub fn record(&mut self, v: u64) {
+        self.0.saturating_record(v);
+    }
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// The value at quantile `q` (0 to 1), 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        self.0.value_at_quantile(q)
+    }
+    pub fn mean(&self) -> f64 {
+        self.0.mean()
+    }
+}
