@@ -44,6 +44,10 @@ pub struct LinkConfig {
     /// A DOCSIS downstream ([`crate::docsis_downstream`]) in this direction instead of a
     /// wire; `rate` is not used (the service flow's rates are in it).
     pub docsis_downstream: Option<crate::DocsisDownstream>,
+    /// A Wi-Fi BSS ([`crate::wifi::bss`]) instead of a wire: one link with a port for the
+    /// access point and one per station; `rate`, `delay` and `aqm` are not used (its
+    /// queues and PHY rates are in it).
+    pub wifi: Option<Arc<crate::wifi::BssConfig>>,
 }
 
 impl LinkConfig {
@@ -63,6 +67,7 @@ impl LinkConfig {
             rates: None,
             docsis: None,
             docsis_downstream: None,
+            wifi: None,
         }
     }
 }
@@ -71,6 +76,14 @@ impl LinkConfig {
 /// loss model draws from its own stream derived from it.
 pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Link<P>> {
     let loss_seed = rng.clone().next_u64();
+    if let Some(w) = &cfg.wifi {
+        // A configuration that fails its own validation carries no traffic: every packet is
+        // reported lost, and the scenario layer refuses such a file before a run.
+        return match crate::wifi::Bss::new(w, rng) {
+            Ok(b) => Box::new(b),
+            Err(e) => Box::new(crate::wifi::bss::Refused::new(e)),
+        };
+    }
     let wire: Box<dyn Link<P>> = match (&cfg.ran, &cfg.trace) {
         _ if cfg.docsis.is_some() => Box::new(crate::DocsisUpstreamLink::new(
             cfg.docsis.clone().unwrap_or_default(),

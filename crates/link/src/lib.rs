@@ -308,6 +308,10 @@ pub trait Link<P: LinkPacket> {
     fn stats(&self) -> LinkStats {
         LinkStats::default()
     }
+    /// A Wi-Fi BSS's counters per station and access category ([`wifi::bss`]).
+    fn wifi_stats(&self) -> Option<wifi::BssStats> {
+        None
+    }
 }
 
 /// Counters a link keeps beside its queues'.

@@ -61,6 +61,13 @@ pub struct Built {
 
 /// Pair the scenario's links into segments.
 pub fn segments(sc: &Scenario) -> Result<Vec<Segment>, LiveError> {
+    if let Some(m) = sc.links.iter().find_map(|l| l.medium.as_ref()) {
+        return Err(LiveError::input(format!(
+            "the Wi-Fi BSS {:?} runs in the simulator only for now: the live forwarder drives a model between two \
+             namespaces, and a BSS needs one with a port per station (run it with --backend sim)",
+            m.name
+        )));
+    }
     let mut used = vec![false; sc.links.len()];
     let mut out = Vec::new();
     for (i, l) in sc.links.iter().enumerate() {

@@ -338,3 +338,85 @@ pub fn summary(
         classes,
     )
 }
+
+/// What BSS `name` did between `base` (its counters when the window opened) and `now`,
+/// over `secs` of window.
+pub fn wifi_summary(
+    name: &str,
+    now: &l4s_link::wifi::BssStats,
+    base: Option<&l4s_link::wifi::BssStats>,
+    secs: f64,
+) -> l4s_metrics::summary::WifiSummary {
+    use l4s_metrics::summary::{WifiCategorySummary, WifiDirectionSummary, WifiStationSummary};
+    let stations = now
+        .stations
+        .iter()
+        .enumerate()
+        .map(|(i, st)| {
+            let b = base.and_then(|b| b.stations.get(i)).map(|r| &r.stats);
+            let dir = |d: usize| {
+                let minus = |f: fn(&l4s_link::wifi::StationStats) -> [u64; 2]| {
+                    f(&st.stats)[d].saturating_sub(b.map_or(0, |b| f(b)[d]))
+                };
+                let ppdus = minus(|s| s.ppdus);
+                let mpdus = minus(|s| s.mpdus);
+                let h = match b {
+                    Some(b) => st.stats.access_delay_us[d].since(&b.access_delay_us[d]),
+                    None => st.stats.access_delay_us[d].clone(),
+                };
+                let q = |x: f64| (!h.is_empty()).then(|| round6(h.quantile(x) as f64 / 1_000.0));
+                WifiDirectionSummary {
+                    airtime_share: if secs > 0.0 {
+                        round6(minus(|s| s.airtime_ns) as f64 / 1e9 / secs)
+                    } else {
+                        0.0
+                    },
+                    ppdus,
+                    mpdus_per_ampdu: if ppdus > 0 {
+                        round6(mpdus as f64 / ppdus as f64)
+                    } else {
+                        0.0
+                    },
+                    retries: minus(|s| s.retries),
+                    retry_drops: minus(|s| s.retry_drops),
+                    access_delay_p50_ms: q(0.5),
+                    access_delay_p99_ms: q(0.99),
+                }
+            };
+            WifiStationSummary {
+                station: st.name.clone(),
+                phy: st.mode.to_string(),
+                phy_rate_bps: st.mode.data_rate().bits_per_sec(),
+                down: dir(0),
+                up: dir(1),
+                off_channel_s: round6(
+                    st.stats
+                        .off_channel_ns
+                        .saturating_sub(b.map_or(0, |b| b.off_channel_ns)) as f64
+                        / 1e9,
+                ),
+                dwells: st.stats.dwells.saturating_sub(b.map_or(0, |b| b.dwells)),
+            }
+        })
+        .collect();
+    let categories = now
+        .edcafs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let b = base.and_then(|b| b.edcafs.get(i)).map(|r| r.stats).unwrap_or_default();
+            WifiCategorySummary {
+                device: e.station.clone().unwrap_or_else(|| "AP".into()),
+                category: e.category.to_string(),
+                txops: e.stats.txops.saturating_sub(b.txops),
+                collisions: e.stats.collisions.saturating_sub(b.collisions),
+                internal_collisions: e.stats.internal_collisions.saturating_sub(b.internal_collisions),
+            }
+        })
+        .collect();
+    l4s_metrics::summary::WifiSummary {
+        name: name.to_string(),
+        stations,
+        categories,
+    }
+}

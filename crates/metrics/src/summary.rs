@@ -40,6 +40,64 @@ pub struct Summary {
     /// than two such flows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
+    /// What each Wi-Fi BSS did in the statistics window (absent without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wifi: Vec<WifiSummary>,
+}
+
+/// A Wi-Fi BSS in the statistics window: per station and per EDCAF.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WifiSummary {
+    pub name: String,
+    pub stations: Vec<WifiStationSummary>,
+    pub categories: Vec<WifiCategorySummary>,
+}
+
+/// One station: its PHY, both directions of its traffic, and its time off the channel.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WifiStationSummary {
+    pub station: String,
+    /// The PHY mode ("HE 80 MHz 2SS MCS 7 ...") and its data rate.
+    pub phy: String,
+    pub phy_rate_bps: u64,
+    /// Frames from the access point to the station, and from the station.
+    pub down: WifiDirectionSummary,
+    pub up: WifiDirectionSummary,
+    /// Time off the channel (scanning) and the dwells begun.
+    pub off_channel_s: f64,
+    pub dwells: u64,
+}
+
+/// One direction of a station's frames.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WifiDirectionSummary {
+    /// The share of the window the channel spent on TXOPs of this direction (collisions
+    /// included).
+    pub airtime_share: f64,
+    pub ppdus: u64,
+    /// MPDUs per A-MPDU (retransmissions included); 0 without a PPDU.
+    pub mpdus_per_ampdu: f64,
+    /// MPDU retransmissions, and MPDUs dropped at the retry limit.
+    pub retries: u64,
+    pub retry_drops: u64,
+    /// MAC access delay (a queue's head having something to send to its TXOP starting),
+    /// ms; `null` without a TXOP.
+    pub access_delay_p50_ms: Option<f64>,
+    pub access_delay_p99_ms: Option<f64>,
+}
+
+/// One EDCAF: the access point's or a station's, for one access category.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WifiCategorySummary {
+    /// "AP" or the station's name.
+    pub device: String,
+    /// "BK", "BE", "VI" or "VO".
+    pub category: String,
+    pub txops: u64,
+    /// TXOPs that collided with another device's, and internal collisions lost to a
+    /// higher category of the same device.
+    pub collisions: u64,
+    pub internal_collisions: u64,
 }
 
 /// How evenly the capacity-seeking flows of a run shared: TCP and UDP Prague flows, bulk
@@ -544,6 +602,7 @@ impl Summary {
             reached_s: None,
             verdict: None,
             fairness,
+            wifi: Vec::new(),
         }
     }
 

@@ -157,6 +157,80 @@ pub fn summary_tables(s: &Summary) -> String {
             out.push_str(&queue_protection_lines(&q.name, qp));
         }
     }
+    for w in &s.wifi {
+        out.push_str(&wifi_lines(w));
+    }
+    out
+}
+
+/// A Wi-Fi BSS: per station and direction its airtime, aggregation, retries and MAC
+/// access delay; then the contention of each EDCAF that won a TXOP.
+fn wifi_lines(w: &crate::summary::WifiSummary) -> String {
+    let mut out = format!("\nWi-Fi {}:\n", w.name);
+    let mut rows = vec![[
+        "station",
+        "dir",
+        "PHY Mbit/s",
+        "airtime",
+        "MPDUs/A-MPDU",
+        "retries",
+        "drops",
+        "access p50",
+        "p99 ms",
+        "off-channel s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect::<Vec<_>>()];
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), ms);
+    for st in &w.stations {
+        for (dir, d) in [("down", &st.down), ("up", &st.up)] {
+            let first = dir == "down";
+            rows.push(vec![
+                if first { st.station.clone() } else { String::new() },
+                dir.into(),
+                if first {
+                    format!("{:.1}", st.phy_rate_bps as f64 / 1e6)
+                } else {
+                    String::new()
+                },
+                pct(d.airtime_share),
+                format!("{:.1}", d.mpdus_per_ampdu),
+                d.retries.to_string(),
+                d.retry_drops.to_string(),
+                opt(d.access_delay_p50_ms),
+                opt(d.access_delay_p99_ms),
+                if first {
+                    format!("{:.2}", st.off_channel_s)
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+    }
+    out.push_str(&render(&rows));
+    let busy: Vec<String> = w
+        .categories
+        .iter()
+        .filter(|c| c.txops > 0)
+        .map(|c| {
+            format!(
+                "{} {} {} TXOPs, {} collided{}",
+                c.device,
+                c.category,
+                c.txops,
+                c.collisions,
+                if c.internal_collisions > 0 {
+                    format!(", {} internal", c.internal_collisions)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    if !busy.is_empty() {
+        let _ = writeln!(out, "  {}", busy.join("; "));
+    }
     out
 }
 

@@ -76,6 +76,80 @@ pub struct TopologyTable {
     pub nodes: Vec<NodeTable>,
     #[serde(default)]
     pub links: Vec<LinkTable>,
+    /// Wi-Fi BSSs: an access point node and station nodes sharing one channel.
+    #[serde(default)]
+    pub wifi: Vec<WifiTable>,
+}
+
+/// `[[topology.wifi]]`: a Wi-Fi BSS (see `l4s_link::wifi::bss`), linking the access point's
+/// node with each station's node over one shared channel.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiTable {
+    pub name: Option<String>,
+    /// The access point's node.
+    pub ap: String,
+    pub stations: Vec<StationTable>,
+    /// The queue discipline of each of the AP's per-station, per-category queues.
+    pub aqm: Option<toml::Table>,
+    /// The queue discipline of each of a station's per-category queues.
+    pub station_aqm: Option<toml::Table>,
+    /// The AP's EDCA parameters: a preset name or a table (`preset` and per-category
+    /// tables `bk`, `be`, `vi`, `vo`).
+    pub edca: Option<toml::Value>,
+    /// The stations' EDCA parameters.
+    pub station_edca: Option<toml::Value>,
+    /// Where the L4S class (ECT(1) and CE) goes: "BE" or "VI" (default: by DSCP like
+    /// everything else).
+    pub l4s_category: Option<String>,
+    /// "round-robin" (default) or "airtime".
+    pub scheduler: Option<String>,
+    pub max_ampdu_bytes: Option<u64>,
+    pub ba_window: Option<u16>,
+}
+
+/// One station of a `[[topology.wifi]]` BSS.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationTable {
+    pub node: String,
+    /// "ac", "ax" (default) or "be".
+    pub standard: Option<String>,
+    /// MHz (default 80).
+    pub bandwidth: Option<u16>,
+    /// Spatial streams (default 2).
+    pub nss: Option<u8>,
+    /// The MCS, or a `signal` level (dBm) that picks one.
+    pub mcs: Option<u8>,
+    pub signal: Option<f64>,
+    /// "0.8us" (default), "1.6us", "3.2us", or "0.4us" for VHT.
+    pub guard_interval: Option<String>,
+    /// The probability that an MPDU to or from the station is received in error.
+    pub frame_error_rate: Option<f64>,
+    /// `scan = { period = "10s", dwell = "100ms", channels = 1, home = "200ms", offset = "5s" }`.
+    pub scan: Option<ScanTable>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanTable {
+    pub period: Dur,
+    pub dwell: Dur,
+    pub channels: Option<u32>,
+    pub home: Option<Dur>,
+    pub offset: Option<Dur>,
+}
+
+/// One access category's EDCA parameters in an `edca` table; absent keys keep the preset's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdcaAcTable {
+    pub aifsn: Option<u8>,
+    pub cw_min: Option<u16>,
+    pub cw_max: Option<u16>,
+    /// "0s" for one exchange per TXOP.
+    pub txop: Option<Dur>,
+    pub retry_limit: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

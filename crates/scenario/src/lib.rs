@@ -16,6 +16,7 @@ mod flows;
 mod load;
 pub mod routes;
 pub mod variants;
+mod wifi;
 
 pub use describe::describe;
 pub use error::ScenarioError;
@@ -153,6 +154,23 @@ pub struct Link {
     /// The downstream of a DOCSIS link (its forward direction): the CMTS's symbols and
     /// shaping, with the service flow's maximum sustained rate.
     pub docsis_downstream: Option<l4s_link::DocsisDownstream>,
+    /// This direction crosses a shared medium (a Wi-Fi BSS) whose model all its links share.
+    pub medium: Option<MediumPort>,
+}
+
+/// Where a link crosses a shared medium: the medium's model belongs to its first link
+/// (`owner`, which carries the model's configuration in [`Link::config`]); packets enter
+/// it at port `from` and leave at port `to`; `nodes[p]` is the node at port `p`.
+#[derive(Debug, Clone)]
+pub struct MediumPort {
+    /// The medium's name (its queues are reported under it).
+    pub name: String,
+    pub owner: usize,
+    pub from: usize,
+    pub to: usize,
+    pub nodes: std::sync::Arc<Vec<usize>>,
+    /// The owner's model configuration.
+    pub wifi: Option<std::sync::Arc<l4s_link::wifi::BssConfig>>,
 }
 
 impl Link {
@@ -177,6 +195,7 @@ impl Link {
             rates: None,
             docsis: None,
             docsis_downstream: None,
+            medium: None,
         }
     }
 
@@ -203,6 +222,7 @@ impl Link {
             rates: self.rates.clone(),
             docsis: self.docsis.clone(),
             docsis_downstream: self.docsis_downstream.clone(),
+            wifi: self.medium.as_ref().and_then(|m| m.wifi.clone()),
             ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
         }
     }

@@ -73,11 +73,11 @@ fn friendly(msg: &str) -> String {
     m
 }
 
-fn key(k: &str) -> Seg {
+pub(crate) fn key(k: &str) -> Seg {
     Seg::Key(k.to_string())
 }
 
-fn join(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
+pub(crate) fn join(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
     let mut v = base.to_vec();
     v.extend_from_slice(more);
     v
@@ -104,7 +104,7 @@ pub(crate) fn typed<T: DeserializeOwned>(cx: &ErrCtx, at: &[Seg], table: toml::T
 }
 
 /// Parse an `aqm` table: `kind` chooses the discipline, the other keys are its parameters.
-fn parse_aqm(
+pub(crate) fn parse_aqm(
     cx: &ErrCtx,
     at: &[Seg],
     table: Option<toml::Table>,
@@ -813,11 +813,15 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
 
     match topo.kind.as_str() {
         "dumbbell" => {
-            for (k, present) in [("nodes", !topo.nodes.is_empty()), ("links", !topo.links.is_empty())] {
+            for (k, present) in [
+                ("nodes", !topo.nodes.is_empty()),
+                ("links", !topo.links.is_empty()),
+                ("wifi", !topo.wifi.is_empty()),
+            ] {
                 if present {
                     return Err(cx.at(
                         &join(&tp, &[key(k)]),
-                        "only a `type = \"custom\"` topology has nodes and links",
+                        "only a `type = \"custom\"` topology has nodes, links and Wi-Fi BSSs",
                     ));
                 }
             }
@@ -892,6 +896,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 rates: None,
                 docsis: None,
                 docsis_downstream: None,
+                medium: None,
             });
             links.push(Link {
                 name: "bottleneck-reverse".into(),
@@ -911,6 +916,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 rates: None,
                 docsis: None,
                 docsis_downstream: None,
+                medium: None,
             });
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(origin[i])];
@@ -1041,6 +1047,11 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 let lp = [key("topology"), key("links"), Seg::Index(i)];
                 add_custom_link(cx, &lp, l, &lookup, &mut links, (sc.seed, sc.duration))?;
             }
+            let dscps: Vec<u8> = raw.flows.iter().map(|f| f.dscp.unwrap_or(0)).collect();
+            for (i, w) in topo.wifi.into_iter().enumerate() {
+                let wp = [key("topology"), key("wifi"), Seg::Index(i)];
+                crate::wifi::add_wifi(cx, &wp, w, &lookup, &mut links, &dscps)?;
+            }
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(origin[i])];
                 if f.rtt.is_some() {
@@ -1112,7 +1123,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
 }
 
 /// Resolves a node name (with the key path to blame) to its index.
-type NodeLookup<'a> = dyn Fn(&[Seg], &str) -> Result<usize, ScenarioError> + 'a;
+pub(crate) type NodeLookup<'a> = dyn Fn(&[Seg], &str) -> Result<usize, ScenarioError> + 'a;
 
 fn add_custom_link(
     cx: &ErrCtx,
@@ -1204,6 +1215,7 @@ fn add_custom_link(
         rates: None,
         docsis: None,
         docsis_downstream,
+        medium: None,
     });
     if l.bidirectional {
         let mut raqm = parse_aqm(
@@ -1235,6 +1247,7 @@ fn add_custom_link(
             rates: None,
             docsis,
             docsis_downstream: None,
+            medium: None,
         });
     } else {
         for (k, p) in [

@@ -82,6 +82,22 @@ impl Sim {
                     })
             })
             .collect();
-        l4s_measure::summary::summary(&self.scenario, "sim", self.scenario.seed, window, &flows, &queues)
+        let mut summary =
+            l4s_measure::summary::summary(&self.scenario, "sim", self.scenario.seed, window, &flows, &queues);
+        for (l, link) in self.links.iter().enumerate() {
+            if let Some(now) = link.model.wifi_stats() {
+                let name = self.scenario.links[l]
+                    .medium
+                    .as_ref()
+                    .map_or(&self.scenario.links[l].name, |m| &m.name);
+                summary.wifi.push(l4s_measure::summary::wifi_summary(
+                    name,
+                    &now,
+                    link.wifi_base.as_ref(),
+                    window.secs(),
+                ));
+            }
+        }
+        summary
     }
 }

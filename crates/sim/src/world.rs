@@ -20,6 +20,12 @@ pub const SAMPLE_INTERVAL: Dur = Dur::from_millis(10);
 /// and its measurement.
 pub(crate) struct LinkRt {
     pub to: u32,
+    /// The link whose model carries this one's packets (itself, or the first link of the
+    /// shared medium it crosses), and the ports they enter and leave it at.
+    pub owner: u32,
+    pub ports: (l4s_link::Port, l4s_link::Port),
+    /// The node at each port of this link's own model.
+    pub port_nodes: Vec<u32>,
     /// An ideal wire (no rate, delay, fault or loss): a packet put on it is at the far
     /// node at once, as the model would hand it on, without calling the model.
     pub ideal: bool,
@@ -30,6 +36,8 @@ pub(crate) struct LinkRt {
     pub capture: bool,
     /// The model's counters when the window opened.
     pub stats_base: l4s_link::LinkStats,
+    /// A Wi-Fi BSS's counters when the window opened.
+    pub wifi_base: Option<l4s_link::wifi::BssStats>,
 }
 
 /// One queue of a link and its measurement.
@@ -95,24 +103,46 @@ impl Sim {
         let mut links = Vec::with_capacity(scenario.links.len());
         for (i, l) in scenario.links.iter().enumerate() {
             let rng = Rng::derive(scenario.seed, 0x1000 + i as u64);
-            let model = l4s_link::build(&l.config(scenario.duration), rng);
+            // A link across a shared medium that another link owns has no model of its own.
+            let shared = l.medium.as_ref().filter(|m| m.owner != i);
+            let model: Box<dyn Link<Packet>> = match shared {
+                Some(_) => Box::new(NoModel),
+                None => l4s_link::build(&l.config(scenario.duration), rng),
+            };
+            let reported = l.medium.as_ref().map_or(&l.name, |m| &m.name);
             let queues = model
                 .queues()
                 .iter()
                 .map(|q| QueueRt {
-                    name: l4s_measure::summary::queue_name(&l.name, &q.label),
+                    name: l4s_measure::summary::queue_name(reported, &q.label),
                     meter: QueueMeter::new(window, q.subqueues, false),
                     window_base: Vec::new(),
                     snap_base: Vec::new(),
                 })
                 .collect();
+            let (owner, ports, port_nodes) = match &l.medium {
+                Some(m) => (
+                    m.owner as u32,
+                    (m.from, m.to),
+                    m.nodes.iter().map(|&n| n as u32).collect(),
+                ),
+                None => (i as u32, (0, 1), vec![l.from as u32, l.to as u32]),
+            };
             links.push(LinkRt {
                 to: l.to as u32,
-                ideal: l.rate.is_none() && l.delay.is_zero() && l.fault.is_none() && l.loss.is_none(),
+                owner,
+                ports,
+                port_nodes,
+                ideal: l.medium.is_none()
+                    && l.rate.is_none()
+                    && l.delay.is_zero()
+                    && l.fault.is_none()
+                    && l.loss.is_none(),
                 queues,
                 model,
                 capture: l.bottleneck,
                 stats_base: Default::default(),
+                wifi_base: None,
             });
         }
         let flows = scenario
@@ -268,8 +298,12 @@ impl Sim {
                     debug_assert!(at >= now, "link {l} asked to be woken in the past");
                     self.q.push(at.max(now), Ev::Link(l as u32, timer));
                 }
-                Action::Deliver { pkt, .. } => {
-                    let to = self.links[l].to;
+                Action::Deliver { port, pkt, .. } => {
+                    let Some(&to) = self.links[l].port_nodes.get(port) else {
+                        self.unroutable += 1;
+                        self.payloads.free(pkt.payload);
+                        continue;
+                    };
                     self.node_receive(to, pkt);
                 }
             }
@@ -290,7 +324,8 @@ impl Sim {
             self.node_receive(to, pkt);
             return;
         }
-        self.with_link(l, |model, io| model.send(0, 1, pkt, io));
+        let (owner, (from, to)) = (self.links[l].owner as usize, self.links[l].ports);
+        self.with_link(owner, |model, io| model.send(from, to, pkt, io));
     }
 
     fn node_receive(&mut self, node: u32, pkt: Packet) {
@@ -465,6 +500,7 @@ impl Sim {
                 q.window_base = link.model.queue_stats(i);
             }
             link.stats_base = link.model.stats();
+            link.wifi_base = link.model.wifi_stats();
         }
     }
 
@@ -491,6 +527,40 @@ impl Sim {
     /// Link index by name.
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.scenario.links.iter().position(|l| l.name == name)
+    }
+}
+
+/// The model of a link whose packets another link's model carries (a shared medium's):
+/// never called, with no queues.
+struct NoModel;
+
+impl Link<Packet> for NoModel {
+    fn ports(&self) -> usize {
+        2
+    }
+    fn start(&mut self, _origin: Time, _io: &mut Io<'_, Packet>) {}
+    fn send(&mut self, _from: l4s_link::Port, _to: l4s_link::Port, pkt: Packet, io: &mut Io<'_, Packet>) {
+        io.lost(Loss {
+            pkt,
+            kind: LossKind::Wire,
+            sojourn: Dur::ZERO,
+        });
+    }
+    fn handle_timeout(&mut self, _timer: Timer, _at: Time, _io: &mut Io<'_, Packet>) {}
+    fn queues(&self) -> &[l4s_link::QueueInfo] {
+        &[]
+    }
+    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
+        Vec::new()
+    }
+    fn backlog(&self, _q: usize) -> (u64, u64) {
+        (0, 0)
+    }
+    fn probability(&self, _q: usize) -> Option<f64> {
+        None
+    }
+    fn rate(&self, _from: l4s_link::Port, _to: l4s_link::Port) -> Option<l4s_core::Rate> {
+        None
     }
 }
 

@@ -359,6 +359,7 @@ struct Tx {
 /// A Wi-Fi BSS; see the [module documentation](self).
 pub struct Bss<P> {
     stations: Vec<Station>,
+    names: Vec<String>,
     categories: Vec<AccessCategory>,
     l4s_category: Option<usize>,
     edca: Edca,
@@ -462,6 +463,7 @@ impl<P: LinkPacket + 'static> Bss<P> {
         let n = owners.len();
         Ok(Bss {
             stations,
+            names: cfg.stations.iter().map(|s| s.name.clone()).collect(),
             l4s_category: cfg.l4s_category.and_then(|c| categories.iter().position(|&x| x == c)),
             categories,
             edca,
@@ -1025,6 +1027,73 @@ impl<P: LinkPacket + 'static> Link<P> for Bss<P> {
     fn rate(&self, from: Port, to: Port) -> Option<Rate> {
         let s = if from == 0 { to } else { from };
         Some(self.stations.get(s.checked_sub(1)?)?.mode.data_rate())
+    }
+
+    fn wifi_stats(&self) -> Option<super::BssStats> {
+        let stations = self
+            .stations
+            .iter()
+            .zip(&self.names)
+            .map(|(st, name)| super::StationReport {
+                name: name.clone(),
+                mode: st.mode,
+                stats: st.stats.clone(),
+            })
+            .collect();
+        let edcafs = (0..self.owners.len())
+            .map(|i| {
+                let o = self.owners[i];
+                super::EdcafReport {
+                    station: o.station.map(|s| self.names[s].clone()),
+                    category: self.categories[o.cat],
+                    stats: self.edcaf_stats[i],
+                }
+            })
+            .collect();
+        Some(super::BssStats { stations, edcafs })
+    }
+}
+
+/// What [`crate::build`] makes of a BSS configuration that fails [`BssConfig::validate`]
+/// (which the scenario layer checks before any run): a link that carries nothing and
+/// reports every packet lost, keeping the error for whoever asks.
+pub struct Refused {
+    pub error: WifiError,
+}
+
+impl Refused {
+    pub fn new(error: WifiError) -> Refused {
+        Refused { error }
+    }
+}
+
+impl<P: LinkPacket> Link<P> for Refused {
+    fn ports(&self) -> usize {
+        2
+    }
+    fn start(&mut self, _origin: Time, _io: &mut Io<'_, P>) {}
+    fn send(&mut self, _from: Port, _to: Port, pkt: P, io: &mut Io<'_, P>) {
+        io.lost(Loss {
+            pkt,
+            kind: LossKind::Wire,
+            sojourn: Dur::ZERO,
+        });
+    }
+    fn handle_timeout(&mut self, _timer: Timer, _at: Time, _io: &mut Io<'_, P>) {}
+    fn queues(&self) -> &[QueueInfo] {
+        &[]
+    }
+    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
+        Vec::new()
+    }
+    fn backlog(&self, _q: usize) -> (u64, u64) {
+        (0, 0)
+    }
+    fn probability(&self, _q: usize) -> Option<f64> {
+        None
+    }
+    fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
+        None
     }
 }
 

@@ -140,4 +140,38 @@ impl Histogram {
     pub fn mean(&self) -> f64 {
         self.0.mean()
     }
+    /// What was recorded after `base` (an earlier copy of this histogram): this one less
+    /// `base`'s counts.
+    pub fn since(&self, base: &Histogram) -> Histogram {
+        let mut h = self.clone();
+        // Both come from `Default` with the same bounds, and `base` holds no more in any
+        // bucket than `self` did later; otherwise the whole history is kept.
+        if h.0.subtract(&base.0).is_err() {
+            return self.clone();
+        }
+        h
+    }
+}
+
+/// What a BSS counted, for measurement: per station (with its PHY mode) and per EDCAF.
+#[derive(Clone, Debug)]
+pub struct BssStats {
+    pub stations: Vec<StationReport>,
+    pub edcafs: Vec<EdcafReport>,
+}
+
+/// One station's counters and PHY mode.
+#[derive(Clone, Debug)]
+pub struct StationReport {
+    pub name: String,
+    pub mode: PhyMode,
+    pub stats: StationStats,
+}
+
+/// One EDCAF's counters: the access point's (`station` None) or a station's.
+#[derive(Clone, Debug)]
+pub struct EdcafReport {
+    pub station: Option<String>,
+    pub category: AccessCategory,
+    pub stats: EdcafStats,
 }

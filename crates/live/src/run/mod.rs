@@ -134,6 +134,8 @@ pub fn privilege_error() -> LiveError {
 
 /// Check what can be checked before building anything.
 pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
+    // The topology first: a scenario the testbed cannot build is refused whatever the host.
+    crate::topology::segments(sc)?;
     let avail = endpoints::available_congestion_controls();
     if sc.flows.len() > crate::wire::MAX_FLOWS {
         return Err(LiveError::input(format!(
