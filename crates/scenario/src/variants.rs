@@ -169,7 +169,9 @@ pub fn variant_texts(mut doc: DocumentMut, file: &Path) -> Result<Vec<(Option<St
 }
 
 /// Set `path` (dotted; `flows.<name>` selects a flow by name, `topology.links.<name>` a
-/// link of a custom topology by its name) to `value` in `doc`.
+/// link of a custom topology by its name, `topology.wifi.<name>` a Wi-Fi BSS by its name
+/// and `topology.wifi.<name>.stations.<node>` one of its stations by its node) to `value`
+/// in `doc`.
 /// Tables keep their form (an inline table stays inline), so the edited text is valid
 /// TOML with every untouched key where it was. `flows.<name>` itself set to a table
 /// replaces the flow's keys (its `name` stays): one flow becomes another kind of traffic.
@@ -241,6 +243,40 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
             .find(|t| named(t))
             .ok_or_else(|| format!("no link named {name:?}"))?;
         i = 3;
+    } else if segs.len() >= 2 && segs[0] == "topology" && segs[1] == "wifi" {
+        let (Some(name), true) = (segs.get(2), segs.len() >= 4) else {
+            return Err("name a BSS and a key, such as \"topology.wifi.<name>.aqm\"".into());
+        };
+        let bsss = tbl
+            .get_mut("topology")
+            .and_then(|t| t.as_table_like_mut())
+            .and_then(|t| t.get_mut("wifi"))
+            .and_then(|l| l.as_array_of_tables_mut())
+            .ok_or("the scenario has no [[topology.wifi]]")?;
+        // A BSS's name, or "wifi" without one.
+        let bss = bsss
+            .iter_mut()
+            .find(|t| t.get("name").and_then(|n| n.as_str()).unwrap_or("wifi") == *name)
+            .ok_or_else(|| format!("no BSS named {name:?}"))?;
+        if segs[3] == "stations" {
+            let (Some(node), true) = (segs.get(4), segs.len() >= 6) else {
+                return Err(
+                    "name a station by its node and a key, such as \"topology.wifi.<name>.stations.<node>.mcs\"".into(),
+                );
+            };
+            let stations = bss
+                .get_mut("stations")
+                .and_then(|l| l.as_array_of_tables_mut())
+                .ok_or_else(|| format!("BSS {name:?} has no [[topology.wifi.stations]]"))?;
+            tbl = stations
+                .iter_mut()
+                .find(|t| t.get("node").and_then(|n| n.as_str()) == Some(*node))
+                .ok_or_else(|| format!("BSS {name:?} has no station on node {node:?}"))?;
+            i = 5;
+        } else {
+            tbl = bss;
+            i = 3;
+        }
     }
     while i + 1 < segs.len() {
         let s = segs[i];

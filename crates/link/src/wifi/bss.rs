@@ -533,6 +533,10 @@ impl<P: LinkPacket + 'static> Bss<P> {
         self.categories.iter().rposition(|&x| x <= ac).unwrap_or(0)
     }
 
+    fn has_down_data(&self, s: usize) -> bool {
+        (0..self.ncat()).any(|c| self.has_data(self.txq_index(DOWN, s, c)))
+    }
+
     fn has_data(&self, q: usize) -> bool {
         let t = &self.txqs[q];
         t.origin.failed_len() > 0 || t.origin.backlog_len() > 0 || t.qdisc.len_packets() > 0
@@ -627,13 +631,12 @@ impl<P: LinkPacket + 'static> Bss<P> {
     /// The station the AP's EDCAF of category `cat` serves next, if any has data.
     fn pick_station(&mut self, cat: usize) -> Option<usize> {
         let n = self.stations.len();
-        let ready: Vec<usize> = (0..n)
+        let mut ready = (0..n)
             .map(|k| (self.rr[cat] + k) % n)
-            .filter(|&s| !self.stations[s].off && self.has_data(self.txq_index(DOWN, s, cat)))
-            .collect();
+            .filter(|&s| !self.stations[s].off && self.has_data(self.txq_index(DOWN, s, cat)));
         let s = match self.scheduler {
-            Scheduler::RoundRobin => *ready.first()?,
-            Scheduler::AirtimeFair => *ready.iter().min_by_key(|&&s| self.stations[s].airtime)?,
+            Scheduler::RoundRobin => ready.next()?,
+            Scheduler::AirtimeFair => ready.min_by_key(|&s| self.stations[s].airtime)?,
         };
         self.rr[cat] = (s + 1) % n;
         Some(s)
@@ -858,19 +861,11 @@ impl<P: LinkPacket + 'static> Bss<P> {
         if !self.pending.is_empty() {
             io.wake(PPDU_END, ppdu_end);
         }
-        let ids: Vec<ContenderId> = (0..self.owners.len()).map(|i| self.contender(i)).collect();
-        for id in ids {
-            self.refresh(id, at);
+        // Only the transmitters' queues changed (and internal collisions changed none).
+        for t in &txs {
+            self.refresh(t.contender, at);
         }
         self.arm(io);
-    }
-
-    fn contender(&self, i: usize) -> ContenderId {
-        let o = self.owners[i];
-        match o.station {
-            None => self.ap_edcaf[o.cat],
-            Some(s) => self.sta_edcaf[s * self.ncat() + o.cat],
-        }
     }
 
     fn on_ppdu_end(&mut self, at: Time, io: &mut Io<'_, P>) {
@@ -965,6 +960,17 @@ impl<P: LinkPacket + 'static> Link<P> for Bss<P> {
         let c = self.category_of(&pkt);
         let q = self.txq_index(dir, s, c);
         let was_empty = !self.has_data(q);
+        if dir == DOWN && self.scheduler == Scheduler::AirtimeFair && !self.has_down_data(s) {
+            // A station becoming active starts level with the least airtime of the active
+            // ones, so that idle time is not banked as credit.
+            let least = (0..n)
+                .filter(|&o| o != s && self.has_down_data(o))
+                .map(|o| self.stations[o].airtime)
+                .min();
+            if let Some(least) = least {
+                self.stations[s].airtime = self.stations[s].airtime.max(least);
+            }
+        }
         match self.txqs[q].qdisc.enqueue(pkt, io.now) {
             Enqueued::Queued { .. } => {
                 if was_empty && !self.stations[s].off {
