@@ -7,7 +7,8 @@
 //!    events per bottleneck packet (target ≤ 3);
 //! 3. `dumbbell-dualpi2-1g` (1 Gbit/s, 10 Prague + 10 CUBIC): bottleneck packets per
 //!    wall-clock second (target ≥ 3 M, issue "Speed");
-//! 4. `cellular-xr` and `docsis-game-upload` (access links): times faster than real time;
+//! 4. `cellular-xr`, `docsis-game-upload` and `wifi-multi-client` (access links): times
+//!    faster than real time, and the Wi-Fi scenario's peak heap at 60 s and 600 s;
 //! 5. memory: peak heap of the 100 Mbit/s scenario, and of one with a flow of every
 //!    traffic kind (media and applications included), at 60 s and at 600 s simulated
 //!    (target: 600 s uses at most 1.2× the peak of 60 s);
@@ -198,6 +199,24 @@ fn main() {
     let k_sim = short.map(|d| d.as_secs_f64()).unwrap_or(30.0);
     report("docsis-game-upload [l4s] (20 Mbit/s upstream)", k_sim, &k);
     println!("docsis-game-upload: {:.0}x real time (target ≥ 50x)", k_sim / k.wall);
+    // A Wi-Fi BSS of five stations (EDCA contention, A-MPDUs, BlockAck), its heaviest variant
+    // (FIFOs: the longest aggregates and the most packets), and its memory over time.
+    let w = (0..reps)
+        .map(|_| run_variant("scenarios/wifi-multi-client.toml", "no-aqm", short))
+        .min_by(|a, b| a.wall.total_cmp(&b.wall))
+        .unwrap();
+    let w_sim = short.map(|d| d.as_secs_f64()).unwrap_or(60.0);
+    report("wifi-multi-client [no-aqm] (5 stations)", w_sim, &w);
+    println!("wifi-multi-client: {:.0}x real time (target ≥ 20x)", w_sim / w.wall);
+    let long = if quick { Dur::from_secs(60) } else { Dur::from_secs(600) };
+    let wl = run_variant("scenarios/wifi-multi-client.toml", "no-aqm", Some(long));
+    report("memory: wifi-multi-client [no-aqm]", long.as_secs_f64(), &wl);
+    println!(
+        "wifi-multi-client peak heap ratio {:.0} s / {:.0} s = {:.3} (target ≤ 1.2)",
+        long.as_secs_f64(),
+        w_sim,
+        wl.peak_heap as f64 / w.peak_heap.max(1) as f64
+    );
     let (d1, d2) = if quick {
         (Dur::from_secs(12), Dur::from_secs(60))
     } else {
