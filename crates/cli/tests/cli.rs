@@ -1420,3 +1420,75 @@ fn absurd_intervals_and_durations_get_plain_messages() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("is too large") && !err.contains("negative"), "{err}");
 }
+
+#[test]
+fn bad_wifi_values() {
+    // A Wi-Fi BSS whose station asks for an MCS its standard lacks, EDCA values outside
+    // 802.11's ranges, a scan dwell longer than its period: exit 2 naming file, line, key.
+    let bss = |station: &str, bss: &str| {
+        format!(
+            r#"[scenario]
+duration = "2s"
+
+[topology]
+type = "custom"
+
+[[topology.nodes]]
+name = "ap"
+
+[[topology.nodes]]
+name = "sta"
+
+[[topology.wifi]]
+ap = "ap"
+{bss}
+
+[[topology.wifi.stations]]
+node = "sta"
+{station}
+
+[[flows]]
+name = "f"
+type = "tcp"
+cc = "reno"
+from = "ap"
+to = "sta"
+"#
+        )
+    };
+    assert_bad(
+        "wifi-mcs",
+        &bss("standard = \"ac\"\nmcs = 10", ""),
+        20,
+        "topology.wifi[0].stations[0].mcs",
+        "0 to 9 for VHT",
+    );
+    assert_bad(
+        "wifi-cw",
+        &bss("mcs = 7", "edca = { be = { cw_max = 100 } }"),
+        15,
+        "topology.wifi[0].edca.be.cw_max",
+        "2^k - 1",
+    );
+    assert_bad(
+        "wifi-aifsn",
+        &bss("mcs = 7", "station_edca = { vo = { aifsn = 1 } }"),
+        15,
+        "topology.wifi[0].station_edca.vo.aifsn",
+        "2 to 15 for a non-AP STA",
+    );
+    assert_bad(
+        "wifi-txop",
+        &bss("mcs = 7", "edca = { be = { txop = \"10ms\" } }"),
+        15,
+        "topology.wifi[0].edca.be.txop",
+        "at most 8.160ms",
+    );
+    assert_bad(
+        "wifi-scan",
+        &bss("mcs = 7\nscan = { period = \"100ms\", dwell = \"200ms\" }", ""),
+        20,
+        "topology.wifi[0].stations[0].scan.dwell",
+        "shorter than its period",
+    );
+}

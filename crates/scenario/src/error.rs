@@ -154,6 +154,9 @@ pub fn locate(text: &str, path: &[Seg]) -> Option<usize> {
 fn locate_in_table(tbl: &toml_edit::Table, path: &[Seg]) -> Option<std::ops::Range<usize>> {
     let mut best = None;
     let mut cur: &dyn toml_edit::TableLike = tbl;
+    // The item the last key led to, for an index into an array of tables within it
+    // (`topology.wifi[0].stations[1].mcs`).
+    let mut last: Option<&toml_edit::Item> = None;
     for seg in path {
         match seg {
             Seg::Key(k) => {
@@ -162,12 +165,21 @@ fn locate_in_table(tbl: &toml_edit::Table, path: &[Seg]) -> Option<std::ops::Ran
                     None => break,
                 };
                 best = key.span().or_else(|| next.span()).or(best);
+                last = Some(next);
                 match next.as_table_like() {
                     Some(t) => cur = t,
+                    None if next.is_array_of_tables() => {}
                     None => break,
                 }
             }
-            Seg::Index(_) => break,
+            Seg::Index(i) => {
+                let Some(t) = last.and_then(|it| it.as_array_of_tables()).and_then(|a| a.get(*i)) else {
+                    break;
+                };
+                best = t.span().or(best);
+                cur = t;
+                last = None;
+            }
         }
     }
     best
