@@ -106,6 +106,8 @@ pub struct WifiTable {
     pub scheduler: Option<String>,
     pub max_ampdu_bytes: Option<u64>,
     pub ba_window: Option<u16>,
+    /// "dequeue" (default: the queue disciplines mark at late dequeue) or "pending-dequeue".
+    pub marking: Option<String>,
 }
 
 /// One station of a `[[topology.wifi]]` BSS.

@@ -9,8 +9,8 @@ use crate::{Link, MediumPort, ScenarioError};
 use l4s_aqm::config::{AqmConfig, FifoConfig};
 use l4s_core::Dur;
 use l4s_link::wifi::{
-    mcs_for_signal, AccessCategory, BssConfig, EdcaParams, GuardInterval, PhyMode, ScanConfig, Scheduler, Standard,
-    StationConfig, WifiError,
+    mcs_for_signal, AccessCategory, BssConfig, EdcaParams, GuardInterval, MarkingRule, PhyMode, ScanConfig, Scheduler,
+    Standard, StationConfig, WifiError,
 };
 use std::sync::Arc;
 
@@ -353,6 +353,16 @@ pub(crate) fn add_wifi(
             return Err(cx.at(
                 &join(at, &[key("scheduler")]),
                 format!("unknown scheduler {other:?}: expected \"round-robin\" or \"airtime\""),
+            ))
+        }
+    };
+    cfg.marking = match w.marking.as_deref() {
+        None | Some("dequeue") => MarkingRule::Dequeue,
+        Some("pending-dequeue") => MarkingRule::PendingDequeue,
+        Some(other) => {
+            return Err(cx.at(
+                &join(at, &[key("marking")]),
+                format!("unknown marking rule {other:?}: expected \"dequeue\" or \"pending-dequeue\""),
             ))
         }
     };

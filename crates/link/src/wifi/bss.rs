@@ -52,6 +52,17 @@
 //! * MPDUs received are delivered at the end of the PPDU, in sequence order through the
 //!   recipient's reordering buffer.
 //!
+//! ## Marking
+//!
+//! By default ([`MarkingRule::Dequeue`]) the queue disciplines mark as they would anywhere,
+//! at their (late) dequeue. With [`MarkingRule::PendingDequeue`], the rule of the WBA/CableLabs
+//! L4S Wi-Fi design (Henderson et al., ns-3 `DualPi2QueueDisc` with `PendingDequeue`), a
+//! DualPI2's native L4S step is switched off and, when an A-MPDU is built, enough of the L4S
+//! packets taken into it are marked CE that the batch's marks are at least the L4S packets
+//! still waiting in the L queue: whatever will not make this aggregate is signalled at once.
+//! The coupled marking from the classic queue's probability stays. These marks count with the
+//! L sub-queue's.
+//!
 //! ## Scanning
 //!
 //! A station may leave the channel to scan ([`ScanConfig`]): every `period`, a burst of
@@ -206,6 +217,20 @@ pub struct BssConfig {
     pub ba_window: u16,
     /// The BSS's basic rate set, for the control response rate.
     pub basic_rates: BasicRates,
+    /// How the L4S queues are marked.
+    pub marking: MarkingRule,
+}
+
+/// How a BSS's L4S queues are marked; see the [module documentation](self).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MarkingRule {
+    /// By the queue discipline at late dequeue, on the sojourn up to the A-MPDU.
+    #[default]
+    Dequeue,
+    /// The pending-dequeue rule of the WBA/CableLabs L4S Wi-Fi design: a DualPI2's native
+    /// step is off, and when an A-MPDU is built, enough of the L packets taken into it are
+    /// marked that its marks are at least the L packets left waiting.
+    PendingDequeue,
 }
 
 impl BssConfig {
@@ -224,6 +249,7 @@ impl BssConfig {
             max_ampdu_bytes: 65_535,
             ba_window: 64,
             basic_rates: BasicRates::MANDATORY,
+            marking: MarkingRule::Dequeue,
         }
     }
 
@@ -318,6 +344,8 @@ struct Txq<P> {
     recipient: Recipient<u32>,
     /// When the head got something to send, while it waits for a TXOP.
     waiting_since: Option<Time>,
+    /// CE marks the pending-dequeue rule set (counted with the L sub-queue's).
+    mac_marks: u64,
 }
 
 struct Station {
@@ -385,6 +413,9 @@ pub struct Bss<P> {
     max_ampdu_bytes: u64,
     ba_window: u16,
     basic_rates: BasicRates,
+    marking: MarkingRule,
+    /// Packets taken from a discipline for the A-MPDU being built (reused).
+    taken: Vec<(l4s_aqm::Dequeued<P>, Dur)>,
     rng: Rng,
     armed: Option<Time>,
     /// Deliveries at the end of the PPDU in flight.
@@ -421,7 +452,14 @@ impl<P: LinkPacket + 'static> Bss<P> {
         }
         let mut txqs = Vec::new();
         let mut info = Vec::new();
-        for (dir, aqm) in [("down", &cfg.ap_aqm), ("up", &cfg.sta_aqm)] {
+        let aqms = [cfg.ap_aqm.clone(), cfg.sta_aqm.clone()].map(|mut a| {
+            if let (MarkingRule::PendingDequeue, AqmConfig::DualPi2(d)) = (cfg.marking, &mut a) {
+                // The rule replaces the L queue's native step (the coupled marking stays).
+                d.step_thresh_packets = Some(u32::MAX);
+            }
+            a
+        });
+        for (dir, aqm) in [("down", &aqms[0]), ("up", &aqms[1])] {
             for st in &cfg.stations {
                 for &ac in &categories {
                     let qdisc: Box<dyn Qdisc<P>> = l4s_aqm::build(aqm, Rng::derive(rng.next_u64(), 2));
@@ -440,6 +478,7 @@ impl<P: LinkPacket + 'static> Bss<P> {
                         origin: Originator::new(ba)?,
                         recipient: Recipient::new(cfg.ba_window, 0)?,
                         waiting_since: None,
+                        mac_marks: 0,
                     });
                 }
             }
@@ -484,6 +523,8 @@ impl<P: LinkPacket + 'static> Bss<P> {
             max_ampdu_bytes: cfg.max_ampdu_bytes,
             ba_window: cfg.ba_window,
             basic_rates: cfg.basic_rates,
+            marking: cfg.marking,
+            taken: Vec::new(),
             rng: Rng::derive(rng.next_u64(), 3),
             armed: None,
             pending: Vec::new(),
@@ -689,26 +730,16 @@ impl<P: LinkPacket + 'static> Bss<P> {
             }
         }
         // Then packets from the queue discipline while they fit.
+        let mut taken = std::mem::take(&mut self.taken);
         while !full
-            && self.txqs[q].origin.window_room() > self.txqs[q].origin.backlog_len()
+            && self.txqs[q].origin.window_room() > self.txqs[q].origin.backlog_len() + taken.len()
             && k < usize::from(self.ba_window)
         {
             let Some(d) = self.txqs[q].qdisc.dequeue(now, &mut self.drops) else {
                 break;
             };
-            let size = d.pkt.wire_len();
-            let ok = fits(k, padded, size, self);
-            io.departed(&Departure {
-                pkt: &d.pkt,
-                queue: q,
-                sub: d.queue,
-                sojourn: d.sojourn,
-                start: now,
-                serialisation: ok.map_or(Dur::ZERO, |(_, dur)| dur.saturating_sub(ppdu)),
-                marked: d.marked,
-            });
-            let i = self.store(d.pkt);
-            self.txqs[q].origin.enqueue(i, now);
+            let ok = fits(k, padded, d.pkt.wire_len(), self);
+            taken.push((d, ok.map_or(Dur::ZERO, |(_, dur)| dur.saturating_sub(ppdu))));
             match ok {
                 Some((bytes, dur)) => {
                     k += 1;
@@ -718,6 +749,23 @@ impl<P: LinkPacket + 'static> Bss<P> {
                 None => full = true,
             }
         }
+        if self.marking == MarkingRule::PendingDequeue {
+            self.mark_pending(q, &mut taken);
+        }
+        for (d, serialisation) in taken.drain(..) {
+            io.departed(&Departure {
+                pkt: &d.pkt,
+                queue: q,
+                sub: d.queue,
+                sojourn: d.sojourn,
+                start: now,
+                serialisation,
+                marked: d.marked,
+            });
+            let i = self.store(d.pkt);
+            self.txqs[q].origin.enqueue(i, now);
+        }
+        self.taken = taken;
         self.flush_drops(q, io);
         self.arm_qdisc(q, io);
         if k == 0 {
@@ -731,6 +779,24 @@ impl<P: LinkPacket + 'static> Bss<P> {
         let dir = usize::from(q >= self.stations.len() * self.ncat());
         self.stations[s].stats.retries[dir] += self.txqs[q].origin.counters().retransmitted - before;
         (mpdus, ppdu)
+    }
+
+    /// The pending-dequeue rule: of the packets just taken from queue `q`'s L sub-queue,
+    /// mark (CE) enough that the batch's marks are at least the packets still waiting in
+    /// the L queue: everything that will not make this aggregate is signalled at once.
+    fn mark_pending(&mut self, q: usize, taken: &mut [(l4s_aqm::Dequeued<P>, Dur)]) {
+        let waiting = self.txqs[q].qdisc.backlog_of(QueueId::L).0;
+        let mut marks = taken.iter().filter(|(d, _)| d.queue == QueueId::L && d.marked).count();
+        for (d, _) in taken.iter_mut() {
+            if marks >= waiting {
+                break;
+            }
+            if d.queue == QueueId::L && !d.marked && d.pkt.set_ce() {
+                d.marked = true;
+                marks += 1;
+                self.txqs[q].mac_marks += 1;
+            }
+        }
     }
 
     /// The access due at `at`.
@@ -1017,7 +1083,16 @@ impl<P: LinkPacket + 'static> Link<P> for Bss<P> {
     }
 
     fn queue_stats(&self, q: usize) -> Vec<(QueueId, QueueStats)> {
-        self.txqs.get(q).map(|t| t.qdisc.stats()).unwrap_or_default()
+        let Some(t) = self.txqs.get(q) else {
+            return Vec::new();
+        };
+        let mut stats = t.qdisc.stats();
+        for (id, st) in &mut stats {
+            if *id == QueueId::L {
+                st.marks += t.mac_marks;
+            }
+        }
+        stats
     }
 
     fn backlog(&self, q: usize) -> (u64, u64) {
@@ -1354,6 +1429,47 @@ mod tests {
         assert!(jain > 0.99, "{jain}");
         assert!(out.iter().all(|d| d.1 == 0));
         assert!(p > 0.1 && p < 0.25, "{p}");
+    }
+
+    #[test]
+    fn pending_dequeue_marks_all_that_misses_the_aggregate() {
+        // 100 ECT(1) packets reach a DualPI2 queue at the AP at once; the station takes 42
+        // per A-MPDU (65 535 bytes). The first aggregate leaves 58 waiting: its 42 are
+        // marked; the second leaves 16: 16 of its 42; the third leaves none. 58 in all,
+        // before DualPI2's first probability update (16 ms) could mark anything itself.
+        let mut cfg = BssConfig::new(
+            vec![station("sta", he(80, 2, 9))],
+            l4s_aqm::AqmConfig::DualPi2(Default::default()),
+            deep_fifo(),
+        );
+        cfg.marking = MarkingRule::PendingDequeue;
+        let offers: Vec<_> = (0..100u64)
+            .map(|i| {
+                (
+                    Time::ZERO,
+                    0,
+                    1,
+                    Pkt {
+                        ecn: Ecn::Ect1,
+                        ..pkt(i)
+                    },
+                )
+            })
+            .collect();
+        let (link, out, _) = run(&cfg, offers, Time::from_millis(10), 1);
+        assert_eq!(out.len(), 100);
+        let ce: Vec<u64> = out.iter().filter(|d| d.2.ecn == Ecn::Ce).map(|d| d.2.id).collect();
+        assert_eq!(ce.len(), 58, "{ce:?}");
+        // Marked in order within each aggregate: all of the first, the head of the second.
+        assert!(ce.iter().take(42).copied().eq(0..42), "{ce:?}");
+        assert!(ce.iter().skip(42).copied().eq(42..58), "{ce:?}");
+        let l = link
+            .queue_stats(0)
+            .into_iter()
+            .find(|(id, _)| *id == QueueId::L)
+            .unwrap()
+            .1;
+        assert_eq!(l.marks, 58);
     }
 
     #[test]

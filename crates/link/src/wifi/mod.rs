@@ -71,7 +71,8 @@ pub mod phy;
 
 pub use airtime::{fit_ampdu, mpdu_bytes, plan_exchange, Ampdu, AmpduLimits, Exchange, ExchangeConfig, Response};
 pub use bss::{
-    ac_of_dscp, mcs_for_signal, Bss, BssConfig, EdcafStats, ScanConfig, Scheduler, StationConfig, StationStats,
+    ac_of_dscp, mcs_for_signal, Bss, BssConfig, EdcafStats, MarkingRule, ScanConfig, Scheduler, StationConfig,
+    StationStats,
 };
 pub use edca::{AccessCategory, EdcaParams};
 pub use phy::{BasicRates, EhtSigMcs, GuardInterval, LtfSize, NonHtRate, PhyMode, Standard};
