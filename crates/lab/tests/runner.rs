@@ -548,3 +548,44 @@ fn a_variant_run_stopped_before_its_first_variant_leaves_no_empty_out() {
     assert!(!out.exists(), "{:?}", std::fs::read_dir(&out).map(|r| r.count()));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A run with a Wi-Fi BSS: its report has the station table, the airtime chart and the
+/// access-delay chart.
+#[test]
+fn a_wifi_run_reports_airtime_and_access_delay() {
+    let d = tmp("wifi");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/wifi-multi-client.toml"))
+            .unwrap()
+            .replace("duration = \"60s\"", "duration = \"7s\"")
+            .replace("warmup = \"10s\"", "warmup = \"1s\"");
+    let opts = RunOptions {
+        out: Some(d.join("out")),
+        variants: vec!["dualq-classic".into()],
+        ..RunOptions::default()
+    };
+    let runs = run_text(
+        &text,
+        Path::new("wifi-multi-client.toml"),
+        &mut Simulator,
+        &opts,
+        &mut NoProgress,
+    )
+    .unwrap();
+    let r = &runs.runs[0];
+    let w = &r.summary.wifi[0];
+    assert_eq!(w.stations.len(), 4);
+    let total: f64 = w
+        .stations
+        .iter()
+        .map(|s| s.down.airtime_share + s.up.airtime_share)
+        .sum();
+    assert!(total > 0.3 && total <= 1.0, "{total}");
+    let html = std::fs::read_to_string(r.dir.join("report.html")).unwrap();
+    assert!(html.contains("<h3>Wi-Fi wifi</h3>"));
+    assert!(html.contains("Airtime per station of Wi-Fi wifi"));
+    assert!(html.contains("MAC access delay per station of Wi-Fi wifi"));
+    // Stacked bars: one per station and direction.
+    assert!(html.matches("<rect x=").count() >= 8);
+    let _ = std::fs::remove_dir_all(&d);
+}

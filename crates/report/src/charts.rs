@@ -205,6 +205,9 @@ pub enum Mark {
     /// A vertical error bar from `lo` to `hi` at each `(x, lo, hi)`, with caps 8 px wide
     /// (not downsampled: for a few bars).
     ErrorBars { bars: Vec<(f64, f64, f64)>, width: f64 },
+    /// A filled bar from `lo` to `hi` at each `(x, lo, hi)`, `width` wide in x-axis units
+    /// (stacked bars: one layer per part).
+    Bars { bars: Vec<(f64, f64, f64)>, width: f64 },
 }
 
 #[derive(Clone, Debug)]
@@ -266,7 +269,7 @@ impl Chart {
                 Mark::Line { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
                 Mark::Band { lo, hi, .. } | Mark::Area { lo, hi } => !lo.is_empty() && !hi.is_empty(),
                 Mark::Points { pts, .. } => pts.iter().any(|p| p.0.is_finite() && p.1.is_finite()),
-                Mark::ErrorBars { bars, .. } => bars
+                Mark::ErrorBars { bars, .. } | Mark::Bars { bars, .. } => bars
                     .iter()
                     .any(|b| b.0.is_finite() && b.1.is_finite() && b.2.is_finite()),
             })
@@ -437,6 +440,21 @@ impl Chart {
                         }
                     }
                 }
+                Mark::Bars { bars, width } => {
+                    for (x, lo, hi) in bars {
+                        let (x0, x1, y0, y1) = (px(x - width / 2.0), px(x + width / 2.0), py(*lo), py(*hi));
+                        if x0.is_finite() && x1.is_finite() && y0.is_finite() && y1.is_finite() {
+                            let _ = write!(
+                                s,
+                                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\" fill-opacity=\"0.85\"/>",
+                                x0.min(x1),
+                                y0.min(y1),
+                                (x1 - x0).abs(),
+                                (y0 - y1).abs()
+                            );
+                        }
+                    }
+                }
                 Mark::ErrorBars { bars, width } => {
                     let mut d = String::new();
                     for (x, lo, hi) in bars {
@@ -536,7 +554,7 @@ impl Chart {
             let (dash, filled) = match &l.mark {
                 Mark::Line { dash, .. } => (*dash, 0.0),
                 Mark::Band { opacity, .. } => (None, (opacity * 1.6).min(1.0)),
-                Mark::Area { .. } => (None, 0.85),
+                Mark::Area { .. } | Mark::Bars { .. } => (None, 0.85),
                 Mark::Points { .. } | Mark::ErrorBars { .. } => (None, 0.0),
             };
             entries.push((l.name.clone(), l.color.clone(), dash, filled));

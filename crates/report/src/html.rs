@@ -342,6 +342,138 @@ pub(crate) fn queues_table(out: &mut String, res: &Results) {
     }
 }
 
+/// Each Wi-Fi BSS: a table per station and direction, the airtime chart (stacked down and
+/// up per station) and the MAC access delay's p50 to p99 per station and direction.
+fn wifi_section(ch: &mut Charts, res: &Results) {
+    use crate::charts::{Axis, Layer, Mark};
+    let s = &res.summary;
+    for w in &s.wifi {
+        let _ = write!(ch.out, "<h3>Wi-Fi {}</h3>", esc(&w.name));
+        ch.out.push_str("<table><tr><th class=\"l\">station</th><th class=\"l\">PHY</th><th class=\"l\">direction</th><th>airtime</th><th>PPDUs</th><th>MPDUs per A-MPDU</th><th>retries</th><th>drops at the retry limit</th><th>access delay p50 ms</th><th>p99</th><th>off-channel s</th></tr>");
+        let opt = |v: Option<f64>| v.map_or("–".to_string(), ms);
+        for st in &w.stations {
+            for (dir, d) in [("down", &st.down), ("up", &st.up)] {
+                let first = dir == "down";
+                let _ = write!(
+                    ch.out,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{dir}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    if first { esc(&st.station) } else { String::new() },
+                    if first { esc(&format!("{} ({})", st.phy, rate(st.phy_rate_bps as f64))) } else { String::new() },
+                    esc(&pct(d.airtime_share)),
+                    count(d.ppdus),
+                    d.mpdus_per_ampdu,
+                    count(d.retries),
+                    count(d.retry_drops),
+                    opt(d.access_delay_p50_ms),
+                    opt(d.access_delay_p99_ms),
+                    if first { format!("{:.2}", st.off_channel_s) } else { String::new() },
+                );
+            }
+        }
+        ch.out.push_str("</table>");
+        let busy: Vec<String> = w
+            .categories
+            .iter()
+            .filter(|c| c.txops > 0)
+            .map(|c| {
+                format!(
+                    "{} {}: {} TXOPs, {} collided, {} internal collisions",
+                    c.device,
+                    c.category,
+                    count(c.txops),
+                    count(c.collisions),
+                    count(c.internal_collisions)
+                )
+            })
+            .collect();
+        if !busy.is_empty() {
+            let _ = write!(ch.out, "<p class=\"meta\">{}</p>", esc(&busy.join("; ")));
+        }
+        let names: Vec<String> = w.stations.iter().map(|s| s.station.clone()).collect();
+        let pal = Palette::new(["down", "up"]);
+        let sc = &s.scenario;
+        let top = w
+            .stations
+            .iter()
+            .map(|s| 100.0 * (s.down.airtime_share + s.up.airtime_share))
+            .fold(0.0, f64::max);
+        let mut air = Chart::new(
+            format!(
+                "Airtime per station of Wi-Fi {} (% of the window), {}, seed {}",
+                w.name, sc.name, sc.seed
+            ),
+            Axis::categories("station", &names, 14),
+            Axis::linear("airtime (%)", 0.0, (top * 1.1).max(1.0)),
+        );
+        air.plot_height = 200.0;
+        for (dir, part) in [("down", 0usize), ("up", 1)] {
+            let bars = w
+                .stations
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let down = 100.0 * s.down.airtime_share;
+                    if part == 0 {
+                        (i as f64, 0.0, down)
+                    } else {
+                        (i as f64, down, down + 100.0 * s.up.airtime_share)
+                    }
+                })
+                .collect();
+            air.layers.push(Layer {
+                name: format!("{dir}link TXOPs"),
+                color: pal.color(dir),
+                mark: Mark::Bars { bars, width: 0.5 },
+                legend: true,
+            });
+        }
+        ch.push(&air);
+        let delays: Vec<(usize, &str, f64, f64)> = w
+            .stations
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| [(i, "down", &s.down), (i, "up", &s.up)])
+            .filter_map(|(i, dir, d)| Some((i, dir, d.access_delay_p50_ms?, d.access_delay_p99_ms?)))
+            .collect();
+        if delays.is_empty() {
+            continue;
+        }
+        let hi = delays.iter().map(|d| d.3).fold(0.0, f64::max);
+        let lo = delays.iter().map(|d| d.2).fold(f64::MAX, f64::min);
+        let mut acc = Chart::new(
+            format!(
+                "MAC access delay per station of Wi-Fi {}: p50 (dot) to p99 (bar top), ms, {}, seed {}",
+                w.name, sc.name, sc.seed
+            ),
+            Axis::categories("station", &names, 14),
+            Axis::log("access delay (ms)", (lo / 2.0).max(1e-3), hi * 2.0),
+        );
+        acc.plot_height = 200.0;
+        for (dir, shift) in [("down", -0.12), ("up", 0.12)] {
+            let mine: Vec<_> = delays.iter().filter(|d| d.1 == dir).collect();
+            acc.layers.push(Layer {
+                name: format!("{dir}link"),
+                color: pal.color(dir),
+                mark: Mark::ErrorBars {
+                    bars: mine.iter().map(|d| (d.0 as f64 + shift, d.2, d.3)).collect(),
+                    width: 1.5,
+                },
+                legend: true,
+            });
+            acc.layers.push(Layer {
+                name: format!("{dir}link"),
+                color: pal.color(dir),
+                mark: Mark::Points {
+                    pts: mine.iter().map(|d| (d.0 as f64 + shift, d.2)).collect(),
+                    radius: 3.0,
+                },
+                legend: false,
+            });
+        }
+        ch.push(&acc);
+    }
+}
+
 struct Charts<'a> {
     out: &'a mut String,
     n: usize,
@@ -431,6 +563,7 @@ fn render_with_figures(res: &Results) -> (String, Vec<(String, String)>) {
     media_table(ch.out, res, &pal);
     apps_table(ch.out, res, &pal);
     queues_table(ch.out, res);
+    wifi_section(&mut ch, res);
 
     ch.out.push_str("<h2>One-way delay over time</h2>");
     let lat = figures::latency_over_time(&cx);
