@@ -77,11 +77,11 @@ impl LinkConfig {
 pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Link<P>> {
     let loss_seed = rng.clone().next_u64();
     if let Some(w) = &cfg.wifi {
-        // A configuration that fails its own validation carries no traffic: every packet is
-        // reported lost, and the scenario layer refuses such a file before a run.
+        // A configuration that fails its own validation carries no traffic (the scenario
+        // layer refuses such a file before a run, naming the key).
         return match crate::wifi::Bss::new(w, rng) {
             Ok(b) => Box::new(b),
-            Err(e) => Box::new(crate::wifi::bss::Refused::new(e)),
+            Err(_) => Box::new(crate::Inert),
         };
     }
     let wire: Box<dyn Link<P>> = match (&cfg.ran, &cfg.trace) {

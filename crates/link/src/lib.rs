@@ -314,6 +314,43 @@ pub trait Link<P: LinkPacket> {
     }
 }
 
+/// A link that carries nothing: every packet put on it is reported lost on the wire, and it
+/// has no queue. The simulator gives it to a link whose packets another link's model
+/// carries (one crossing a shared medium), and [`build`] makes it of a configuration that
+/// its model refuses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inert;
+
+impl<P: LinkPacket> Link<P> for Inert {
+    fn ports(&self) -> usize {
+        2
+    }
+    fn start(&mut self, _origin: Time, _io: &mut Io<'_, P>) {}
+    fn send(&mut self, _from: Port, _to: Port, pkt: P, io: &mut Io<'_, P>) {
+        io.lost(Loss {
+            pkt,
+            kind: LossKind::Wire,
+            sojourn: Dur::ZERO,
+        });
+    }
+    fn handle_timeout(&mut self, _timer: Timer, _at: Time, _io: &mut Io<'_, P>) {}
+    fn queues(&self) -> &[QueueInfo] {
+        &[]
+    }
+    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
+        Vec::new()
+    }
+    fn backlog(&self, _q: usize) -> (u64, u64) {
+        (0, 0)
+    }
+    fn probability(&self, _q: usize) -> Option<f64> {
+        None
+    }
+    fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
+        None
+    }
+}
+
 /// Counters a link keeps beside its queues'.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {

@@ -106,7 +106,7 @@ impl Sim {
             // A link across a shared medium that another link owns has no model of its own.
             let shared = l.medium.as_ref().filter(|m| m.owner != i);
             let model: Box<dyn Link<Packet>> = match shared {
-                Some(_) => Box::new(NoModel),
+                Some(_) => Box::new(l4s_link::Inert),
                 None => l4s_link::build(&l.config(scenario.duration), rng),
             };
             let reported = l.medium.as_ref().map_or(&l.name, |m| &m.name);
@@ -527,40 +527,6 @@ impl Sim {
     /// Link index by name.
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.scenario.links.iter().position(|l| l.name == name)
-    }
-}
-
-/// The model of a link whose packets another link's model carries (a shared medium's):
-/// never called, with no queues.
-struct NoModel;
-
-impl Link<Packet> for NoModel {
-    fn ports(&self) -> usize {
-        2
-    }
-    fn start(&mut self, _origin: Time, _io: &mut Io<'_, Packet>) {}
-    fn send(&mut self, _from: l4s_link::Port, _to: l4s_link::Port, pkt: Packet, io: &mut Io<'_, Packet>) {
-        io.lost(Loss {
-            pkt,
-            kind: LossKind::Wire,
-            sojourn: Dur::ZERO,
-        });
-    }
-    fn handle_timeout(&mut self, _timer: Timer, _at: Time, _io: &mut Io<'_, Packet>) {}
-    fn queues(&self) -> &[l4s_link::QueueInfo] {
-        &[]
-    }
-    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
-        Vec::new()
-    }
-    fn backlog(&self, _q: usize) -> (u64, u64) {
-        (0, 0)
-    }
-    fn probability(&self, _q: usize) -> Option<f64> {
-        None
-    }
-    fn rate(&self, _from: l4s_link::Port, _to: l4s_link::Port) -> Option<l4s_core::Rate> {
-        None
     }
 }
 

@@ -1135,49 +1135,6 @@ impl<P: LinkPacket + 'static> Link<P> for Bss<P> {
     }
 }
 
-/// What [`crate::build`] makes of a BSS configuration that fails [`BssConfig::validate`]
-/// (which the scenario layer checks before any run): a link that carries nothing and
-/// reports every packet lost, keeping the error for whoever asks.
-pub struct Refused {
-    pub error: WifiError,
-}
-
-impl Refused {
-    pub fn new(error: WifiError) -> Refused {
-        Refused { error }
-    }
-}
-
-impl<P: LinkPacket> Link<P> for Refused {
-    fn ports(&self) -> usize {
-        2
-    }
-    fn start(&mut self, _origin: Time, _io: &mut Io<'_, P>) {}
-    fn send(&mut self, _from: Port, _to: Port, pkt: P, io: &mut Io<'_, P>) {
-        io.lost(Loss {
-            pkt,
-            kind: LossKind::Wire,
-            sojourn: Dur::ZERO,
-        });
-    }
-    fn handle_timeout(&mut self, _timer: Timer, _at: Time, _io: &mut Io<'_, P>) {}
-    fn queues(&self) -> &[QueueInfo] {
-        &[]
-    }
-    fn queue_stats(&self, _q: usize) -> Vec<(QueueId, QueueStats)> {
-        Vec::new()
-    }
-    fn backlog(&self, _q: usize) -> (u64, u64) {
-        (0, 0)
-    }
-    fn probability(&self, _q: usize) -> Option<f64> {
-        None
-    }
-    fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
