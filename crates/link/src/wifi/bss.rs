@@ -95,6 +95,10 @@ const PPDU_END: Timer = 1;
 /// discipline.
 const SCAN_BASE: Timer = 2;
 
+/// The most stations a BSS takes (2007 associations is the standard's AID space; this
+/// bound keeps every timer number within a [`Timer`] with all four categories carried).
+pub const MAX_STATIONS: usize = 2007;
+
 /// The access category of a DSCP: its user priority is the DSCP's three high bits (the
 /// IP precedence, as Linux's `cfg80211_classify8021d` takes it by default), and the user
 /// priority maps to an access category by IEEE 802.11-2020 Table 10-1: UP 1 and 2 to
@@ -256,6 +260,13 @@ impl BssConfig {
     pub fn validate(&self) -> Result<(), WifiError> {
         if self.stations.is_empty() {
             return Err(WifiError::new("stations", "at least one station", 0));
+        }
+        if self.stations.len() > MAX_STATIONS {
+            return Err(WifiError::new(
+                "stations",
+                format!("at most {MAX_STATIONS} stations in one BSS"),
+                self.stations.len(),
+            ));
         }
         if self.categories.is_empty() {
             return Err(WifiError::new("categories", "at least one access category", "none"));
@@ -1462,6 +1473,8 @@ mod tests {
             "scan.dwell"
         );
         cfg.stations.clear();
+        assert_eq!(Bss::<Pkt>::new(&cfg, Rng::new(1)).err().unwrap().parameter, "stations");
+        cfg.stations = vec![station("x", he(20, 1, 7)); MAX_STATIONS + 1];
         assert_eq!(Bss::<Pkt>::new(&cfg, Rng::new(1)).err().unwrap().parameter, "stations");
     }
 }
