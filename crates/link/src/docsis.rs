@@ -76,6 +76,7 @@
 //! share the aggregate's rates (`max_sustained_rate`, `peak_rate`), as in docsis-ns3's
 //! examples, so it has nothing to do.
 
+use crate::bucket::TokenBucket;
 use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, Timer};
 use l4s_aqm::{AqmConfig, QueueId, QueueStats};
@@ -514,8 +515,8 @@ pub struct DocsisUpstreamLink<P> {
     /// CMTS: the frame PGS grants count from.
     pgs_anchor: u64,
     /// CMTS token buckets (bytes) and when they were last filled.
-    msr_tokens: f64,
-    peak_tokens: f64,
+    msr: TokenBucket,
+    peak: TokenBucket,
     filled: Option<Time>,
     stats: LinkStats,
 }
@@ -552,14 +553,14 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
             built: BTreeMap::new(),
             next_gen: None,
             pgs_anchor: 0,
-            msr_tokens: 0.0,
-            peak_tokens: 0.0,
+            msr: TokenBucket::new(None, 0.0),
+            peak: TokenBucket::new(None, 0.0),
             filled: None,
             stats: LinkStats::default(),
             cfg,
         };
-        link.msr_tokens = link.msr_bucket();
-        link.peak_tokens = link.peak_bucket();
+        link.msr = TokenBucket::new(link.cfg.max_sustained_rate.map(Self::inflate), link.msr_bucket());
+        link.peak = TokenBucket::new(link.cfg.peak_rate.map(Self::inflate), link.peak_bucket());
         link
     }
 
@@ -800,12 +801,8 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
         // Token buckets: filled for the time since the last MAP (the first: one interval).
         let dt = self.filled.map_or(self.d.map, |f| now.since(f)).as_secs_f64();
         self.filled = Some(now);
-        if let Some(r) = self.cfg.max_sustained_rate {
-            self.msr_tokens = (self.msr_tokens + (dt * Self::inflate(r)).floor()).min(self.msr_bucket());
-        }
-        if let Some(r) = self.cfg.peak_rate {
-            self.peak_tokens = (self.peak_tokens + (dt * Self::inflate(r)).floor()).min(self.peak_bucket());
-        }
+        self.msr.fill(dt, true);
+        self.peak.fill(dt, true);
         let per_map = self.minislots_per_map();
         let free = match self.cfg.free_capacity {
             None => per_map,
@@ -827,7 +824,7 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
         } else {
             0
         };
-        let tokens = self.msr_tokens.min(self.peak_tokens);
+        let tokens = self.msr.tokens().min(self.peak.tokens());
         let by_tokens = if tokens.is_infinite() {
             u64::MAX
         } else {
@@ -861,8 +858,8 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
                 fl.requested = fl.requested.saturating_sub(g.len * ms);
             }
             let bytes = ((c + l) * ms) as f64;
-            self.msr_tokens = (self.msr_tokens - bytes).max(0.0);
-            self.peak_tokens = (self.peak_tokens - bytes).max(0.0);
+            self.msr.take_to_empty(bytes);
+            self.peak.take_to_empty(bytes);
             self.built.insert(m, grants);
         }
         self.next_gen = None;
@@ -992,8 +989,8 @@ impl<P: LinkPacket + 'static> DocsisUpstreamLink<P> {
         }
         // The grant's unused bytes go back to the sustained-rate bucket.
         let unused = bytes - add;
-        if unused > 0 && self.cfg.max_sustained_rate.is_some() {
-            self.msr_tokens += unused as f64;
+        if unused > 0 {
+            self.msr.credit(unused as f64);
         }
         if add == 0 {
             self.stats.grants_unused += 1;

@@ -42,6 +42,7 @@
 //! is always the whole symbol); the propagation delay is half the plant's round trip
 //! (docsis-ns3's channel has none).
 
+use crate::bucket::TokenBucket;
 use crate::docsis::{mac_frame_bytes, DocsisUpstream, Taken};
 use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, Timer};
@@ -269,8 +270,8 @@ pub struct DocsisDownstreamLink<P> {
     frag: Option<Taken<P>>,
     /// Token buckets (bytes) and the time they were filled to (which may run ahead of
     /// now: the symbols that only carry a split packet's middle are counted in advance).
-    msr_tokens: f64,
-    peak_tokens: f64,
+    msr: TokenBucket,
+    peak: TokenBucket,
     filled: Time,
     /// The symbol boundary the link is to be woken at, and the last one it handled.
     armed: Option<Time>,
@@ -289,16 +290,19 @@ impl<P: LinkPacket + 'static> DocsisDownstreamLink<P> {
             line: DelayLine::default(),
             origin: Origin::default(),
             frag: None,
-            msr_tokens: 0.0,
-            peak_tokens: 0.0,
+            msr: TokenBucket::new(None, 0.0),
+            peak: TokenBucket::new(None, 0.0),
             filled: Time::ZERO,
             armed: None,
             done: None,
             stats: LinkStats::default(),
             cfg,
         };
-        link.msr_tokens = link.msr_bucket();
-        link.peak_tokens = link.peak_bucket();
+        link.msr = TokenBucket::new(
+            link.cfg.max_sustained_rate.map(|r| r.bytes_per_sec()),
+            link.msr_bucket(),
+        );
+        link.peak = TokenBucket::new(link.cfg.peak_rate.map(|r| r.bytes_per_sec()), link.peak_bucket());
         link
     }
 
@@ -328,18 +332,18 @@ impl<P: LinkPacket + 'static> DocsisDownstreamLink<P> {
             return;
         }
         let dt = t.since(self.filled).as_secs_f64();
-        if let Some(r) = self.cfg.max_sustained_rate {
-            self.msr_tokens = (self.msr_tokens + r.bytes_per_sec() * dt).min(self.msr_bucket());
-        }
-        if let Some(r) = self.cfg.peak_rate {
-            self.peak_tokens = (self.peak_tokens + r.bytes_per_sec() * dt).min(self.peak_bucket());
-        }
+        self.msr.fill(dt, false);
+        self.peak.fill(dt, false);
         self.filled = t;
     }
 
     /// Whole bytes the next symbol may carry, by the channel and the buckets.
     fn budget(&self) -> u64 {
-        let b = self.msr_tokens.min(self.peak_tokens).min(self.d.symbol_bytes as f64);
+        let b = self
+            .msr
+            .tokens()
+            .min(self.peak.tokens())
+            .min(self.d.symbol_bytes as f64);
         if b >= 1.0 {
             b.floor() as u64
         } else {
@@ -348,12 +352,8 @@ impl<P: LinkPacket + 'static> DocsisDownstreamLink<P> {
     }
 
     fn spend(&mut self, bytes: u64) {
-        if self.cfg.max_sustained_rate.is_some() {
-            self.msr_tokens -= bytes as f64;
-        }
-        if self.cfg.peak_rate.is_some() {
-            self.peak_tokens -= bytes as f64;
-        }
+        self.msr.take(bytes as f64);
+        self.peak.take(bytes as f64);
     }
 
     /// The first symbol boundary at or after `t` that has not been handled (a packet

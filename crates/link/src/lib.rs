@@ -118,6 +118,7 @@ macro_rules! ticked_link_timeouts {
     };
 }
 
+mod bucket;
 pub mod capacity;
 pub mod cellular;
 pub mod config;
