@@ -1491,4 +1491,28 @@ to = "sta"
         "topology.wifi[0].stations[0].scan.dwell",
         "shorter than its period",
     );
+    // Multi-link operation: bands the standard lacks, 320 MHz outside 6 GHz, several links
+    // without 802.11be.
+    let two = "channels = [{ name = \"5g\", band = \"5\" }, { name = \"6g\", band = \"6\" }]";
+    assert_bad(
+        "wifi-band",
+        &bss("standard = \"ac\"\nmcs = 7\nchannel = \"6g\"", two),
+        21,
+        "topology.wifi[0].stations[0].channel",
+        "6 GHz band, which a \"ac\" (802.11ac) station lacks",
+    );
+    assert_bad(
+        "wifi-320",
+        &bss("standard = \"be\"\nbandwidth = 320\nmcs = 7\nchannel = \"5g\"", two),
+        20,
+        "topology.wifi[0].stations[0].bandwidth",
+        "at most 160 MHz",
+    );
+    assert_bad(
+        "wifi-mlo-standard",
+        &bss("mcs = 7\nlinks = [{ channel = \"5g\" }, { channel = \"6g\" }]", two),
+        20,
+        "topology.wifi[0].stations[0].links",
+        "expected standard = \"be\"",
+    );
 }

@@ -347,7 +347,11 @@ pub fn wifi_summary(
     base: Option<&l4s_link::wifi::BssStats>,
     secs: f64,
 ) -> l4s_metrics::summary::WifiSummary {
-    use l4s_metrics::summary::{WifiCategorySummary, WifiDirectionSummary, WifiStationSummary};
+    use l4s_metrics::summary::{
+        WifiCategorySummary, WifiDirectionSummary, WifiLinkDirectionSummary, WifiLinkSummary, WifiStationSummary,
+    };
+    // Per-link figures only for a BSS of several channels (one channel: one link each).
+    let multi = now.edcafs.iter().any(|e| e.channel.is_some());
     let stations = now
         .stations
         .iter()
@@ -396,6 +400,35 @@ pub fn wifi_summary(
                         / 1e9,
                 ),
                 dwells: st.stats.dwells.saturating_sub(b.map_or(0, |b| b.dwells)),
+                links: if multi {
+                    st.links
+                        .iter()
+                        .enumerate()
+                        .map(|(k, l)| {
+                            let now_l = st.stats.links.get(k).cloned().unwrap_or_default();
+                            let base_l = b.and_then(|b| b.links.get(k)).cloned().unwrap_or_default();
+                            let dir = |d: usize| WifiLinkDirectionSummary {
+                                airtime_share: if secs > 0.0 {
+                                    round6(now_l.airtime_ns[d].saturating_sub(base_l.airtime_ns[d]) as f64 / 1e9 / secs)
+                                } else {
+                                    0.0
+                                },
+                                ppdus: now_l.ppdus[d].saturating_sub(base_l.ppdus[d]),
+                                mpdus: now_l.mpdus[d].saturating_sub(base_l.mpdus[d]),
+                            };
+                            WifiLinkSummary {
+                                channel: l.channel.clone(),
+                                band: l.band.to_string(),
+                                phy: l.mode.to_string(),
+                                phy_rate_bps: l.mode.data_rate().bits_per_sec(),
+                                down: dir(0),
+                                up: dir(1),
+                            }
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             }
         })
         .collect();
@@ -411,6 +444,7 @@ pub fn wifi_summary(
                 txops: e.stats.txops.saturating_sub(b.txops),
                 collisions: e.stats.collisions.saturating_sub(b.collisions),
                 internal_collisions: e.stats.internal_collisions.saturating_sub(b.internal_collisions),
+                channel: e.channel.clone(),
             }
         })
         .collect();

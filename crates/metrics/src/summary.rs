@@ -66,6 +66,33 @@ pub struct WifiStationSummary {
     /// Time off the channel (scanning) and the dwells begun.
     pub off_channel_s: f64,
     pub dwells: u64,
+    /// In a BSS of several channels (multi-link operation), the station's traffic on each
+    /// of its links; absent in a BSS of one channel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<WifiLinkSummary>,
+}
+
+/// One link of a station: its channel, PHY and the share of its frames it carried.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WifiLinkSummary {
+    /// The channel's name and band ("5 GHz").
+    pub channel: String,
+    pub band: String,
+    pub phy: String,
+    pub phy_rate_bps: u64,
+    pub down: WifiLinkDirectionSummary,
+    pub up: WifiLinkDirectionSummary,
+}
+
+/// One direction of a station's frames on one link.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WifiLinkDirectionSummary {
+    /// The share of the window the link's channel spent on these TXOPs (collisions
+    /// included).
+    pub airtime_share: f64,
+    pub ppdus: u64,
+    /// MPDUs carried (retransmissions included).
+    pub mpdus: u64,
 }
 
 /// One direction of a station's frames.
@@ -98,6 +125,9 @@ pub struct WifiCategorySummary {
     /// higher category of the same device.
     pub collisions: u64,
     pub internal_collisions: u64,
+    /// The channel of this EDCAF, in a BSS of several channels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
 }
 
 /// How evenly the capacity-seeking flows of a run shared: TCP and UDP Prague flows, bulk

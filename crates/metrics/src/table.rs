@@ -209,15 +209,38 @@ fn wifi_lines(w: &crate::summary::WifiSummary) -> String {
         }
     }
     out.push_str(&render(&rows));
+    // A BSS of several channels: how each station's frames split across its links.
+    for st in w.stations.iter().filter(|st| !st.links.is_empty()) {
+        let links: Vec<String> = st
+            .links
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} ({}, {:.1} Mbit/s) down {} in {} PPDUs / {} MPDUs, up {} in {} / {}",
+                    l.channel,
+                    l.band,
+                    l.phy_rate_bps as f64 / 1e6,
+                    pct(l.down.airtime_share),
+                    l.down.ppdus,
+                    l.down.mpdus,
+                    pct(l.up.airtime_share),
+                    l.up.ppdus,
+                    l.up.mpdus
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  {} links: {}", st.station, links.join("; "));
+    }
     let busy: Vec<String> = w
         .categories
         .iter()
         .filter(|c| c.txops > 0)
         .map(|c| {
             format!(
-                "{} {} {} TXOPs, {} collided{}",
+                "{} {}{} {} TXOPs, {} collided{}",
                 c.device,
                 c.category,
+                c.channel.as_ref().map(|ch| format!(" on {ch}")).unwrap_or_default(),
                 c.txops,
                 c.collisions,
                 if c.internal_collisions > 0 {

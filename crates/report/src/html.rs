@@ -371,15 +371,38 @@ fn wifi_section(ch: &mut Charts, res: &Results) {
             }
         }
         ch.out.push_str("</table>");
+        if w.stations.iter().any(|st| !st.links.is_empty()) {
+            // Several channels: each station's frames per link.
+            ch.out.push_str("<table><tr><th class=\"l\">station</th><th class=\"l\">link</th><th class=\"l\">PHY</th><th>airtime down</th><th>PPDUs</th><th>MPDUs</th><th>airtime up</th><th>PPDUs</th><th>MPDUs</th></tr>");
+            for st in &w.stations {
+                for (i, l) in st.links.iter().enumerate() {
+                    let _ = write!(
+                        ch.out,
+                        "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        if i == 0 { esc(&st.station) } else { String::new() },
+                        esc(&format!("{} ({})", l.channel, l.band)),
+                        esc(&format!("{} ({})", l.phy, rate(l.phy_rate_bps as f64))),
+                        esc(&pct(l.down.airtime_share)),
+                        count(l.down.ppdus),
+                        count(l.down.mpdus),
+                        esc(&pct(l.up.airtime_share)),
+                        count(l.up.ppdus),
+                        count(l.up.mpdus),
+                    );
+                }
+            }
+            ch.out.push_str("</table>");
+        }
         let busy: Vec<String> = w
             .categories
             .iter()
             .filter(|c| c.txops > 0)
             .map(|c| {
                 format!(
-                    "{} {}: {} TXOPs, {} collided, {} internal collisions",
+                    "{} {}{}: {} TXOPs, {} collided, {} internal collisions",
                     c.device,
                     c.category,
+                    c.channel.as_ref().map(|ch| format!(" on {ch}")).unwrap_or_default(),
                     count(c.txops),
                     count(c.collisions),
                     count(c.internal_collisions)

@@ -108,6 +108,32 @@ pub struct WifiTable {
     pub ba_window: Option<u16>,
     /// "dequeue" (default: the queue disciplines mark at late dequeue) or "pending-dequeue".
     pub marking: Option<String>,
+    /// The BSS's channels (multi-link operation): `[{ name = "5g", band = "5" }, ...]`;
+    /// one 5 GHz channel by default.
+    pub channels: Option<Vec<ChannelTable>>,
+}
+
+/// One channel of a `[[topology.wifi]]` BSS.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelTable {
+    pub name: String,
+    /// "2.4", "5" or "6" (GHz).
+    pub band: String,
+}
+
+/// One link of a multi-link station: its channel and its PHY there (absent keys take the
+/// station's).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationLinkTable {
+    pub channel: String,
+    pub bandwidth: Option<u16>,
+    pub nss: Option<u8>,
+    pub mcs: Option<u8>,
+    pub signal: Option<f64>,
+    pub guard_interval: Option<String>,
+    pub frame_error_rate: Option<f64>,
 }
 
 /// One station of a `[[topology.wifi]]` BSS.
@@ -130,6 +156,13 @@ pub struct StationTable {
     pub frame_error_rate: Option<f64>,
     /// `scan = { period = "10s", dwell = "100ms", channels = 1, home = "200ms", offset = "5s" }`.
     pub scan: Option<ScanTable>,
+    /// The channel of a single-link station (default: the BSS's first).
+    pub channel: Option<String>,
+    /// The links of a multi-link station (802.11be), instead of `channel`.
+    pub links: Option<Vec<StationLinkTable>>,
+    /// TID-to-link mapping of a multi-link station: `{ BE = ["6g"], VI = ["5g", "6g"] }`
+    /// (a category left out goes on every link).
+    pub tid_to_link: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,8 +9,8 @@ use crate::{Link, MediumPort, ScenarioError};
 use l4s_aqm::config::{AqmConfig, FifoConfig};
 use l4s_core::Dur;
 use l4s_link::wifi::{
-    mcs_for_signal, AccessCategory, BssConfig, EdcaParams, GuardInterval, MarkingRule, PhyMode, ScanConfig, Scheduler,
-    Standard, StationConfig, WifiError,
+    mcs_for_signal, AccessCategory, Band, BssConfig, ChannelConfig, EdcaParams, GuardInterval, MarkingRule, PhyMode,
+    ScanConfig, Scheduler, Standard, StationConfig, StationLink, WifiError, MAX_LINKS,
 };
 use std::sync::Arc;
 
@@ -181,35 +181,41 @@ fn table_given(name_at: &[Seg], at: &[Seg]) -> bool {
     name_at.len() != at.len()
 }
 
-fn parse_station(cx: &ErrCtx, at: &[Seg], st: &StationTable) -> Result<StationConfig, ScenarioError> {
-    let standard = match st.standard.as_deref().unwrap_or("ax") {
-        "ac" => Standard::Vht,
-        "ax" => Standard::He,
-        "be" => Standard::Eht,
-        other => {
-            return Err(cx.at(
-                &join(at, &[key("standard")]),
-                format!("unknown standard {other:?}: expected \"ac\", \"ax\" or \"be\""),
-            ))
-        }
-    };
-    let bandwidth = st.bandwidth.unwrap_or(80);
-    let gi = match st.guard_interval.as_deref().unwrap_or("0.8us") {
+/// The PHY keys of one link: each from the link's table if set there, else the station's.
+struct PhyKeys<'a> {
+    bandwidth: Option<u16>,
+    nss: Option<u8>,
+    mcs: Option<u8>,
+    signal: Option<f64>,
+    guard_interval: Option<&'a str>,
+    frame_error_rate: Option<f64>,
+}
+
+/// A link's PHY mode and frame error rate; `at_of(key)` is where `key` was set.
+fn parse_phy(
+    cx: &ErrCtx,
+    at: &[Seg],
+    at_of: &dyn Fn(&str) -> Vec<Seg>,
+    standard: Standard,
+    k: &PhyKeys<'_>,
+) -> Result<(PhyMode, f64), ScenarioError> {
+    let bandwidth = k.bandwidth.unwrap_or(80);
+    let gi = match k.guard_interval.unwrap_or("0.8us") {
         "0.4us" => GuardInterval::Ns400,
         "0.8us" => GuardInterval::Ns800,
         "1.6us" => GuardInterval::Ns1600,
         "3.2us" => GuardInterval::Ns3200,
         other => {
             return Err(cx.at(
-                &join(at, &[key("guard_interval")]),
+                &at_of("guard_interval"),
                 format!("unknown guard interval {other:?}: expected \"0.4us\", \"0.8us\", \"1.6us\" or \"3.2us\""),
             ))
         }
     };
-    let (mcs, mcs_key) = match (st.mcs, st.signal) {
+    let (mcs, mcs_key) = match (k.mcs, k.signal) {
         (Some(_), Some(_)) => {
             return Err(cx.at(
-                &join(at, &[key("signal")]),
+                &at_of("signal"),
                 "set either `mcs` or `signal` (which picks the MCS), not both",
             ))
         }
@@ -217,7 +223,7 @@ fn parse_station(cx: &ErrCtx, at: &[Seg], st: &StationTable) -> Result<StationCo
         (None, Some(s)) => {
             let m = mcs_for_signal(standard, bandwidth, s).ok_or_else(|| {
                 cx.at(
-                    &join(at, &[key("signal")]),
+                    &at_of("signal"),
                     format!(
                         "{s} dBm is below MCS 0's sensitivity at {bandwidth} MHz ({} dBm): the station could not associate",
                         -82.0 + 3.0 * f64::from((bandwidth / 20).max(1)).log2()
@@ -233,24 +239,248 @@ fn parse_station(cx: &ErrCtx, at: &[Seg], st: &StationTable) -> Result<StationCo
             ))
         }
     };
-    let mode = PhyMode::new(standard, bandwidth, st.nss.unwrap_or(2), mcs, gi).map_err(|e| {
+    let mode = PhyMode::new(standard, bandwidth, k.nss.unwrap_or(2), mcs, gi).map_err(|e| {
         let k = if e.parameter == "mcs" {
             mcs_key
         } else {
             key_of(e.parameter)
         };
-        cx.at(
-            &join(at, &[key(k)]),
-            format!("expected {}, found {}", e.expected, e.found),
-        )
+        cx.at(&at_of(k), format!("expected {}, found {}", e.expected, e.found))
     })?;
-    let fer = st.frame_error_rate.unwrap_or(0.0);
+    let fer = k.frame_error_rate.unwrap_or(0.0);
     if !(0.0..1.0).contains(&fer) {
         return Err(cx.at(
-            &join(at, &[key("frame_error_rate")]),
+            &at_of("frame_error_rate"),
             format!("expected a probability in [0, 1), found {fer}"),
         ));
     }
+    Ok((mode, fer))
+}
+
+/// The name of a standard as a scenario spells it.
+fn standard_key(s: Standard) -> &'static str {
+    match s {
+        Standard::Vht => "\"ac\" (802.11ac)",
+        Standard::He => "\"ax\" (802.11ax)",
+        Standard::Eht => "\"be\" (802.11be)",
+    }
+}
+
+/// A channel's band: "2.4", "5" or "6".
+fn parse_band(cx: &ErrCtx, at: &[Seg], band: &str) -> Result<Band, ScenarioError> {
+    match band {
+        "2.4" => Ok(Band::B2g4),
+        "5" => Ok(Band::B5),
+        "6" => Ok(Band::B6),
+        other => Err(cx.at(
+            at,
+            format!("unknown band {other:?}: expected \"2.4\", \"5\" or \"6\" (GHz)"),
+        )),
+    }
+}
+
+fn parse_station(
+    cx: &ErrCtx,
+    at: &[Seg],
+    st: &StationTable,
+    channels: &[ChannelConfig],
+) -> Result<StationConfig, ScenarioError> {
+    let standard = match st.standard.as_deref().unwrap_or("ax") {
+        "ac" => Standard::Vht,
+        "ax" => Standard::He,
+        "be" => Standard::Eht,
+        other => {
+            return Err(cx.at(
+                &join(at, &[key("standard")]),
+                format!("unknown standard {other:?}: expected \"ac\", \"ax\" or \"be\""),
+            ))
+        }
+    };
+    let names = || {
+        channels
+            .iter()
+            .map(|c| format!("{:?}", c.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let find = |at: &[Seg], name: &str| {
+        channels.iter().position(|c| c.name == name).ok_or_else(|| {
+            cx.at(
+                at,
+                format!(
+                    "the BSS has no channel {name:?}: expected one of its `channels`: {}",
+                    names()
+                ),
+            )
+        })
+    };
+    let station_at = |k: &str| join(at, &[key(k)]);
+    let station_keys = PhyKeys {
+        bandwidth: st.bandwidth,
+        nss: st.nss,
+        mcs: st.mcs,
+        signal: st.signal,
+        guard_interval: st.guard_interval.as_deref(),
+        frame_error_rate: st.frame_error_rate,
+    };
+    // (channel, its key path, the link's key path, mode, frame error rate, where `bandwidth` was set)
+    let mut links = Vec::new();
+    match &st.links {
+        None => {
+            let ch = match &st.channel {
+                None => 0,
+                Some(name) => find(&station_at("channel"), name)?,
+            };
+            let (mode, fer) = parse_phy(cx, at, &station_at, standard, &station_keys)?;
+            links.push((ch, station_at("channel"), mode, fer, station_at("bandwidth")));
+        }
+        Some(ls) => {
+            if st.channel.is_some() {
+                return Err(cx.at(
+                    &station_at("channel"),
+                    "set either `channel` (a single-link station) or `links`, not both",
+                ));
+            }
+            if ls.is_empty() {
+                return Err(cx.at(
+                    &station_at("links"),
+                    "expected at least one link, such as [{ channel = \"6g\", mcs = 9 }]",
+                ));
+            }
+            for (i, l) in ls.iter().enumerate() {
+                let lat = join(at, &[key("links"), Seg::Index(i)]);
+                let ch = find(&join(&lat, &[key("channel")]), &l.channel)?;
+                if links
+                    .iter()
+                    .any(|x: &(usize, Vec<Seg>, PhyMode, f64, Vec<Seg>)| x.0 == ch)
+                {
+                    return Err(cx.at(
+                        &join(&lat, &[key("channel")]),
+                        format!(
+                            "a second link on channel {:?}: expected one link per channel",
+                            l.channel
+                        ),
+                    ));
+                }
+                let keys = PhyKeys {
+                    bandwidth: l.bandwidth.or(st.bandwidth),
+                    nss: l.nss.or(st.nss),
+                    mcs: if l.mcs.is_some() || l.signal.is_some() {
+                        l.mcs
+                    } else {
+                        st.mcs
+                    },
+                    signal: if l.mcs.is_some() || l.signal.is_some() {
+                        l.signal
+                    } else {
+                        st.signal
+                    },
+                    guard_interval: l.guard_interval.as_deref().or(st.guard_interval.as_deref()),
+                    frame_error_rate: l.frame_error_rate.or(st.frame_error_rate),
+                };
+                let set_on_link = |k: &str| match k {
+                    "bandwidth" => l.bandwidth.is_some(),
+                    "nss" => l.nss.is_some(),
+                    "mcs" | "signal" => l.mcs.is_some() || l.signal.is_some(),
+                    "guard_interval" => l.guard_interval.is_some(),
+                    "frame_error_rate" => l.frame_error_rate.is_some(),
+                    _ => false,
+                };
+                let at_of = |k: &str| {
+                    if set_on_link(k) {
+                        join(&lat, &[key(k)])
+                    } else {
+                        station_at(k)
+                    }
+                };
+                let (mode, fer) = parse_phy(cx, &lat, &at_of, standard, &keys)?;
+                links.push((ch, join(&lat, &[key("channel")]), mode, fer, at_of("bandwidth")));
+            }
+        }
+    }
+    // The standard and the bands: 802.11ac is 5 GHz only (IEEE 802.11-2020 21.1.1), the
+    // 6 GHz band takes HE (802.11ax-2021 26.17) and EHT, 320 MHz is EHT in 6 GHz only
+    // (802.11be 36.1.1), 2.4 GHz channels are at most 40 MHz; multi-link operation is an
+    // EHT MLD's (802.11be 35.3).
+    for (ch, ch_at, mode, _, bw_at) in &links {
+        let band = channels[*ch].band;
+        if !band.carries(standard) {
+            return Err(cx.at(
+                ch_at,
+                format!(
+                    "channel {:?} is in the {band} band, which a {} station lacks: expected a 5 GHz channel, or standard \"ax\" or \"be\"",
+                    channels[*ch].name,
+                    standard_key(standard)
+                ),
+            ));
+        }
+        let max = band.max_bandwidth(standard);
+        if mode.bandwidth_mhz() > max {
+            return Err(cx.at(
+                bw_at,
+                format!(
+                    "expected at most {max} MHz for {} in the {band} band of channel {:?}{}, found {}",
+                    standard_key(standard),
+                    channels[*ch].name,
+                    if band != Band::B6 && standard == Standard::Eht {
+                        " (320 MHz is 6 GHz only)"
+                    } else {
+                        ""
+                    },
+                    mode.bandwidth_mhz()
+                ),
+            ));
+        }
+    }
+    if links.len() > 1 && standard != Standard::Eht {
+        return Err(cx.at(
+            &station_at("links"),
+            format!(
+                "multi-link operation is 802.11be's: expected standard = \"be\" for {} links, found {}",
+                links.len(),
+                standard_key(standard)
+            ),
+        ));
+    }
+    let tid_to_link = match &st.tid_to_link {
+        None => None,
+        Some(map) => {
+            let map_at = station_at("tid_to_link");
+            if links.len() < 2 {
+                return Err(cx.at(
+                    &map_at,
+                    "a TID-to-link mapping needs a multi-link station: expected `links` on two or more channels",
+                ));
+            }
+            let own: u16 = links.iter().map(|l| 1u16 << l.0).fold(0, |a, b| a | b);
+            let mut masks = [own; 4];
+            for (k, chans) in map {
+                let kat = join(&map_at, &[key(k)]);
+                let ac = category(k).ok_or_else(|| {
+                    cx.at(
+                        &kat,
+                        format!("unknown access category {k:?}: expected \"BK\", \"BE\", \"VI\" or \"VO\""),
+                    )
+                })?;
+                if chans.is_empty() {
+                    return Err(cx.at(&kat, "expected one or more of the station's channels, found none"));
+                }
+                let mut m = 0u16;
+                for name in chans {
+                    let c = find(&kat, name)?;
+                    if own & (1 << c) == 0 {
+                        return Err(cx.at(
+                            &kat,
+                            format!("the station has no link on channel {name:?}: expected channels of its `links`"),
+                        ));
+                    }
+                    m |= 1 << c;
+                }
+                masks[ac as usize] = m;
+            }
+            Some(masks)
+        }
+    };
     let scan = match &st.scan {
         None => None,
         Some(s) => {
@@ -273,10 +503,49 @@ fn parse_station(cx: &ErrCtx, at: &[Seg], st: &StationTable) -> Result<StationCo
     };
     Ok(StationConfig {
         name: st.node.clone(),
-        mode,
-        frame_error_rate: fer,
+        links: links
+            .into_iter()
+            .map(|(channel, _, mode, frame_error_rate, _)| StationLink {
+                channel,
+                mode,
+                frame_error_rate,
+            })
+            .collect(),
         scan,
+        tid_to_link,
     })
+}
+
+/// The BSS's channels: `channels`, or one 5 GHz channel.
+fn parse_channels(cx: &ErrCtx, at: &[Seg], w: &WifiTable) -> Result<Vec<ChannelConfig>, ScenarioError> {
+    let Some(list) = &w.channels else {
+        return Ok(vec![ChannelConfig::default()]);
+    };
+    let cat = join(at, &[key("channels")]);
+    if list.is_empty() || list.len() > MAX_LINKS {
+        return Err(cx.at(
+            &cat,
+            format!(
+                "expected 1 to {MAX_LINKS} channels, such as [{{ name = \"5g\", band = \"5\" }}], found {}",
+                list.len()
+            ),
+        ));
+    }
+    let mut out: Vec<ChannelConfig> = Vec::new();
+    for (i, c) in list.iter().enumerate() {
+        let cat = join(&cat, &[Seg::Index(i)]);
+        if c.name.trim().is_empty() || out.iter().any(|o| o.name == c.name) {
+            return Err(cx.at(
+                &join(&cat, &[key("name")]),
+                format!("expected a non-empty name used by one channel only, found {:?}", c.name),
+            ));
+        }
+        out.push(ChannelConfig {
+            name: c.name.clone(),
+            band: parse_band(cx, &join(&cat, &[key("band")]), &c.band)?,
+        });
+    }
+    Ok(out)
 }
 
 /// Add BSS `w` (at key path `at`): one link down and one up per station. `dscps` are the
@@ -309,6 +578,7 @@ pub(crate) fn add_wifi(
             "a BSS needs at least one [[topology.wifi.stations]] entry",
         ));
     }
+    let channels = parse_channels(cx, at, &w)?;
     let mut stations = Vec::new();
     let mut nodes = vec![ap];
     for (i, st) in w.stations.iter().enumerate() {
@@ -324,12 +594,13 @@ pub(crate) fn add_wifi(
             ));
         }
         nodes.push(n);
-        stations.push(parse_station(cx, &sp, st)?);
+        stations.push(parse_station(cx, &sp, st, &channels)?);
     }
     let fifo = AqmConfig::Fifo(FifoConfig::default());
     let ap_aqm = parse_aqm(cx, &join(at, &[key("aqm")]), w.aqm, fifo.clone())?;
     let sta_aqm = parse_aqm(cx, &join(at, &[key("station_aqm")]), w.station_aqm, fifo)?;
     let mut cfg = BssConfig::new(stations, ap_aqm, sta_aqm);
+    cfg.channels = channels;
     cfg.ap_edca = parse_edca(cx, &join(at, &[key("edca")]), w.edca, true)?;
     cfg.sta_edca = parse_edca(cx, &join(at, &[key("station_edca")]), w.station_edca, false)?;
     if let Some(c) = &w.l4s_category {
@@ -389,7 +660,7 @@ pub(crate) fn add_wifi(
                 format!("{name}/{}/{dir}", st.name),
                 from,
                 to,
-                Some(st.mode.data_rate()),
+                Some(st.data_rate()),
                 Dur::ZERO,
                 AqmConfig::Fifo(FifoConfig::default()),
             );

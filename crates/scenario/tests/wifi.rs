@@ -86,9 +86,9 @@ fn a_bss_is_a_link_each_way_per_station_through_one_model() {
     assert_eq!(cfg.l4s_category, Some(AccessCategory::Video));
     assert_eq!(cfg.categories, vec![AccessCategory::BestEffort, AccessCategory::Video]);
     // -64 dBm at 20 MHz meets HE-MCS 7's sensitivity (-64 dBm) and not MCS 8's (-59).
-    assert_eq!(cfg.stations[0].mode.mcs(), 7);
-    assert_eq!(cfg.stations[0].mode.bandwidth_mhz(), 20);
-    assert_eq!(cfg.stations[1].mode.mcs(), 7);
+    assert_eq!(cfg.stations[0].links[0].mode.mcs(), 7);
+    assert_eq!(cfg.stations[0].links[0].mode.bandwidth_mhz(), 20);
+    assert_eq!(cfg.stations[1].links[0].mode.mcs(), 7);
     // The defaults: hostapd's EDCA at the AP (BE CWmax 63, no TXOP limit), the standard's
     // at the stations.
     assert_eq!(cfg.ap_edca[AccessCategory::BestEffort as usize].cw_max, 63);
@@ -180,6 +180,113 @@ fn bad_wifi_parameters_name_the_key() {
             "unknown EDCA preset",
         ),
     ];
+    let two = "channels = [{ name = \"5g\", band = \"5\" }, { name = \"6g\", band = \"6\" }]";
+    let three = "channels = [{ name = \"5g\", band = \"5\" }, { name = \"6g\", band = \"6\" }, { name = \"2g\", band = \"2.4\" }]";
+    let mlo = "standard = \"be\"\nmcs = 3\nlinks = [{ channel = \"5g\" }, { channel = \"6g\" }]";
+    let cases_mlo = [
+        (
+            "channels = [{ name = \"5g\", band = \"7\" }]",
+            "mcs = 3".to_string(),
+            "topology.wifi[0].channels[0].band",
+            "unknown band",
+        ),
+        (
+            "channels = [{ name = \"5g\", band = \"5\" }, { name = \"5g\", band = \"6\" }]",
+            "mcs = 3".into(),
+            "topology.wifi[0].channels[1].name",
+            "used by one channel only",
+        ),
+        (
+            two,
+            "standard = \"ac\"\nmcs = 3\nchannel = \"6g\"".into(),
+            "topology.wifi[0].stations[0].channel",
+            "6 GHz band, which a \"ac\" (802.11ac) station lacks",
+        ),
+        (
+            "channels = [{ name = \"2g\", band = \"2.4\" }]",
+            "standard = \"ac\"\nbandwidth = 20\nmcs = 3".into(),
+            "topology.wifi[0].stations[0].channel",
+            "2.4 GHz band",
+        ),
+        (
+            "channels = [{ name = \"6g\", band = \"6\" }, { name = \"5g\", band = \"5\" }]",
+            "mcs = 3\nchannel = \"6g\"\nbandwidth = 40\nstandard = \"ac\"".into(),
+            "topology.wifi[0].stations[0].channel",
+            "which a \"ac\"",
+        ),
+        (
+            two,
+            "mcs = 3\nchannel = \"7g\"".into(),
+            "topology.wifi[0].stations[0].channel",
+            "no channel \"7g\"",
+        ),
+        (
+            two,
+            "standard = \"be\"\nbandwidth = 320\nmcs = 3\nchannel = \"5g\"".into(),
+            "topology.wifi[0].stations[0].bandwidth",
+            "at most 160 MHz for \"be\" (802.11be) in the 5 GHz band of channel \"5g\" (320 MHz is 6 GHz only)",
+        ),
+        (
+            three,
+            "standard = \"ax\"\nbandwidth = 80\nmcs = 3\nchannel = \"2g\"".into(),
+            "topology.wifi[0].stations[0].bandwidth",
+            "at most 40 MHz",
+        ),
+        (
+            two,
+            "mcs = 3\nlinks = [{ channel = \"5g\" }, { channel = \"6g\" }]".into(),
+            "topology.wifi[0].stations[0].links",
+            "multi-link operation is 802.11be's",
+        ),
+        (
+            two,
+            "standard = \"be\"\nmcs = 3\nlinks = [{ channel = \"5g\" }, { channel = \"5g\" }]".into(),
+            "topology.wifi[0].stations[0].links[1].channel",
+            "one link per channel",
+        ),
+        (
+            two,
+            "standard = \"be\"\nmcs = 3\nlinks = [{ channel = \"5g\" }, { channel = \"6g\", bandwidth = 320, mcs = 14 }]".into(),
+            "topology.wifi[0].stations[0].links[1].mcs",
+            "0 to 13",
+        ),
+        (
+            two,
+            "standard = \"be\"\nbandwidth = 320\nmcs = 3\nlinks = [{ channel = \"5g\" }, { channel = \"6g\" }]".into(),
+            "topology.wifi[0].stations[0].bandwidth",
+            "at most",
+        ),
+        (
+            two,
+            format!("{mlo}\ntid_to_link = {{ XX = [\"6g\"] }}"),
+            "topology.wifi[0].stations[0].tid_to_link.XX",
+            "unknown access category",
+        ),
+        (
+            three,
+            format!("{mlo}\ntid_to_link = {{ BE = [\"2g\"] }}"),
+            "topology.wifi[0].stations[0].tid_to_link.BE",
+            "no link on channel \"2g\"",
+        ),
+        (
+            two,
+            "mcs = 3\ntid_to_link = { BE = [\"5g\"] }".into(),
+            "topology.wifi[0].stations[0].tid_to_link",
+            "needs a multi-link station",
+        ),
+        (
+            two,
+            "standard = \"be\"\nmcs = 3\nchannel = \"5g\"\nlinks = [{ channel = \"6g\" }]".into(),
+            "topology.wifi[0].stations[0].channel",
+            "not both",
+        ),
+    ];
+    for (bss, laptop, key, expected) in &cases_mlo {
+        let e = err(bss, laptop);
+        assert!(e.contains("wifi.toml:"), "{e}");
+        assert!(e.contains(key), "{bss} / {laptop}: {e} (wanted {key})");
+        assert!(e.contains(expected), "{bss} / {laptop}: {e} (wanted {expected})");
+    }
     for (bss, laptop, key, expected) in cases {
         let e = err(bss, laptop);
         assert!(e.contains("wifi.toml:"), "{e}");
@@ -219,4 +326,33 @@ fn bad_wifi_parameters_name_the_key() {
         e.contains("l4s_category") && e.contains("unknown access category"),
         "{e}"
     );
+}
+
+#[test]
+fn an_mld_station_has_a_link_per_channel_and_a_mapping() {
+    let sc = load(
+        "channels = [{ name = \"5g\", band = \"5\" }, { name = \"6g\", band = \"6\" }]",
+        "standard = \"be\"\nnss = 2\nsignal = -65\nframe_error_rate = 0.05\nlinks = [{ channel = \"5g\" }, { channel = \"6g\", bandwidth = 320, mcs = 9 }]\ntid_to_link = { VI = [\"6g\"] }",
+    )
+    .unwrap();
+    let cfg = sc
+        .links
+        .iter()
+        .find_map(|l| l.medium.as_ref().and_then(|m| m.wifi.clone()))
+        .expect("the BSS");
+    assert_eq!(cfg.channels.len(), 2);
+    assert_eq!(cfg.channels[1].name, "6g");
+    let laptop = &cfg.stations[0];
+    assert_eq!(laptop.links.len(), 2);
+    // -65 dBm at 80 MHz: EHT-MCS 3; the 6 GHz link's own width and MCS.
+    assert_eq!((laptop.links[0].channel, laptop.links[0].mode.mcs()), (0, 3));
+    assert_eq!(laptop.links[1].mode.bandwidth_mhz(), 320);
+    assert_eq!(laptop.links[1].mode.mcs(), 9);
+    assert_eq!(laptop.links[1].frame_error_rate, 0.05);
+    let map = laptop.tid_to_link.expect("a mapping");
+    assert_eq!(map[AccessCategory::Video as usize], 0b10);
+    assert_eq!(map[AccessCategory::BestEffort as usize], 0b11);
+    // The phone, single-link, is on the first channel.
+    assert_eq!(cfg.stations[1].links.len(), 1);
+    assert_eq!(cfg.stations[1].links[0].channel, 0);
 }

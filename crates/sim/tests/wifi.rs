@@ -142,3 +142,84 @@ fn wifi_scanning_takes_the_laptop_off_channel_for_its_duty_cycle() {
     assert!(call.p999 > 50.0 && call.p999 < 80.0, "{call:?}");
     assert!(download.p999 < 15.0, "{download:?}");
 }
+
+/// The laptop's share of the window on each of its links, down and up together.
+fn link_airtime(s: &Summary, station: &str) -> Vec<(String, f64, u64)> {
+    let w = &s.wifi[0];
+    let st = w.stations.iter().find(|x| x.station == station).expect("station");
+    st.links
+        .iter()
+        .map(|l| {
+            (
+                l.channel.clone(),
+                l.down.airtime_share + l.up.airtime_share,
+                l.down.ppdus + l.up.ppdus,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn wifi7_mlo_takes_the_game_off_the_busy_link() {
+    // The MLD laptop with both links against the same laptop on the busy 5 GHz link alone
+    // (two saturating uploads there), and with the game mapped to 6 GHz.
+    let mut rows = Vec::new();
+    for v in ["mlo", "single-5g", "mlo-mapped"] {
+        let s = run(load("scenarios/wifi7-mlo.toml", v, &[], "30s"));
+        let game = flow(&s, "game");
+        let late = game.media.as_ref().expect("media").bad_frame_fraction;
+        let update = flow(&s, "os-update").throughput_bps / 1e6;
+        let uploads = (flow(&s, "desktop-upload").throughput_bps + flow(&s, "nas-upload").throughput_bps) / 1e6;
+        let links = link_airtime(&s, "laptop");
+        eprintln!(
+            "{v}: game one-way p99 {:.1} ms, {:.1} % frames late, game {:.1} Mbit/s, OS update {update:.1} Mbit/s, uploads {uploads:.1} Mbit/s; laptop airtime and PPDUs per link {links:?}",
+            game.owd_ms.p99,
+            late * 100.0,
+            game.throughput_bps / 1e6
+        );
+        rows.push((game.owd_ms.p99, links, s));
+    }
+    let (mlo, single, mapped) = (&rows[0], &rows[1], &rows[2]);
+    // On the idle 6 GHz link the MLD's TXOPs wait for no one; the 5 GHz link also carries
+    // when it wins first. Most of its airtime is on 6 GHz.
+    assert_eq!(mlo.1.len(), 2);
+    assert!(mlo.1[1].1 > mlo.1[0].1, "{:?}", mlo.1);
+    assert_eq!(single.1.len(), 1);
+    assert!(
+        mlo.0 * 2.0 < single.0,
+        "MLO game p99 {} against single-link {}",
+        mlo.0,
+        single.0
+    );
+    // The mapping: video (the game) on 6g only, best effort on 5g only, at the AP.
+    let cats = &mapped.2.wifi[0].categories;
+    let txops = |dev: &str, cat: &str, ch: &str| {
+        cats.iter()
+            .find(|c| c.device == dev && c.category == cat && c.channel.as_deref() == Some(ch))
+            .map_or(0, |c| c.txops)
+    };
+    eprintln!(
+        "mlo-mapped: AP VI TXOPs 5g {} 6g {}, AP BE TXOPs 5g {} 6g {}",
+        txops("AP", "VI", "5g"),
+        txops("AP", "VI", "6g"),
+        txops("AP", "BE", "5g"),
+        txops("AP", "BE", "6g")
+    );
+    assert_eq!(txops("AP", "VI", "5g"), 0);
+    assert_eq!(txops("AP", "BE", "6g"), 0);
+    assert!(txops("AP", "VI", "6g") > 0 && txops("AP", "BE", "5g") > 0);
+    assert!(mapped.0 * 2.0 < single.0, "mapped p99 {}", mapped.0);
+}
+
+#[test]
+fn wifi7_mlo_is_reproducible() {
+    let a = run(load("scenarios/wifi7-mlo.toml", "mlo", &[], "12s"));
+    let b = run(load("scenarios/wifi7-mlo.toml", "mlo", &[], "12s"));
+    let (ja, jb) = (serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert_eq!(ja, jb);
+    // A single-channel BSS has no per-link entries (its summary is as before).
+    let c = run(load("scenarios/wifi-cloud-gaming.toml", "l4s", &[], "12s"));
+    let j = serde_json::to_value(&c.wifi).unwrap();
+    assert!(!j.to_string().contains("\"links\""), "{j}");
+    assert!(!j.to_string().contains("\"channel\""), "{j}");
+}

@@ -132,6 +132,9 @@ enum State {
     InFlight,
     /// Failed; awaiting retransmission.
     Failed,
+    /// Acknowledged in a TXOP that has not ended yet: it keeps its place in the window
+    /// until then (see [`Originator::on_block_ack_on`]).
+    Acked,
 }
 
 #[derive(Debug)]
@@ -141,6 +144,17 @@ struct Outstanding<T> {
     failures: u32,
     enqueued: Time,
     state: State,
+    /// After a failure in a TXOP on link `.0` that ends at `.1`: until then only that link
+    /// may send it again (see [`Originator::on_block_ack_on`]).
+    hold: (usize, Time),
+}
+
+impl<T> Outstanding<T> {
+    /// Whether it may go out now: failed, and (on link `on.0` at `on.1`) not held for
+    /// another link's TXOP still under way. `None`: any failed MPDU.
+    fn usable(&self, on: Option<(usize, Time)>) -> bool {
+        self.state == State::Failed && on.is_none_or(|(link, now)| self.hold.0 == link || self.hold.1 <= now)
+    }
 }
 
 /// The transmit side of a BlockAck agreement.
@@ -194,6 +208,33 @@ impl<T> Originator<T> {
         self.outstanding.front().map_or(self.next_seq, |o| o.seq)
     }
 
+    /// The oldest sequence number neither acknowledged nor dropped, not counting MPDUs
+    /// acknowledged in a TXOP still under way: what a BlockAckReq tells the recipient.
+    pub fn first_unacked(&self) -> u16 {
+        self.outstanding
+            .iter()
+            .find(|o| o.state != State::Acked)
+            .map_or(self.next_seq, |o| o.seq)
+    }
+
+    /// [`Originator::window_room`] once the TXOPs ended by `now` have let go of their
+    /// acknowledged MPDUs.
+    pub fn window_room_at(&self, now: Time) -> usize {
+        let start = self
+            .outstanding
+            .iter()
+            .find(|o| !(o.state == State::Acked && o.hold.1 <= now))
+            .map_or(self.next_seq, |o| o.seq);
+        usize::from(self.config.window.saturating_sub(seq_sub(self.next_seq, start)))
+    }
+
+    /// Let go of the MPDUs acknowledged in TXOPs that have ended by `now`: the window
+    /// moves past them.
+    pub fn settle(&mut self, now: Time) {
+        self.outstanding
+            .retain(|o| !(o.state == State::Acked && o.hold.1 <= now));
+    }
+
     /// The sequence number the next new MPDU will get.
     pub fn next_sequence(&self) -> u16 {
         self.next_seq
@@ -206,7 +247,7 @@ impl<T> Originator<T> {
 
     /// MPDUs sent and neither acknowledged nor dropped.
     pub fn outstanding_len(&self) -> usize {
-        self.outstanding.len()
+        self.outstanding.iter().filter(|o| o.state != State::Acked).count()
     }
 
     /// Whether an A-MPDU awaits its BlockAck (or [`Originator::on_no_response`]).
@@ -227,17 +268,28 @@ impl<T> Originator<T> {
     /// The payloads [`Originator::next_ampdu`] would take, in its order: the failed MPDUs in
     /// sequence order, then the backlog as far as the window lets it in.
     pub fn queued(&self) -> impl Iterator<Item = &T> + '_ {
+        self.queued_on(None)
+    }
+
+    /// As [`Originator::queued`], for an A-MPDU on link `on.0` at time `on.1`: failed
+    /// MPDUs held for another link's TXOP still under way are left out.
+    pub fn queued_on(&self, on: Option<(usize, Time)>) -> impl Iterator<Item = &T> + '_ {
         let failed = self
             .outstanding
             .iter()
-            .filter(|o| o.state == State::Failed)
+            .filter(move |o| o.usable(on))
             .map(|o| &o.payload);
         failed.chain(self.backlog.iter().take(self.window_room()).map(|(p, _)| p))
     }
 
     /// MPDUs failed and awaiting retransmission.
     pub fn failed_len(&self) -> usize {
-        self.outstanding.iter().filter(|o| o.state == State::Failed).count()
+        self.failed_len_on(None)
+    }
+
+    /// MPDUs failed and awaiting retransmission that link `on.0` may send at `on.1`.
+    pub fn failed_len_on(&self, on: Option<(usize, Time)>) -> usize {
+        self.outstanding.iter().filter(|o| o.usable(on)).count()
     }
 
     /// Queues an MSDU offered at `now`.
@@ -251,6 +303,12 @@ impl<T> Originator<T> {
     /// the A-MPDU awaits [`Originator::on_block_ack`] or [`Originator::on_no_response`]
     /// before the next one.
     pub fn next_ampdu(&mut self, max_mpdus: usize) -> Result<Vec<(u16, &T)>, WifiError> {
+        self.next_ampdu_on(max_mpdus, None)
+    }
+
+    /// As [`Originator::next_ampdu`], for an A-MPDU on link `on.0` at time `on.1`: failed
+    /// MPDUs held for another link's TXOP still under way stay out of it.
+    pub fn next_ampdu_on(&mut self, max_mpdus: usize, on: Option<(usize, Time)>) -> Result<Vec<(u16, &T)>, WifiError> {
         if max_mpdus == 0 {
             return Err(WifiError::new("max_mpdus", "at least 1 MPDU", max_mpdus));
         }
@@ -266,7 +324,7 @@ impl<T> Originator<T> {
             if chosen.len() == max_mpdus {
                 break;
             }
-            if o.state == State::Failed {
+            if o.usable(on) {
                 o.state = State::InFlight;
                 self.counters.sent += 1;
                 self.counters.retransmitted += 1;
@@ -285,6 +343,7 @@ impl<T> Originator<T> {
                 failures: 0,
                 enqueued,
                 state: State::InFlight,
+                hold: (0, Time::ZERO),
             });
             self.next_seq = seq_add(self.next_seq, 1);
             self.counters.sent += 1;
@@ -300,6 +359,22 @@ impl<T> Originator<T> {
     /// acknowledged (others, such as ones acknowledged before, are ignored). Every other
     /// MPDU of the A-MPDU failed. Returns the MPDUs dropped, in sequence order.
     pub fn on_block_ack(&mut self, acked: &[u16], now: Time) -> Result<Vec<Dropped<T>>, WifiError> {
+        self.on_block_ack_on(acked, now, (0, now))
+    }
+
+    /// As [`Originator::on_block_ack`], for an A-MPDU sent on link `hold.0` in a TXOP that
+    /// ends at `hold.1`: the MPDUs that failed are held for that link until then, and the
+    /// MPDUs acknowledged keep their place in the window until then ([`Originator::settle`]
+    /// lets them go). A multi-link device settles the BlockAck when the TXOP starts (its
+    /// outcome is drawn then); the hold keeps its MPDUs from going out again on another
+    /// link, and the window from moving on, before the BlockAck (or its timeout) would
+    /// have told the originator. With `hold.1` at `now` this is [`Originator::on_block_ack`].
+    pub fn on_block_ack_on(
+        &mut self,
+        acked: &[u16],
+        now: Time,
+        hold: (usize, Time),
+    ) -> Result<Vec<Dropped<T>>, WifiError> {
         if !self.awaiting_response {
             return Err(WifiError::new(
                 "block_ack",
@@ -320,6 +395,11 @@ impl<T> Originator<T> {
                 kept.push_back(o);
             } else if acked_set[usize::from(o.seq)] {
                 self.counters.acked += 1;
+                if hold.1 > now {
+                    o.state = State::Acked;
+                    o.hold = hold;
+                    kept.push_back(o);
+                }
             } else {
                 o.failures += 1;
                 let reason = if o.failures > self.config.retry_limit {
@@ -344,6 +424,7 @@ impl<T> Originator<T> {
                     }
                     None => {
                         o.state = State::Failed;
+                        o.hold = hold;
                         kept.push_back(o);
                     }
                 }
@@ -488,6 +569,44 @@ impl<T> Recipient<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_txop_under_way_holds_its_failures_and_its_window_room_for_its_link() {
+        // Link 0 sends 0..4 in a TXOP from 0 to 5 ms: 0 and 2 fail, 1 and 3 are acknowledged.
+        let mut o = originator(6, 10);
+        let t0 = Time::ZERO;
+        let end = Time::from_millis(5);
+        let sent: Vec<u16> = o.next_ampdu_on(4, Some((0, t0))).unwrap().iter().map(|m| m.0).collect();
+        assert_eq!(sent, [0, 1, 2, 3]);
+        assert!(o.on_block_ack_on(&[1, 3], t0, (0, end)).unwrap().is_empty());
+        // At 1 ms link 1 may not resend 0 and 2, and 0..4 still fill the window: 2 new ones.
+        let at = Time::from_millis(1);
+        assert_eq!(o.failed_len_on(Some((1, at))), 0);
+        assert_eq!(o.failed_len_on(Some((0, at))), 2);
+        assert_eq!(o.window_room_at(at), 2);
+        assert_eq!(o.outstanding_len(), 2);
+        assert_eq!((o.win_start(), o.first_unacked()), (0, 0));
+        let b: Vec<u16> = o.next_ampdu_on(4, Some((1, at))).unwrap().iter().map(|m| m.0).collect();
+        assert_eq!(b, [4, 5]);
+        assert!(o
+            .on_block_ack_on(&[4, 5], at, (1, Time::from_millis(2)))
+            .unwrap()
+            .is_empty());
+        // After the TXOP, link 1 resends 0 and 2; the window still starts at 0 (failed), so
+        // 0..5 fill it and nothing new goes.
+        assert_eq!(o.failed_len_on(Some((1, end))), 2);
+        o.settle(end);
+        assert_eq!(o.window_room_at(end), o.window_room());
+        assert_eq!(o.window_room(), 0);
+        let c: Vec<u16> = o
+            .next_ampdu_on(8, Some((1, end)))
+            .unwrap()
+            .iter()
+            .map(|m| m.0)
+            .collect();
+        assert_eq!(c, [0, 2]);
+        assert_eq!(o.counters().retransmitted, 2);
+    }
 
     fn originator(window: u16, offered: u32) -> Originator<u32> {
         let mut o = Originator::new(OriginatorConfig {

@@ -1,12 +1,14 @@
 //! The arithmetic of an IEEE 802.11 access link, without IO: PHY rates and PPDU durations
-//! ([`phy`]), and the MAC's sizes and airtime of one frame exchange ([`airtime`]). It is the
-//! first building block of a Wi-Fi access model and is not yet wired into a [`crate::Link`].
+//! ([`phy`]), and the MAC's sizes and airtime of one frame exchange ([`airtime`]); and the
+//! Wi-Fi BSS built on them as a [`crate::Link`] ([`bss`]), on one channel or, with
+//! 802.11be multi-link operation, several.
 //!
 //! * [`edca`]: EDCA channel access: the contention of access categories of several devices
 //!   on one channel (AIFS, backoff, freezing, internal collisions, retries), computed
 //!   lazily, validated against [`bianchi`], Bianchi's model of saturated contention.
 //! * [`block_ack`]: BlockAck agreement bookkeeping: the originator's window with
-//!   retransmissions, retry limit and MSDU lifetime, and the recipient's reordering buffer.
+//!   retransmissions, retry limit and MSDU lifetime (and, for a multi-link device, MPDUs
+//!   held for the link whose TXOP is under way), and the recipient's reordering buffer.
 //!
 //! Three PHYs are modelled, single-user and full-bandwidth (no OFDMA, MU-MIMO, STBC or DCM):
 //!
@@ -71,8 +73,8 @@ pub mod phy;
 
 pub use airtime::{fit_ampdu, mpdu_bytes, plan_exchange, Ampdu, AmpduLimits, Exchange, ExchangeConfig, Response};
 pub use bss::{
-    ac_of_dscp, mcs_for_signal, Bss, BssConfig, EdcafStats, MarkingRule, ScanConfig, Scheduler, StationConfig,
-    StationStats,
+    ac_of_dscp, mcs_for_signal, Band, Bss, BssConfig, ChannelConfig, EdcafStats, LinkStats, MarkingRule, ScanConfig,
+    Scheduler, StationConfig, StationLink, StationStats, MAX_LINKS,
 };
 pub use edca::{AccessCategory, EdcaParams};
 pub use phy::{BasicRates, EhtSigMcs, GuardInterval, LtfSize, NonHtRate, PhyMode, Standard};
@@ -161,12 +163,22 @@ pub struct BssStats {
     pub edcafs: Vec<EdcafReport>,
 }
 
-/// One station's counters and PHY mode.
+/// One station's counters and PHY mode (its first link's).
 #[derive(Clone, Debug)]
 pub struct StationReport {
     pub name: String,
     pub mode: PhyMode,
     pub stats: StationStats,
+    /// Its links, in the order of `stats.links`.
+    pub links: Vec<LinkReport>,
+}
+
+/// One link of a station: its channel and PHY mode there.
+#[derive(Clone, Debug)]
+pub struct LinkReport {
+    pub channel: String,
+    pub band: Band,
+    pub mode: PhyMode,
 }
 
 /// One EDCAF's counters: the access point's (`station` None) or a station's.
@@ -175,4 +187,6 @@ pub struct EdcafReport {
     pub station: Option<String>,
     pub category: AccessCategory,
     pub stats: EdcafStats,
+    /// Its channel's name, in a BSS of several channels.
+    pub channel: Option<String>,
 }
