@@ -301,27 +301,33 @@ pub fn monotonic_now() -> l4s_core::Time {
     l4s_core::Time(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// Wait until one of `fds` is readable or `timeout_ns` passed (`ppoll(2)`, nanosecond
-/// timeout). Returns whether something is readable.
-pub fn wait_readable(fds: &[RawFd; 2], timeout_ns: u64) -> bool {
-    let mut p = [
-        libc::pollfd {
-            fd: fds[0],
+/// Wait until one of `fds` (at most [`MAX_POLLED`]; any beyond are not watched) is readable
+/// or `timeout_ns` passed (`ppoll(2)`, nanosecond timeout). Returns whether something is
+/// readable.
+pub fn wait_readable(fds: &[RawFd], timeout_ns: u64) -> bool {
+    let idle = libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    };
+    let mut p = [idle; MAX_POLLED];
+    let n = fds.len().min(MAX_POLLED);
+    for (slot, &fd) in p.iter_mut().zip(&fds[..n]) {
+        *slot = libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
-        },
-        libc::pollfd {
-            fd: fds[1],
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+        };
+    }
     let ts = libc::timespec {
         tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
-    matches!(sys::ppoll(&mut p, &ts), Ok(n) if n > 0)
+    matches!(sys::ppoll(&mut p[..n], &ts), Ok(n) if n > 0)
 }
+
+/// The most descriptors [`wait_readable`] watches.
+pub const MAX_POLLED: usize = 64;
 
 /// Ask for precise timer wake-ups on this thread (the default slack is 50 µs).
 pub fn precise_timers() {

@@ -29,8 +29,10 @@ pub mod afpacket;
 pub mod cli;
 pub mod error;
 pub mod lateness;
+pub mod medium;
 pub mod netns;
 pub mod packet;
+mod port;
 pub mod router;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -345,6 +345,9 @@ pub struct Frame {
     pub arrival: Time,
     /// The ECN field on arrival.
     pub ecn_in: Ecn,
+    /// Which of the forwarder's inputs it came in on (set by a forwarder with more than
+    /// one input per model, [`crate::medium`]; 0 otherwise).
+    pub ingress: u16,
 }
 
 /// The classification a [`Frame`] keeps (malformed frames never become one).
@@ -374,6 +377,7 @@ impl Frame {
             class,
             arrival,
             ecn_in,
+            ingress: 0,
         })
     }
 

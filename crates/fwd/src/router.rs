@@ -48,7 +48,7 @@
 //! hot path does not allocate. When all are out, incoming frames are read into a scratch
 //! buffer and dropped (`no_buffer_drops`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
@@ -57,9 +57,10 @@ use l4s_core::{Dur, Ecn, QueuePacket, Rate, Rng, Time};
 use l4s_link::{Action, Departure, Io, Link, LinkConfig, Loss, LossKind, Observer, Timers};
 use serde::Serialize;
 
-use crate::afpacket::{monotonic_now, precise_timers, wait_readable, IoMode, PacketSocket, Received, RecvScratch};
+use crate::afpacket::{monotonic_now, precise_timers, wait_readable, IoMode, PacketSocket};
 use crate::error::FwdError;
-use crate::packet::{BufferPool, Frame, IpInfo, Malformed};
+use crate::packet::{BufferPool, Frame, IpInfo};
+use crate::port::{Input, Output};
 
 /// What the forwarder runs. Build it with [`RouterConfig::new`] and adjust fields.
 #[derive(Clone, Debug, PartialEq)]
@@ -165,23 +166,29 @@ impl RouterConfig {
                     .map_err(|(k, m)| FwdError::config(&format!("loss ({dir}) {k}"), m))?;
             }
         }
-        if !(1..=1024).contains(&self.batch) {
-            return Err(FwdError::config(
-                "batch",
-                format!("expected 1 to 1024 frames, found {}", self.batch),
-            ));
-        }
-        if self.realtime_priority.is_some_and(|p| !(1..=99).contains(&p)) {
-            return Err(FwdError::config(
-                "realtime_priority",
-                "expected a SCHED_FIFO priority from 1 to 99",
-            ));
-        }
-        if self.status_interval < Dur::from_millis(10) {
-            return Err(FwdError::config("status_interval", "expected at least 10ms"));
-        }
-        Ok(())
+        check_driver(self.batch, self.realtime_priority, self.status_interval)
     }
+}
+
+/// The checks of a forwarder's driving settings: frames per read, the SCHED_FIFO priority,
+/// the status interval.
+pub(crate) fn check_driver(batch: usize, realtime_priority: Option<u8>, status_interval: Dur) -> Result<(), FwdError> {
+    if !(1..=1024).contains(&batch) {
+        return Err(FwdError::config(
+            "batch",
+            format!("expected 1 to 1024 frames, found {batch}"),
+        ));
+    }
+    if realtime_priority.is_some_and(|p| !(1..=99).contains(&p)) {
+        return Err(FwdError::config(
+            "realtime_priority",
+            "expected a SCHED_FIFO priority from 1 to 99",
+        ));
+    }
+    if status_interval < Dur::from_millis(10) {
+        return Err(FwdError::config("status_interval", "expected at least 10ms"));
+    }
+    Ok(())
 }
 
 /// The packet limit of a discipline (what bounds the buffer pool).
@@ -288,6 +295,9 @@ impl SojournSummary {
 pub struct QueueReport {
     /// `L`, `C` or `single`.
     pub queue: &'static str,
+    /// The model's label of the queue (`down/laptop/BE` on a Wi-Fi medium; empty on a wire).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub label: String,
     #[serde(skip)]
     pub id: QueueId,
     pub enqueued_packets: u64,
@@ -381,6 +391,10 @@ pub struct RouterStats {
     /// Whether the thread ran under SCHED_FIFO, or why not.
     pub realtime: String,
     pub directions: Vec<DirectionStats>,
+    /// A Wi-Fi medium's counters ([`crate::medium`]): at the start of the measurement
+    /// window (if it was reached) and at its end (or when forwarding stopped, if earlier).
+    #[serde(skip)]
+    pub wifi: Option<(Option<l4s_link::wifi::BssStats>, l4s_link::wifi::BssStats)>,
 }
 
 /// One queue in the live status.
@@ -454,20 +468,98 @@ impl std::fmt::Display for RouterStatus {
     }
 }
 
-struct QueueTrack {
-    id: QueueId,
-    hist: Histogram<u64>,
-    interval: Histogram<u64>,
-    last_marks: u64,
-    last_drops: u64,
+/// The sojourn histograms of one sub-queue of one of a model's queues.
+pub(crate) struct QueueTrack {
+    /// The model's queue ([`Link::queues`] index) and the sub-queue.
+    pub queue: usize,
+    pub id: QueueId,
+    pub hist: Histogram<u64>,
+    pub interval: Histogram<u64>,
+    pub last_marks: u64,
+    pub last_drops: u64,
 }
 
-fn new_hist() -> Histogram<u64> {
+impl QueueTrack {
+    pub fn new(queue: usize, id: QueueId) -> QueueTrack {
+        QueueTrack {
+            queue,
+            id,
+            hist: new_hist(),
+            interval: new_hist(),
+            last_marks: 0,
+            last_drops: 0,
+        }
+    }
+
+    /// The interval's sojourn p50 and p99 (zero if nothing left), then a new interval.
+    pub fn take_interval(&mut self) -> (Dur, Dur) {
+        let q = if self.interval.is_empty() {
+            (Dur::ZERO, Dur::ZERO)
+        } else {
+            (
+                Dur(self.interval.value_at_quantile(0.5)),
+                Dur(self.interval.value_at_quantile(0.99)),
+            )
+        };
+        self.interval.reset();
+        q
+    }
+
+    /// The status line's figures, from the model's counters of this track's queue; the
+    /// marks and drops since the last call.
+    pub fn status(&mut self, stats: &[(QueueId, l4s_aqm::QueueStats)]) -> QueueStatus {
+        let s = stats
+            .iter()
+            .find(|(id, _)| *id == self.id)
+            .map(|x| x.1)
+            .unwrap_or_default();
+        let (delay_p50, delay_p99) = self.take_interval();
+        let st = QueueStatus {
+            queue: self.id,
+            backlog_packets: s.backlog_packets,
+            backlog_bytes: s.backlog_bytes,
+            delay_p50,
+            delay_p99,
+            marks: s.marks - self.last_marks.min(s.marks),
+            drops: s.drops - self.last_drops.min(s.drops),
+        };
+        self.last_marks = s.marks;
+        self.last_drops = s.drops;
+        st
+    }
+
+    /// The final report, from the model's counters of this track's queue (`label`: the
+    /// queue's, empty on a wire).
+    pub fn report(&self, stats: &[(QueueId, l4s_aqm::QueueStats)], label: String) -> QueueReport {
+        let s = stats
+            .iter()
+            .find(|(id, _)| *id == self.id)
+            .map(|x| x.1)
+            .unwrap_or_default();
+        QueueReport {
+            queue: self.id.name(),
+            label,
+            id: self.id,
+            enqueued_packets: s.enqueued_packets,
+            enqueued_bytes: s.enqueued_bytes,
+            dequeued_packets: s.dequeued_packets,
+            dequeued_bytes: s.dequeued_bytes,
+            marks: s.marks,
+            drops: s.drops,
+            overlimit_drops: s.overlimit_drops,
+            backlog_packets: s.backlog_packets,
+            sojourn: SojournSummary::from_hist(&self.hist),
+            sojourn_hist: self.hist.clone(),
+        }
+    }
+}
+
+pub(crate) fn new_hist() -> Histogram<u64> {
     // 1 ns to 100 s, 3 significant digits.
     Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant bounds are valid")
 }
 
-type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
+pub(crate) type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
 
 /// The sequence number of a TCP segment with a payload.
 fn tcp_data_seq(frame: &[u8], ip: &IpInfo) -> Option<u32> {
@@ -480,7 +572,7 @@ fn tcp_data_seq(frame: &[u8], ip: &IpInfo) -> Option<u32> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn record_of(
+pub(crate) fn record_of(
     dir: u8,
     f: &Frame,
     time: Time,
@@ -520,19 +612,18 @@ fn record_of(
     }
 }
 
-/// What the forwarder measures of a direction's link: per-queue sojourn histograms, the
-/// per-packet records, and the buffers of lost frames back to the pool.
-struct DirObserver<'a, 'b> {
-    index: u8,
-    pool: &'a mut BufferPool,
-    tracks: &'a mut [QueueTrack],
-    sink: &'a mut Sink<'b>,
+/// What the forwarder measures of a link model: per-queue sojourn histograms, the
+/// per-packet records (their direction is the input the frame came in on,
+/// [`Frame::ingress`]), and the buffers of lost frames back to the pool.
+pub(crate) struct DirObserver<'a, 'b> {
+    pub pool: &'a mut BufferPool,
+    pub tracks: &'a mut [QueueTrack],
+    pub sink: &'a mut Sink<'b>,
 }
 
 impl Observer<Frame> for DirObserver<'_, '_> {
     fn departed(&mut self, _now: Time, d: &Departure<'_, Frame>) {
-        // Sojourn histograms of the first queue (the only one of a wire).
-        if let Some(t) = self.tracks.iter_mut().find(|t| d.queue == 0 && t.id == d.sub) {
+        if let Some(t) = self.tracks.iter_mut().find(|t| t.queue == d.queue && t.id == d.sub) {
             let ns = d.sojourn.as_nanos().max(1);
             let _ = t.hist.record(ns);
             let _ = t.interval.record(ns);
@@ -540,7 +631,7 @@ impl Observer<Frame> for DirObserver<'_, '_> {
         if let Some(s) = self.sink.as_mut() {
             let decision = if d.marked { Decision::Mark } else { Decision::Pass };
             s(&record_of(
-                self.index,
+                d.pkt.ingress as u8,
                 d.pkt,
                 d.start + d.serialisation,
                 (d.queue, d.sub),
@@ -559,7 +650,7 @@ impl Observer<Frame> for DirObserver<'_, '_> {
                 LossKind::Wire => ((0, QueueId::Single), Decision::Lost, None),
             };
             s(&record_of(
-                self.index,
+                l.pkt.ingress as u8,
                 &l.pkt,
                 now,
                 queue,
@@ -587,31 +678,12 @@ struct Direction {
     timers: Timers,
     /// What the link asked for in the current call.
     actions: Vec<Action<Frame>>,
-    /// Frames the output refused (busy), with when they were due, to send again in order.
-    backlog: VecDeque<(Frame, Time)>,
-    retry_at: Option<Time>,
     pool: BufferPool,
-    batch: usize,
-    staging: Vec<Box<[u8]>>,
-    results: Vec<Received>,
-    scratch: RecvScratch,
-    spare: Box<[u8]>,
+    input: Input,
+    output: Output,
+    /// Frames just read (reused).
+    frames: Vec<Frame>,
     tracks: Vec<QueueTrack>,
-    rx_packets: u64,
-    rx_bytes: u64,
-    tx_packets: u64,
-    tx_bytes: u64,
-    non_ip: u64,
-    malformed: [u64; 6],
-    oversize: u64,
-    no_buffer: u64,
-    kernel_drops: u64,
-    tx_retries: u64,
-    tx_errors: u64,
-    lateness: crate::lateness::Lateness,
-    /// The latest receive time so far.
-    last_enqueue: Time,
-    unstamped: u64,
     /// Late frames at the last status.
     last_late: u64,
     last_rx_bytes: u64,
@@ -646,13 +718,7 @@ impl Direction {
             .map(|q| q.subqueues)
             .unwrap_or(&[])
             .iter()
-            .map(|&id| QueueTrack {
-                id,
-                hist: new_hist(),
-                interval: new_hist(),
-                last_marks: 0,
-                last_drops: 0,
-            })
+            .map(|&id| QueueTrack::new(0, id))
             .collect();
         Direction {
             index,
@@ -665,29 +731,11 @@ impl Direction {
             link,
             timers: Timers::default(),
             actions: Vec::new(),
-            backlog: VecDeque::new(),
-            retry_at: None,
             pool: BufferPool::new(buf_size, limit, (batch * 2).min(limit)),
-            batch,
-            staging: Vec::with_capacity(batch),
-            results: Vec::with_capacity(batch),
-            scratch: RecvScratch::new(batch),
-            spare: vec![0u8; buf_size].into_boxed_slice(),
+            input: Input::new(batch, buf_size),
+            output: Output::new(),
+            frames: Vec::with_capacity(batch),
             tracks,
-            rx_packets: 0,
-            rx_bytes: 0,
-            tx_packets: 0,
-            tx_bytes: 0,
-            non_ip: 0,
-            malformed: [0; 6],
-            oversize: 0,
-            no_buffer: 0,
-            kernel_drops: 0,
-            tx_retries: 0,
-            tx_errors: 0,
-            lateness: crate::lateness::Lateness::new(),
-            last_enqueue: Time::ZERO,
-            unstamped: 0,
             last_late: 0,
             last_rx_bytes: 0,
             last_tx_bytes: 0,
@@ -705,7 +753,6 @@ impl Direction {
         f: impl FnOnce(&mut dyn Link<Frame>, &mut Io<'_, Frame>),
     ) {
         let mut obs = DirObserver {
-            index: self.index,
             pool: &mut self.pool,
             tracks: &mut self.tracks,
             sink,
@@ -727,55 +774,14 @@ impl Direction {
         self.call(out, now, sink, |l, io| l.start(origin, io));
     }
 
-    /// Send a frame the link delivered (after any the output refused before).
+    /// Send a frame the link delivered.
     fn output(&mut self, sock: &PacketSocket, f: Frame, due: Time) {
-        if self.backlog.is_empty() {
-            if let Some(f) = self.try_send(sock, f, due) {
-                self.backlog.push_back((f, due));
-            }
-        } else {
-            self.backlog.push_back((f, due));
-        }
-    }
-
-    /// Send one frame; give it back if the output is busy and it is not too late to wait.
-    fn try_send(&mut self, sock: &PacketSocket, f: Frame, due: Time) -> Option<Frame> {
-        let now = monotonic_now();
-        match sock.send(f.bytes()) {
-            Ok(true) => {
-                self.lateness.record(now.since(due).as_nanos());
-                self.tx_packets += 1;
-                self.tx_bytes += f.len() as u64;
-                self.retry_at = None;
-                self.pool.put(f.into_buffer());
-                None
-            }
-            Ok(false) if now.since(due) < Dur::from_millis(100) => {
-                // The output is busy: keep the frame and try again shortly.
-                self.tx_retries += 1;
-                self.retry_at = Some(now + Dur::from_micros(20));
-                Some(f)
-            }
-            Ok(false) | Err(_) => {
-                self.tx_errors += 1;
-                self.retry_at = None;
-                self.pool.put(f.into_buffer());
-                None
-            }
-        }
+        self.output.send(sock, &mut self.pool, f, due);
     }
 
     /// Try the frames the output refused again, in order.
     fn flush_backlog(&mut self, sock: &PacketSocket, now: Time) {
-        if self.retry_at.is_some_and(|t| now < t) {
-            return;
-        }
-        while let Some((f, due)) = self.backlog.pop_front() {
-            if let Some(f) = self.try_send(sock, f, due) {
-                self.backlog.push_front((f, due));
-                return;
-            }
-        }
+        self.output.flush(sock, &mut self.pool, now);
     }
 
     /// Run the link's wake-ups that are due.
@@ -785,39 +791,8 @@ impl Direction {
         }
     }
 
-    /// One frame read into `buf` (already counted as received) at `now`; `stamp` is the
-    /// kernel's receive time, which the frame enters the link at (a frame that waited in
-    /// the socket while this thread was held back has queued that long already). Entry
-    /// times never go backwards, so each queue stays in order.
-    fn accept(
-        &mut self,
-        out: &PacketSocket,
-        buf: Box<[u8]>,
-        len: usize,
-        stamp: Option<Time>,
-        now: Time,
-        sink: &mut Sink<'_>,
-    ) {
-        if stamp.is_none() {
-            self.unstamped += 1;
-        }
-        let arrival = stamp.unwrap_or(now).min(now).max(self.last_enqueue);
-        self.last_enqueue = arrival;
-        match Frame::new(buf, len, arrival) {
-            Err((buf, m)) => {
-                self.malformed[m.index()] += 1;
-                self.pool.put(buf);
-            }
-            Ok(frame) => {
-                if frame.ip().is_none() {
-                    self.non_ip += 1;
-                }
-                self.call(out, arrival, sink, |l, io| l.send(0, 1, frame, io));
-            }
-        }
-    }
-
-    /// Read what is waiting on the input, up to a few batches.
+    /// Read what is waiting on the input and send each frame into the link at its entry
+    /// time.
     fn receive(
         &mut self,
         sock: &PacketSocket,
@@ -826,125 +801,20 @@ impl Direction {
         now: Time,
         sink: &mut Sink<'_>,
     ) -> Result<usize, FwdError> {
-        let mut total = 0;
-        for _ in 0..4 {
-            let got = match mode {
-                IoMode::Batched => self.receive_batch(sock, out, now, sink)?,
-                IoMode::Single => self.receive_single(sock, out, now, sink)?,
-            };
-            total += got;
-            if got < self.batch {
-                break;
-            }
+        let mut frames = std::mem::take(&mut self.frames);
+        let res = self.input.receive(sock, mode, &mut self.pool, now, &mut frames);
+        for mut frame in frames.drain(..) {
+            frame.ingress = u16::from(self.index);
+            let arrival = frame.arrival;
+            self.call(out, arrival, sink, |l, io| l.send(0, 1, frame, io));
         }
-        Ok(total)
-    }
-
-    fn receive_batch(
-        &mut self,
-        sock: &PacketSocket,
-        out: &PacketSocket,
-        now: Time,
-        sink: &mut Sink<'_>,
-    ) -> Result<usize, FwdError> {
-        let want = self.batch;
-        while self.staging.len() < want {
-            match self.pool.get() {
-                Some(b) => self.staging.push(b),
-                None => break,
-            }
-        }
-        if self.staging.is_empty() {
-            // Every buffer is in use: read into the spare one and drop.
-            let mut n = 0;
-            while let Some(r) = sock.recv_one(&mut self.spare)? {
-                if let Received::Frame(len) | Received::Oversize(len) = r {
-                    self.rx_packets += 1;
-                    self.rx_bytes += len as u64;
-                    self.no_buffer += 1;
-                }
-                n += 1;
-                if n >= want {
-                    break;
-                }
-            }
-            return Ok(n);
-        }
-        let mut results = std::mem::take(&mut self.results);
-        let res = sock.recv_batch(&mut self.staging, &mut self.scratch, &mut results);
-        let got = results.len();
-        // Take the filled buffers off the front of the staging area, in order (an empty
-        // boxed slice does not allocate).
-        for (i, r) in results.iter().enumerate() {
-            let buf = std::mem::take(&mut self.staging[i]);
-            let stamp = self.scratch.stamp(i);
-            self.handle_rx(out, buf, *r, stamp, now, sink);
-        }
-        self.staging.drain(..got);
-        self.results = results;
-        res?;
-        Ok(got)
-    }
-
-    fn handle_rx(
-        &mut self,
-        out: &PacketSocket,
-        buf: Box<[u8]>,
-        r: Received,
-        stamp: Option<Time>,
-        now: Time,
-        sink: &mut Sink<'_>,
-    ) {
-        match r {
-            Received::Skip => self.pool.put(buf),
-            Received::Oversize(len) => {
-                self.rx_packets += 1;
-                self.rx_bytes += len as u64;
-                self.oversize += 1;
-                self.pool.put(buf);
-            }
-            Received::Frame(len) => {
-                self.rx_packets += 1;
-                self.rx_bytes += len as u64;
-                self.accept(out, buf, len, stamp, now, sink);
-            }
-        }
-    }
-
-    fn receive_single(
-        &mut self,
-        sock: &PacketSocket,
-        out: &PacketSocket,
-        now: Time,
-        sink: &mut Sink<'_>,
-    ) -> Result<usize, FwdError> {
-        let want = self.batch;
-        let mut n = 0;
-        while n < want {
-            let Some(mut buf) = self.pool.get() else {
-                return self.receive_batch(sock, out, now, sink).map(|m| n + m);
-            };
-            match sock.recv_one_at(&mut buf) {
-                Ok(Some((r, stamp))) => {
-                    n += 1;
-                    self.handle_rx(out, buf, r, stamp, now, sink);
-                }
-                Ok(None) => {
-                    self.pool.put(buf);
-                    break;
-                }
-                Err(e) => {
-                    self.pool.put(buf);
-                    return Err(e);
-                }
-            }
-        }
-        Ok(n)
+        self.frames = frames;
+        res
     }
 
     /// The next time this direction has work, if any.
     fn next_event(&self) -> Option<Time> {
-        match (self.timers.next(), self.retry_at.filter(|_| !self.backlog.is_empty())) {
+        match (self.timers.next(), self.output.retry_at()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -953,46 +823,19 @@ impl Direction {
     /// The last interval's figures and the rate in force now.
     fn status(&mut self, interval: Dur, elapsed: Dur) -> DirectionStatus {
         let secs = interval.as_secs_f64().max(1e-9);
-        let rx_rate = Rate(((self.rx_bytes - self.last_rx_bytes) as f64 * 8.0 / secs) as u64);
-        let tx_rate = Rate(((self.tx_bytes - self.last_tx_bytes) as f64 * 8.0 / secs) as u64);
-        self.last_rx_bytes = self.rx_bytes;
-        self.last_tx_bytes = self.tx_bytes;
+        let rx_rate = Rate(((self.input.rx_bytes - self.last_rx_bytes) as f64 * 8.0 / secs) as u64);
+        let tx_rate = Rate(((self.output.tx_bytes - self.last_tx_bytes) as f64 * 8.0 / secs) as u64);
+        self.last_rx_bytes = self.input.rx_bytes;
+        self.last_tx_bytes = self.output.tx_bytes;
         let queued = !self.link.queues().is_empty();
         let probability = if queued { self.link.probability(0) } else { None };
         if let Some(p) = probability {
             self.probability.push((elapsed.as_secs_f64(), p));
         }
         let stats = if queued { self.link.queue_stats(0) } else { Vec::new() };
-        let mut queues = Vec::new();
-        for t in &mut self.tracks {
-            let s = stats
-                .iter()
-                .find(|(id, _)| *id == t.id)
-                .map(|x| x.1)
-                .unwrap_or_default();
-            let (p50, p99) = if t.interval.is_empty() {
-                (Dur::ZERO, Dur::ZERO)
-            } else {
-                (
-                    Dur(t.interval.value_at_quantile(0.5)),
-                    Dur(t.interval.value_at_quantile(0.99)),
-                )
-            };
-            queues.push(QueueStatus {
-                queue: t.id,
-                backlog_packets: s.backlog_packets,
-                backlog_bytes: s.backlog_bytes,
-                delay_p50: p50,
-                delay_p99: p99,
-                marks: s.marks - t.last_marks.min(s.marks),
-                drops: s.drops - t.last_drops.min(s.drops),
-            });
-            t.last_marks = s.marks;
-            t.last_drops = s.drops;
-            t.interval.reset();
-        }
-        let late = self.lateness.over_1ms() - self.last_late;
-        self.last_late = self.lateness.over_1ms();
+        let queues = self.tracks.iter_mut().map(|t| t.status(&stats)).collect();
+        let late = self.output.lateness.over_1ms() - self.last_late;
+        self.last_late = self.output.lateness.over_1ms();
         DirectionStatus {
             name: self.name.clone(),
             rate: self.link.rate(0, 1),
@@ -1008,27 +851,7 @@ impl Direction {
     fn stats(&self) -> DirectionStats {
         let queued = !self.link.queues().is_empty();
         let qs = if queued { self.link.queue_stats(0) } else { Vec::new() };
-        let queues = self
-            .tracks
-            .iter()
-            .map(|t| {
-                let s = qs.iter().find(|(id, _)| *id == t.id).map(|x| x.1).unwrap_or_default();
-                QueueReport {
-                    queue: t.id.name(),
-                    id: t.id,
-                    enqueued_packets: s.enqueued_packets,
-                    enqueued_bytes: s.enqueued_bytes,
-                    dequeued_packets: s.dequeued_packets,
-                    dequeued_bytes: s.dequeued_bytes,
-                    marks: s.marks,
-                    drops: s.drops,
-                    overlimit_drops: s.overlimit_drops,
-                    backlog_packets: s.backlog_packets,
-                    sojourn: SojournSummary::from_hist(&t.hist),
-                    sojourn_hist: t.hist.clone(),
-                }
-            })
-            .collect();
+        let queues = self.tracks.iter().map(|t| t.report(&qs, String::new())).collect();
         let ls = self.link.stats();
         DirectionStats {
             name: self.name.clone(),
@@ -1048,20 +871,17 @@ impl Direction {
             rate_repeat_s: self.cfg.schedule.repeat.map(|p| p.as_secs_f64()),
             aqm: self.link.queues().first().map_or("none", |q| q.aqm),
             wire_losses: ls.wire_losses,
-            rx_packets: self.rx_packets,
-            rx_bytes: self.rx_bytes,
-            tx_packets: self.tx_packets,
-            tx_bytes: self.tx_bytes,
-            non_ip_packets: self.non_ip,
-            malformed: Malformed::ALL
-                .iter()
-                .map(|m| (m.name(), self.malformed[m.index()]))
-                .collect(),
-            oversize_drops: self.oversize,
-            no_buffer_drops: self.no_buffer,
-            kernel_drops: self.kernel_drops,
-            tx_retries: self.tx_retries,
-            tx_errors: self.tx_errors,
+            rx_packets: self.input.rx_packets,
+            rx_bytes: self.input.rx_bytes,
+            tx_packets: self.output.tx_packets,
+            tx_bytes: self.output.tx_bytes,
+            non_ip_packets: self.input.non_ip,
+            malformed: self.input.malformed_counts(),
+            oversize_drops: self.input.oversize,
+            no_buffer_drops: self.input.no_buffer,
+            kernel_drops: self.input.kernel_drops,
+            tx_retries: self.output.tx_retries,
+            tx_errors: self.output.tx_errors,
             pacer_forfeits: ls.forfeits,
             pacer_forfeit_ns: ls.forfeit_ns,
             link: ls,
@@ -1070,8 +890,8 @@ impl Direction {
             } else {
                 self.link.queue_protection(0)
             },
-            lateness: self.lateness.stats(),
-            unstamped: self.unstamped,
+            lateness: self.output.lateness.stats(),
+            unstamped: self.input.unstamped,
             peak_buffers: self.pool.peak(),
             buffer_limit: self.pool.max(),
             queues,
@@ -1189,7 +1009,7 @@ fn run_inner(
         }
         if now >= next_status {
             for d in dirs.iter_mut() {
-                d.kernel_drops += socks[d.rx].kernel_drops();
+                d.input.kernel_drops += socks[d.rx].kernel_drops();
             }
             let elapsed = now.since(start);
             let interval = now.since(last_status);
@@ -1222,13 +1042,14 @@ fn run_inner(
     }
     let end = monotonic_now();
     for d in dirs.iter_mut() {
-        d.kernel_drops += socks[d.rx].kernel_drops();
+        d.input.kernel_drops += socks[d.rx].kernel_drops();
     }
     Ok(RouterStats {
         started_ns: start.as_nanos(),
         duration_s: end.since(start).as_secs_f64(),
         realtime,
         directions: dirs.iter().map(|d| d.stats()).collect(),
+        wifi: None,
     })
 }
 

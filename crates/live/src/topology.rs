@@ -21,6 +21,7 @@
 
 use crate::LiveError;
 use l4s_core::Dur;
+use l4s_fwd::medium::MediumConfig;
 use l4s_fwd::netns::{Netns, RunId, Testbed, VethEnd};
 use l4s_fwd::RouterConfig;
 use l4s_scenario::Scenario;
@@ -39,13 +40,61 @@ pub struct Segment {
     pub ba: usize,
 }
 
-/// The forwarder to run in a wire namespace: both directions of a segment.
+/// The forwarder to run in a wire namespace: both directions of a segment, or every
+/// station's segment of a shared medium.
 #[derive(Clone, Debug)]
 pub struct Element {
     pub ns: Netns,
-    pub cfg: Box<RouterConfig>,
+    /// The segment (a medium's first station's).
     pub segment: usize,
+    pub kind: ElementKind,
 }
+
+#[derive(Clone, Debug)]
+pub enum ElementKind {
+    /// The two-port forwarder of one segment.
+    Pair(Box<RouterConfig>),
+    /// The medium forwarder of a Wi-Fi BSS.
+    Medium(Box<MediumElement>),
+}
+
+/// A Wi-Fi BSS in the testbed: one wire namespace with an interface pair per station.
+#[derive(Clone, Debug)]
+pub struct MediumElement {
+    /// The BSS's name (its queues are reported under it).
+    pub name: String,
+    /// The scenario link that owns the model (where the simulator reports its queues).
+    pub owner: usize,
+    /// Per station in port order: its segment, and its downlink and uplink scenario links.
+    pub stations: Vec<MediumStation>,
+    pub cfg: Box<MediumConfig>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct MediumStation {
+    pub segment: usize,
+    pub down: usize,
+    pub up: usize,
+}
+
+impl Element {
+    /// The two-port forwarder's configuration, if this is one.
+    pub fn router(&self) -> Option<&RouterConfig> {
+        match &self.kind {
+            ElementKind::Pair(c) => Some(c),
+            ElementKind::Medium(_) => None,
+        }
+    }
+}
+
+/// The most stations a BSS has in the live testbed: each is two interfaces of one
+/// forwarding thread and a namespace of endpoints, all sharing the host's cores.
+pub const LIVE_MAX_STATIONS: usize = 8;
+
+/// The fastest station PHY rate a live BSS takes: its MAC carries up to about 80 % of it,
+/// about the 1 Gbit/s (83 000 full-size frames/s) the forwarder keeps up with alongside the
+/// endpoints' kernel TCP on the same host.
+pub const LIVE_MAX_PHY_RATE: l4s_core::Rate = l4s_core::Rate(1_250_000_000);
 
 /// A built testbed.
 pub struct Built {
@@ -61,12 +110,34 @@ pub struct Built {
 
 /// Pair the scenario's links into segments.
 pub fn segments(sc: &Scenario) -> Result<Vec<Segment>, LiveError> {
-    if let Some(m) = sc.links.iter().find_map(|l| l.medium.as_ref()) {
-        return Err(LiveError::input(format!(
-            "the Wi-Fi BSS {:?} runs in the simulator only for now: the live forwarder drives a model between two \
-             namespaces, and a BSS needs one with a port per station (run it with --backend sim)",
-            m.name
-        )));
+    for l in sc
+        .links
+        .iter()
+        .filter(|l| l.medium.as_ref().is_some_and(|m| m.from == 0))
+    {
+        let Some(w) = l.medium.as_ref().and_then(|m| m.wifi.as_deref()) else {
+            continue;
+        };
+        let name = l.medium.as_ref().map_or("", |m| m.name.as_str());
+        if w.stations.len() > LIVE_MAX_STATIONS {
+            return Err(LiveError::input(format!(
+                "{}: topology.wifi {name:?}: {} stations; the live testbed runs at most {LIVE_MAX_STATIONS} \
+                 (every station is a namespace and two interfaces of one forwarding thread on this host): \
+                 run it with --backend sim",
+                sc.file,
+                w.stations.len()
+            )));
+        }
+        if let Some(st) = w.stations.iter().find(|s| s.data_rate() > LIVE_MAX_PHY_RATE) {
+            return Err(LiveError::input(format!(
+                "{}: topology.wifi {name:?}, station {:?}: {} (PHY, over all its links) is more than the live \
+                 forwarder keeps up with beside the endpoints on this host; expected at most {LIVE_MAX_PHY_RATE}: \
+                 lower its mcs, bandwidth or nss, or run it with --backend sim",
+                sc.file,
+                st.name,
+                st.data_rate()
+            )));
+        }
     }
     let mut used = vec![false; sc.links.len()];
     let mut out = Vec::new();
@@ -182,12 +253,57 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> 
         nodes.push(tb.add_netns(&format!("n{i}"))?);
     }
     let mut elements = Vec::new();
+    // Each Wi-Fi BSS: its wire namespace, its owner link and its stations' segments.
+    let mut media: Vec<(Netns, usize, Vec<Option<MediumStation>>)> = Vec::new();
     for (k, s) in segs.iter().enumerate() {
         let (lab, lba) = (&sc.links[s.ab], &sc.links[s.ba]);
         let e = format!("e{k}");
         let ideal =
             |l: &l4s_scenario::Link| l.rate.is_none() && l.delay.is_zero() && l.fault.is_none() && l.loss.is_none();
-        if ideal(lab) && ideal(lba) {
+        if let Some(m) = lab.medium.as_ref().or(lba.medium.as_ref()) {
+            // A station of a BSS: the access point's node reaches it through the BSS's wire
+            // namespace, on the interface pair of its port.
+            let (down, up) = if m.from == 0 { (s.ab, s.ba) } else { (s.ba, s.ab) };
+            let Some(dm) = sc.links[down].medium.as_ref() else {
+                return Err(LiveError::input(format!(
+                    "link {:?} crosses the Wi-Fi BSS {:?} but its way back does not",
+                    lab.name, m.name
+                )));
+            };
+            let j = dm.to.saturating_sub(1);
+            let g = match media.iter().position(|x| x.1 == dm.owner) {
+                Some(g) => g,
+                None => {
+                    let stations = dm.wifi.as_ref().map_or(0, |w| w.stations.len());
+                    media.push((tb.add_netns(&format!("w{k}"))?, dm.owner, vec![None; stations]));
+                    media.len() - 1
+                }
+            };
+            let w = media[g].0.clone();
+            let (a, b) = (format!("a{j}"), format!("b{j}"));
+            tb.add_veth(
+                VethEnd {
+                    ns: &nodes[sc.links[down].from],
+                    name: &e,
+                },
+                VethEnd { ns: &w, name: &a },
+            )?;
+            tb.add_veth(
+                VethEnd { ns: &w, name: &b },
+                VethEnd {
+                    ns: &nodes[sc.links[down].to],
+                    name: &e,
+                },
+            )?;
+            for p in [&a, &b] {
+                w.disable_ipv6(p)?;
+                w.link_up(p)?;
+                w.disable_offloads(p)?;
+            }
+            if let Some(slot) = media[g].2.get_mut(j) {
+                *slot = Some(MediumStation { segment: k, down, up });
+            }
+        } else if ideal(lab) && ideal(lba) {
             tb.add_veth(
                 VethEnd {
                     ns: &nodes[s.a],
@@ -230,8 +346,8 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> 
             cfg.validate()?;
             elements.push(Element {
                 ns: w.clone(),
-                cfg: Box::new(cfg),
                 segment: k,
+                kind: ElementKind::Pair(Box::new(cfg)),
             });
         }
         for (n, host) in [(s.a, 1u8), (s.b, 2u8)] {
@@ -243,6 +359,35 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> 
             ns.link_up(&e)?;
             ns.disable_offloads(&e)?;
         }
+    }
+    for (w, owner, stations) in media {
+        let name = sc.links[owner].medium.as_ref().map_or("", |m| m.name.as_str());
+        let stations: Vec<MediumStation> = stations
+            .into_iter()
+            .enumerate()
+            .map(|(j, st)| {
+                st.ok_or_else(|| LiveError::input(format!("station {j} of the Wi-Fi BSS {name:?} has no links")))
+            })
+            .collect::<Result<_, _>>()?;
+        let pairs = (0..stations.len())
+            .map(|j| (format!("a{j}"), format!("b{j}")))
+            .collect();
+        let mut cfg = MediumConfig::new(pairs, sc.links[owner].config(duration));
+        cfg.seed = seed.wrapping_add(stations[0].segment as u64);
+        cfg.status_interval = Dur::from_millis(100);
+        // The model's counters are read at the measurement window's start and end.
+        cfg.window = Some((sc.warmup, duration));
+        cfg.validate()?;
+        elements.push(Element {
+            ns: w,
+            segment: stations[0].segment,
+            kind: ElementKind::Medium(Box::new(MediumElement {
+                name: name.to_string(),
+                owner,
+                stations,
+                cfg: Box::new(cfg),
+            })),
+        });
     }
     // Routes and forwarding.
     let hops = next_hops(sc.nodes.len(), &segs);
@@ -461,5 +606,49 @@ to = "server"
             let cfg = sc.links[segs[0].ba].config(sc.duration);
             assert_eq!(cfg.fault.is_some(), !fb.is_empty());
         }
+    }
+
+    /// A BSS at `ap` with `n` stations of this PHY (`extra`: more station keys).
+    fn bss(n: usize, extra: &str) -> Scenario {
+        let mut text = String::from(
+            "[scenario]\nname = \"t\"\nduration = \"2s\"\n[topology]\ntype = \"custom\"\n\
+             [[topology.nodes]]\nname = \"server\"\n[[topology.nodes]]\nname = \"ap\"\n",
+        );
+        for i in 0..n {
+            text += &format!("[[topology.nodes]]\nname = \"sta{i}\"\n");
+        }
+        text += "[[topology.links]]\nfrom = \"server\"\nto = \"ap\"\ndelay = \"4ms\"\n";
+        text += "[[topology.wifi]]\nname = \"wifi\"\nap = \"ap\"\n";
+        for i in 0..n {
+            text += &format!("[[topology.wifi.stations]]\nnode = \"sta{i}\"\n{extra}\n");
+        }
+        text += "[[flows]]\nname = \"f\"\ntype = \"probe\"\nfrom = \"server\"\nto = \"sta0\"\n";
+        l4s_scenario::load_str(&text, std::path::Path::new("t.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_bss_pairs_each_station_and_refuses_what_the_host_cannot_forward() {
+        // Every station is a segment: its downlink from the AP and its uplink.
+        let sc = bss(3, "mcs = 9");
+        let segs = segments(&sc).unwrap();
+        let medium: Vec<_> = segs.iter().filter(|s| sc.links[s.ab].medium.is_some()).collect();
+        assert_eq!(medium.len(), 3);
+        for s in medium {
+            assert!(sc.links[s.ba].medium.is_some());
+        }
+        let e = segments(&bss(LIVE_MAX_STATIONS + 1, "mcs = 9"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("9 stations") && e.contains("at most 8") && e.contains("--backend sim"),
+            "{e}"
+        );
+        // HE 160 MHz, 2 streams, MCS 11: 2.402 Gbit/s.
+        let e = segments(&bss(1, "bandwidth = 160\nmcs = 11")).unwrap_err().to_string();
+        assert!(
+            e.starts_with("t.toml: topology.wifi \"wifi\", station \"sta0\": 2.402Gbit")
+                && e.contains("expected at most 1.250Gbit"),
+            "{e}"
+        );
     }
 }

@@ -197,7 +197,7 @@ fn xr_varying_bandwidth_is_accepted_and_builds_with_its_schedule() {
         .elements
         .iter()
         .find(|e| e.segment == seg)
-        .map(|e| e.cfg.clone())
+        .and_then(|e| e.router().cloned())
         .expect("a forwarder on the bottleneck");
     built.testbed.cleanup().unwrap();
     no_namespaces_left(&id);

@@ -2,7 +2,7 @@
 //! its segment's two link models, and the queue meters fed from their per-packet records.
 
 use crate::meter::Window;
-use crate::topology::{Built, Element};
+use crate::topology::{Built, Element, ElementKind, MediumElement};
 use crate::LiveError;
 use l4s_aqm::{DropReason, QueueId};
 use l4s_core::Time;
@@ -86,6 +86,8 @@ pub(super) fn lockq(q: &SharedQueue) -> MutexGuard<'_, QueueMeter> {
 pub(super) struct LiveQueue {
     pub link: usize,
     pub name: String,
+    /// The model's queue discipline where it is not the link's own (a Wi-Fi BSS's).
+    pub aqm: Option<&'static str>,
     pub meter: SharedQueue,
 }
 
@@ -130,23 +132,21 @@ impl Forwarders {
         window: Window,
         timeline: Option<&Sender<crate::timeline::Event>>,
     ) -> Result<(), LiveError> {
+        let cfg = match &el.kind {
+            ElementKind::Pair(cfg) => cfg.clone(),
+            ElementKind::Medium(m) => return self.start_medium(sc, el, m, window, timeline),
+        };
         let seg = &built.segments[el.segment];
         // A meter per queue of each direction's link model (a wire has one, or none
         // without a rate), indexed as the forwarder's records name them.
         let mut metas: [Vec<SharedQueue>; 2] = Default::default();
-        for (dir, (link, cfg)) in [(seg.ab, &el.cfg.ab), (seg.ba, &el.cfg.ba)].into_iter().enumerate() {
+        for (dir, (link, cfg)) in [(seg.ab, &cfg.ab), (seg.ba, &cfg.ba)].into_iter().enumerate() {
             let model = l4s_link::build::<Frame>(cfg, l4s_core::Rng::new(0));
             for q in model.queues() {
-                let m = Arc::new(Mutex::new(QueueMeter::new(window, q.subqueues)));
-                self.queues.push(LiveQueue {
-                    link,
-                    name: l4s_measure::summary::queue_name(&sc.links[link].name, &q.label),
-                    meter: m.clone(),
-                });
-                metas[dir].push(m);
+                let name = l4s_measure::summary::queue_name(&sc.links[link].name, &q.label);
+                metas[dir].push(self.meter(link, name, None, q.subqueues, window));
             }
         }
-        let cfg = el.cfg.clone();
         let stop = self.stop.clone();
         let mono0 = self.origin.clone();
         let origin = self.origin.clone();
@@ -197,6 +197,99 @@ impl Forwarders {
             // The links' schedules and faults count from time 0 (u64::MAX until it is fixed).
             l4s_fwd::run_recording_with_origin(&cfg, &stop, &origin, &mut on_status, &mut sink)
                 .map_err(|e| e.to_string())
+        })?;
+        self.handles.push((name, h));
+        Ok(())
+    }
+
+    /// A new queue of the run on scenario link `link`, and its meter.
+    fn meter(
+        &mut self,
+        link: usize,
+        name: String,
+        aqm: Option<&'static str>,
+        subqueues: &'static [QueueId],
+        window: Window,
+    ) -> SharedQueue {
+        let meter = Arc::new(Mutex::new(QueueMeter::new(window, subqueues)));
+        self.queues.push(LiveQueue {
+            link,
+            name,
+            aqm,
+            meter: meter.clone(),
+        });
+        meter
+    }
+
+    /// The forwarder of a Wi-Fi BSS: a meter per queue of its model, reported under the
+    /// BSS's name on the link that owns it (as the simulator reports them).
+    fn start_medium(
+        &mut self,
+        sc: &Scenario,
+        el: &Element,
+        m: &MediumElement,
+        window: Window,
+        timeline: Option<&Sender<crate::timeline::Event>>,
+    ) -> Result<(), LiveError> {
+        let model = l4s_link::build::<Frame>(&m.cfg.link, l4s_core::Rng::new(0));
+        let mut metas: Vec<(SharedQueue, usize)> = Vec::new();
+        for q in model.queues() {
+            let name = l4s_measure::summary::queue_name(&m.name, &q.label);
+            let meter = self.meter(m.owner, name, Some(q.aqm), q.subqueues, window);
+            metas.push((meter, q.subqueues.len()));
+        }
+        let per_dir = metas.len() / 2;
+        let per_station = per_dir / m.stations.len().max(1);
+        // Input d is station d / 2's downlink (even) or uplink (odd): its scenario link and
+        // its queues.
+        let hop_link: Vec<u32> = m.stations.iter().flat_map(|s| [s.down as u32, s.up as u32]).collect();
+        let queues_of = move |d: usize| {
+            let base = (d % 2) * per_dir + (d / 2) * per_station;
+            base..base + per_station
+        };
+        let cfg = m.cfg.clone();
+        let (stop, mono0, origin) = (self.stop.clone(), self.origin.clone(), self.origin.clone());
+        let tl = timeline.cloned();
+        let name = format!("forwarder of the Wi-Fi BSS {}", m.name);
+        let _ = sc;
+        let h = el.ns.spawn("l4s-fwd", move || {
+            let mut on_status = |s: &RouterStatus| {
+                for (d, dir) in s.directions.iter().enumerate() {
+                    let mut statuses = dir.queues.iter();
+                    for q in queues_of(d) {
+                        let Some((meter, subs)) = metas.get(q) else {
+                            continue;
+                        };
+                        let mut meter = lockq(meter);
+                        meter.backlog_packets = 0;
+                        meter.backlog_bytes = 0;
+                        for st in statuses.by_ref().take(*subs) {
+                            meter.backlog_packets += st.backlog_packets;
+                            meter.backlog_bytes += st.backlog_bytes;
+                        }
+                    }
+                }
+            };
+            let mut set = false;
+            let mut sink = |r: &PacketRecord| {
+                if !set {
+                    let t0 = mono0.load(Ordering::Acquire);
+                    if t0 == u64::MAX {
+                        return;
+                    }
+                    for (meter, _) in &metas {
+                        lockq(meter).mono0 = t0;
+                    }
+                    set = true;
+                }
+                if let (Some(tl), Some(&link)) = (&tl, hop_link.get(r.direction as usize)) {
+                    timeline_hop(tl, r, link);
+                }
+                if let Some((meter, _)) = metas.get(r.link_queue as usize) {
+                    lockq(meter).record(r);
+                }
+            };
+            l4s_fwd::medium::run_medium(&cfg, &stop, &origin, &mut on_status, &mut sink).map_err(|e| e.to_string())
         })?;
         self.handles.push((name, h));
         Ok(())

@@ -4,7 +4,7 @@
 
 use super::forwarders::{lockq, LiveQueue};
 use crate::meter::{SharedMeter, Window};
-use crate::topology::Built;
+use crate::topology::{Built, ElementKind};
 use l4s_core::{Dur, Time};
 use l4s_fwd::RouterStats;
 use l4s_metrics::hist::round6;
@@ -24,6 +24,8 @@ pub(super) struct ElementResults {
     pub link_stats: BTreeMap<usize, l4s_link::LinkStats>,
     /// Each scenario link's Queue Protection counters at the end, where it has them.
     pub queue_protection: BTreeMap<usize, l4s_aqm::QpStats>,
+    /// Each Wi-Fi BSS: its name, its counters at the window's start (if reached) and end.
+    pub wifi: Vec<(String, Option<l4s_link::wifi::BssStats>, l4s_link::wifi::BssStats)>,
 }
 
 /// Gather the forwarders' results (`mono0`: CLOCK_MONOTONIC at time 0); a forwarder that
@@ -40,6 +42,7 @@ pub(super) fn element_results(
         probs: BTreeMap::new(),
         link_stats: BTreeMap::new(),
         queue_protection: BTreeMap::new(),
+        wifi: Vec::new(),
     };
     for ((name, r), el) in results.iter().zip(&built.elements) {
         let st = r
@@ -48,8 +51,19 @@ pub(super) fn element_results(
         out.elements.push(serde_json::json!({"element": name, "stats": st}));
         out.lateness.extend(st.directions.iter().map(|d| d.lateness));
         // Mean probability over the window, from the forwarder's samples.
-        let seg = &built.segments[el.segment];
-        for (d, link) in st.directions.iter().zip([seg.ab, seg.ba]) {
+        let links: Vec<usize> = match &el.kind {
+            ElementKind::Pair(_) => {
+                let seg = &built.segments[el.segment];
+                vec![seg.ab, seg.ba]
+            }
+            ElementKind::Medium(m) => {
+                if let Some((base, end)) = &st.wifi {
+                    out.wifi.push((m.name.clone(), base.clone(), end.clone()));
+                }
+                m.stations.iter().flat_map(|s| [s.down, s.up]).collect()
+            }
+        };
+        for (d, link) in st.directions.iter().zip(links) {
             out.link_stats.insert(link, d.link);
             if let Some(qp) = &d.queue_protection {
                 // The forwarder's clock is CLOCK_MONOTONIC: count sanctions from time 0.
@@ -232,7 +246,7 @@ pub(super) fn summary(
                 l4s_measure::summary::QueueEnd {
                     name: q.name.clone(),
                     link: q.link,
-                    aqm: spec.aqm.kind().to_string(),
+                    aqm: q.aqm.unwrap_or(spec.aqm.kind()).to_string(),
                     // The rate at the end of the run, as the simulator reports it (a trace's
                     // mean).
                     rate_bps: if spec.trace.is_some() {
@@ -254,7 +268,16 @@ pub(super) fn summary(
             )
         })
         .collect();
-    l4s_measure::summary::summary(sc, "live", seed, window, &flows, &qs)
+    let mut summary = l4s_measure::summary::summary(sc, "live", seed, window, &flows, &qs);
+    for (name, base, end) in &el.wifi {
+        summary.wifi.push(l4s_measure::summary::wifi_summary(
+            name,
+            end,
+            base.as_ref(),
+            window.secs(),
+        ));
+    }
+    summary
 }
 
 #[cfg(test)]
