@@ -130,6 +130,35 @@ pub struct WifiCategorySummary {
     pub channel: Option<String>,
 }
 
+impl WifiCategorySummary {
+    /// One line of it: `AP BE on 6g: 757 TXOPs, 80 collided, 3 internal collisions` (the
+    /// channel with several, internal collisions when there were some).
+    pub fn describe(&self) -> String {
+        let mut line = format!("{} {}", self.device, self.category);
+        if let Some(ch) = &self.channel {
+            line += &format!(" on {ch}");
+        }
+        line += &format!(": {} TXOPs, {} collided", self.txops, self.collisions);
+        if self.internal_collisions > 0 {
+            line += &format!(", {} internal collisions", self.internal_collisions);
+        }
+        line
+    }
+}
+
+impl WifiSummary {
+    /// Every EDCAF that won the channel, described, `; ` between them (empty if none did).
+    pub fn edcaf_lines(&self) -> String {
+        let busy: Vec<String> = self
+            .categories
+            .iter()
+            .filter(|c| c.txops > 0)
+            .map(WifiCategorySummary::describe)
+            .collect();
+        busy.join("; ")
+    }
+}
+
 /// How evenly the capacity-seeking flows of a run shared: TCP and UDP Prague flows, bulk
 /// transfers, and media flows whose mean encoder target stayed below 95 % of their maximum
 /// bitrate (one at its maximum wants no more). Request–response, web, query and sync flows,

@@ -231,28 +231,9 @@ fn wifi_lines(w: &crate::summary::WifiSummary) -> String {
             .collect();
         let _ = writeln!(out, "  {} links: {}", st.station, links.join("; "));
     }
-    let busy: Vec<String> = w
-        .categories
-        .iter()
-        .filter(|c| c.txops > 0)
-        .map(|c| {
-            format!(
-                "{} {}{} {} TXOPs, {} collided{}",
-                c.device,
-                c.category,
-                c.channel.as_ref().map(|ch| format!(" on {ch}")).unwrap_or_default(),
-                c.txops,
-                c.collisions,
-                if c.internal_collisions > 0 {
-                    format!(", {} internal", c.internal_collisions)
-                } else {
-                    String::new()
-                }
-            )
-        })
-        .collect();
+    let busy = w.edcaf_lines();
     if !busy.is_empty() {
-        let _ = writeln!(out, "  {}", busy.join("; "));
+        let _ = writeln!(out, "  {busy}");
     }
     out
 }

@@ -393,24 +393,9 @@ fn wifi_section(ch: &mut Charts, res: &Results) {
             }
             ch.out.push_str("</table>");
         }
-        let busy: Vec<String> = w
-            .categories
-            .iter()
-            .filter(|c| c.txops > 0)
-            .map(|c| {
-                format!(
-                    "{} {}{}: {} TXOPs, {} collided, {} internal collisions",
-                    c.device,
-                    c.category,
-                    c.channel.as_ref().map(|ch| format!(" on {ch}")).unwrap_or_default(),
-                    count(c.txops),
-                    count(c.collisions),
-                    count(c.internal_collisions)
-                )
-            })
-            .collect();
+        let busy = w.edcaf_lines();
         if !busy.is_empty() {
-            let _ = write!(ch.out, "<p class=\"meta\">{}</p>", esc(&busy.join("; ")));
+            let _ = write!(ch.out, "<p class=\"meta\">{}</p>", esc(&busy));
         }
         let names: Vec<String> = w.stations.iter().map(|s| s.station.clone()).collect();
         let pal = Palette::new(["down", "up"]);

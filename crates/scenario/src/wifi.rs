@@ -66,8 +66,6 @@ fn category(name: &str) -> Option<AccessCategory> {
 fn key_of(parameter: &str) -> &str {
     match parameter {
         "txop_limit" => "txop",
-        "guard_interval" => "guard_interval",
-        "bandwidth" => "bandwidth",
         other => other.rsplit('.').next().unwrap_or(other),
     }
 }
@@ -115,9 +113,12 @@ fn parse_edca(cx: &ErrCtx, at: &[Seg], value: Option<toml::Value>, ap: bool) -> 
     };
     let mut params = preset(&name, ap)
         .ok_or_else(|| cx.at(&name_at, format!("unknown EDCA preset {name:?}: expected {PRESETS}")))?;
+    // The categories given a table of their own (whose keys can be blamed).
+    let mut given = [false; 4];
     for ac in AccessCategory::ALL {
         let k = ac.to_string().to_ascii_lowercase();
         let Some(v) = table.remove(&k) else { continue };
+        given[ac as usize] = true;
         let ac_at = join(at, &[key(&k)]);
         let toml::Value::Table(t) = v else {
             return Err(cx.at(
@@ -159,7 +160,7 @@ fn parse_edca(cx: &ErrCtx, at: &[Seg], value: Option<toml::Value>, ap: bool) -> 
         };
         if let Err(e) = p.validate(role) {
             let why = format!("{ac} at {who}: expected {}, found {}", e.expected, e.found);
-            let blame = if table_given(&name_at, at) {
+            let blame = if given[ac as usize] {
                 join(&ac_at, &[key(key_of(e.parameter))])
             } else {
                 at.to_vec()
@@ -174,11 +175,6 @@ fn parse_edca(cx: &ErrCtx, at: &[Seg], value: Option<toml::Value>, ap: bool) -> 
         }
     }
     Ok(params)
-}
-
-/// Whether the `edca` value was a table (its keys can be blamed) rather than a name.
-fn table_given(name_at: &[Seg], at: &[Seg]) -> bool {
-    name_at.len() != at.len()
 }
 
 /// The PHY keys of one link: each from the link's table if set there, else the station's.

@@ -1126,9 +1126,8 @@ impl<P: LinkPacket + 'static> Bss<P> {
         };
         // What the MAC holds: retransmissions (not those held for a TXOP under way on
         // another link), then its backlog within the window.
-        let held: Vec<u32> = self.txqs[q].origin.queued_on(Some((ch, now))).copied().collect();
         let mut full = false;
-        for i in held {
+        for &i in self.txqs[q].origin.queued_on(Some((ch, now))) {
             match fits(k, padded, self.size_of(i), self) {
                 Some((bytes, d)) if k < usize::from(self.ba_window) => {
                     k += 1;
@@ -1243,7 +1242,7 @@ impl<P: LinkPacket + 'static> Bss<P> {
                 continue;
             };
             let q = self.txq_index(dir, s, o.cat);
-            let limit = self.chans[ch].edca.state(id, at).and_then(|st| st.params.txop_limit);
+            let limit = self.chans[ch].edca.params(id).and_then(|p| p.txop_limit);
             // An MLD's EDCAF may win with nothing it may send here (what is left is held
             // for a TXOP on another link): it sends nothing and the wait goes on.
             let allowed = self.allowed(s, o.cat, ch) && (!self.is_mld(s) || self.has_data_on(q, s, o.cat, ch, at));

@@ -517,6 +517,11 @@ impl Edca {
         self.medium.is_busy(now)
     }
 
+    /// The parameters of `id`, if it is an EDCAF of this channel.
+    pub fn params(&self, id: ContenderId) -> Option<EdcaParams> {
+        self.edcafs.get(id.index()).map(|e| e.params)
+    }
+
     /// The state of `id` at `now`, if it is an EDCAF of this channel.
     pub fn state(&self, id: ContenderId, now: Time) -> Option<EdcafState> {
         let e = self.edcafs.get(id.index())?;
