@@ -38,13 +38,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use l4s_core::{Dur, Rng, Time};
 use l4s_link::{Action, Io, Link, LinkConfig, Port, Timers};
 
-use crate::afpacket::{monotonic_now, precise_timers, wait_readable, IoMode, PacketSocket, MAX_POLLED};
+use crate::afpacket::{monotonic_now, precise_timers, IoMode, PacketSocket, MAX_POLLED};
 use crate::error::FwdError;
 use crate::packet::{BufferPool, Frame};
 use crate::port::{Input, Output};
 use crate::router::{
-    aqm_packet_limit, DirObserver, DirectionStats, DirectionStatus, PacketRecord, QueueTrack, RouterStats,
-    RouterStatus, Sink,
+    aqm_packet_limit, go_realtime, wait_for_work, DirObserver, DirectionStats, DirectionStatus, PacketRecord,
+    QueueTrack, RouterStats, RouterStatus, Sink,
 };
 
 /// The most stations one medium forwarder serves (two interfaces each, every one polled).
@@ -406,13 +406,7 @@ pub fn run_medium(
         model_now: Time::ZERO,
     };
     precise_timers();
-    let realtime = match cfg.realtime_priority {
-        None => "off".to_string(),
-        Some(p) => match crate::afpacket::set_realtime(p) {
-            Ok(()) => format!("SCHED_FIFO priority {p}"),
-            Err(e) => format!("normal scheduler ({e})"),
-        },
-    };
+    let realtime = go_realtime(cfg.realtime_priority);
     let fds: Vec<_> = socks.iter().map(|s| s.raw_fd()).collect();
     let start = monotonic_now();
     let mut next_status = start + cfg.status_interval;
@@ -460,17 +454,7 @@ pub fn run_medium(
         if let Some(t) = m.next_event() {
             wake = wake.min(t);
         }
-        if t0.is_none() {
-            // Waiting for the origin: look again soon.
-            wake = wake.min(monotonic_now() + Dur::from_millis(1));
-        }
-        let now = monotonic_now();
-        if wake > now {
-            let wait = wake.since(now);
-            if wait > cfg.spin {
-                wait_readable(&fds, wait.min(Dur::from_millis(50)).as_nanos());
-            }
-        }
+        wait_for_work(&fds, wake, t0.is_some(), cfg.spin);
     }
     let end = monotonic_now();
     for (side, sock) in m.sides.iter_mut().zip(&socks) {

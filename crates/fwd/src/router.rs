@@ -900,6 +900,36 @@ impl Direction {
     }
 }
 
+/// Put the forwarding thread under SCHED_FIFO at `priority`, if given; what it runs under,
+/// for [`RouterStats::realtime`].
+pub(crate) fn go_realtime(priority: Option<u8>) -> String {
+    match priority {
+        None => "off".to_string(),
+        Some(p) => match crate::afpacket::set_realtime(p) {
+            Ok(()) => format!("SCHED_FIFO priority {p}"),
+            Err(e) => format!("normal scheduler ({e})"),
+        },
+    }
+}
+
+/// Wait for the next thing to do: until `wake` or a readable socket, busy-polling waits up
+/// to `spin`; until the origin is known (`started` false) look again within 1 ms; never
+/// longer than 50 ms, so that a stop request is seen.
+pub(crate) fn wait_for_work(fds: &[std::os::fd::RawFd], wake: Time, started: bool, spin: Dur) {
+    let wake = if started {
+        wake
+    } else {
+        wake.min(monotonic_now() + Dur::from_millis(1))
+    };
+    let now = monotonic_now();
+    if wake > now {
+        let wait = wake.since(now);
+        if wait > spin {
+            wait_readable(fds, wait.min(Dur::from_millis(50)).as_nanos());
+        }
+    }
+}
+
 /// Forward between `cfg.a` and `cfg.b` (in the calling thread's network namespace) until
 /// `stop` is set; `on_status` is called every `cfg.status_interval`. Returns the statistics.
 pub fn run(
@@ -972,13 +1002,7 @@ fn run_inner(
         ),
     ];
     precise_timers();
-    let realtime = match cfg.realtime_priority {
-        None => "off".to_string(),
-        Some(p) => match crate::afpacket::set_realtime(p) {
-            Ok(()) => format!("SCHED_FIFO priority {p}"),
-            Err(e) => format!("normal scheduler ({e})"),
-        },
-    };
+    let realtime = go_realtime(cfg.realtime_priority);
     let fds = [socks[0].raw_fd(), socks[1].raw_fd()];
     let start = monotonic_now();
     let mut next_status = start + cfg.status_interval;
@@ -1027,18 +1051,7 @@ fn run_inner(
                 wake = wake.min(t);
             }
         }
-        if !started {
-            // Waiting for the origin: look again soon.
-            wake = wake.min(monotonic_now() + Dur::from_millis(1));
-        }
-        let now = monotonic_now();
-        if wake > now {
-            let wait = wake.since(now);
-            if wait > cfg.spin {
-                // Sleep until the event or a readable socket; cap so that `stop` is seen.
-                wait_readable(&fds, wait.min(Dur::from_millis(50)).as_nanos());
-            }
-        }
+        wait_for_work(&fds, wake, started, cfg.spin);
     }
     let end = monotonic_now();
     for d in dirs.iter_mut() {

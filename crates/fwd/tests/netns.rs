@@ -181,11 +181,29 @@ fn hold_lock(lock: &str) -> std::process::Child {
         .expect("flock (util-linux)")
 }
 
-/// SIGKILL the holder; closing its stdin ends the `cat` it started.
-fn release(holder: &mut std::process::Child) {
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+/// End the holder: close its stdin, which ends the `cat` it started, SIGKILL `flock`, and
+/// wait until the lock is free. The `cat` can hold the lock's file description for a moment
+/// after `flock` is reaped (measured: one run in five to fifteen found the lock still held
+/// right after), so the test waits for what it means by "the process is gone".
+fn release(holder: &mut std::process::Child, lock: &str) {
     drop(holder.stdin.take());
+    let _ = holder.kill();
+    holder.wait().unwrap();
+    let t0 = std::time::Instant::now();
+    // `flock -n` takes and drops the lock if it is free, leaving the file as it is.
+    let free = || {
+        std::process::Command::new("flock")
+            .args(["-n", lock, "true"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    while !free() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "the lock outlived its holder"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// A run still going in another process (it holds the run's lock; here `flock(1)` from
@@ -223,7 +241,7 @@ fn cleanup_keeps_runs_still_going_unless_forced() {
     // The lock is not taken over by asking.
     assert!(l4s_fwd::netns::run_is_alive(id.as_str()));
     // Its process gone (SIGKILL here): removed, lock file too.
-    release(&mut holder);
+    release(&mut holder, &lock);
     let report = cleanup_all(&format!("{prefix}*"), false).unwrap();
     assert_eq!(report.namespaces, vec![name.clone()]);
     assert!(report.kept.is_empty());
@@ -245,7 +263,7 @@ fn cleanup_keeps_runs_still_going_unless_forced() {
     let report = cleanup_all(&format!("{prefix}*"), true).unwrap();
     assert_eq!(report.namespaces, vec![name.clone()]);
     assert!(report.kept.is_empty());
-    release(&mut holder);
+    release(&mut holder, &lock);
     let _ = std::fs::remove_file(&lock);
     assert!(list_netns().unwrap().iter().all(|n| !n.starts_with(&prefix)));
 }

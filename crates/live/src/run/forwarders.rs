@@ -134,7 +134,7 @@ impl Forwarders {
     ) -> Result<(), LiveError> {
         let cfg = match &el.kind {
             ElementKind::Pair(cfg) => cfg.clone(),
-            ElementKind::Medium(m) => return self.start_medium(sc, el, m, window, timeline),
+            ElementKind::Medium(m) => return self.start_medium(el, m, window, timeline),
         };
         let seg = &built.segments[el.segment];
         // A meter per queue of each direction's link model (a wire has one, or none
@@ -225,7 +225,6 @@ impl Forwarders {
     /// BSS's name on the link that owns it (as the simulator reports them).
     fn start_medium(
         &mut self,
-        sc: &Scenario,
         el: &Element,
         m: &MediumElement,
         window: Window,
@@ -251,7 +250,6 @@ impl Forwarders {
         let (stop, mono0, origin) = (self.stop.clone(), self.origin.clone(), self.origin.clone());
         let tl = timeline.cloned();
         let name = format!("forwarder of the Wi-Fi BSS {}", m.name);
-        let _ = sc;
         let h = el.ns.spawn("l4s-fwd", move || {
             let mut on_status = |s: &RouterStatus| {
                 for (d, dir) in s.directions.iter().enumerate() {
