@@ -626,10 +626,11 @@ pub(crate) fn add_wifi(
     cfg.marking = match w.marking.as_deref() {
         None | Some("dequeue") => MarkingRule::Dequeue,
         Some("pending-dequeue") => MarkingRule::PendingDequeue,
+        Some("enqueue") => MarkingRule::Enqueue,
         Some(other) => {
             return Err(cx.at(
                 &join(at, &[key("marking")]),
-                format!("unknown marking rule {other:?}: expected \"dequeue\" or \"pending-dequeue\""),
+                format!("unknown marking rule {other:?}: expected \"dequeue\", \"pending-dequeue\" or \"enqueue\""),
             ))
         }
     };

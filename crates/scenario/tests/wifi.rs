@@ -315,12 +315,15 @@ fn bad_wifi_parameters_name_the_key() {
     assert!(e.contains("no node named \"tablet\""), "{e}");
     let e = err("marking = \"early\"", "mcs = 1");
     assert!(
-        e.contains("topology.wifi[0].marking") && e.contains("pending-dequeue"),
+        e.contains("topology.wifi[0].marking") && e.contains("pending-dequeue") && e.contains("\"enqueue\""),
         "{e}"
     );
     let sc = load("marking = \"pending-dequeue\"", "mcs = 1").unwrap();
     let cfg = sc.links[2].medium.as_ref().unwrap().wifi.clone().unwrap();
     assert_eq!(cfg.marking, l4s_link::wifi::MarkingRule::PendingDequeue);
+    let sc = load("marking = \"enqueue\"", "mcs = 1").unwrap();
+    let cfg = sc.links[2].medium.as_ref().unwrap().wifi.clone().unwrap();
+    assert_eq!(cfg.marking, l4s_link::wifi::MarkingRule::Enqueue);
     let e = err("l4s_category = \"XX\"", "mcs = 1");
     assert!(
         e.contains("l4s_category") && e.contains("unknown access category"),

@@ -64,6 +64,16 @@
 //! The coupled marking from the classic queue's probability stays. These marks count with the
 //! L sub-queue's.
 //!
+//! With [`MarkingRule::Enqueue`], the enqueue-time rule, a DualPI2's native step is switched
+//! off too, and an L4S packet (ECT(1) or CE) is marked CE as it enters its queue when the
+//! bytes ahead of it (the L queue's and those the MAC holds for the queue) would take at least
+//! the step threshold (DualPI2's `step_thresh`, 1 ms by default) at the station's expected
+//! throughput: what rate control expects one A-MPDU exchange at the link's MCS to carry, less
+//! its frame errors (mac80211's `ieee80211_sta_expected_throughput`; summed over an MLD's
+//! links). It reacts as the queue builds rather than after the packet waited, but the
+//! estimate knows nothing of contention: when other devices take the air the station is
+//! served more slowly than expected, and the rule marks later than a sojourn would.
+//!
 //! ## Scanning
 //!
 //! A station may leave the channel to scan ([`ScanConfig`]): every `period`, a burst of
@@ -114,7 +124,9 @@
 //! or picked from a signal level by [`mcs_for_signal`]), the BlockAckReq frame, power
 //! save other than scanning, and beacons.
 
-use super::airtime::{block_ack_bytes, mpdu_bytes, ACK_BYTES, DELIMITER_BYTES};
+use super::airtime::{
+    block_ack_bytes, mpdu_bytes, plan_exchange, AmpduLimits, ExchangeConfig, ACK_BYTES, DELIMITER_BYTES,
+};
 use super::block_ack::{Originator, OriginatorConfig, Recipient};
 use super::edca::{AccessCategory, ContenderId, DeviceId, Edca, EdcaParams, Ending, Role};
 use super::phy::{BasicRates, PhyMode, Standard, A_PPDU_MAX_TIME, SIFS};
@@ -135,6 +147,31 @@ const SCAN_BASE: Timer = 2;
 /// The most stations a BSS takes (2007 associations is the standard's AID space; this
 /// bound keeps every timer number within a [`Timer`] with all four categories carried).
 pub const MAX_STATIONS: usize = 2007;
+
+/// What rate control expects a link to carry, bytes per second: one exchange of a full
+/// A-MPDU of 1500-byte packets (the BSS's byte cap and window) after AIFS and the mean
+/// backoff of best effort, less the link's frame error rate.
+fn expected_throughput(cfg: &BssConfig, l: &StationLink) -> f64 {
+    let limits = AmpduLimits {
+        max_bytes: cfg.max_ampdu_bytes,
+        ba_window: cfg.ba_window,
+        ..AmpduLimits::new(l.mode.standard())
+    };
+    let ex = plan_exchange(
+        &l.mode,
+        std::iter::repeat_n(1500u32, usize::from(cfg.ba_window)),
+        &ExchangeConfig {
+            limits,
+            ..ExchangeConfig::new(&l.mode)
+        },
+    );
+    match ex {
+        Ok(ex) if !ex.airtime().is_zero() => {
+            ex.ampdu.mpdus as f64 * 1500.0 / ex.airtime().as_secs_f64() * (1.0 - l.frame_error_rate)
+        }
+        _ => 0.0,
+    }
+}
 
 /// The access category of a DSCP: its user priority is the DSCP's three high bits (the
 /// IP precedence, as Linux's `cfg80211_classify8021d` takes it by default), and the user
@@ -379,6 +416,10 @@ pub enum MarkingRule {
     /// step is off, and when an A-MPDU is built, enough of the L packets taken into it are
     /// marked that its marks are at least the L packets left waiting.
     PendingDequeue,
+    /// Enqueue-time marking: a DualPI2's native step is off, and an L packet is marked as
+    /// it enters a queue whose bytes ahead of it, at the station's expected throughput,
+    /// take at least the step threshold.
+    Enqueue,
 }
 
 impl BssConfig {
@@ -685,6 +726,10 @@ pub struct Bss<P> {
     ba_window: u16,
     basic_rates: BasicRates,
     marking: MarkingRule,
+    /// The enqueue-time rule's step threshold at the AP's queues and at the stations'.
+    enqueue_thresh: [Option<Dur>; 2],
+    /// Each station's expected throughput, bytes per second.
+    expected: Vec<f64>,
     /// Packets taken from a discipline for the A-MPDU being built (reused).
     taken: Vec<(l4s_aqm::Dequeued<P>, Dur)>,
     origin: Option<Time>,
@@ -703,8 +748,13 @@ impl<P: LinkPacket + 'static> Bss<P> {
         let mut chans = vec![Self::channel(cfg, 0, edca0, ncat, &categories)?];
         let mut txqs = Vec::new();
         let mut info = Vec::new();
+        // The enqueue-time rule's threshold at the AP and at the stations: their DualPI2's step.
+        let enqueue_thresh = [&cfg.ap_aqm, &cfg.sta_aqm].map(|a| match (cfg.marking, a) {
+            (MarkingRule::Enqueue, AqmConfig::DualPi2(d)) => Some(d.step_thresh),
+            _ => None,
+        });
         let aqms = [cfg.ap_aqm.clone(), cfg.sta_aqm.clone()].map(|mut a| {
-            if let (MarkingRule::PendingDequeue, AqmConfig::DualPi2(d)) = (cfg.marking, &mut a) {
+            if let (MarkingRule::PendingDequeue | MarkingRule::Enqueue, AqmConfig::DualPi2(d)) = (cfg.marking, &mut a) {
                 // The rule replaces the L queue's native step (the coupled marking stays).
                 d.step_thresh_packets = Some(u32::MAX);
             }
@@ -792,6 +842,12 @@ impl<P: LinkPacket + 'static> Bss<P> {
             ba_window: cfg.ba_window,
             basic_rates: cfg.basic_rates,
             marking: cfg.marking,
+            enqueue_thresh,
+            expected: cfg
+                .stations
+                .iter()
+                .map(|st| st.links.iter().map(|l| expected_throughput(cfg, l)).sum())
+                .collect(),
             taken: Vec::new(),
             origin: None,
         })
@@ -1192,6 +1248,21 @@ impl<P: LinkPacket + 'static> Bss<P> {
         (mpdus, ppdu)
     }
 
+    /// The enqueue-time rule: mark an L packet entering queue `q` (station `s`) when the
+    /// bytes ahead of it, at the station's expected throughput, take `thresh` or more.
+    fn mark_on_enqueue(&mut self, q: usize, s: usize, thresh: Dur, pkt: &mut P) {
+        if !matches!(pkt.ecn(), l4s_core::Ecn::Ect1 | l4s_core::Ecn::Ce) {
+            return;
+        }
+        let t = &self.txqs[q];
+        let held: u64 = t.origin.queued().map(|&i| u64::from(self.size_of(i))).sum();
+        let ahead = t.qdisc.backlog_of(QueueId::L).1 + held;
+        let rate = self.expected[s];
+        if rate > 0.0 && ahead as f64 / rate >= thresh.as_secs_f64() && pkt.set_ce() {
+            self.txqs[q].mac_marks += 1;
+        }
+    }
+
     /// The pending-dequeue rule: of the packets just taken from queue `q`'s L sub-queue,
     /// mark (CE) enough that the batch's marks are at least the packets still waiting in
     /// the L queue: everything that will not make this aggregate is signalled at once.
@@ -1534,6 +1605,10 @@ impl<P: LinkPacket + 'static> Link<P> for Bss<P> {
                     *a = (*a).max(least);
                 }
             }
+        }
+        let mut pkt = pkt;
+        if let Some(thresh) = self.enqueue_thresh[dir] {
+            self.mark_on_enqueue(q, s, thresh, &mut pkt);
         }
         match self.txqs[q].qdisc.enqueue(pkt, now) {
             Enqueued::Queued { .. } => {
@@ -1957,6 +2032,46 @@ mod tests {
             .unwrap()
             .1;
         assert_eq!(l.marks, 58);
+    }
+
+    #[test]
+    fn enqueue_marking_marks_what_the_expected_throughput_cannot_clear_within_the_step() {
+        // 100 ECT(1) and 20 ECT(0) packets of 1500 bytes reach a DualPI2 queue at the AP at
+        // once. HE80 2SS MCS 9 is expected to carry 42 MPDUs per exchange: about 669 Mbit/s
+        // (as the MAC reaches, one_station_reaches_the_mac_efficiency_of_its_ampdu), 84 kB per
+        // millisecond. Packet k of the L queue has k packets ahead, so those from
+        // k = ceil(84 kB / 1500 B) = 56 on are marked as they enter; the classic ones never.
+        let mut cfg = BssConfig::new(
+            vec![station("sta", he(80, 2, 9))],
+            l4s_aqm::AqmConfig::DualPi2(Default::default()),
+            deep_fifo(),
+        );
+        cfg.marking = MarkingRule::Enqueue;
+        let e = expected_throughput(&cfg, &cfg.stations[0].links[0]);
+        let first = (e * 0.001 / 1500.0).ceil() as u64;
+        eprintln!(
+            "expected throughput {:.1} Mbit/s: marked from L packet {first}",
+            e * 8.0 / 1e6
+        );
+        assert!((e * 8.0 / 1e6 - 669.0).abs() < 5.0, "{e}");
+        assert_eq!(first, 56);
+        let offers: Vec<_> = (0..120u64)
+            .map(|i| {
+                let ecn = if i < 100 { Ecn::Ect1 } else { Ecn::Ect0 };
+                (Time::ZERO, 0, 1, Pkt { ecn, ..pkt(i) })
+            })
+            .collect();
+        let (link, out, _) = run(&cfg, offers, Time::from_millis(10), 1);
+        assert_eq!(out.len(), 120);
+        let ce: Vec<u64> = out.iter().filter(|d| d.2.ecn == Ecn::Ce).map(|d| d.2.id).collect();
+        assert!(ce.iter().copied().eq(first..100), "{ce:?}");
+        let l = link
+            .queue_stats(0)
+            .into_iter()
+            .find(|(id, _)| *id == QueueId::L)
+            .unwrap()
+            .1;
+        assert_eq!(l.marks, 100 - first);
     }
 
     #[test]
