@@ -550,7 +550,7 @@ fn a_variant_run_stopped_before_its_first_variant_leaves_no_empty_out() {
 }
 
 /// A run with a Wi-Fi BSS: its report has the station table, the airtime chart and the
-/// access-delay chart.
+/// access-delay charts; `distributions.csv` has each station's access-delay distribution.
 #[test]
 fn a_wifi_run_reports_airtime_and_access_delay() {
     let d = tmp("wifi");
@@ -581,10 +581,30 @@ fn a_wifi_run_reports_airtime_and_access_delay() {
         .map(|s| s.down.airtime_share + s.up.airtime_share)
         .sum();
     assert!(total > 0.3 && total <= 1.0, "{total}");
+    // The laptop's downlink access delay as a whole distribution, whose median is the
+    // summary's.
+    let laptop = &w.stations[0];
+    let p = laptop.down.access_delay_ms.as_ref().expect("access delay percentiles");
+    assert_eq!(Some(p.p50), laptop.down.access_delay_p50_ms);
+    assert!(p.count > 100 && p.p50 <= p.p99 && p.p99 <= p.max, "{p:?}");
+    let csv = std::fs::read_to_string(r.dir.join("distributions.csv")).unwrap();
+    let rows: Vec<(f64, f64)> = csv
+        .lines()
+        .filter(|l| l.starts_with("access_delay,wifi/laptop/down,"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect();
+    assert!(rows.len() > 20, "{}", rows.len());
+    assert!(rows.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    let median = rows.iter().find(|r| r.1 >= 0.5).unwrap().0;
+    assert!((median - p.p50).abs() <= 0.02 * p.p50 + 0.001, "{median} vs {}", p.p50);
     let html = std::fs::read_to_string(r.dir.join("report.html")).unwrap();
     assert!(html.contains("<h3>Wi-Fi wifi</h3>"));
     assert!(html.contains("Airtime per station of Wi-Fi wifi"));
     assert!(html.contains("MAC access delay per station of Wi-Fi wifi"));
+    assert!(html.contains("MAC access delay, Wi-Fi wifi"));
     // Stacked bars: one per station and direction.
     assert!(html.matches("<rect x=").count() >= 8);
     let _ = std::fs::remove_dir_all(&d);

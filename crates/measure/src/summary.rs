@@ -339,6 +339,36 @@ pub fn summary(
     )
 }
 
+/// Station `st`'s MAC access delays (µs) in direction `d` (0 down, 1 up) since `base`, its
+/// counters when the window opened.
+fn window_access_delay(
+    st: &l4s_link::wifi::StationReport,
+    base: Option<&l4s_link::wifi::StationStats>,
+    d: usize,
+) -> l4s_link::wifi::Histogram {
+    match base {
+        Some(b) => st.stats.access_delay_us[d].since(&b.access_delay_us[d]),
+        None => st.stats.access_delay_us[d].clone(),
+    }
+}
+
+/// The MAC access delays of BSS `name` over the window, per station and direction, named
+/// `<name>/<station>/<down|up>` (for `distributions.csv`).
+pub fn wifi_access_delays(
+    name: &str,
+    now: &l4s_link::wifi::BssStats,
+    base: Option<&l4s_link::wifi::BssStats>,
+) -> Vec<(String, l4s_link::wifi::Histogram)> {
+    let mut out = Vec::new();
+    for (i, st) in now.stations.iter().enumerate() {
+        let b = base.and_then(|b| b.stations.get(i)).map(|r| &r.stats);
+        for (d, dir) in ["down", "up"].into_iter().enumerate() {
+            out.push((format!("{name}/{}/{dir}", st.name), window_access_delay(st, b, d)));
+        }
+    }
+    out
+}
+
 /// What BSS `name` did between `base` (its counters when the window opened) and `now`,
 /// over `secs` of window.
 pub fn wifi_summary(
@@ -364,10 +394,7 @@ pub fn wifi_summary(
                 };
                 let ppdus = minus(|s| s.ppdus);
                 let mpdus = minus(|s| s.mpdus);
-                let h = match b {
-                    Some(b) => st.stats.access_delay_us[d].since(&b.access_delay_us[d]),
-                    None => st.stats.access_delay_us[d].clone(),
-                };
+                let h = window_access_delay(st, b, d);
                 let q = |x: f64| (!h.is_empty()).then(|| round6(h.quantile(x) as f64 / 1_000.0));
                 WifiDirectionSummary {
                     airtime_share: if secs > 0.0 {
@@ -385,6 +412,16 @@ pub fn wifi_summary(
                     retry_drops: minus(|s| s.retry_drops),
                     access_delay_p50_ms: q(0.5),
                     access_delay_p99_ms: q(0.99),
+                    access_delay_ms: (!h.is_empty()).then(|| l4s_metrics::Percentiles {
+                        count: h.len(),
+                        mean: round6(h.mean() / 1_000.0),
+                        p50: round6(h.quantile(0.5) as f64 / 1_000.0),
+                        p90: round6(h.quantile(0.9) as f64 / 1_000.0),
+                        p99: round6(h.quantile(0.99) as f64 / 1_000.0),
+                        p999: round6(h.quantile(0.999) as f64 / 1_000.0),
+                        p9999: round6(h.quantile(0.9999) as f64 / 1_000.0),
+                        max: round6(h.quantile(1.0) as f64 / 1_000.0),
+                    }),
                 }
             };
             WifiStationSummary {

@@ -54,41 +54,7 @@ impl LatencyHist {
     /// densely in the tail: quantiles 1 − 10^(−i/20) up to 1 − 10^−6, plus every 1 %
     /// from 1 % to 99 %, plus the minimum and the maximum. Sorted by value, no duplicates.
     pub fn cdf_points(&self) -> Vec<(u64, f64)> {
-        if self.h.is_empty() {
-            return Vec::new();
-        }
-        let mut qs: Vec<f64> = (1..100).map(|i| i as f64 / 100.0).collect();
-        qs.extend((20..=120).map(|i| 1.0 - 10f64.powf(-(i as f64) / 20.0)));
-        qs.sort_by(|a, b| a.total_cmp(b));
-        let n = self.h.len() as f64;
-        // One pass over the recorded buckets: the cumulative count at each bucket's top
-        // value is exactly the number of samples at or below it.
-        let mut out: Vec<(u64, f64)> = Vec::with_capacity(qs.len() + 2);
-        let mut cum = 0u64;
-        let mut next = 0;
-        for (i, v) in self.h.iter_recorded().enumerate() {
-            cum += v.count_at_value();
-            let value = v.value_iterated_to().min(self.max_ns);
-            let f = (cum as f64 / n).min(1.0);
-            if i == 0 {
-                out.push((value, f));
-            }
-            while next < qs.len() && f >= qs[next] {
-                out.push((value, f));
-                next += 1;
-            }
-        }
-        out.push((self.max_ns, 1.0));
-        out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        out.dedup_by(|b, a| {
-            if a.0 == b.0 {
-                a.1 = a.1.max(b.1);
-                true
-            } else {
-                false
-            }
-        });
-        out
+        cdf_points(&self.h, self.max_ns)
     }
     /// Record one sample. Zero is recorded as 1 ns (the lowest trackable value) for the
     /// percentiles; the mean keeps the exact value.
@@ -186,6 +152,48 @@ pub struct Percentiles {
     pub p999: f64,
     pub p9999: f64,
     pub max: f64,
+}
+
+/// Points of the cumulative distribution of `h`, `(value, fraction ≤ value)`, sampled
+/// densely in the tail: quantiles 1 − 10^(−i/20) up to 1 − 10^−6, plus every 1 % from 1 % to
+/// 99 %, plus the minimum and `max` (the exact largest value; bucket tops are clamped to it).
+/// Sorted by value, no duplicates; empty for an empty histogram.
+pub fn cdf_points(h: &Histogram<u64>, max: u64) -> Vec<(u64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut qs: Vec<f64> = (1..100).map(|i| i as f64 / 100.0).collect();
+    qs.extend((20..=120).map(|i| 1.0 - 10f64.powf(-(i as f64) / 20.0)));
+    qs.sort_by(|a, b| a.total_cmp(b));
+    let n = h.len() as f64;
+    // One pass over the recorded buckets: the cumulative count at each bucket's top value
+    // is exactly the number of samples at or below it.
+    let mut out: Vec<(u64, f64)> = Vec::with_capacity(qs.len() + 2);
+    let mut cum = 0u64;
+    let mut next = 0;
+    for (i, v) in h.iter_recorded().enumerate() {
+        cum += v.count_at_value();
+        let value = v.value_iterated_to().min(max);
+        let f = (cum as f64 / n).min(1.0);
+        if i == 0 {
+            out.push((value, f));
+        }
+        while next < qs.len() && f >= qs[next] {
+            out.push((value, f));
+            next += 1;
+        }
+    }
+    out.push((max, 1.0));
+    out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    out.dedup_by(|b, a| {
+        if a.0 == b.0 {
+            a.1 = a.1.max(b.1);
+            true
+        } else {
+            false
+        }
+    });
+    out
 }
 
 #[cfg(test)]

@@ -111,6 +111,10 @@ pub struct WifiDirectionSummary {
     /// ms; `null` without a TXOP.
     pub access_delay_p50_ms: Option<f64>,
     pub access_delay_p99_ms: Option<f64>,
+    /// Its distribution's percentiles, ms (`distributions.csv` has the whole of it, kind
+    /// `access_delay`, name `<bss>/<station>/<down|up>`); absent without a TXOP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_delay_ms: Option<crate::hist::Percentiles>,
 }
 
 /// One EDCAF: the access point's or a station's, for one access category.

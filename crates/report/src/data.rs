@@ -299,6 +299,8 @@ pub enum DistKind {
     Sojourn,
     /// A media flow's frame delay (first packet sent to last packet received).
     FrameDelay,
+    /// A Wi-Fi station's MAC access delay in one direction (`<bss>/<station>/<down|up>`).
+    AccessDelay,
 }
 
 /// One sampled CDF: `(value_ms, cdf)` pairs sorted by value.
@@ -345,9 +347,10 @@ impl Distributions {
                 "rtt" => DistKind::Rtt,
                 "sojourn" => DistKind::Sojourn,
                 "frame_delay" => DistKind::FrameDelay,
+                "access_delay" => DistKind::AccessDelay,
                 other => {
                     return Err(bad(format!(
-                        "column kind: expected owd, rtt, sojourn or frame_delay, found {:?}",
+                        "column kind: expected owd, rtt, sojourn, frame_delay or access_delay, found {:?}",
                         csv::truncate(other, 40)
                     )))
                 }

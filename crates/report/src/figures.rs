@@ -646,6 +646,38 @@ pub fn sojourn_distributions(cx: &Ctx) -> Vec<Chart> {
     v
 }
 
+/// The MAC access delay of each station of Wi-Fi BSS `w`, both directions (a colour per
+/// station, the uplink dashed): from `distributions.csv`, or else the summary's
+/// percentiles joined.
+pub fn access_delay_distributions(cx: &Ctx, w: &l4s_metrics::summary::WifiSummary) -> Vec<Chart> {
+    let pal = Palette::new(w.stations.iter().map(|s| s.station.as_str()));
+    let mut lines = Vec::new();
+    for st in &w.stations {
+        for (dir, d, dash) in [("down", &st.down, None), ("up", &st.up, Some(DASH_CLASSIC))] {
+            let name = format!("{}/{}/{dir}", w.name, st.station);
+            if let Some((pts, _)) = dist_points(cx.res, DistKind::AccessDelay, &name, d.access_delay_ms.as_ref()) {
+                lines.push(DistLine {
+                    label: format!("{} {dir}link", st.station),
+                    color: pal.color(&st.station),
+                    dash,
+                    pts,
+                    legend: true,
+                });
+            }
+        }
+    }
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    cdf_ccdf(
+        &format!("MAC access delay, Wi-Fi {}", w.name),
+        "access delay (ms)",
+        &cx.suffix(),
+        &lines,
+        &[],
+    )
+}
+
 /// Throughput over time: stacked areas (all flows) and one line per flow, sharing the y axis.
 pub fn throughput(cx: &Ctx) -> Vec<Chart> {
     let (drawn, per_class) = drawn_flows(cx);

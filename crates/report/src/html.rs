@@ -343,10 +343,11 @@ pub(crate) fn queues_table(out: &mut String, res: &Results) {
 }
 
 /// Each Wi-Fi BSS: a table per station and direction, the airtime chart (stacked down and
-/// up per station) and the MAC access delay's p50 to p99 per station and direction.
-fn wifi_section(ch: &mut Charts, res: &Results) {
+/// up per station), the MAC access delay's p50 to p99 per station and direction, and its
+/// distributions (CDF and CCDF).
+fn wifi_section(ch: &mut Charts, cx: &Ctx) {
     use crate::charts::{Axis, Layer, Mark};
-    let s = &res.summary;
+    let s = &cx.res.summary;
     for w in &s.wifi {
         let _ = write!(ch.out, "<h3>Wi-Fi {}</h3>", esc(&w.name));
         ch.out.push_str("<table><tr><th class=\"l\">station</th><th class=\"l\">PHY</th><th class=\"l\">direction</th><th>airtime</th><th>PPDUs</th><th>MPDUs per A-MPDU</th><th>retries</th><th>drops at the retry limit</th><th>access delay p50 ms</th><th>p99</th><th>off-channel s</th></tr>");
@@ -479,6 +480,9 @@ fn wifi_section(ch: &mut Charts, res: &Results) {
             });
         }
         ch.push(&acc);
+        for c in &figures::access_delay_distributions(cx, w) {
+            ch.push(c);
+        }
     }
 }
 
@@ -571,7 +575,7 @@ fn render_with_figures(res: &Results) -> (String, Vec<(String, String)>) {
     media_table(ch.out, res, &pal);
     apps_table(ch.out, res, &pal);
     queues_table(ch.out, res);
-    wifi_section(&mut ch, res);
+    wifi_section(&mut ch, &cx);
 
     ch.out.push_str("<h2>One-way delay over time</h2>");
     let lat = figures::latency_over_time(&cx);

@@ -396,7 +396,7 @@ fn bad_inputs_give_errors_that_name_the_file_and_line() {
             "distributions.csv",
             "kind,name,value_ms,cdf\nlatency,a,1.0,0.5\n",
             2,
-            "expected owd, rtt, sojourn or frame_delay",
+            "expected owd, rtt, sojourn, frame_delay or access_delay",
         ),
         (
             "snapshots-queues.csv",

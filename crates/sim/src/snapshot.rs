@@ -83,7 +83,25 @@ impl Sim {
             .iter()
             .flat_map(|l| l.queues.iter().map(|q| (q.name.as_str(), &q.meter)))
             .collect();
-        l4s_measure::distributions::write(w, &flows, &queues)
+        let access: Vec<_> = self
+            .links
+            .iter()
+            .enumerate()
+            .filter_map(|(l, link)| {
+                let now = link.model.wifi_stats()?;
+                let name = self.scenario.links[l]
+                    .medium
+                    .as_ref()
+                    .map_or(&self.scenario.links[l].name, |m| &m.name);
+                Some(l4s_measure::summary::wifi_access_delays(
+                    name,
+                    &now,
+                    link.wifi_base.as_ref(),
+                ))
+            })
+            .flatten()
+            .collect();
+        l4s_measure::distributions::write(w, &flows, &queues, &access)
     }
 
     /// Flush the snapshot writers; returns the first error seen while writing.

@@ -143,6 +143,10 @@ impl Histogram {
     pub fn mean(&self) -> f64 {
         self.0.mean()
     }
+    /// The HDR histogram itself (µs).
+    pub fn hdr(&self) -> &hdrhistogram::Histogram<u64> {
+        &self.0
+    }
     /// What was recorded after `base` (an earlier copy of this histogram): this one less
     /// `base`'s counts.
     pub fn since(&self, base: &Histogram) -> Histogram {

@@ -429,7 +429,7 @@ fn run_built(
         _ => None,
     };
     if let Some(mut w) = opts.distributions.take() {
-        results::write_distributions(sc, &meters, &fwd.queues, &mut *w)
+        results::write_distributions(sc, &meters, &fwd.queues, &el, &mut *w)
             .and_then(|_| w.flush())
             .map_err(|e| LiveError::run(format!("cannot write distributions: {e}")))?;
     }

@@ -157,6 +157,7 @@ pub(super) fn write_distributions(
     sc: &Scenario,
     meters: &[SharedMeter],
     queues: &[LiveQueue],
+    el: &ElementResults,
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
     let flows: Vec<_> = meters.iter().map(|m| m.lock()).collect();
@@ -172,7 +173,12 @@ pub(super) fn write_distributions(
         .zip(&qs)
         .map(|(q, m)| (q.name.as_str(), &m.meter))
         .collect();
-    l4s_measure::distributions::write(w, &flows, &qs)
+    let access: Vec<_> = el
+        .wifi
+        .iter()
+        .flat_map(|(name, base, end)| l4s_measure::summary::wifi_access_delays(name, end, base.as_ref()))
+        .collect();
+    l4s_measure::distributions::write(w, &flows, &qs, &access)
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
