@@ -217,6 +217,18 @@ fn cleanup_keeps_runs_still_going_unless_forced() {
     let id = RunId::generate();
     let prefix = id.prefix();
     let name = id.ns_name("z").unwrap();
+    // Whatever happens below, the namespace goes (it is made here with `ip`, outside a
+    // testbed).
+    struct Gone(String);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", &self.0])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+    let _gone = Gone(name.clone());
     let status = std::process::Command::new("ip")
         .args(["netns", "add", &name])
         .status()
