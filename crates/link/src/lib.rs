@@ -313,6 +313,36 @@ pub trait Link<P: LinkPacket> {
     fn wifi_stats(&self) -> Option<wifi::BssStats> {
         None
     }
+
+    // ---- packets handed on before they arrive (the simulator's fast path) ----
+
+    /// Whether the model takes packets before they reach it ([`Link::send_at`]).
+    fn accepts_early(&self) -> bool {
+        false
+    }
+    /// A node at port `from` will put `pkt` on the link at `due`, later than `io.now`:
+    /// the model behaves as if [`Link::send`] were called then. It keeps the packet until
+    /// then, or until a later moment at which it can tell that nothing else has touched it
+    /// in between, and asks for a wake-up at `due` if nothing else of its own comes first.
+    /// Only called on a model whose [`Link::accepts_early`] is true.
+    fn send_at(&mut self, from: Port, to: Port, pkt: P, due: Time, io: &mut Io<'_, P>) {
+        debug_assert!(false, "send_at on a model that does not accept early packets");
+        let _ = due;
+        self.send(from, to, pkt, io);
+    }
+    /// Take in the packets given to [`Link::send_at`] that are due by `io.now`, so that
+    /// the queries ([`Link::queue_stats`], [`Link::backlog`], ...) see them.
+    fn catch_up(&mut self, io: &mut Io<'_, P>) {
+        let _ = io;
+    }
+    /// From now on, deliver each packet at port 1 as soon as the model knows when it
+    /// arrives there (the start of its serialisation), with that time as `due` (later
+    /// than `io.now`), instead of holding it until then. The driver asks this only of a
+    /// link every packet of which it can hand on to a model that
+    /// [`Link::accepts_early`]. Whether the model does.
+    fn deliver_early(&mut self) -> bool {
+        false
+    }
 }
 
 /// A link that carries nothing: every packet put on it is reported lost on the wire, and it

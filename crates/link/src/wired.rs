@@ -32,11 +32,26 @@
 //! that is not congested costs one wake-up per packet, its arrival, not two). On a link
 //! without a delay the packet leaves at the end of its serialisation, from the one
 //! wake-up that also starts the next.
+//!
+//! **Packets handed on before they arrive** (the simulator's fast path). A driver that
+//! knows where every packet of a link goes next may ask the link to deliver each one at
+//! the start of its serialisation, with its arrival time as `due`
+//! ([`Link::deliver_early`]), and hand it at once to the next link with
+//! [`Link::send_at`]. A wire with a rate keeps such a packet in an inbox, ordered by due
+//! time, and takes it into its queue as [`Link::send`] would have at `due`, with `due` as
+//! the time, at the first call after it (any call of the driver, a wake-up of its own or
+//! [`Link::catch_up`]). That is exact whenever the link is serialising at `due`: nothing
+//! else can reach the queue discipline before that call, and the call takes the inbox
+//! first. When the link is not serialising it asks to be woken at `due` ([`INBOX`]). A
+//! bottleneck that is always busy thus takes its arrivals without a wake-up each. Of what
+//! is due at the same instant, the packets handed on for it come first: a packet that
+//! arrives as the serialiser falls free is in the queue when the next one is chosen.
 
 use crate::stage::{apply_fault, DelayLine, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer};
 use l4s_aqm::{AqmConfig, QueueId, QueueStats};
 use l4s_core::{Dur, Rate, Rng, Time};
+use std::collections::VecDeque;
 
 /// A packet finished its serialisation.
 pub const TX_DONE: Timer = 0;
@@ -46,6 +61,8 @@ pub const ARRIVE: Timer = 1;
 pub const QDISC: Timer = 2;
 /// The next change of the rate schedule.
 pub const RATE: Timer = 3;
+/// The first packet of the inbox arrives while the link is idle.
+pub const INBOX: Timer = 4;
 
 /// One direction of a wire; see the module documentation.
 pub struct Wired<P> {
@@ -67,6 +84,13 @@ pub struct Wired<P> {
     /// Packets on the wire.
     line: DelayLine<P>,
     stats: LinkStats,
+    /// Packets given before they arrive ([`Link::send_at`]), by due time; ties in the
+    /// order they were given.
+    inbox: VecDeque<(Time, P)>,
+    /// The earliest [`INBOX`] wake-up asked for and not yet due.
+    inbox_wake: Option<Time>,
+    /// Deliver at the start of serialisation ([`Link::deliver_early`]).
+    early_out: bool,
 }
 
 impl<P: LinkPacket + 'static> Wired<P> {
@@ -94,6 +118,9 @@ impl<P: LinkPacket + 'static> Wired<P> {
             tx_wake: false,
             line: DelayLine::default(),
             stats: LinkStats::default(),
+            inbox: VecDeque::new(),
+            inbox_wake: None,
+            early_out: false,
         }
     }
 
@@ -120,7 +147,10 @@ impl<P: LinkPacket + 'static> Wired<P> {
                 serialisation,
                 marked: d.marked,
             });
-            if self.delay.is_zero() {
+            if self.early_out {
+                io.deliver(1, d.pkt, self.free_at + self.delay);
+                self.wake_tx(io);
+            } else if self.delay.is_zero() {
                 // The packet being serialised waits on the line (empty otherwise, as the
                 // link has no delay) for the wake-up that ends it.
                 self.line.hold(d.pkt, self.free_at);
@@ -137,6 +167,59 @@ impl<P: LinkPacket + 'static> Wired<P> {
     /// Without a delay, the packet on the line is the one being serialised.
     fn serialising(&self) -> bool {
         self.delay.is_zero() && !self.line.is_empty()
+    }
+
+    /// A packet enters the link now ([`Link::send`] after the inbox).
+    fn enter(&mut self, mut pkt: P, io: &mut Io<'_, P>) {
+        let now = io.now;
+        apply_fault(self.fault, self.origin, now, &mut pkt);
+        if self.rate.is_none() {
+            if self.delay.is_zero() {
+                io.deliver(1, pkt, now);
+            } else if self.early_out {
+                io.deliver(1, pkt, now + self.delay);
+            } else {
+                self.line.push(pkt, now + self.delay, io, ARRIVE);
+            }
+            return;
+        }
+        if self.queue.enqueue(pkt, io) {
+            if !self.serialising() && self.free_at <= now {
+                self.start_tx(io);
+            } else {
+                self.wake_tx(io);
+            }
+        }
+        // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
+        self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
+        self.queue.flush_drops(io);
+        self.queue.arm(io, QDISC);
+    }
+
+    /// Take in the inbox's packets due by now, each at its due time.
+    fn absorb(&mut self, io: &mut Io<'_, P>) {
+        let now = io.now;
+        while self.inbox.front().is_some_and(|(due, _)| *due <= now) {
+            let Some((due, pkt)) = self.inbox.pop_front() else {
+                break;
+            };
+            // The link was serialising at `due` (or `due` is now): nothing has touched
+            // the queue since, so it takes the packet as it would have then.
+            io.now = due;
+            self.enter(pkt, io);
+        }
+        io.now = now;
+    }
+
+    /// Ask to be woken when the inbox's first packet arrives, unless a wake-up of the
+    /// serialiser comes first (it takes the inbox, or asks again).
+    fn arm_inbox(&mut self, io: &mut Io<'_, P>) {
+        let Some(&(due, _)) = self.inbox.front() else { return };
+        if self.tx_wake || self.inbox_wake.is_some_and(|w| w <= due) {
+            return;
+        }
+        self.inbox_wake = Some(due);
+        io.wake(INBOX, due);
     }
 
     /// Ask to be woken when the link is free if a packet is waiting for it, or (without a
@@ -164,31 +247,71 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
         self.queue.arm(io, QDISC);
     }
 
-    fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
-        let now = io.now;
-        apply_fault(self.fault, self.origin, now, &mut pkt);
-        if self.rate.is_none() {
-            if self.delay.is_zero() {
-                io.deliver(1, pkt, now);
-            } else {
-                self.line.push(pkt, now + self.delay, io, ARRIVE);
-            }
-            return;
+    fn send(&mut self, _from: Port, _to: Port, pkt: P, io: &mut Io<'_, P>) {
+        if self.inbox.is_empty() {
+            return self.enter(pkt, io);
         }
-        if self.queue.enqueue(pkt, io) {
-            if !self.serialising() && self.free_at <= now {
-                self.start_tx(io);
-            } else {
-                self.wake_tx(io);
-            }
+        self.absorb(io);
+        self.enter(pkt, io);
+        self.arm_inbox(io);
+    }
+
+    fn accepts_early(&self) -> bool {
+        self.base_rate.is_some()
+    }
+
+    fn send_at(&mut self, from: Port, to: Port, pkt: P, due: Time, io: &mut Io<'_, P>) {
+        if due <= io.now || self.base_rate.is_none() {
+            return self.send(from, to, pkt, io);
         }
-        // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
-        self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
-        self.queue.flush_drops(io);
-        self.queue.arm(io, QDISC);
+        // After the packets due no later (usually the last: arrivals come in order).
+        let at = self.inbox.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);
+        self.inbox.insert(at, (due, pkt));
+        self.arm_inbox(io);
+    }
+
+    fn catch_up(&mut self, io: &mut Io<'_, P>) {
+        self.absorb(io);
+        self.arm_inbox(io);
+    }
+
+    fn deliver_early(&mut self) -> bool {
+        self.early_out = true;
+        true
     }
 
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
+        if self.inbox.is_empty() {
+            return self.timeout(timer, at, io);
+        }
+        self.absorb(io);
+        self.timeout(timer, at, io);
+        self.arm_inbox(io);
+    }
+
+    fn queues(&self) -> &[QueueInfo] {
+        if self.base_rate.is_some() {
+            &self.queue.info
+        } else {
+            &[]
+        }
+    }
+
+    one_queue_queries!();
+
+    fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
+        self.rate
+    }
+
+    fn stats(&self) -> LinkStats {
+        self.stats
+    }
+}
+
+impl<P: LinkPacket + 'static> Wired<P> {
+    /// A wake-up of the serialiser, the delay line, the queue discipline, the rate
+    /// schedule or the inbox.
+    fn timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
         match timer {
             TX_DONE => {
                 self.tx_wake = false;
@@ -217,26 +340,9 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
                     io.wake(RATE, origin + next);
                 }
             }
+            INBOX if self.inbox_wake == Some(at) => self.inbox_wake = None,
             _ => {}
         }
-    }
-
-    fn queues(&self) -> &[QueueInfo] {
-        if self.base_rate.is_some() {
-            &self.queue.info
-        } else {
-            &[]
-        }
-    }
-
-    one_queue_queries!();
-
-    fn rate(&self, _from: Port, _to: Port) -> Option<Rate> {
-        self.rate
-    }
-
-    fn stats(&self) -> LinkStats {
-        self.stats
     }
 }
 
@@ -248,7 +354,7 @@ mod tests {
     use l4s_aqm::FifoConfig;
     use l4s_core::Ecn;
 
-    fn pkt(id: u64, size: u32) -> Pkt {
+    pub(super) fn pkt(id: u64, size: u32) -> Pkt {
         Pkt {
             id,
             size,
@@ -256,7 +362,7 @@ mod tests {
         }
     }
 
-    fn fifo(limit: u32) -> AqmConfig {
+    pub(super) fn fifo(limit: u32) -> AqmConfig {
         AqmConfig::Fifo(FifoConfig {
             limit,
             ..Default::default()
@@ -265,7 +371,7 @@ mod tests {
 
     /// 12 Mbit/s (1500 B in 1 ms) with `delay`, a FIFO of `limit` packets, no fault, no
     /// schedule, 2 ms of catch-up.
-    fn wire(delay: Dur, limit: u32) -> Wired<Pkt> {
+    pub(super) fn wire(delay: Dur, limit: u32) -> Wired<Pkt> {
         Wired::new(
             Some(Rate::mbps(12)),
             delay,
@@ -542,5 +648,184 @@ mod pi_tests {
             let p = overloaded(late);
             assert!(p > 0.05, "late {late}: p' = {p}");
         }
+    }
+}
+
+/// Packets given before they arrive ([`Link::send_at`], [`Link::deliver_early`]).
+#[cfg(test)]
+mod early_tests {
+    use super::tests::{fifo, pkt, wire};
+    use super::*;
+    use crate::testutil::{Pkt, Seen};
+    use crate::{Action, Timers};
+    use l4s_aqm::DualPi2Config;
+    use l4s_core::Ecn;
+
+    /// A DualPI2 wire of 12 Mbit/s with `delay`.
+    fn dualpi2_wire(delay: Dur) -> Wired<Pkt> {
+        Wired::new(
+            Some(Rate::mbps(12)),
+            delay,
+            &AqmConfig::DualPi2(DualPi2Config::default()),
+            None,
+            RateSchedule::default(),
+            Dur::from_millis(2),
+            Rng::new(7),
+        )
+    }
+
+    /// Bursts of ECT(1) and not-ECT packets of mixed sizes at odd nanoseconds, so that no
+    /// arrival coincides with the end of a serialisation: busy stretches, idle gaps and a
+    /// queue deep enough for DualPI2 to mark and drop.
+    fn bursty_offers() -> Vec<(Time, u64, u32, Ecn)> {
+        let mut x: u64 = 12345;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let mut t = 0u64;
+        let mut out = Vec::new();
+        for id in 0..3000 {
+            // Mostly back to back at 2-3 times the rate, now and then a gap of up to 40 ms.
+            t += if next() % 50 == 0 {
+                next() % 40_000_000
+            } else {
+                next() % 400_000
+            } + 1;
+            let size = 64 + (next() % 1437) as u32;
+            let ecn = if next() % 2 == 0 { Ecn::Ect1 } else { Ecn::NotEct };
+            out.push((Time(t), id, size, ecn));
+        }
+        out
+    }
+
+    /// Run `w` over `offers` in virtual time: each offer given at `given(its time)` (with
+    /// [`Link::send_at`] when that is earlier), every wake-up when due, and
+    /// [`Link::catch_up`] at the end. Deliveries (time, id), what the observer saw, and the
+    /// wake-ups it asked for and got.
+    fn run_offers(
+        w: &mut Wired<Pkt>,
+        offers: &[(Time, u64, u32, Ecn)],
+        given: impl Fn(Time) -> Time,
+    ) -> (Vec<(Time, u64)>, Seen, usize) {
+        let mut seen = Seen::default();
+        let mut timers = Timers::default();
+        let mut actions = Vec::new();
+        let mut out = Vec::new();
+        let mut calls = 0;
+        let mut pending: std::collections::VecDeque<_> = offers
+            .iter()
+            .map(|&(t, id, size, ecn)| (given(t), t, Pkt { id, size, ecn }))
+            .collect();
+        w.start(Time::ZERO, &mut Io::new(Time::ZERO, &mut actions, &mut seen));
+        let end = Time::from_secs(60);
+        let mut now = Time::ZERO;
+        loop {
+            for a in actions.drain(..) {
+                match a {
+                    Action::Wake { timer, at } => timers.push(timer, at),
+                    Action::Deliver { pkt, due, .. } => {
+                        assert_eq!(due, now);
+                        out.push((due, pkt.id));
+                    }
+                }
+            }
+            let next_offer = pending.front().map(|o| o.0);
+            let next_timer = timers.next();
+            let Some(t) = [next_offer, next_timer].into_iter().flatten().min() else {
+                break;
+            };
+            if t > end {
+                break;
+            }
+            now = t;
+            let mut io = Io::new(now, &mut actions, &mut seen);
+            if next_timer == Some(now) {
+                calls += 1;
+                let (timer, at) = timers.pop_due(now).expect("due");
+                w.handle_timeout(timer, at, &mut io);
+            } else {
+                let (_, due, p) = pending.pop_front().expect("offer");
+                if due > now {
+                    w.send_at(0, 1, p, due, &mut io);
+                } else {
+                    w.send(0, 1, p, &mut io);
+                }
+            }
+        }
+        w.catch_up(&mut Io::new(end, &mut actions, &mut seen));
+        (out, seen, calls)
+    }
+
+    #[test]
+    fn packets_given_early_leave_exactly_as_if_given_when_they_arrive() {
+        let offers = bursty_offers();
+        for delay in [Dur::ZERO, Dur::from_millis(1)] {
+            let (out_now, seen_now, calls_now) = run_offers(&mut dualpi2_wire(delay), &offers, |t| t);
+            // Each handed on 5 ms ahead, as a 5 ms access link with early delivery does.
+            let (out_early, seen_early, calls_early) = run_offers(&mut dualpi2_wire(delay), &offers, |t| {
+                Time(t.as_nanos().saturating_sub(5_000_000))
+            });
+            assert_eq!(out_now.len() + seen_now.lost.len(), offers.len());
+            assert!(
+                seen_now.lost.len() > 10,
+                "the queue overflowed or DualPI2 dropped: {}",
+                seen_now.lost.len()
+            );
+            assert_eq!(out_early, out_now, "delay {delay}");
+            assert_eq!(seen_early.departed, seen_now.departed);
+            assert_eq!(seen_early.lost, seen_now.lost);
+            // In a simulator each arrival given when it happens is an event; given early,
+            // only those that find the link idle take a wake-up (about one in three here).
+            let events_now = calls_now + offers.len();
+            assert!(
+                calls_early + offers.len() / 2 < events_now,
+                "delay {delay}: {calls_early} wake-ups early against {events_now} events"
+            );
+            println!("delay {delay}: {calls_early} wake-ups early against {events_now} events");
+        }
+    }
+
+    #[test]
+    fn a_link_that_delivers_early_hands_on_each_packet_as_its_serialisation_starts() {
+        // 12 Mbit/s, 5 ms: three 1500-byte packets at 0 leave at 6, 7 and 8 ms.
+        let mut w = wire(Dur::from_millis(5), 100);
+        assert!(w.deliver_early());
+        let mut actions = Vec::new();
+        let mut seen = Seen::default();
+        for i in 0..3 {
+            w.send(0, 1, pkt(i, 1500), &mut Io::new(Time::ZERO, &mut actions, &mut seen));
+        }
+        let due: Vec<_> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Deliver { pkt, due, .. } => Some((pkt.id, due.as_nanos() / 1_000_000)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(due, [(0, 6)]);
+        // The second starts at the wake-up that ends the first, and goes on at once.
+        assert!(matches!(actions[..], [_, Action::Wake { timer: TX_DONE, at }] if at == Time::from_millis(1)));
+        actions.clear();
+        let t1 = Time::from_millis(1);
+        w.handle_timeout(TX_DONE, t1, &mut Io::new(t1, &mut actions, &mut seen));
+        assert!(
+            matches!(&actions[..], [Action::Deliver { pkt, due, .. }, Action::Wake { timer: TX_DONE, .. }] if pkt.id == 1 && *due == Time::from_millis(7))
+        );
+        // A rate-less delay line hands on at once too.
+        let mut line: Wired<Pkt> = Wired::new(
+            None,
+            Dur::from_millis(5),
+            &fifo(10),
+            None,
+            RateSchedule::default(),
+            Dur::ZERO,
+            Rng::new(1),
+        );
+        assert!(!line.accepts_early());
+        line.deliver_early();
+        actions.clear();
+        line.send(0, 1, pkt(9, 100), &mut Io::new(t1, &mut actions, &mut seen));
+        assert!(matches!(&actions[..], [Action::Deliver { due, .. }] if *due == Time::from_millis(6)));
     }
 }

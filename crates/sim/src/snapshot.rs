@@ -28,6 +28,7 @@ impl Sim {
     }
 
     pub(crate) fn snapshot(&mut self) {
+        self.catch_up_links();
         let Some(mut snap) = self.snapshots.take() else { return };
         let t = self.now;
         for (spec, fl) in self.scenario.flows.iter().zip(self.flows.iter_mut()) {

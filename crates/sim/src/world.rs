@@ -38,6 +38,12 @@ pub(crate) struct LinkRt {
     pub stats_base: l4s_link::LinkStats,
     /// A Wi-Fi BSS's counters when the window opened.
     pub wifi_base: Option<l4s_link::wifi::BssStats>,
+    /// The model delivers each packet when its serialisation starts, and the simulator
+    /// hands it at once to the next link ([`Sim::hand_on`]).
+    pub handoff: bool,
+    /// The model takes packets before they arrive ([`Link::accepts_early`]): it is caught
+    /// up before it is queried.
+    pub early: bool,
 }
 
 /// One queue of a link and its measurement.
@@ -143,8 +149,11 @@ impl Sim {
                 capture: l.bottleneck,
                 stats_base: Default::default(),
                 wifi_base: None,
+                handoff: false,
+                early: false,
             });
         }
+        plan_handoffs(&scenario, &mut links);
         let flows = scenario
             .flows
             .iter()
@@ -258,6 +267,8 @@ impl Sim {
             }
         }
         self.now = self.end;
+        // Every event due by the end ran: so do the arrivals due by then.
+        self.catch_up_links();
         progress(self.end);
     }
 
@@ -298,17 +309,42 @@ impl Sim {
                     debug_assert!(at >= now, "link {l} asked to be woken in the past");
                     self.q.push(at.max(now), Ev::Link(l as u32, timer));
                 }
-                Action::Deliver { port, pkt, .. } => {
+                Action::Deliver { port, pkt, due } => {
                     let Some(&to) = self.links[l].port_nodes.get(port) else {
                         self.unroutable += 1;
                         self.payloads.free(pkt.payload);
                         continue;
                     };
-                    self.node_receive(to, pkt);
+                    if due > now && self.links[l].handoff {
+                        self.hand_on(to, pkt, due);
+                    } else {
+                        self.node_receive(to, pkt);
+                    }
                 }
             }
         }
         self.actions.truncate(mark);
+    }
+
+    /// A packet that will reach `node` at `due` goes at once to the link it leaves on,
+    /// which takes it then ([`Link::send_at`]); [`plan_handoffs`] made sure there is one.
+    fn hand_on(&mut self, node: u32, pkt: Packet, due: Time) {
+        let Some(l) = self.scenario.routes.next_link(node as usize, pkt.dst as usize) else {
+            self.unroutable += 1;
+            self.payloads.free(pkt.payload);
+            return;
+        };
+        let (from, to) = self.links[l].ports;
+        self.with_link(l, |model, io| model.send_at(from, to, pkt, due, io));
+    }
+
+    /// Bring the links that take packets early up to now, before they are queried.
+    pub(crate) fn catch_up_links(&mut self) {
+        for l in 0..self.links.len() {
+            if self.links[l].early {
+                self.with_link(l, |model, io| model.catch_up(io));
+            }
+        }
     }
 
     fn link_timer(&mut self, l: usize, timer: Timer) {
@@ -488,6 +524,7 @@ impl Sim {
 
     fn window_start_now(&mut self) {
         self.in_window = true;
+        self.catch_up_links();
         for fl in &mut self.flows {
             fl.meter.sender_base = fl.ep[0].as_ref().map(|e| e.stats());
             fl.receiver_base = fl.ep[1].as_ref().map(|e| e.stats());
@@ -505,6 +542,7 @@ impl Sim {
     }
 
     fn sample(&mut self) {
+        self.catch_up_links();
         let now = self.now;
         for fl in &mut self.flows {
             if let (Some(m), Some(Ep::MediaS(s))) = (fl.meter.media.as_mut(), fl.ep[0].as_ref()) {
@@ -527,6 +565,44 @@ impl Sim {
     /// Link index by name.
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.scenario.links.iter().position(|l| l.name == name)
+    }
+}
+
+/// Which links hand their packets on as their serialisation starts: those whose every
+/// packet goes on, at the far node, to a link that takes packets early (a wire with a
+/// rate, not across a shared medium). Of the others a packet arrives at the far node when
+/// it arrives, as before. The packets on a link are those of the flows whose path (either
+/// way) crosses it; none may end at its far node.
+fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) {
+    for (l, link) in links.iter_mut().enumerate() {
+        link.early = scenario.links[l].medium.is_none() && !link.ideal && link.model.accepts_early();
+    }
+    // None: no flow crosses the link; Some(false): some packet cannot be handed on.
+    let mut can: Vec<Option<bool>> = vec![None; links.len()];
+    for f in &scenario.flows {
+        for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
+            let mut node = src;
+            // A path has at most one hop per link.
+            for _ in 0..links.len() {
+                let Some(a) = scenario.routes.next_link(node, dst) else {
+                    break;
+                };
+                let to = scenario.links[a].to;
+                let on = to != dst
+                    && scenario.links[a].medium.is_none()
+                    && scenario.routes.next_link(to, dst).is_some_and(|b| links[b].early);
+                can[a] = Some(can[a].unwrap_or(true) && on);
+                node = to;
+                if node == dst {
+                    break;
+                }
+            }
+        }
+    }
+    for (a, link) in links.iter_mut().enumerate() {
+        if can[a] == Some(true) && !link.ideal {
+            link.handoff = link.model.deliver_early();
+        }
     }
 }
 
