@@ -546,15 +546,40 @@ pub(crate) mod testutil {
     pub fn drive_started(
         link: &mut dyn Link<Pkt>,
         start: (Time, Time),
-        mut offers: Vec<(Time, Port, Port, Pkt)>,
+        offers: Vec<(Time, Port, Port, Pkt)>,
         until: Time,
         seen: &mut dyn Observer<Pkt>,
     ) -> Vec<(Time, Port, Pkt)> {
+        let offers = offers.into_iter().map(|(t, from, to, p)| (t, t, from, to, p)).collect();
+        drive_from(link, start, offers, until, seen).0
+    }
+
+    /// As [`drive`], with each offer `(given, due, from, to, packet)` handed over at
+    /// `given` and arriving at `due` ([`Link::send_at`] when that is later, as a simulator
+    /// hands on a packet whose upstream started it). Also returns how many wake-ups the
+    /// link asked for and got.
+    pub fn drive_early(
+        link: &mut dyn Link<Pkt>,
+        offers: Vec<(Time, Time, Port, Port, Pkt)>,
+        until: Time,
+        seen: &mut dyn Observer<Pkt>,
+    ) -> (Vec<(Time, Port, Pkt)>, usize) {
+        drive_from(link, (Time::ZERO, Time::ZERO), offers, until, seen)
+    }
+
+    fn drive_from(
+        link: &mut dyn Link<Pkt>,
+        start: (Time, Time),
+        mut offers: Vec<(Time, Time, Port, Port, Pkt)>,
+        until: Time,
+        seen: &mut dyn Observer<Pkt>,
+    ) -> (Vec<(Time, Port, Pkt)>, usize) {
         offers.sort_by_key(|o| o.0);
         let mut offers = std::collections::VecDeque::from(offers);
         let mut timers = Timers::default();
         let mut actions = Vec::new();
         let mut out = Vec::new();
+        let mut wakeups = 0;
         let handle = |actions: &mut Vec<Action<Pkt>>, timers: &mut Timers, out: &mut Vec<_>, now| {
             for a in actions.drain(..) {
                 match a {
@@ -576,18 +601,24 @@ pub(crate) mod testutil {
             if now > until {
                 break;
             }
+            let mut io = Io::new(now, &mut actions, seen);
             if next_start == Some(now) {
                 started = true;
-                link.start(start.1, &mut Io::new(now, &mut actions, seen));
+                link.start(start.1, &mut io);
             } else if next_timer == Some(now) {
+                wakeups += 1;
                 let (timer, at) = timers.pop_due(now).expect("due");
-                link.handle_timeout(timer, at, &mut Io::new(now, &mut actions, seen));
+                link.handle_timeout(timer, at, &mut io);
             } else {
-                let (_, from, to, p) = offers.pop_front().expect("offer");
-                link.send(from, to, p, &mut Io::new(now, &mut actions, seen));
+                let (_, due, from, to, p) = offers.pop_front().expect("offer");
+                if due > now {
+                    link.send_at(from, to, p, due, &mut io);
+                } else {
+                    link.send(from, to, p, &mut io);
+                }
             }
             handle(&mut actions, &mut timers, &mut out, now);
         }
-        out
+        (out, wakeups)
     }
 }

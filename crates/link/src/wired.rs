@@ -248,9 +248,6 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
     }
 
     fn send(&mut self, _from: Port, _to: Port, pkt: P, io: &mut Io<'_, P>) {
-        if self.inbox.is_empty() {
-            return self.enter(pkt, io);
-        }
         self.absorb(io);
         self.enter(pkt, io);
         self.arm_inbox(io);
@@ -281,9 +278,6 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
     }
 
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
-        if self.inbox.is_empty() {
-            return self.timeout(timer, at, io);
-        }
         self.absorb(io);
         self.timeout(timer, at, io);
         self.arm_inbox(io);
@@ -656,8 +650,8 @@ mod pi_tests {
 mod early_tests {
     use super::tests::{fifo, pkt, wire};
     use super::*;
-    use crate::testutil::{Pkt, Seen};
-    use crate::{Action, Timers};
+    use crate::testutil::{drive_early, Pkt, Seen};
+    use crate::Action;
     use l4s_aqm::DualPi2Config;
     use l4s_core::Ecn;
 
@@ -699,62 +693,20 @@ mod early_tests {
         out
     }
 
-    /// Run `w` over `offers` in virtual time: each offer given at `given(its time)` (with
-    /// [`Link::send_at`] when that is earlier), every wake-up when due, and
-    /// [`Link::catch_up`] at the end. Deliveries (time, id), what the observer saw, and the
-    /// wake-ups it asked for and got.
+    /// Run `w` over `offers` in virtual time, each given at `given(its time)`: deliveries
+    /// (time, id), what the observer saw, and the wake-ups it asked for and got.
     fn run_offers(
         w: &mut Wired<Pkt>,
         offers: &[(Time, u64, u32, Ecn)],
         given: impl Fn(Time) -> Time,
     ) -> (Vec<(Time, u64)>, Seen, usize) {
         let mut seen = Seen::default();
-        let mut timers = Timers::default();
-        let mut actions = Vec::new();
-        let mut out = Vec::new();
-        let mut calls = 0;
-        let mut pending: std::collections::VecDeque<_> = offers
+        let offers = offers
             .iter()
-            .map(|&(t, id, size, ecn)| (given(t), t, Pkt { id, size, ecn }))
+            .map(|&(t, id, size, ecn)| (given(t), t, 0, 1, Pkt { id, size, ecn }))
             .collect();
-        w.start(Time::ZERO, &mut Io::new(Time::ZERO, &mut actions, &mut seen));
-        let end = Time::from_secs(60);
-        let mut now = Time::ZERO;
-        loop {
-            for a in actions.drain(..) {
-                match a {
-                    Action::Wake { timer, at } => timers.push(timer, at),
-                    Action::Deliver { pkt, due, .. } => {
-                        assert_eq!(due, now);
-                        out.push((due, pkt.id));
-                    }
-                }
-            }
-            let next_offer = pending.front().map(|o| o.0);
-            let next_timer = timers.next();
-            let Some(t) = [next_offer, next_timer].into_iter().flatten().min() else {
-                break;
-            };
-            if t > end {
-                break;
-            }
-            now = t;
-            let mut io = Io::new(now, &mut actions, &mut seen);
-            if next_timer == Some(now) {
-                calls += 1;
-                let (timer, at) = timers.pop_due(now).expect("due");
-                w.handle_timeout(timer, at, &mut io);
-            } else {
-                let (_, due, p) = pending.pop_front().expect("offer");
-                if due > now {
-                    w.send_at(0, 1, p, due, &mut io);
-                } else {
-                    w.send(0, 1, p, &mut io);
-                }
-            }
-        }
-        w.catch_up(&mut Io::new(end, &mut actions, &mut seen));
-        (out, seen, calls)
+        let (out, wakeups) = drive_early(w, offers, Time::from_secs(60), &mut seen);
+        (out.into_iter().map(|(t, _, p)| (t, p.id)).collect(), seen, wakeups)
     }
 
     #[test]

@@ -41,9 +41,6 @@ pub(crate) struct LinkRt {
     /// The model delivers each packet when its serialisation starts, and the simulator
     /// hands it at once to the next link ([`Sim::hand_on`]).
     pub handoff: bool,
-    /// The model takes packets before they arrive ([`Link::accepts_early`]): it is caught
-    /// up before it is queried.
-    pub early: bool,
 }
 
 /// One queue of a link and its measurement.
@@ -80,6 +77,9 @@ pub struct Sim {
     pub interrupted_at: Option<Time>,
     pub(crate) q: EventQueue,
     pub(crate) links: Vec<LinkRt>,
+    /// The links that take packets before they arrive ([`Link::accepts_early`]), which are
+    /// caught up before they are queried.
+    early: Vec<usize>,
     pub(crate) flows: Vec<FlowRt>,
     pub(crate) scenario: Scenario,
     /// The actions of the link calls in progress (see [`Sim::with_link`]).
@@ -150,10 +150,9 @@ impl Sim {
                 stats_base: Default::default(),
                 wifi_base: None,
                 handoff: false,
-                early: false,
             });
         }
-        plan_handoffs(&scenario, &mut links);
+        let early = plan_handoffs(&scenario, &mut links);
         let flows = scenario
             .flows
             .iter()
@@ -189,6 +188,7 @@ impl Sim {
             interrupted_at: None,
             q: EventQueue::with_flows(scenario.flows.len()),
             links,
+            early,
             flows,
             scenario,
             actions: Vec::new(),
@@ -340,10 +340,9 @@ impl Sim {
 
     /// Bring the links that take packets early up to now, before they are queried.
     pub(crate) fn catch_up_links(&mut self) {
-        for l in 0..self.links.len() {
-            if self.links[l].early {
-                self.with_link(l, |model, io| model.catch_up(io));
-            }
+        for i in 0..self.early.len() {
+            let l = self.early[i];
+            self.with_link(l, |model, io| model.catch_up(io));
         }
     }
 
@@ -572,30 +571,23 @@ impl Sim {
 /// packet goes on, at the far node, to a link that takes packets early (a wire with a
 /// rate, not across a shared medium). Of the others a packet arrives at the far node when
 /// it arrives, as before. The packets on a link are those of the flows whose path (either
-/// way) crosses it; none may end at its far node.
-fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) {
-    for (l, link) in links.iter_mut().enumerate() {
-        link.early = scenario.links[l].medium.is_none() && !link.ideal && link.model.accepts_early();
-    }
+/// way) crosses it; none may end at its far node. Returns the links that take packets
+/// early.
+fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
+    let early: Vec<bool> = links
+        .iter()
+        .enumerate()
+        .map(|(l, link)| scenario.links[l].medium.is_none() && !link.ideal && link.model.accepts_early())
+        .collect();
     // None: no flow crosses the link; Some(false): some packet cannot be handed on.
     let mut can: Vec<Option<bool>> = vec![None; links.len()];
     for f in &scenario.flows {
         for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
-            let mut node = src;
-            // A path has at most one hop per link.
-            for _ in 0..links.len() {
-                let Some(a) = scenario.routes.next_link(node, dst) else {
-                    break;
-                };
-                let to = scenario.links[a].to;
-                let on = to != dst
-                    && scenario.links[a].medium.is_none()
-                    && scenario.routes.next_link(to, dst).is_some_and(|b| links[b].early);
+            let mut path = scenario.routes.path(src, dst).peekable();
+            while let Some(a) = path.next() {
+                // The next link of the path leaves the far node; there is none at `dst`.
+                let on = scenario.links[a].medium.is_none() && path.peek().is_some_and(|&b| early[b]);
                 can[a] = Some(can[a].unwrap_or(true) && on);
-                node = to;
-                if node == dst {
-                    break;
-                }
             }
         }
     }
@@ -604,6 +596,7 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) {
             link.handoff = link.model.deliver_early();
         }
     }
+    (0..links.len()).filter(|&l| early[l]).collect()
 }
 
 /// A placeholder for an action already taken out of the buffer.
