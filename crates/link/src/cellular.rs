@@ -59,6 +59,20 @@
 //! Grant sizes follow the capacity, as a downlink block does. The grant delay counted in
 //! [`LinkStats::grant_delay_ms`] is the time from the arrival of the data that made an idle
 //! UE ask to the start of the slot it was granted.
+//!
+//! **DRX** (TS 38.321 §5.7, connected mode, the long cycle; parameters as in TS 38.331
+//! `DRX-Config`): a UE with DRX listens for the base station's assignments only in its
+//! Active Time, so the downlink may serve it only in slots that start then. Active Time is
+//! the on-duration, which starts every `cycle` at `offset` (counted from time 0, as the
+//! slots are) and lasts `on_duration`, and the `inactivity` that follows every slot in
+//! which the UE was given a new downlink block (the inactivity timer, started at the slot
+//! rather than after its control symbols: a difference of at most three symbols). Data that
+//! arrives for a sleeping UE waits for its next on-duration; a UE that keeps receiving more
+//! often than every `inactivity` stays awake. HARQ retransmissions are not held back (the
+//! UE's retransmission timers keep it listening for them). The uplink is not gated: a
+//! pending SR is Active Time, and each grant restarts the inactivity timer, so a UE with
+//! uplink data is awake for its grants; that the direction's traffic also keeps the other
+//! direction awake (one UE, one DRX) is not modelled, and the short cycle neither.
 
 use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::trace::OPPORTUNITY_BYTES;
@@ -145,6 +159,8 @@ pub struct RanConfig {
     /// HARQ on both directions.
     pub harq: Option<HarqConfig>,
     pub uplink: UplinkScheduling,
+    /// Discontinuous reception of the downlink, if configured.
+    pub drx: Option<Drx>,
 }
 
 impl Default for RanConfig {
@@ -156,6 +172,92 @@ impl Default for RanConfig {
             share: 1.0,
             harq: None,
             uplink: UplinkScheduling::default(),
+            drx: None,
+        }
+    }
+}
+
+/// Connected-mode DRX with the long cycle (TS 38.321 §5.7); see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Drx {
+    /// `drx-LongCycle`.
+    pub cycle: Dur,
+    /// `drx-StartOffset`: where in the cycle the on-duration starts.
+    pub offset: Dur,
+    /// `drx-onDurationTimer`.
+    pub on_duration: Dur,
+    /// `drx-InactivityTimer`.
+    pub inactivity: Dur,
+}
+
+/// The values TS 38.331 `DRX-Config` allows, in milliseconds: `drx-LongCycle`,
+/// `drx-onDurationTimer` (its millisecond choices) and `drx-InactivityTimer`.
+pub const DRX_CYCLES_MS: [u64; 20] = [
+    10, 20, 32, 40, 60, 64, 70, 80, 128, 160, 256, 320, 512, 640, 1024, 1280, 2048, 2560, 5120, 10240,
+];
+pub const DRX_ON_DURATIONS_MS: [u64; 24] = [
+    1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 40, 50, 60, 80, 100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1600,
+];
+pub const DRX_INACTIVITY_MS: [u64; 23] = [
+    0, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 40, 50, 60, 80, 100, 200, 300, 500, 750, 1280, 1920, 2560,
+];
+
+impl Drx {
+    /// Check against TS 38.331's choices; the error names the key and what was expected.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let ms = |d: Dur| d.as_nanos().is_multiple_of(1_000_000).then(|| d.as_nanos() / 1_000_000);
+        let one_of = |key: &'static str, d: Dur, allowed: &[u64]| match ms(d) {
+            Some(v) if allowed.contains(&v) => Ok(()),
+            _ => Err((
+                key,
+                format!(
+                    "expected one of TS 38.331's values, {} ms; found {d}",
+                    allowed.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        };
+        one_of("drx.cycle", self.cycle, &DRX_CYCLES_MS)?;
+        one_of("drx.on_duration", self.on_duration, &DRX_ON_DURATIONS_MS)?;
+        one_of("drx.inactivity", self.inactivity, &DRX_INACTIVITY_MS)?;
+        if self.on_duration > self.cycle {
+            return Err((
+                "drx.on_duration",
+                format!(
+                    "expected at most the cycle ({}); found {}",
+                    self.cycle, self.on_duration
+                ),
+            ));
+        }
+        if ms(self.offset).is_none() || self.offset >= self.cycle {
+            return Err((
+                "drx.offset",
+                format!(
+                    "expected a whole number of milliseconds below the cycle ({}); found {}",
+                    self.cycle, self.offset
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the on-duration runs at `since` after the origin.
+    fn on(&self, since: Dur) -> bool {
+        self.phase(since) < self.on_duration.as_nanos()
+    }
+
+    /// How far `since` is into the current cycle, counted from an on-duration's start.
+    fn phase(&self, since: Dur) -> u64 {
+        let c = self.cycle.as_nanos();
+        (since.as_nanos() % c + c - self.offset.as_nanos()) % c
+    }
+
+    /// The first on-duration start at or after `since`.
+    fn next_on(&self, since: Dur) -> Dur {
+        let p = self.phase(since);
+        if p == 0 {
+            since
+        } else {
+            Dur(since.as_nanos() + self.cycle.as_nanos() - p)
         }
     }
 }
@@ -224,6 +326,18 @@ impl RanConfig {
         if let Some(h) = &self.harq {
             h.validate()?;
         }
+        if let Some(d) = &self.drx {
+            d.validate()?;
+            if !self.drx_meets_downlink(d) {
+                return Err((
+                    "drx.offset",
+                    format!(
+                        "the on-duration ({} from {} every {}) never starts a downlink slot of the pattern: the UE could never be reached",
+                        d.on_duration, d.offset, d.cycle
+                    ),
+                ));
+            }
+        }
         let u = &self.uplink;
         if !whole_slots(u.sr_period, self.slot) {
             return Err((
@@ -243,6 +357,23 @@ impl RanConfig {
             }
         }
         Ok(())
+    }
+
+    /// Whether some on-duration of `drx` holds the start of a slot that carries downlink.
+    /// Pattern and cycle repeat together after `pattern / gcd(pattern, cycle)` cycles.
+    fn drx_meets_downlink(&self, drx: &Drx) -> bool {
+        let w = self.weights(RanDirection::Downlink);
+        let slot = self.slot.as_nanos();
+        let period = w.len() as u64 * slot;
+        let (mut a, mut b) = (period, drx.cycle.as_nanos());
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        (0..period / a).any(|k| {
+            let from = k * drx.cycle.as_nanos() + drx.offset.as_nanos();
+            (0..drx.on_duration.as_nanos().div_ceil(slot))
+                .any(|i| w[((from / slot + i) % w.len() as u64) as usize] > 0.0)
+        })
     }
 
     /// The weight of each slot of the pattern for `dir` (1 for a full slot), one entry for
@@ -384,6 +515,8 @@ pub struct Cellular<P> {
     /// The first uplink slot of the pattern: SR and configured-grant occasions count from
     /// it.
     first_up: u64,
+    /// With DRX, when the inactivity timer started by the last downlink block runs out.
+    awake_until: Time,
     stats: LinkStats,
 }
 
@@ -429,6 +562,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             cg_slots,
             sr_slots,
             first_up,
+            awake_until: Time::ZERO,
             stats: LinkStats::default(),
         }
     }
@@ -467,6 +601,25 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             n += 1;
         }
         n
+    }
+
+    /// The first slot from `n` on in which this direction may serve the UE: one that
+    /// carries it and, on a downlink with DRX, starts in the UE's Active Time.
+    fn schedulable_from(&self, n: u64) -> u64 {
+        let mut n = self.usable_from(n);
+        let Some(drx) = self.cfg.drx.filter(|_| self.dir == RanDirection::Downlink) else {
+            return n;
+        };
+        loop {
+            let t = self.start_of(n);
+            let since = t.since(self.origin());
+            if t < self.awake_until || drx.on(since) {
+                return n;
+            }
+            // Asleep: the next on-duration starts on a slot boundary (whole milliseconds).
+            let on = self.origin() + drx.next_on(since);
+            n = self.usable_from(self.slot_after(Time(on.as_nanos().saturating_sub(1))));
+        }
     }
 
     /// Bytes of a transport block in slot `n` (before the carried fraction), and the link
@@ -553,7 +706,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                 self.next = self.next.max(self.slot_after(now));
                 break;
             }
-            let n = self.usable_from(self.next);
+            let n = self.schedulable_from(self.next);
             if self.start_of(n) > now {
                 break;
             }
@@ -562,7 +715,11 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                 RanDirection::Downlink => {
                     if self.cfg.share >= 1.0 || self.rng.chance(self.cfg.share) {
                         let block = self.block(n);
-                        self.serve(n, block, io);
+                        if self.serve(n, block, io) {
+                            if let Some(drx) = self.cfg.drx {
+                                self.awake_until = self.start_of(n) + drx.inactivity;
+                            }
+                        }
                     }
                 }
                 RanDirection::Uplink => self.uplink_slot(n, io),
@@ -583,10 +740,10 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         if !self.has_data() {
             return None;
         }
-        let n = self.usable_from(self.next);
         if self.dir == RanDirection::Downlink {
-            return Some(self.start_of(n));
+            return Some(self.start_of(self.schedulable_from(self.next)));
         }
+        let n = self.usable_from(self.next);
         // The uplink: the next slot where a grant is held, a decision may give one, or an
         // SR occasion comes.
         let g = &self.grants;
@@ -675,15 +832,15 @@ impl<P: LinkPacket + 'static> Cellular<P> {
     }
 
     /// Fill slot `n`'s block of `bytes` (and the carried fraction), standing for
-    /// `stands_for` of link time, from the RLC buffer.
-    fn serve(&mut self, n: u64, (bytes, stands_for): (f64, Dur), io: &mut Io<'_, P>) {
+    /// `stands_for` of link time, from the RLC buffer; whether a block was sent.
+    fn serve(&mut self, n: u64, (bytes, stands_for): (f64, Dur), io: &mut Io<'_, P>) -> bool {
         let t = self.start_of(n);
         let end = t + self.cfg.slot;
         let total = bytes + self.carry;
         let mut budget = total.floor() as u64;
         self.carry = total - budget as f64;
         if budget == 0 {
-            return;
+            return false;
         }
         let offered = budget;
         self.stats.blocks += 1;
@@ -737,6 +894,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
         self.stats.block_bytes += offered;
         self.stats.block_bytes_used += offered - budget;
+        true
     }
 }
 
@@ -752,6 +910,7 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
         // at its next SR occasion, as one does when its grants are released.
         self.origin.start(origin);
         self.next = if io.now < origin { 0 } else { self.slot_after(io.now) };
+        self.awake_until = Time::ZERO;
         let asked_at = self.grants.asked_at;
         self.grants = Grants {
             decided: self.next,
@@ -1047,6 +1206,158 @@ mod tests {
         assert_eq!(s.blocks, 2 * n);
         let per_block = s.harq_retransmissions as f64 / s.blocks as f64;
         assert!((per_block - 0.1 / 0.9).abs() < 0.01, "{per_block}");
+    }
+
+    /// 12 Mbit/s FDD downlink, 0.5 ms slots, 5 ms delay, DRX with a 40 ms cycle and an
+    /// 8 ms on-duration from 0.
+    fn drx_downlink(inactivity_ms: u64) -> Cellular<Pkt> {
+        let cfg = RanConfig {
+            drx: Some(Drx {
+                cycle: Dur::from_millis(40),
+                offset: Dur::ZERO,
+                on_duration: Dur::from_millis(8),
+                inactivity: Dur::from_millis(inactivity_ms),
+            }),
+            ..RanConfig::default()
+        };
+        cfg.validate().expect("valid");
+        link(RanDirection::Downlink, cfg, 12, 5)
+    }
+
+    /// The start of the first 0.5 ms slot strictly after `t`.
+    fn next_slot(t: Time) -> Time {
+        Time((t.as_nanos() / 500_000 + 1) * 500_000)
+    }
+
+    #[test]
+    fn drx_holds_data_for_a_sleeping_ue_until_its_next_on_duration() {
+        // One packet every 97.3 ms (longer than the inactivity timer): each finds the UE
+        // asleep unless it comes in an on-duration, at phases spread over the cycle.
+        let mut l = drx_downlink(10);
+        let arrivals: Vec<Time> = (0..400).map(|k| Time(k * 97_300_000 + 123_400)).collect();
+        let offers = arrivals
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, 0, 1, pkt(i as u64)))
+            .collect();
+        let out = drive(&mut l, offers, Time::from_secs(40), &mut Seen::default());
+        assert_eq!(out.len(), arrivals.len());
+        let mut waits = Vec::new();
+        for ((t_out, _, p), &t) in out.iter().zip(&arrivals) {
+            let s = next_slot(t);
+            let phase = s.as_nanos() % 40_000_000;
+            // Its first block goes in the first slot of an on-duration; two blocks a packet.
+            let first = if phase < 8_000_000 {
+                s
+            } else {
+                s + Dur(40_000_000 - phase)
+            };
+            assert_eq!(*t_out, first + Dur::from_millis(6), "packet {}", p.id);
+            waits.push(first.since(s).as_secs_f64() * 1e3);
+        }
+        // Asleep 32 ms of every 40: a wait of 0 with probability 0.2, else uniform on
+        // (0, 32] ms, 12.8 ms on average.
+        let mean = waits.iter().sum::<f64>() / waits.len() as f64;
+        let max = waits.iter().cloned().fold(0.0, f64::max);
+        let awake = waits.iter().filter(|w| **w == 0.0).count() as f64 / waits.len() as f64;
+        println!("DRX wait: mean {mean:.2} ms, longest {max:.1} ms, {awake:.3} in an on-duration");
+        assert!((mean - 12.8).abs() < 1.5, "mean DRX wait {mean:.2} ms");
+        assert!(max <= 32.0, "longest DRX wait {max} ms");
+        assert!((awake - 0.2).abs() < 0.05, "{awake:.3} found the UE in its on-duration");
+    }
+
+    #[test]
+    fn drx_keeps_a_ue_awake_that_receives_more_often_than_its_inactivity_timer() {
+        // A packet every 5 ms from 9 ms on, just after the first on-duration: the first
+        // waits for the next one (40 ms); from then on the inactivity timer (10 ms) never
+        // runs out. Without it (0 ms) every packet outside an on-duration waits again.
+        let arrivals: Vec<Time> = (0..200).map(|k| Time(9_000_000 + k * 5_000_000 + 123_400)).collect();
+        let offers = || {
+            arrivals
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| (t, 0, 1, pkt(i as u64)))
+                .collect()
+        };
+        let out = drive(
+            &mut drx_downlink(10),
+            offers(),
+            Time::from_secs(2),
+            &mut Seen::default(),
+        );
+        assert_eq!(out[0].0, Time::from_millis(46));
+        // Once the backlog of the first wait is gone (2.4 Mbit/s offered of 12), each packet
+        // leaves in the two slots after it arrives.
+        for ((t_out, _, _), &t) in out.iter().zip(&arrivals).skip(20) {
+            assert_eq!(*t_out, next_slot(t) + Dur::from_millis(6));
+        }
+        let outside = |out: &[(Time, Port, Pkt)]| {
+            // The slot of each packet's last block starts 5.5 ms before it arrives.
+            out.iter()
+                .filter(|o| (o.0.as_nanos() - 5_500_000) % 40_000_000 >= 8_000_000)
+                .count()
+        };
+        assert!(
+            outside(&out) > 120,
+            "{} of 200 served outside an on-duration",
+            outside(&out)
+        );
+        let out = drive(&mut drx_downlink(0), offers(), Time::from_secs(2), &mut Seen::default());
+        assert_eq!(out.len(), 200);
+        assert_eq!(outside(&out), 0, "without an inactivity timer only on-durations serve");
+    }
+
+    #[test]
+    fn drx_parameters_are_those_of_ts_38_331() {
+        let bad = |f: &dyn Fn(&mut Drx), tdd: &str, slot_ms: u64| {
+            let mut d = Drx {
+                cycle: Dur::from_millis(40),
+                offset: Dur::ZERO,
+                on_duration: Dur::from_millis(8),
+                inactivity: Dur::from_millis(10),
+            };
+            f(&mut d);
+            RanConfig {
+                slot: Dur::from_millis(slot_ms),
+                tdd: parse_tdd(tdd).expect("pattern"),
+                drx: Some(d),
+                ..RanConfig::default()
+            }
+            .validate()
+            .err()
+            .map(|e| e.0)
+        };
+        assert_eq!(bad(&|_| {}, "fdd", 1), None);
+        assert_eq!(bad(&|d| d.cycle = Dur::from_millis(30), "fdd", 1), Some("drx.cycle"));
+        assert_eq!(
+            bad(&|d| d.on_duration = Dur::from_millis(7), "fdd", 1),
+            Some("drx.on_duration")
+        );
+        assert_eq!(
+            bad(&|d| d.inactivity = Dur::from_millis(7), "fdd", 1),
+            Some("drx.inactivity")
+        );
+        assert_eq!(
+            bad(
+                &|d| {
+                    d.cycle = Dur::from_millis(10);
+                    d.on_duration = Dur::from_millis(20)
+                },
+                "fdd",
+                1
+            ),
+            Some("drx.on_duration")
+        );
+        assert_eq!(bad(&|d| d.offset = Dur::from_millis(40), "fdd", 1), Some("drx.offset"));
+        assert_eq!(bad(&|d| d.offset = Dur::from_micros(500), "fdd", 1), Some("drx.offset"));
+        // A 1 ms on-duration that always falls on the pattern's uplink slot.
+        let on_up = |d: &mut Drx| {
+            d.cycle = Dur::from_millis(10);
+            d.offset = Dur::from_millis(9);
+            d.on_duration = Dur::from_millis(1);
+        };
+        assert_eq!(bad(&on_up, "DDDDDDDDDU", 1), Some("drx.offset"));
+        assert_eq!(bad(&on_up, "DDDDDDDDUD", 1), None);
     }
 
     #[test]

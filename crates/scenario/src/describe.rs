@@ -122,6 +122,13 @@ fn link(sc: &Scenario, l: &Link) -> String {
                 let _ = write!(s, ", configured grant every {p}");
             }
         }
+        if let (Some(d), l4s_link::RanDirection::Downlink) = (&ran.drx, dir) {
+            let _ = write!(
+                s,
+                ", DRX every {} on for {} from {}, inactivity {}",
+                d.cycle, d.on_duration, d.offset, d.inactivity
+            );
+        }
         if ran.share < 1.0 {
             let _ = write!(s, ", share {}", ran.share);
         }

@@ -279,6 +279,18 @@ pub struct RanTable {
     pub grant_delay: Option<Dur>,
     pub k2: Option<u32>,
     pub configured_grant: Option<Dur>,
+    pub drx: Option<DrxTable>,
+}
+
+/// `drx = { cycle = "40ms", on_duration = "8ms", inactivity = "10ms", offset = "0ms" }`:
+/// the downlink's connected-mode DRX (see `l4s_link::cellular`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrxTable {
+    pub cycle: Dur,
+    pub on_duration: Dur,
+    pub inactivity: Dur,
+    pub offset: Option<Dur>,
 }
 
 /// `harq = { bler = 0.1, rtt = "8ms" }`: failed blocks sent again one HARQ round trip

@@ -283,6 +283,12 @@ fn parse_ran(
             k2: t.k2.unwrap_or(d.uplink.k2),
             configured_grant: t.configured_grant,
         },
+        drx: t.drx.as_ref().map(|d| l4s_link::cellular::Drx {
+            cycle: d.cycle,
+            offset: d.offset.unwrap_or(Dur::ZERO),
+            on_duration: d.on_duration,
+            inactivity: d.inactivity,
+        }),
     };
     cfg.validate().map_err(|(k, m)| cx.at(&join(&rp, &[key(k)]), m))?;
     Ok(Some(cfg))

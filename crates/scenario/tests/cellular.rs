@@ -47,6 +47,19 @@ fn a_ran_table_makes_the_bottleneck_a_downlink_and_its_reverse_an_uplink() {
     assert_eq!(sc.links[1].ran.as_ref().unwrap().1, RanDirection::Uplink);
     let cfg = sc.links[0].config(sc.duration);
     assert!(cfg.ran.is_some() && cfg.harq.is_none());
+    assert!(down.drx.is_none());
+    // DRX, with the offset 0 when not given.
+    let sc = dumbbell("ran = { drx = { cycle = \"40ms\", on_duration = \"8ms\", inactivity = \"10ms\" } }").unwrap();
+    let drx = sc.links[0].ran.as_ref().unwrap().0.drx.expect("drx");
+    assert_eq!(
+        (drx.cycle, drx.on_duration, drx.inactivity, drx.offset),
+        (
+            l4s_core::Dur::from_millis(40),
+            l4s_core::Dur::from_millis(8),
+            l4s_core::Dur::from_millis(10),
+            l4s_core::Dur::ZERO
+        )
+    );
     // Without it, a wire.
     assert!(dumbbell("").unwrap().links[0].ran.is_none());
 }
@@ -85,6 +98,15 @@ fn bad_radio_parameters_name_their_key() {
             "topology.ran.configured_grant",
         ),
         ("ran = { bler = 0.1 }", "bler"),
+        (
+            "ran = { drx = { cycle = \"30ms\", on_duration = \"8ms\", inactivity = \"10ms\" } }",
+            "topology.ran.drx.cycle",
+        ),
+        (
+            "ran = { drx = { cycle = \"40ms\", on_duration = \"8ms\", inactivity = \"10ms\", offset = \"40ms\" } }",
+            "topology.ran.drx.offset",
+        ),
+        ("ran = { drx = { cycle = \"40ms\" } }", "on_duration"),
         ("ran = {}\nharq = { bler = 0.1, rtt = \"8ms\" }", "topology.harq"),
     ];
     for (topo, key) in cases {

@@ -212,3 +212,70 @@ size = "200B"
     assert_eq!(ul.scheduling_requests as usize, n, "{ul:?}");
     assert!((ul.grant_delay_mean_ms.unwrap() - (mean - 0.5)).abs() < 0.05, "{ul:?}");
 }
+
+/// DRX on the downlink (40 ms cycle, 8 ms on-duration from 0, 10 ms inactivity timer): a
+/// probe packet every 143 ms finds the phone asleep unless it reaches the base station in
+/// an on-duration, and then waits for the next one. 50 Mbit/s carries a 200-byte packet in
+/// one 0.5 ms slot; the wire to the base station takes 5 ms.
+#[test]
+fn a_sleeping_phone_is_reached_at_its_next_drx_on_duration() {
+    let text = r#"[scenario]
+name = "drx"
+duration = "120s"
+seed = 2
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "gnb"
+[[topology.nodes]]
+name = "phone"
+[[topology.nodes]]
+name = "server"
+[[topology.links]]
+from = "gnb"
+to = "phone"
+kind = "cellular"
+rate = "50Mbit"
+ran = { drx = { cycle = "40ms", on_duration = "8ms", inactivity = "10ms" } }
+[[topology.links]]
+from = "server"
+to = "gnb"
+delay = "5ms"
+[[flows]]
+name = "down"
+type = "probe"
+from = "server"
+to = "phone"
+pps = 7
+size = "200B"
+"#;
+    let (_, rows) = run_rows(text);
+    let (mut n, mut waited, mut wait_sum) = (0, 0, 0.0);
+    for r in &rows {
+        let Some(a) = r.arrival else { continue };
+        let at_gnb = r.sent.as_nanos() + 5_000_000;
+        let slot = (at_gnb / 500_000 + 1) * 500_000;
+        let phase = slot % 40_000_000;
+        let first = if phase < 8_000_000 {
+            slot
+        } else {
+            slot + 40_000_000 - phase
+        };
+        assert_eq!(a.as_nanos(), first + 500_000, "sent at {}", r.sent);
+        n += 1;
+        if first > slot {
+            waited += 1;
+            wait_sum += (first - slot) as f64 / 1e6;
+        }
+    }
+    assert!(n > 800, "{n}");
+    // The probes' period of 1/7 s walks seven phases of the 40 ms cycle (reaching the base
+    // station 5, 10.7, 16.4, 22.1, 27.9, 33.6 and 39.3 ms into it): only the first is in
+    // the on-duration, and the other six wait 29, 23.5, 17.5, 12, 6 and 0.5 ms for the next
+    // slot of the next one, 14.75 ms on average.
+    let share = waited as f64 / n as f64;
+    let mean = wait_sum / waited as f64;
+    println!("{n} probes: {share:.3} waited for an on-duration, {mean:.2} ms on average");
+    assert!((share - 6.0 / 7.0).abs() < 0.01, "{share}");
+    assert!((mean - 14.75).abs() < 0.05, "{mean}");
+}
