@@ -42,8 +42,9 @@
 //! **Uplink scheduling** (TS 38.321 §5.4.4 scheduling request, §5.4.5 buffer status
 //! reporting, TS 38.214 §6.1.2.1 for K2):
 //! * a UE may send only in an uplink slot it was granted. Each block carries a buffer
-//!   status report (BSR): the bytes left in the UE after it. The base station learns it at
-//!   the block's end and from then on grants uplink slots while its estimate of the UE's
+//!   status report (BSR): the bytes left in the UE after it, as the Short BSR's level
+//!   ([`short_bsr_reading`]). The base station learns it at the block's end and from then
+//!   on grants uplink slots while its estimate of the UE's
 //!   backlog (the last report less the grants it has made since) is above zero. It decides
 //!   the grant of slot `x` at `x − K2` slots (the DCI), with what it knew then;
 //! * data arriving at a UE whose buffer was empty triggers a regular BSR. If the UE holds
@@ -175,6 +176,28 @@ impl Default for RanConfig {
             drx: None,
         }
     }
+}
+
+/// The tops of the Short BSR's buffer size levels 1 to 30, in bytes (TS 38.321 Table
+/// 6.1.3.1-1); level 0 is an empty buffer and level 31 anything above 150 000 bytes.
+pub const SHORT_BSR_LEVELS: [u64; 30] = [
+    10, 14, 20, 28, 38, 53, 74, 102, 142, 198, 276, 384, 535, 745, 1038, 1446, 2014, 2806, 3909, 5446, 7587, 10570,
+    14726, 20516, 28581, 39818, 55474, 77284, 107669, 150000,
+];
+
+/// What the base station learns from a buffer status report of `bytes`: a UE with one
+/// logical channel group sends the Short BSR (TS 38.321 §5.4.5, §6.1.3.1), whose 5-bit
+/// level gives a range; the base station takes its top, and for the open last range its
+/// bottom, 150 001 bytes (all it knows).
+pub fn short_bsr_reading(bytes: u64) -> u64 {
+    if bytes == 0 {
+        return 0;
+    }
+    SHORT_BSR_LEVELS
+        .iter()
+        .copied()
+        .find(|&top| bytes <= top)
+        .unwrap_or(150_001)
 }
 
 /// Connected-mode DRX with the long cycle (TS 38.321 §5.7); see the module documentation.
@@ -809,7 +832,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                 self.stats.record_grant_delay(start.since(at));
             }
             self.serve(n, block, io);
-            let left = self.backlog_bytes();
+            let left = short_bsr_reading(self.backlog_bytes());
             self.grants.reports.push_back((start + self.cfg.slot, left, n));
             return;
         }
@@ -1358,6 +1381,29 @@ mod tests {
         };
         assert_eq!(bad(&on_up, "DDDDDDDDDU", 1), Some("drx.offset"));
         assert_eq!(bad(&on_up, "DDDDDDDDUD", 1), None);
+    }
+
+    #[test]
+    fn the_base_station_reads_a_short_bsr_as_the_top_of_its_range() {
+        assert_eq!(short_bsr_reading(0), 0);
+        assert_eq!(short_bsr_reading(1), 10);
+        assert_eq!(short_bsr_reading(10), 10);
+        assert_eq!(short_bsr_reading(11), 14);
+        assert_eq!(short_bsr_reading(3000), 3909);
+        assert_eq!(short_bsr_reading(150_000), 150_000);
+        assert_eq!(short_bsr_reading(150_001), 150_001);
+        assert_eq!(short_bsr_reading(5_000_000), 150_001);
+        // The levels grow by at most 40 % (TS 38.321 Table 6.1.3.1-1).
+        assert!(SHORT_BSR_LEVELS
+            .windows(2)
+            .all(|w| w[1] > w[0] && w[1] * 10 <= w[0] * 14 + 10));
+        // Two packets (3000 IP bytes) on a 10 Mbit/s uplink, blocks of 625 bytes: after the
+        // SR's block 2375 bytes are left, read as 2806, so the base station grants five more
+        // slots where four carry the rest. Read exactly, the grants would match the blocks.
+        let mut l = link(RanDirection::Uplink, RanConfig::default(), 10, 0);
+        assert_eq!(saturate(&mut l, 2, 1).len(), 2);
+        let s = l.stats();
+        assert_eq!((s.grants, s.blocks, s.block_bytes_used), (6, 5, 3000), "{s:?}");
     }
 
     #[test]
