@@ -61,19 +61,21 @@
 //! [`LinkStats::grant_delay_ms`] is the time from the arrival of the data that made an idle
 //! UE ask to the start of the slot it was granted.
 //!
-//! **DRX** (TS 38.321 §5.7, connected mode, the long cycle; parameters as in TS 38.331
-//! `DRX-Config`): a UE with DRX listens for the base station's assignments only in its
-//! Active Time, so the downlink may serve it only in slots that start then. Active Time is
-//! the on-duration, which starts every `cycle` at `offset` (counted from time 0, as the
-//! slots are) and lasts `on_duration`, and the `inactivity` that follows every slot in
-//! which the UE was given a new downlink block (the inactivity timer, started at the slot
-//! rather than after its control symbols: a difference of at most three symbols). Data that
+//! **DRX** (TS 38.321 §5.7, connected mode; parameters as in TS 38.331 `DRX-Config`): a
+//! UE with DRX listens for the base station's assignments only in its Active Time, so the
+//! downlink may serve it only in slots that start then. Active Time is the on-duration,
+//! which starts every `cycle` at `offset` (counted from time 0, as the slots are) and lasts
+//! `on_duration`, and the `inactivity` that follows every slot in which the UE was given a
+//! new downlink block (the inactivity timer, started at the slot rather than after its
+//! control symbols: a difference of at most three symbols). With a short cycle, when the
+//! inactivity timer runs out the on-durations start every short cycle (at `offset` modulo
+//! it) for `drx-ShortCycleTimer` short cycles, then every long cycle again. Data that
 //! arrives for a sleeping UE waits for its next on-duration; a UE that keeps receiving more
 //! often than every `inactivity` stays awake. HARQ retransmissions are not held back (the
 //! UE's retransmission timers keep it listening for them). The uplink is not gated: a
 //! pending SR is Active Time, and each grant restarts the inactivity timer, so a UE with
-//! uplink data is awake for its grants; that the direction's traffic also keeps the other
-//! direction awake (one UE, one DRX) is not modelled, and the short cycle neither.
+//! uplink data is awake for its grants; that one direction's traffic also keeps the other
+//! direction awake (one UE, one DRX) is not modelled, nor the DRX Command MAC CE.
 
 use crate::stage::{apply_fault, DelayLine, Origin, Queue};
 use crate::trace::OPPORTUNITY_BYTES;
@@ -200,7 +202,7 @@ pub fn short_bsr_reading(bytes: u64) -> u64 {
         .unwrap_or(150_001)
 }
 
-/// Connected-mode DRX with the long cycle (TS 38.321 §5.7); see the module documentation.
+/// Connected-mode DRX (TS 38.321 §5.7); see the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Drx {
     /// `drx-LongCycle`.
@@ -211,7 +213,14 @@ pub struct Drx {
     pub on_duration: Dur,
     /// `drx-InactivityTimer`.
     pub inactivity: Dur,
+    /// `drx-ShortCycle` and `drx-ShortCycleTimer` (in short cycles), if configured.
+    pub short: Option<(Dur, u32)>,
 }
+
+/// `drx-ShortCycle`'s values (TS 38.331), in milliseconds.
+pub const DRX_SHORT_CYCLES_MS: [u64; 23] = [
+    2, 3, 4, 5, 6, 7, 8, 10, 14, 16, 20, 30, 32, 35, 40, 64, 80, 128, 160, 256, 320, 512, 640,
+];
 
 /// The values TS 38.331 `DRX-Config` allows, in milliseconds: `drx-LongCycle`,
 /// `drx-onDurationTimer` (its millisecond choices) and `drx-InactivityTimer`.
@@ -260,29 +269,66 @@ impl Drx {
                 ),
             ));
         }
+        if let Some((short, cycles)) = self.short {
+            one_of("drx.short_cycle", short, &DRX_SHORT_CYCLES_MS)?;
+            if !self.cycle.as_nanos().is_multiple_of(short.as_nanos()) {
+                return Err((
+                    "drx.short_cycle",
+                    format!(
+                        "expected a divisor of the cycle ({}), as TS 38.331 requires; found {short}",
+                        self.cycle
+                    ),
+                ));
+            }
+            if !(1..=16).contains(&cycles) {
+                return Err((
+                    "drx.short_cycle_timer",
+                    format!("expected 1 to 16 short cycles (TS 38.331); found {cycles}"),
+                ));
+            }
+        }
         Ok(())
     }
 
-    /// Whether the on-duration runs at `since` after the origin.
-    fn on(&self, since: Dur) -> bool {
-        self.phase(since) < self.on_duration.as_nanos()
+    /// How far `since` is past the last start of a cycle of length `c` (the on-durations of
+    /// the short cycle start at the offset modulo it).
+    fn phase(&self, since: Dur, c: u64) -> u64 {
+        (since.as_nanos() % c + c - self.offset.as_nanos() % c) % c
     }
 
-    /// How far `since` is into the current cycle, counted from an on-duration's start.
-    fn phase(&self, since: Dur) -> u64 {
-        let c = self.cycle.as_nanos();
-        (since.as_nanos() % c + c - self.offset.as_nanos()) % c
+    /// Whether an on-duration runs at `since` after the origin, with the short cycle in use
+    /// over `short_from..short_until` (after the inactivity timer ran out).
+    fn on(&self, since: Dur, (short_from, short_until): (Dur, Dur)) -> bool {
+        let on = self.on_duration.as_nanos();
+        if self.phase(since, self.cycle.as_nanos()) < on {
+            return true;
+        }
+        let Some((short, _)) = self.short else { return false };
+        // The last short-cycle start at or before `since`, if the short cycle was in use then.
+        let p = self.phase(since, short.as_nanos());
+        let start = Dur(since.as_nanos() - p.min(since.as_nanos()));
+        p < on && start >= short_from && start < short_until
     }
 
     /// The first on-duration start at or after `since`.
-    fn next_on(&self, since: Dur) -> Dur {
-        let p = self.phase(since);
-        if p == 0 {
-            since
+    fn next_on(&self, since: Dur, (short_from, short_until): (Dur, Dur)) -> Dur {
+        let offset = self.offset.as_nanos();
+        let long = next_from(since, self.cycle.as_nanos(), offset);
+        let Some((short, _)) = self.short else { return long };
+        // The first short-cycle start from `since` on while the short cycle is in use.
+        let s = next_from(since.max(short_from), short.as_nanos(), offset);
+        if s < short_until {
+            s.min(long)
         } else {
-            Dur(since.as_nanos() + self.cycle.as_nanos() - p)
+            long
         }
     }
+}
+
+/// The first time at or after `t` that is `offset` modulo `c`.
+fn next_from(t: Dur, c: u64, offset: u64) -> Dur {
+    let p = (t.as_nanos() % c + c - offset % c) % c;
+    Dur(t.as_nanos() + if p == 0 { 0 } else { c - p })
 }
 
 /// A TDD pattern from its letters (`D`, `S`, `U`; `"fdd"` or nothing for FDD).
@@ -539,7 +585,7 @@ pub struct Cellular<P> {
     /// it.
     first_up: u64,
     /// With DRX, when the inactivity timer started by the last downlink block runs out.
-    awake_until: Time,
+    awake_until: Option<Time>,
     stats: LinkStats,
 }
 
@@ -585,7 +631,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             cg_slots,
             sr_slots,
             first_up,
-            awake_until: Time::ZERO,
+            awake_until: None,
             stats: LinkStats::default(),
         }
     }
@@ -636,12 +682,28 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         loop {
             let t = self.start_of(n);
             let since = t.since(self.origin());
-            if t < self.awake_until || drx.on(since) {
+            let short = self.short_window(&drx);
+            if self.awake_until.is_some_and(|a| t < a) || drx.on(since, short) {
                 return n;
             }
             // Asleep: the next on-duration starts on a slot boundary (whole milliseconds).
-            let on = self.origin() + drx.next_on(since);
+            let on = self.origin() + drx.next_on(since, short);
             n = self.usable_from(self.slot_after(Time(on.as_nanos().saturating_sub(1))));
+        }
+    }
+
+    /// When the short DRX cycle is in use, after the origin: from the end of the inactivity
+    /// timer for `drx-ShortCycleTimer` short cycles (empty before any downlink block).
+    fn short_window(&self, drx: &Drx) -> (Dur, Dur) {
+        match drx.short {
+            Some((c, k)) if self.awake_until.is_some() => {
+                let from = Dur(self
+                    .awake_until
+                    .map_or(0, |a| a.as_nanos())
+                    .saturating_sub(self.origin().as_nanos()));
+                (from, from + Dur(c.as_nanos() * u64::from(k)))
+            }
+            _ => (Dur::ZERO, Dur::ZERO),
         }
     }
 
@@ -740,7 +802,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                         let block = self.block(n);
                         if self.serve(n, block, io) {
                             if let Some(drx) = self.cfg.drx {
-                                self.awake_until = self.start_of(n) + drx.inactivity;
+                                self.awake_until = Some(self.start_of(n) + drx.inactivity);
                             }
                         }
                     }
@@ -933,7 +995,7 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
         // at its next SR occasion, as one does when its grants are released.
         self.origin.start(origin);
         self.next = if io.now < origin { 0 } else { self.slot_after(io.now) };
-        self.awake_until = Time::ZERO;
+        self.awake_until = None;
         let asked_at = self.grants.asked_at;
         self.grants = Grants {
             decided: self.next,
@@ -1240,6 +1302,7 @@ mod tests {
                 offset: Dur::ZERO,
                 on_duration: Dur::from_millis(8),
                 inactivity: Dur::from_millis(inactivity_ms),
+                short: None,
             }),
             ..RanConfig::default()
         };
@@ -1331,6 +1394,59 @@ mod tests {
     }
 
     #[test]
+    fn after_its_inactivity_timer_a_ue_with_a_short_cycle_wakes_every_short_cycle_for_a_while() {
+        // Long cycle 40 ms, short cycle 10 ms for two cycles, on-duration 2 ms, inactivity
+        // 4 ms; 200-byte packets take one 0.5 ms slot, then the 5 ms delay.
+        let cfg = RanConfig {
+            drx: Some(Drx {
+                cycle: Dur::from_millis(40),
+                offset: Dur::ZERO,
+                on_duration: Dur::from_millis(2),
+                inactivity: Dur::from_millis(4),
+                short: Some((Dur::from_millis(10), 2)),
+            }),
+            ..RanConfig::default()
+        };
+        cfg.validate().expect("valid");
+        let small = |id, at_us: u64| {
+            (
+                Time(at_us * 1000),
+                0,
+                1,
+                Pkt {
+                    id,
+                    size: 200,
+                    ecn: Ecn::Ect1,
+                },
+            )
+        };
+        let offers = vec![
+            small(0, 100),    // in the long cycle's on-duration: slot 0.5 ms; awake to 4.5
+            small(1, 5_100),  // short cycle over 4.5..24.5 ms: its on-duration at 10
+            small(2, 14_600), // awake to 14, short cycle over 14..34: at 20
+            small(3, 24_600), // awake to 24, short cycle over 24..44: at 30
+            small(4, 55_100), // the short cycle ended at 54: the long one's next, at 80
+        ];
+        let mut l = link(RanDirection::Downlink, cfg.clone(), 12, 5);
+        let out: Vec<u64> = drive(&mut l, offers.clone(), Time::from_secs(1), &mut Seen::default())
+            .iter()
+            .map(|o| o.0.as_nanos() / 100_000)
+            .collect();
+        assert_eq!(out, [60, 155, 255, 355, 855], "delivery times in 0.1 ms");
+        // Without the short cycle each waits for the long cycle's next on-duration.
+        let long_only = RanConfig {
+            drx: cfg.drx.map(|d| Drx { short: None, ..d }),
+            ..cfg
+        };
+        let mut l = link(RanDirection::Downlink, long_only, 12, 5);
+        let out: Vec<u64> = drive(&mut l, offers, Time::from_secs(1), &mut Seen::default())
+            .iter()
+            .map(|o| o.0.as_nanos() / 100_000)
+            .collect();
+        assert_eq!(out, [60, 455, 455, 455, 855]);
+    }
+
+    #[test]
     fn drx_parameters_are_those_of_ts_38_331() {
         let bad = |f: &dyn Fn(&mut Drx), tdd: &str, slot_ms: u64| {
             let mut d = Drx {
@@ -1338,6 +1454,7 @@ mod tests {
                 offset: Dur::ZERO,
                 on_duration: Dur::from_millis(8),
                 inactivity: Dur::from_millis(10),
+                short: None,
             };
             f(&mut d);
             RanConfig {
@@ -1380,6 +1497,12 @@ mod tests {
             d.on_duration = Dur::from_millis(1);
         };
         assert_eq!(bad(&on_up, "DDDDDDDDDU", 1), Some("drx.offset"));
+        let short = |c: u64, k: u32| move |d: &mut Drx| d.short = Some((Dur::from_millis(c), k));
+        assert_eq!(bad(&short(10, 2), "fdd", 1), None);
+        assert_eq!(bad(&short(9, 2), "fdd", 1), Some("drx.short_cycle"));
+        assert_eq!(bad(&short(16, 2), "fdd", 1), Some("drx.short_cycle"));
+        assert_eq!(bad(&short(10, 0), "fdd", 1), Some("drx.short_cycle_timer"));
+        assert_eq!(bad(&short(10, 17), "fdd", 1), Some("drx.short_cycle_timer"));
         assert_eq!(bad(&on_up, "DDDDDDDDUD", 1), None);
     }
 

@@ -128,6 +128,9 @@ fn link(sc: &Scenario, l: &Link) -> String {
                 ", DRX every {} on for {} from {}, inactivity {}",
                 d.cycle, d.on_duration, d.offset, d.inactivity
             );
+            if let Some((c, k)) = d.short {
+                let _ = write!(s, ", short cycle {c} for {k} cycles");
+            }
         }
         if ran.share < 1.0 {
             let _ = write!(s, ", share {}", ran.share);

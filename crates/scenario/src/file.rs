@@ -282,8 +282,9 @@ pub struct RanTable {
     pub drx: Option<DrxTable>,
 }
 
-/// `drx = { cycle = "40ms", on_duration = "8ms", inactivity = "10ms", offset = "0ms" }`:
-/// the downlink's connected-mode DRX (see `l4s_link::cellular`).
+/// `drx = { cycle = "40ms", on_duration = "8ms", inactivity = "10ms", offset = "0ms",
+/// short_cycle = "10ms", short_cycle_timer = 2 }`: the downlink's connected-mode DRX (see
+/// `l4s_link::cellular`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DrxTable {
@@ -291,6 +292,8 @@ pub struct DrxTable {
     pub on_duration: Dur,
     pub inactivity: Dur,
     pub offset: Option<Dur>,
+    pub short_cycle: Option<Dur>,
+    pub short_cycle_timer: Option<u32>,
 }
 
 /// `harq = { bler = 0.1, rtt = "8ms" }`: failed blocks sent again one HARQ round trip

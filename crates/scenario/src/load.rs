@@ -283,12 +283,30 @@ fn parse_ran(
             k2: t.k2.unwrap_or(d.uplink.k2),
             configured_grant: t.configured_grant,
         },
-        drx: t.drx.as_ref().map(|d| l4s_link::cellular::Drx {
-            cycle: d.cycle,
-            offset: d.offset.unwrap_or(Dur::ZERO),
-            on_duration: d.on_duration,
-            inactivity: d.inactivity,
-        }),
+        drx: match &t.drx {
+            None => None,
+            Some(d) => Some(l4s_link::cellular::Drx {
+                cycle: d.cycle,
+                offset: d.offset.unwrap_or(Dur::ZERO),
+                on_duration: d.on_duration,
+                inactivity: d.inactivity,
+                short: match (d.short_cycle, d.short_cycle_timer) {
+                    (None, None) => None,
+                    (Some(c), Some(k)) => Some((c, k)),
+                    (c, _) => {
+                        let (given, missing) = if c.is_some() {
+                            ("short_cycle", "short_cycle_timer")
+                        } else {
+                            ("short_cycle_timer", "short_cycle")
+                        };
+                        return Err(cx.at(
+                            &join(&rp, &[key("drx"), key(missing)]),
+                            format!("`{given}` needs `{missing}` too (TS 38.331 configures the short DRX cycle with both): e.g. short_cycle = \"10ms\", short_cycle_timer = 2"),
+                        ));
+                    }
+                },
+            }),
+        },
     };
     cfg.validate().map_err(|(k, m)| cx.at(&join(&rp, &[key(k)]), m))?;
     Ok(Some(cfg))

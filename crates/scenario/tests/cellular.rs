@@ -51,6 +51,7 @@ fn a_ran_table_makes_the_bottleneck_a_downlink_and_its_reverse_an_uplink() {
     // DRX, with the offset 0 when not given.
     let sc = dumbbell("ran = { drx = { cycle = \"40ms\", on_duration = \"8ms\", inactivity = \"10ms\" } }").unwrap();
     let drx = sc.links[0].ran.as_ref().unwrap().0.drx.expect("drx");
+    assert_eq!(drx.short, None);
     assert_eq!(
         (drx.cycle, drx.on_duration, drx.inactivity, drx.offset),
         (
@@ -107,6 +108,14 @@ fn bad_radio_parameters_name_their_key() {
             "topology.ran.drx.offset",
         ),
         ("ran = { drx = { cycle = \"40ms\" } }", "on_duration"),
+        (
+            "ran = { drx = { cycle = \"40ms\", on_duration = \"8ms\", inactivity = \"10ms\", short_cycle = \"10ms\" } }",
+            "topology.ran.drx.short_cycle_timer",
+        ),
+        (
+            "ran = { drx = { cycle = \"40ms\", on_duration = \"8ms\", inactivity = \"10ms\", short_cycle = \"16ms\", short_cycle_timer = 2 } }",
+            "topology.ran.drx.short_cycle",
+        ),
         ("ran = {}\nharq = { bler = 0.1, rtt = \"8ms\" }", "topology.harq"),
     ];
     for (topo, key) in cases {
