@@ -506,20 +506,31 @@ fn run_applied(
         .and_then(|_| scenario_text.map_or(Ok(()), |t| dir.write("scenario.toml", t)))
         .and_then(|_| dir.write("run-info.json", &info))
         .map_err(cannot)?;
-    // The time series and distributions also as Parquet, for pandas and polars.
-    for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
-        let csv = dir.path(&format!("{name}.csv"));
-        if csv.exists() {
-            l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
-                .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
+    // The time series and distributions also as Parquet, for pandas and polars, on a
+    // thread of their own while the report is built: both only read the CSVs.
+    let parquet = || -> Result<(), Error> {
+        for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+            let csv = dir.path(&format!("{name}.csv"));
+            if csv.exists() {
+                l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
+                    .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
+            }
         }
-    }
+        Ok(())
+    };
     // The report reads only the results directory, as `l4s report DIR` does later. A
     // report that cannot be built does not cost the results: they are kept and the failure
     // is reported.
-    let report = opts
-        .report
-        .then(|| l4s_report::write_report(dir.dir()).map_err(|e| e.to_string()));
+    let report = || {
+        opts.report
+            .then(|| l4s_report::write_report(dir.dir()).map_err(|e| e.to_string()))
+    };
+    let (parquet, report) = std::thread::scope(|s| {
+        let p = s.spawn(parquet);
+        let r = report();
+        (p.join(), r)
+    });
+    parquet.unwrap_or_else(|_| Err(Error::output("the Parquet conversion failed (a bug)".to_string())))?;
     let png = (opts.png && report.as_ref().is_some_and(|r| r.is_ok())).then(|| {
         l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)
             .map_err(|e| e.to_string())
