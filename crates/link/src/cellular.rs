@@ -57,7 +57,10 @@
 //! * with `configured_grant` (TS 38.321 §5.8.2) the UE may also send in an uplink slot
 //!   every configured period without asking; it then never needs an SR.
 //!
-//! Grant sizes follow the capacity, as a downlink block does. The grant delay counted in
+//! Grant sizes follow the capacity, as a downlink block does, except that the grant that
+//! answers an SR may be configured smaller (`sr_grant`): the base station does not know
+//! the UE's buffer yet, and how much it grants then is its own choice (TS 38.321 leaves
+//! it open). The grant delay counted in
 //! [`LinkStats::grant_delay_ms`] is the time from the arrival of the data that made an idle
 //! UE ask to the start of the slot it was granted.
 //!
@@ -136,6 +139,9 @@ pub struct UplinkScheduling {
     pub k2: u32,
     /// A configured grant every this period (a whole number of slots), if any.
     pub configured_grant: Option<Dur>,
+    /// The size of the grant that answers an SR, in bytes, if the base station gives a
+    /// small one (it does not know the UE's buffer yet); `None`: a full block.
+    pub sr_grant: Option<u64>,
 }
 
 impl Default for UplinkScheduling {
@@ -145,6 +151,7 @@ impl Default for UplinkScheduling {
             grant_delay: Dur::from_millis(1),
             k2: 2,
             configured_grant: None,
+            sr_grant: None,
         }
     }
 }
@@ -416,6 +423,12 @@ impl RanConfig {
         }
         if u.k2 > 32 {
             return Err(("k2", format!("expected K2 in 0..=32 slots (TS 38.214), found {}", u.k2)));
+        }
+        if u.sr_grant == Some(0) {
+            return Err((
+                "sr_grant",
+                "expected a grant of at least 1 byte, such as \"100B\"".to_string(),
+            ));
         }
         if let Some(p) = u.configured_grant {
             if !whole_slots(p, self.slot) {
@@ -716,6 +729,16 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         (bytes * k, time.mul_f64(k))
     }
 
+    /// The block of the grant that answers an SR in slot `n`: a full one, or as small as
+    /// configured, standing for its share of the slot.
+    fn sr_block(&self, n: u64) -> (f64, Dur) {
+        let (bytes, time) = self.block(n);
+        match self.cfg.uplink.sr_grant {
+            Some(cap) if (cap as f64) < bytes => (cap as f64, time.mul_f64(cap as f64 / bytes)),
+            _ => (bytes, time),
+        }
+    }
+
     fn block_bytes(&self, n: u64) -> f64 {
         self.block(n).0
     }
@@ -753,7 +776,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
                 if let Some((_, bytes, slot)) = self.grants.reports.pop_front() {
                     let covered: u64 = self.grants.granted.iter().filter(|g| g.0 > slot).map(|g| g.1).sum();
                     let sr: u64 = match self.grants.sr_grant {
-                        Some(s) if s > slot => self.block_bytes(s) as u64,
+                        Some(s) if s > slot => self.sr_block(s).0 as u64,
                         _ => 0,
                     };
                     self.grants.estimate = bytes as i64 - covered as i64 - sr as i64;
@@ -878,8 +901,10 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             self.grants.granted.pop_front();
             granted = true;
         }
+        let mut only_sr = false;
         if self.grants.sr_grant == Some(n) {
             self.grants.sr_grant = None;
+            only_sr = !granted;
             granted = true;
         }
         if !granted && self.is_cg(n) {
@@ -888,7 +913,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
         if granted {
             // The grant was sized from the same capacity when it was made.
-            let block = self.block(n);
+            let block = if only_sr { self.sr_block(n) } else { self.block(n) };
             self.grants.sr_pending = None;
             if let Some(at) = self.grants.asked_at.take() {
                 self.stats.record_grant_delay(start.since(at));
@@ -1171,6 +1196,7 @@ mod tests {
                 grant_delay: Dur::from_millis(2),
                 k2: 4,
                 configured_grant: None,
+                sr_grant: None,
             },
             ..RanConfig::default()
         };
@@ -1530,6 +1556,43 @@ mod tests {
     }
 
     #[test]
+    fn a_small_grant_after_the_sr_costs_the_rest_of_the_packet_a_report_cycle() {
+        // SR every 10 ms, the grant 2 ms later, K2 = 4, 0.5 ms slots, 50 Mbit/s (blocks of
+        // 3125 bytes). Answered with a full block, a 1500-byte packet leaves in the granted
+        // slot; with 100 bytes, the rest waits for the report at that slot's end and a grant
+        // K2 slots after it: (K2 + 1) slots, 2.5 ms, later.
+        let one = |sr_grant: Option<u64>| {
+            let cfg = RanConfig {
+                uplink: UplinkScheduling {
+                    sr_period: Dur::from_millis(10),
+                    grant_delay: Dur::from_millis(2),
+                    k2: 4,
+                    sr_grant,
+                    ..UplinkScheduling::default()
+                },
+                ..RanConfig::default()
+            };
+            cfg.validate().expect("valid");
+            let mut l = link(RanDirection::Uplink, cfg, 50, 0);
+            let out = drive(
+                &mut l,
+                vec![(Time(1_234_000), 0, 1, pkt(0))],
+                Time::from_secs(1),
+                &mut Seen::default(),
+            );
+            (out[0].0, l.stats())
+        };
+        let (full, s_full) = one(None);
+        let (small, s_small) = one(Some(100));
+        assert_eq!(small.since(full), Dur::from_micros(2500));
+        assert_eq!((s_full.grants, s_full.blocks), (1, 1));
+        assert_eq!((s_small.grants, s_small.blocks, s_small.block_bytes_used), (2, 2, 1500));
+        assert_eq!(s_small.block_bytes, 100 + 3125);
+        // The SR occasion at 10 ms, its grant for the slot at 10 + 2 + 4 x 0.5 = 14 ms.
+        assert_eq!(full, Time::from_micros(14_500));
+    }
+
+    #[test]
     fn bad_parameters_name_their_key() {
         let bad = |f: &dyn Fn(&mut RanConfig)| {
             let mut c = RanConfig::default();
@@ -1540,6 +1603,7 @@ mod tests {
         assert_eq!(bad(&|c| c.uplink.sr_period = Dur::from_micros(700)), "sr_period");
         assert_eq!(bad(&|c| c.share = 0.0), "share");
         assert_eq!(bad(&|c| c.uplink.k2 = 40), "k2");
+        assert_eq!(bad(&|c| c.uplink.sr_grant = Some(0)), "sr_grant");
         assert_eq!(
             bad(&|c| c.uplink.configured_grant = Some(Dur::from_micros(600))),
             "configured_grant"

@@ -121,6 +121,9 @@ fn link(sc: &Scenario, l: &Link) -> String {
             if let Some(p) = u.configured_grant {
                 let _ = write!(s, ", configured grant every {p}");
             }
+            if let Some(b) = u.sr_grant {
+                let _ = write!(s, ", {b}-byte grant after an SR");
+            }
         }
         if let (Some(d), l4s_link::RanDirection::Downlink) = (&ran.drx, dir) {
             let _ = write!(

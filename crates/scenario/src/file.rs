@@ -279,6 +279,7 @@ pub struct RanTable {
     pub grant_delay: Option<Dur>,
     pub k2: Option<u32>,
     pub configured_grant: Option<Dur>,
+    pub sr_grant: Option<String>,
     pub drx: Option<DrxTable>,
 }
 

@@ -282,6 +282,10 @@ fn parse_ran(
             grant_delay: t.grant_delay.unwrap_or(d.uplink.grant_delay),
             k2: t.k2.unwrap_or(d.uplink.k2),
             configured_grant: t.configured_grant,
+            sr_grant: match &t.sr_grant {
+                None => None,
+                Some(b) => Some(units::parse_bytes(b).map_err(|e| cx.at(&join(&rp, &[key("sr_grant")]), e))?),
+            },
         },
         drx: match &t.drx {
             None => None,

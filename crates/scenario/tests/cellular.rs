@@ -48,6 +48,9 @@ fn a_ran_table_makes_the_bottleneck_a_downlink_and_its_reverse_an_uplink() {
     let cfg = sc.links[0].config(sc.duration);
     assert!(cfg.ran.is_some() && cfg.harq.is_none());
     assert!(down.drx.is_none());
+    assert_eq!(down.uplink.sr_grant, None);
+    let sc = dumbbell("ran = { sr_grant = \"100B\" }").unwrap();
+    assert_eq!(sc.links[1].ran.as_ref().unwrap().0.uplink.sr_grant, Some(100));
     // DRX, with the offset 0 when not given.
     let sc = dumbbell("ran = { drx = { cycle = \"40ms\", on_duration = \"8ms\", inactivity = \"10ms\" } }").unwrap();
     let drx = sc.links[0].ran.as_ref().unwrap().0.drx.expect("drx");
@@ -93,6 +96,8 @@ fn bad_radio_parameters_name_their_key() {
         ("ran = { tdd = \"DDXU\" }", "topology.ran.tdd"),
         ("ran = { tdd = \"DDDD\" }", "topology.ran.tdd"),
         ("ran = { k2 = 40 }", "topology.ran.k2"),
+        ("ran = { sr_grant = \"0B\" }", "topology.ran.sr_grant"),
+        ("ran = { sr_grant = \"lots\" }", "topology.ran.sr_grant"),
         ("ran = { share = 0 }", "topology.ran.share"),
         (
             "ran = { configured_grant = \"0.3ms\" }",
