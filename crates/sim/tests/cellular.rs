@@ -147,14 +147,12 @@ fn with_ran_marking_an_l4s_flow_recovers_after_a_capacity_step() {
 }
 
 /// §6.3 item 6: an idle phone's packets wait for an SR occasion, the grant and K2. With a
-/// 10 ms SR period, a 2 ms grant delay, K2 = 4 and 0.5 ms slots (FDD), a packet sent at
-/// time t arrives K = 2 + 5·0.5 = 4.5 ms after the first SR occasion (a multiple of 10 ms)
-/// after t, on top of the 5 ms wire: between K and K + 10 ms. (The unit tests of
-/// `l4s_link::cellular` check that random arrival times make this uniform.)
-#[test]
-fn an_idle_phone_waits_for_its_scheduling_request_and_grant() {
-    let text = r#"[scenario]
-name = "sr"
+/// 120 s of seven 200-byte probes a second from `from` to `to` over a 50 Mbit/s cellular
+/// link (gnb to phone, with `ran`) behind a 5 ms wire from a server.
+fn probes_over_a_cell(ran: &str, (from, to): (&str, &str)) -> String {
+    format!(
+        r#"[scenario]
+name = "cell-probes"
 duration = "120s"
 seed = 2
 [topology]
@@ -170,20 +168,33 @@ from = "gnb"
 to = "phone"
 kind = "cellular"
 rate = "50Mbit"
-ran = { sr_period = "10ms", grant_delay = "2ms", k2 = 4 }
+{ran}
 [[topology.links]]
 from = "server"
 to = "gnb"
 delay = "5ms"
 [[flows]]
-name = "up"
+name = "probes"
 type = "probe"
-from = "phone"
-to = "server"
+from = "{from}"
+to = "{to}"
 pps = 7
 size = "200B"
-"#;
-    let (s, rows) = run_rows(text);
+"#
+    )
+}
+
+/// 10 ms SR period, a 2 ms grant delay, K2 = 4 and 0.5 ms slots (FDD), a packet sent at
+/// time t arrives K = 2 + 5·0.5 = 4.5 ms after the first SR occasion (a multiple of 10 ms)
+/// after t, on top of the 5 ms wire: between K and K + 10 ms. (The unit tests of
+/// `l4s_link::cellular` check that random arrival times make this uniform.)
+#[test]
+fn an_idle_phone_waits_for_its_scheduling_request_and_grant() {
+    let text = probes_over_a_cell(
+        "ran = { sr_period = \"10ms\", grant_delay = \"2ms\", k2 = 4 }",
+        ("phone", "server"),
+    );
+    let (s, rows) = run_rows(&text);
     let mut n = 0;
     for r in &rows {
         let Some(a) = r.arrival else { continue };
@@ -219,37 +230,11 @@ size = "200B"
 /// one 0.5 ms slot; the wire to the base station takes 5 ms.
 #[test]
 fn a_sleeping_phone_is_reached_at_its_next_drx_on_duration() {
-    let text = r#"[scenario]
-name = "drx"
-duration = "120s"
-seed = 2
-[topology]
-type = "custom"
-[[topology.nodes]]
-name = "gnb"
-[[topology.nodes]]
-name = "phone"
-[[topology.nodes]]
-name = "server"
-[[topology.links]]
-from = "gnb"
-to = "phone"
-kind = "cellular"
-rate = "50Mbit"
-ran = { drx = { cycle = "40ms", on_duration = "8ms", inactivity = "10ms" } }
-[[topology.links]]
-from = "server"
-to = "gnb"
-delay = "5ms"
-[[flows]]
-name = "down"
-type = "probe"
-from = "server"
-to = "phone"
-pps = 7
-size = "200B"
-"#;
-    let (_, rows) = run_rows(text);
+    let text = probes_over_a_cell(
+        "ran = { drx = { cycle = \"40ms\", on_duration = \"8ms\", inactivity = \"10ms\" } }",
+        ("server", "phone"),
+    );
+    let (_, rows) = run_rows(&text);
     let (mut n, mut waited, mut wait_sum) = (0, 0, 0.0);
     for r in &rows {
         let Some(a) = r.arrival else { continue };
