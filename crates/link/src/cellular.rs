@@ -300,7 +300,7 @@ impl Drx {
     /// How far `since` is past the last start of a cycle of length `c` (the on-durations of
     /// the short cycle start at the offset modulo it).
     fn phase(&self, since: Dur, c: u64) -> u64 {
-        (since.as_nanos() % c + c - self.offset.as_nanos() % c) % c
+        phase(since, c, self.offset.as_nanos())
     }
 
     /// Whether an on-duration runs at `since` after the origin, with the short cycle in use
@@ -332,9 +332,14 @@ impl Drx {
     }
 }
 
+/// How far `t` is past the last time that is `offset` modulo `c`.
+fn phase(t: Dur, c: u64, offset: u64) -> u64 {
+    (t.as_nanos() % c + c - offset % c) % c
+}
+
 /// The first time at or after `t` that is `offset` modulo `c`.
 fn next_from(t: Dur, c: u64, offset: u64) -> Dur {
-    let p = (t.as_nanos() % c + c - offset % c) % c;
+    let p = phase(t, c, offset);
     Dur(t.as_nanos() + if p == 0 { 0 } else { c - p })
 }
 
@@ -708,12 +713,9 @@ impl<P: LinkPacket + 'static> Cellular<P> {
     /// When the short DRX cycle is in use, after the origin: from the end of the inactivity
     /// timer for `drx-ShortCycleTimer` short cycles (empty before any downlink block).
     fn short_window(&self, drx: &Drx) -> (Dur, Dur) {
-        match drx.short {
-            Some((c, k)) if self.awake_until.is_some() => {
-                let from = Dur(self
-                    .awake_until
-                    .map_or(0, |a| a.as_nanos())
-                    .saturating_sub(self.origin().as_nanos()));
+        match (drx.short, self.awake_until) {
+            (Some((c, k)), Some(awake_until)) => {
+                let from = Dur(awake_until.as_nanos().saturating_sub(self.origin().as_nanos()));
                 (from, from + Dur(c.as_nanos() * u64::from(k)))
             }
             _ => (Dur::ZERO, Dur::ZERO),
