@@ -560,8 +560,9 @@ struct Grants {
     estimate: i64,
     /// Grants have been decided for every uplink slot below this one.
     decided: u64,
-    /// Dynamic grants decided and not yet used: slot and size in bytes.
-    granted: VecDeque<(u64, u64)>,
+    /// Dynamic grants decided and not yet used: slot, size in bytes, and the share of the
+    /// slot's resources (1 for a UE alone; less in a shared cell, [`crate::cell`]).
+    granted: VecDeque<(u64, u64, f64)>,
     /// The slot an SR was granted, not yet used.
     sr_grant: Option<u64>,
     /// An SR is pending, to go at the first SR occasion from this slot on.
@@ -604,6 +605,9 @@ pub struct Cellular<P> {
     first_up: u64,
     /// With DRX, when the inactivity timer started by the last downlink block runs out.
     awake_until: Option<Time>,
+    /// One UE of a shared cell ([`crate::cell`]): the cell decides the grants and which
+    /// slots it is served in.
+    in_cell: bool,
     stats: LinkStats,
 }
 
@@ -650,8 +654,15 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             sr_slots,
             first_up,
             awake_until: None,
+            in_cell: false,
             stats: LinkStats::default(),
         }
+    }
+
+    /// This direction is one UE's of a shared cell ([`crate::cell`]), which decides its
+    /// grants and the slots it is served in.
+    pub(crate) fn set_in_cell(&mut self) {
+        self.in_cell = true;
     }
 
     fn origin(&self) -> Time {
@@ -659,19 +670,19 @@ impl<P: LinkPacket + 'static> Cellular<P> {
     }
 
     /// Before [`Link::start`] the slot grid counts from the first packet ([`Origin`]).
-    fn provisional_origin(&mut self, now: Time) {
+    pub(crate) fn provisional_origin(&mut self, now: Time) {
         if self.origin.provisional(now) {
             self.next = 0;
             self.grants.decided = 0;
         }
     }
 
-    fn start_of(&self, n: u64) -> Time {
+    pub(crate) fn start_of(&self, n: u64) -> Time {
         self.origin() + Dur(n.saturating_mul(self.cfg.slot.as_nanos()))
     }
 
     /// The first slot starting strictly after `t`.
-    fn slot_after(&self, t: Time) -> u64 {
+    pub(crate) fn slot_after(&self, t: Time) -> u64 {
         if t < self.origin() {
             return 0;
         }
@@ -683,7 +694,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
     }
 
     /// The first slot from `n` on that carries this direction.
-    fn usable_from(&self, mut n: u64) -> u64 {
+    pub(crate) fn usable_from(&self, mut n: u64) -> u64 {
         while self.weight(n) == 0.0 {
             n += 1;
         }
@@ -692,7 +703,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
 
     /// The first slot from `n` on in which this direction may serve the UE: one that
     /// carries it and, on a downlink with DRX, starts in the UE's Active Time.
-    fn schedulable_from(&self, n: u64) -> u64 {
+    pub(crate) fn schedulable_from(&self, n: u64) -> u64 {
         let mut n = self.usable_from(n);
         let Some(drx) = self.cfg.drx.filter(|_| self.dir == RanDirection::Downlink) else {
             return n;
@@ -724,7 +735,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
 
     /// Bytes of a transport block in slot `n` (before the carried fraction), and the link
     /// time it stands for: its slot's (or its trace's) scaled up as its capacity is.
-    fn block(&self, n: u64) -> (f64, Dur) {
+    pub(crate) fn block(&self, n: u64) -> (f64, Dur) {
         let s = self.start_of(n).since(self.origin());
         let (bytes, time) = self.capacity.bytes(s, self.cfg.slot);
         let k = self.scale * self.weight(n);
@@ -733,7 +744,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
 
     /// The block of the grant that answers an SR in slot `n`: a full one, or as small as
     /// configured, standing for its share of the slot.
-    fn sr_block(&self, n: u64) -> (f64, Dur) {
+    pub(crate) fn sr_block(&self, n: u64) -> (f64, Dur) {
         let (bytes, time) = self.block(n);
         match self.cfg.uplink.sr_grant {
             Some(cap) if (cap as f64) < bytes => (cap as f64, time.mul_f64(cap as f64 / bytes)),
@@ -745,11 +756,11 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         self.block(n).0
     }
 
-    fn has_data(&self) -> bool {
+    pub(crate) fn has_data(&self) -> bool {
         self.tx.is_some() || self.queue.qdisc.len_packets() > 0
     }
 
-    fn backlog_bytes(&self) -> u64 {
+    pub(crate) fn backlog_bytes(&self) -> u64 {
         self.tx.as_ref().map_or(0, |t| t.left) + self.queue.qdisc.len_bytes()
     }
 
@@ -774,16 +785,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             if dci > t {
                 return;
             }
-            while self.grants.reports.front().is_some_and(|r| r.0 <= dci) {
-                if let Some((_, bytes, slot)) = self.grants.reports.pop_front() {
-                    let covered: u64 = self.grants.granted.iter().filter(|g| g.0 > slot).map(|g| g.1).sum();
-                    let sr: u64 = match self.grants.sr_grant {
-                        Some(s) if s > slot => self.sr_block(s).0 as u64,
-                        _ => 0,
-                    };
-                    self.grants.estimate = bytes as i64 - covered as i64 - sr as i64;
-                }
-            }
+            self.absorb_reports(dci);
             if self.grants.estimate <= 0 && self.grants.reports.is_empty() {
                 // Nothing to grant until a report arrives: skip to the slots decided at `t`.
                 let n = self.slot_after(t + k2).max(x + 1);
@@ -794,11 +796,61 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             if self.grants.estimate > 0 && (self.cfg.share >= 1.0 || self.rng.chance(self.cfg.share)) {
                 let size = self.block_bytes(x) as u64;
                 if size > 0 {
-                    self.grants.granted.push_back((x, size));
+                    self.grants.granted.push_back((x, size, 1.0));
                     self.stats.grants += 1;
                     self.grants.estimate -= size as i64;
                 }
             }
+        }
+    }
+
+    /// Take in the buffer status reports that reached the base station by `dci`: its
+    /// estimate of the backlog is then the last one less what it has granted since.
+    pub(crate) fn absorb_reports(&mut self, dci: Time) {
+        while self.grants.reports.front().is_some_and(|r| r.0 <= dci) {
+            if let Some((_, bytes, slot)) = self.grants.reports.pop_front() {
+                let covered: u64 = self.grants.granted.iter().filter(|g| g.0 > slot).map(|g| g.1).sum();
+                let sr: u64 = match self.grants.sr_grant {
+                    Some(s) if s > slot => self.sr_block(s).0 as u64,
+                    _ => 0,
+                };
+                self.grants.estimate = bytes as i64 - covered as i64 - sr as i64;
+            }
+        }
+    }
+
+    /// The base station's estimate of the UE's backlog not yet granted, and whether
+    /// reports are on their way to it.
+    pub(crate) fn grant_need(&self) -> (i64, bool) {
+        (self.grants.estimate, !self.grants.reports.is_empty())
+    }
+
+    /// The slot of the grant that answers the UE's SR, if one is held.
+    pub(crate) fn sr_grant_slot(&self) -> Option<u64> {
+        self.grants.sr_grant
+    }
+
+    /// Move the grant that answers the SR to slot `x` (the cell had no room in its slot).
+    pub(crate) fn move_sr_grant(&mut self, x: u64) {
+        self.grants.sr_grant = Some(x);
+    }
+
+    /// Grant `share` of slot `x`'s resources, `bytes` of them, for this UE (a shared
+    /// cell's decision). `from_sr`: the grant that answers its SR, counted when the SR was
+    /// sent; a dynamic grant is taken off the base station's estimate.
+    pub(crate) fn grant(&mut self, x: u64, bytes: u64, share: f64, from_sr: bool) {
+        if from_sr {
+            self.grants.sr_grant = None;
+        } else {
+            self.stats.grants += 1;
+            self.grants.estimate -= bytes as i64;
+        }
+        match self.grants.granted.back_mut() {
+            Some(g) if g.0 == x => {
+                g.1 += bytes;
+                g.2 += share;
+            }
+            _ => self.grants.granted.push_back((x, bytes, share)),
         }
     }
 
@@ -824,12 +876,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             match self.dir {
                 RanDirection::Downlink => {
                     if self.cfg.share >= 1.0 || self.rng.chance(self.cfg.share) {
-                        let block = self.block(n);
-                        if self.serve(n, block, io) {
-                            if let Some(drx) = self.cfg.drx {
-                                self.awake_until = Some(self.start_of(n) + drx.inactivity);
-                            }
-                        }
+                        self.serve_down(n, 1.0, io);
                     }
                 }
                 RanDirection::Uplink => self.uplink_slot(n, io),
@@ -845,8 +892,104 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
     }
 
+    /// `share` of the block of slot `n`: the bytes and the link time they stand for.
+    fn block_share(&self, n: u64, share: f64) -> (f64, Dur) {
+        let (bytes, time) = self.block(n);
+        if share >= 1.0 {
+            (bytes, time)
+        } else {
+            (bytes * share, time.mul_f64(share))
+        }
+    }
+
+    /// Serve the UE in downlink slot `n` with `share` of its resources (1: all of them);
+    /// with DRX a block given to it restarts its inactivity timer.
+    pub(crate) fn serve_down(&mut self, n: u64, share: f64, io: &mut Io<'_, P>) {
+        let block = self.block_share(n, share);
+        if self.serve(n, block, io) {
+            if let Some(drx) = self.cfg.drx {
+                self.awake_until = Some(self.start_of(n) + drx.inactivity);
+            }
+        }
+    }
+
+    /// After a run of slots up to `next` (exclusive) driven by a shared cell: report the
+    /// queue discipline's drops and ask for its timer.
+    pub(crate) fn settle(&mut self, next: u64, io: &mut Io<'_, P>) {
+        self.pass(next);
+        self.queue.flush_drops(io);
+        self.queue.arm(io, QDISC);
+    }
+
+    /// The slots below `next` are over (a shared cell served them).
+    pub(crate) fn pass(&mut self, next: u64) {
+        self.next = self.next.max(next);
+    }
+
+    /// The slot at which the direction may next use a slot, if it has anything to send.
+    pub(crate) fn next_slot(&self) -> Option<u64> {
+        let t = self.next_wake()?;
+        Some(self.slot_after(Time(t.as_nanos().saturating_sub(1))))
+    }
+
+    /// The head of the delay line is due (its `ARRIVE` wake-up).
+    pub(crate) fn arrive(&mut self, io: &mut Io<'_, P>) {
+        self.line.arrive(io, ARRIVE);
+    }
+
+    /// The queue discipline's timer asked for at `at` is due.
+    pub(crate) fn qdisc_timer(&mut self, at: Time, io: &mut Io<'_, P>) {
+        self.queue.on_timer(at, io, QDISC);
+    }
+
+    /// The queue discipline's counters, backlog, probability and Queue Protection.
+    pub(crate) fn queue(&self) -> (&dyn l4s_aqm::Qdisc<P>, &QueueInfo) {
+        (&*self.queue.qdisc, &self.queue.info[0])
+    }
+
+    /// Time 0 of the run is `origin` (see [`Link::start`]), without serving any slot.
+    pub(crate) fn reset(&mut self, origin: Time, now: Time) {
+        // Slots count from `origin` from now on. A live forwarder may have carried packets
+        // on a provisional grid before ([`Origin`]): what was counted in its slots
+        // (grants, a pending SR) does not carry over, and a UE that holds data asks again
+        // at its next SR occasion, as one does when its grants are released.
+        self.origin.start(origin);
+        self.next = if now < origin { 0 } else { self.slot_after(now) };
+        self.awake_until = None;
+        let asked_at = self.grants.asked_at;
+        self.grants = Grants {
+            decided: self.next,
+            ..Grants::default()
+        };
+        if self.dir == RanDirection::Uplink && self.has_data() {
+            self.grants.sr_pending = Some(self.next);
+            self.grants.asked_at = Some(asked_at.unwrap_or(now));
+        }
+        self.armed = None;
+    }
+
+    /// Put `pkt` in the RLC buffer. On the uplink, data reaching an empty buffer triggers a
+    /// regular BSR: it goes in a grant the UE holds, or the UE asks with an SR. (A UE of a
+    /// shared cell has had the cell's decisions up to now made before.)
+    pub(crate) fn accept(&mut self, mut pkt: P, io: &mut Io<'_, P>) {
+        let was_empty = !self.has_data();
+        apply_fault(self.fault, self.origin.started(), io.now, &mut pkt);
+        self.queue.enqueue(pkt, io);
+        self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
+        if self.dir == RanDirection::Uplink && was_empty && self.has_data() {
+            let now_slot = self.slot_after(io.now).saturating_sub(1);
+            if !self.in_cell {
+                self.decide_until(io.now);
+            }
+            if !self.holds_grant_after(now_slot) && self.grants.sr_pending.is_none() {
+                self.grants.sr_pending = Some(self.slot_after(io.now));
+                self.grants.asked_at = Some(io.now);
+            }
+        }
+    }
+
     /// When the link may next use a slot, if it has anything to send.
-    fn next_wake(&mut self) -> Option<Time> {
+    fn next_wake(&self) -> Option<Time> {
         if !self.has_data() {
             return None;
         }
@@ -858,7 +1001,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         // SR occasion comes.
         let g = &self.grants;
         let mut best = u64::MAX;
-        if let Some(&(x, _)) = g.granted.front() {
+        if let Some(&(x, _, _)) = g.granted.front() {
             best = best.min(x);
         }
         if let Some(x) = g.sr_grant {
@@ -886,9 +1029,11 @@ impl<P: LinkPacket + 'static> Cellular<P> {
 
     /// Uplink slot `n` has come: send an SR if one is due, and send data if the slot is
     /// granted.
-    fn uplink_slot(&mut self, n: u64, io: &mut Io<'_, P>) {
+    pub(crate) fn uplink_slot(&mut self, n: u64, io: &mut Io<'_, P>) {
         let start = self.start_of(n);
-        self.decide_until(start);
+        if !self.in_cell {
+            self.decide_until(start);
+        }
         // Grants for slots that passed while the UE had nothing to send were wasted.
         while self.grants.granted.front().is_some_and(|g| g.0 < n) {
             self.grants.granted.pop_front();
@@ -899,9 +1044,13 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             self.stats.grants_unused += 1;
         }
         let mut granted = false;
-        if self.grants.granted.front().is_some_and(|g| g.0 == n) {
-            self.grants.granted.pop_front();
-            granted = true;
+        let mut share = 1.0;
+        if let Some(&(x, _, s)) = self.grants.granted.front() {
+            if x == n {
+                self.grants.granted.pop_front();
+                granted = true;
+                share = s;
+            }
         }
         let mut only_sr = false;
         if self.grants.sr_grant == Some(n) {
@@ -915,7 +1064,11 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
         if granted {
             // The grant was sized from the same capacity when it was made.
-            let block = if only_sr { self.sr_block(n) } else { self.block(n) };
+            let block = if only_sr {
+                self.sr_block(n)
+            } else {
+                self.block_share(n, share)
+            };
             self.grants.sr_pending = None;
             if let Some(at) = self.grants.asked_at.take() {
                 self.stats.record_grant_delay(start.since(at));
@@ -1016,43 +1169,15 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
     }
 
     fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
-        // Slots count from `origin` from now on. A live forwarder may have carried packets
-        // on a provisional grid before ([`Origin`]): what was counted in its slots
-        // (grants, a pending SR) does not carry over, and a UE that holds data asks again
-        // at its next SR occasion, as one does when its grants are released.
-        self.origin.start(origin);
-        self.next = if io.now < origin { 0 } else { self.slot_after(io.now) };
-        self.awake_until = None;
-        let asked_at = self.grants.asked_at;
-        self.grants = Grants {
-            decided: self.next,
-            ..Grants::default()
-        };
-        if self.dir == RanDirection::Uplink && self.has_data() {
-            self.grants.sr_pending = Some(self.next);
-            self.grants.asked_at = Some(asked_at.unwrap_or(io.now));
-        }
-        self.armed = None;
+        self.reset(origin, io.now);
         self.rationalize(io);
     }
 
-    fn send(&mut self, _from: Port, _to: Port, mut pkt: P, io: &mut Io<'_, P>) {
+    fn send(&mut self, _from: Port, _to: Port, pkt: P, io: &mut Io<'_, P>) {
         self.provisional_origin(io.now);
         // The blocks of the slots up to now were built before this packet arrived.
         self.rationalize(io);
-        let was_empty = !self.has_data();
-        apply_fault(self.fault, self.origin.started(), io.now, &mut pkt);
-        self.queue.enqueue(pkt, io);
-        self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
-        if self.dir == RanDirection::Uplink && was_empty && self.has_data() {
-            // A regular BSR: it goes in a grant the UE holds, or the UE asks with an SR.
-            let now_slot = self.slot_after(io.now).saturating_sub(1);
-            self.decide_until(io.now);
-            if !self.holds_grant_after(now_slot) && self.grants.sr_pending.is_none() {
-                self.grants.sr_pending = Some(self.slot_after(io.now));
-                self.grants.asked_at = Some(io.now);
-            }
-        }
+        self.accept(pkt, io);
         self.rationalize(io);
     }
 

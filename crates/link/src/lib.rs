@@ -120,6 +120,7 @@ macro_rules! ticked_link_timeouts {
 
 mod bucket;
 pub mod capacity;
+pub mod cell;
 pub mod cellular;
 pub mod config;
 pub mod docsis;
@@ -134,6 +135,7 @@ pub mod wifi;
 pub mod wired;
 
 pub use capacity::{CapacityProcess, MarkovState};
+pub use cell::{Cell, CellConfig, CellScheduler, CellUe};
 pub use cellular::{Cellular, RanCapacity, RanConfig, RanDirection, SlotKind, UplinkScheduling};
 pub use config::{build, LinkConfig, LossModel};
 pub use docsis::{DocsisUpstream, DocsisUpstreamLink};
@@ -313,6 +315,13 @@ pub trait Link<P: LinkPacket> {
     fn wifi_stats(&self) -> Option<wifi::BssStats> {
         None
     }
+    /// The radio counters of queue `q`'s direction where a link holds several radio
+    /// directions (a cell of several UEs, [`cell`]), and which way it goes; `None` where
+    /// [`Link::stats`] speaks for the whole link.
+    fn queue_link_stats(&self, q: usize) -> Option<(LinkStats, RanDirection)> {
+        let _ = q;
+        None
+    }
 
     // ---- packets handed on before they arrive (the simulator's fast path) ----
 
@@ -421,6 +430,33 @@ pub struct LinkStats {
     pub grant_delays: u64,
     pub grant_delay_ns: u64,
     pub grant_delay_ms: [u64; cellular::GRANT_DELAY_BUCKETS],
+}
+
+impl std::ops::AddAssign for LinkStats {
+    /// The counters of two links (or directions) together.
+    fn add_assign(&mut self, o: LinkStats) {
+        self.forfeits += o.forfeits;
+        self.forfeit_ns += o.forfeit_ns;
+        self.rate_changes += o.rate_changes;
+        self.wire_losses += o.wire_losses;
+        self.blocks += o.blocks;
+        self.block_bytes += o.block_bytes;
+        self.block_bytes_used += o.block_bytes_used;
+        self.harq_retransmissions += o.harq_retransmissions;
+        self.scheduling_requests += o.scheduling_requests;
+        self.grants += o.grants;
+        self.grants_unused += o.grants_unused;
+        self.configured_grants_used += o.configured_grants_used;
+        self.pgs_grants += o.pgs_grants;
+        self.pgs_grants_unused += o.pgs_grants_unused;
+        self.shaper_decisions += o.shaper_decisions;
+        self.shaper_limited += o.shaper_limited;
+        self.grant_delays += o.grant_delays;
+        self.grant_delay_ns += o.grant_delay_ns;
+        for (a, b) in self.grant_delay_ms.iter_mut().zip(o.grant_delay_ms) {
+            *a += b;
+        }
+    }
 }
 
 impl LinkStats {

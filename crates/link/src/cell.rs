@@ -1,0 +1,818 @@
+//! A cell shared by several phones (UEs) as one [`Link`]: a base station and its UEs, each
+//! UE with its own downlink and uplink ([`crate::cellular::Cellular`]: RLC buffer and its
+//! queue discipline, transport blocks, HARQ, DRX, the uplink's request–grant loop), and a
+//! MAC scheduler at the base station that shares each slot among them.
+//!
+//! ## Ports and queues
+//!
+//! Port 0 is the base station's side; port `u + 1` is UE `u`. A packet sent from port 0 to
+//! a UE's port goes down, one sent from a UE's port to port 0 goes up. Each UE has a
+//! downlink RLC buffer at the base station, reported as `down/<ue>`, and an uplink one in
+//! the UE, `up/<ue>`, each with its queue discipline.
+//!
+//! ## Capacity and the scheduler
+//!
+//! A UE's capacity in a direction is what the cell would carry for it if it had every
+//! slot (its channel: the rate its MCS gives over the whole carrier), from a rate, a trace
+//! or a capacity process, as for a cellular link of one UE. In each slot the scheduler
+//! ranks the UEs that may be served, gives the first as much of the slot's resources as it
+//! needs (the share of the slot that carries what it has waiting, rounded up to a whole
+//! byte), then the next the same out of what is left, and so on: a UE with little to send
+//! leaves the rest of the slot to the others, as a scheduler that allocates resource blocks
+//! by priority does (3GPP leaves the scheduler to the vendor, TS 38.300 §10.1). A UE given
+//! share `s` of slot `n` gets `s` of the transport block its capacity gives in that slot.
+//!
+//! * **Round robin** (`rr`): the UEs in turn. The first in the ranking is the one after the
+//!   first served in the previous slot the direction used.
+//! * **Proportional fair** (`pf`): the UE with the largest ratio of what it could get in
+//!   this slot to the average it has had, the average being an exponentially weighted one
+//!   over the `window` (per slot, weight slot/window, as the PF scheduler of the ns-3 LTE
+//!   module with its 99-TTI window; Jalali, Padovani, Pankaj, "Data throughput of CDMA-HDR",
+//!   VTC 2000). UEs with equal, steady channels get equal shares of time; with channels
+//!   that vary independently each tends to be served near its own peaks, so the cell
+//!   carries more than in turn (multi-user diversity).
+//!
+//! **Downlink.** The base station knows its buffers: a UE may be ranked in a slot that
+//! carries downlink when its buffer holds data and, with DRX, the slot starts in its Active
+//! Time; it needs its whole backlog.
+//!
+//! **Uplink.** The base station knows a UE's buffer only from its buffer status reports.
+//! It decides the grants of uplink slot `x` at `x − K2` (the DCI), as for one UE: first the
+//! grants that answer scheduling requests (their size as configured, `sr_grant`; one that
+//! finds no room left in its slot moves to the next uplink slot), then, ranked by the
+//! scheduler, the UEs whose estimated backlog (the last report less what was granted since)
+//! is above zero, each needing that estimate. A proportional-fair average counts the bytes
+//! granted.
+//!
+//! Configured grants and `share` (a UE's probability of a slot, standing for other users)
+//! belong to a cellular link of one UE; a cell refuses them ([`CellConfig::validate`]).
+
+use crate::cellular::{Cellular, RanCapacity, RanConfig, RanDirection};
+use crate::stage::Origin;
+use crate::{Action, Departure, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Observer, Port, QueueInfo, Timer};
+use l4s_aqm::{AqmConfig, QueueId, QueueStats};
+use l4s_core::{Dur, Rate, Rng, Time};
+
+/// The cell's own wake-up: a slot may be used. The UEs' directions wake with their own
+/// timers, renumbered ([`sub_timer`]).
+pub const SLOT: Timer = 0;
+
+/// How the base station shares a slot among its UEs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CellScheduler {
+    RoundRobin,
+    /// Proportional fair, averaging over `window`.
+    ProportionalFair {
+        window: Dur,
+    },
+}
+
+/// One UE of a cell: its name (the queues are reported under it) and its capacity each way
+/// if it had the whole cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellUe {
+    pub name: String,
+    pub down: RanCapacity,
+    pub up: RanCapacity,
+}
+
+/// A cell: the radio configuration all its UEs share, the scheduler, the UEs, the delay
+/// each way and the queue disciplines of the downlink (at the base station) and uplink (in
+/// the UEs) RLC buffers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellConfig {
+    pub ran: RanConfig,
+    pub scheduler: CellScheduler,
+    pub ues: Vec<CellUe>,
+    pub delay: Dur,
+    pub aqm: AqmConfig,
+    pub ue_aqm: AqmConfig,
+}
+
+impl CellConfig {
+    /// Check the parameters; the error names the key (of the cell, or of `ran`) and what
+    /// was expected.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.ran.validate()?;
+        if self.ues.is_empty() {
+            return Err(("ues", "expected at least one UE".to_string()));
+        }
+        if self.ran.share < 1.0 {
+            return Err((
+                "share",
+                "a cell shares its slots among its UEs: `share` belongs to a cellular link of one UE".to_string(),
+            ));
+        }
+        if self.ran.uplink.configured_grant.is_some() {
+            return Err((
+                "configured_grant",
+                "configured grants are not modelled in a cell of several UEs; remove the key".to_string(),
+            ));
+        }
+        if let CellScheduler::ProportionalFair { window } = self.scheduler {
+            if window < self.ran.slot {
+                return Err((
+                    "pf_window",
+                    format!("expected at least one slot ({}), found {window}", self.ran.slot),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The timer a UE's direction `j` (2u down, 2u + 1 up) asks for as its own `t`.
+fn sub_timer(j: usize, t: Timer) -> Timer {
+    1 + 3 * j as Timer + t
+}
+
+/// An observer that reports a UE direction's queue as the cell's queue `queue`.
+struct Renumber<'o, 'a, P> {
+    inner: &'o mut (dyn Observer<P> + 'a),
+    queue: usize,
+}
+
+impl<P> Observer<P> for Renumber<'_, '_, P> {
+    fn departed(&mut self, now: Time, d: &Departure<'_, P>) {
+        let d = Departure {
+            pkt: d.pkt,
+            queue: self.queue,
+            sub: d.sub,
+            sojourn: d.sojourn,
+            start: d.start,
+            serialisation: d.serialisation,
+            marked: d.marked,
+        };
+        self.inner.departed(now, &d);
+    }
+    fn lost(&mut self, now: Time, mut l: Loss<P>) {
+        if let LossKind::Queue { queue, .. } = &mut l.kind {
+            *queue = self.queue;
+        }
+        self.inner.lost(now, l);
+    }
+}
+
+/// Run `f` on UE direction `j` with an [`Io`] whose deliveries leave at `port`, whose
+/// wake-ups are renumbered and whose queue is reported as the cell's queue `j`.
+fn with_sub<P, R>(io: &mut Io<'_, P>, j: usize, port: Port, f: impl FnOnce(&mut Io<'_, P>) -> R) -> R {
+    let from = io.actions.len();
+    let r = {
+        let mut obs = Renumber {
+            inner: &mut *io.observer,
+            queue: j,
+        };
+        let mut sub = Io {
+            now: io.now,
+            actions: &mut *io.actions,
+            observer: &mut obs,
+        };
+        f(&mut sub)
+    };
+    for a in &mut io.actions[from..] {
+        match a {
+            Action::Deliver { port: p, .. } => *p = port,
+            Action::Wake { timer, .. } => *timer = sub_timer(j, *timer),
+        }
+    }
+    r
+}
+
+/// A scheduler's state for one direction: the proportional-fair averages (bytes a slot)
+/// and the slot they are up to, and the round robin's next UE.
+struct Fairness {
+    avg: Vec<f64>,
+    upto: u64,
+    rr: usize,
+    /// Bytes given to each UE in the slot being decided.
+    given: Vec<f64>,
+    order: Vec<usize>,
+}
+
+impl Fairness {
+    fn new(n: usize) -> Fairness {
+        Fairness {
+            avg: vec![0.0; n],
+            upto: 0,
+            rr: 0,
+            given: vec![0.0; n],
+            order: Vec::with_capacity(n),
+        }
+    }
+
+    /// Rank the candidates in `self.order` (whose entries are UE indices) for a slot in
+    /// which UE `i` could get `full(i)` bytes.
+    fn rank(&mut self, scheduler: CellScheduler, n: usize, full: impl Fn(usize) -> f64) {
+        match scheduler {
+            CellScheduler::RoundRobin => {
+                let rr = self.rr;
+                self.order.sort_by_key(|&i| (i + n - rr) % n);
+            }
+            CellScheduler::ProportionalFair { .. } => {
+                let avg = &self.avg;
+                let metric = |i: usize| full(i) / avg[i].max(f64::MIN_POSITIVE);
+                // Largest metric first; ties to the lower index.
+                self.order
+                    .sort_by(|&a, &b| metric(b).total_cmp(&metric(a)).then(a.cmp(&b)));
+            }
+        }
+    }
+
+    /// Slot `x` was decided with `self.given`: age the averages over the slots since the
+    /// last one decided and count this one; the round robin moves past the first served.
+    fn close(&mut self, scheduler: CellScheduler, slot: Dur, x: u64, first: Option<usize>) {
+        if let CellScheduler::ProportionalFair { window } = scheduler {
+            let a = (slot.as_nanos() as f64 / window.as_nanos() as f64).min(1.0);
+            let skipped = x.saturating_sub(self.upto);
+            let decay = (1.0 - a).powi(skipped.min(i32::MAX as u64) as i32);
+            for (avg, g) in self.avg.iter_mut().zip(&self.given) {
+                *avg = *avg * decay * (1.0 - a) + a * g;
+            }
+        }
+        self.upto = x + 1;
+        if let Some(f) = first {
+            self.rr = (f + 1) % self.avg.len();
+        }
+        self.given.iter_mut().for_each(|g| *g = 0.0);
+    }
+}
+
+/// A cell of several UEs; see the module documentation.
+pub struct Cell<P> {
+    scheduler: CellScheduler,
+    slot: Dur,
+    k2: Dur,
+    /// UE `u`'s downlink is `dirs[2u]`, its uplink `dirs[2u + 1]`.
+    dirs: Vec<Cellular<P>>,
+    infos: Vec<QueueInfo>,
+    origin: Origin,
+    /// The next slot to serve.
+    next: u64,
+    /// Uplink grants have been decided for every slot below this one.
+    decided: u64,
+    down: Fairness,
+    up: Fairness,
+    armed: Option<Time>,
+}
+
+impl<P: LinkPacket + 'static> Cell<P> {
+    /// The cell of `cfg` (checked with [`CellConfig::validate`]).
+    pub fn new(cfg: &CellConfig, rng: Rng) -> Result<Cell<P>, (&'static str, String)> {
+        cfg.validate()?;
+        let seed = rng.clone().next_u64();
+        let mut dirs = Vec::with_capacity(2 * cfg.ues.len());
+        let mut infos = Vec::with_capacity(2 * cfg.ues.len());
+        for (u, ue) in cfg.ues.iter().enumerate() {
+            for (k, (dir, cap, aqm, label)) in [
+                (RanDirection::Downlink, &ue.down, &cfg.aqm, "down"),
+                (RanDirection::Uplink, &ue.up, &cfg.ue_aqm, "up"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let j = 2 * u + k;
+                let mut c = Cellular::new(
+                    dir,
+                    cfg.ran.clone(),
+                    cap.clone(),
+                    cfg.delay,
+                    aqm,
+                    None,
+                    Rng::derive(seed, 0xce11_0000 + j as u64),
+                );
+                c.set_in_cell();
+                let (q, info) = c.queue();
+                infos.push(QueueInfo {
+                    label: format!("{label}/{}", ue.name),
+                    aqm: info.aqm,
+                    subqueues: q.queue_ids(),
+                });
+                dirs.push(c);
+            }
+        }
+        let n = cfg.ues.len();
+        Ok(Cell {
+            scheduler: cfg.scheduler,
+            slot: cfg.ran.slot,
+            k2: Dur(cfg.ran.slot.as_nanos() * u64::from(cfg.ran.uplink.k2)),
+            dirs,
+            infos,
+            origin: Origin::default(),
+            next: 0,
+            decided: 0,
+            down: Fairness::new(n),
+            up: Fairness::new(n),
+            armed: None,
+        })
+    }
+
+    fn ues(&self) -> usize {
+        self.dirs.len() / 2
+    }
+
+    /// UE direction `j`'s port of delivery: the UE's for the downlink, the base station's
+    /// for the uplink.
+    fn port_of(j: usize) -> Port {
+        if j.is_multiple_of(2) {
+            j / 2 + 1
+        } else {
+            0
+        }
+    }
+
+    fn start_of(&self, n: u64) -> Time {
+        self.dirs[0].start_of(n)
+    }
+
+    /// The uplink grant decisions of every uplink slot whose DCI is at or before `t`, in
+    /// order; see the module documentation.
+    fn decide_until(&mut self, t: Time) {
+        let n = self.ues();
+        loop {
+            let x = self.dirs[1].usable_from(self.decided);
+            let dci = Time(self.start_of(x).as_nanos().saturating_sub(self.k2.as_nanos()));
+            if dci > t {
+                return;
+            }
+            let mut any = false;
+            for u in 0..n {
+                let d = &mut self.dirs[2 * u + 1];
+                d.absorb_reports(dci);
+                let (estimate, reports) = d.grant_need();
+                any |= estimate > 0 || reports || d.sr_grant_slot().is_some();
+            }
+            if !any {
+                // Nothing to grant until a report or an SR comes: skip to the slots decided
+                // at `t`.
+                let k = self.dirs[1].slot_after(t + self.k2).max(x + 1);
+                self.decided = k;
+                return;
+            }
+            self.decided = x + 1;
+            let mut left = 1.0;
+            for u in 0..n {
+                let d = &mut self.dirs[2 * u + 1];
+                if d.sr_grant_slot() != Some(x) {
+                    continue;
+                }
+                let full = d.block(x).0;
+                let bytes = d.sr_block(x).0;
+                let share = if full > 0.0 { bytes / full } else { f64::INFINITY };
+                if share > left {
+                    let later = d.usable_from(x + 1);
+                    d.move_sr_grant(later);
+                    continue;
+                }
+                d.grant(x, bytes as u64, share, true);
+                self.up.given[u] += bytes;
+                left -= share;
+            }
+            self.up.order.clear();
+            self.up
+                .order
+                .extend((0..n).filter(|&u| self.dirs[2 * u + 1].grant_need().0 > 0));
+            let dirs = &self.dirs;
+            self.up.rank(self.scheduler, n, |u| dirs[2 * u + 1].block(x).0);
+            let mut first = None;
+            for k in 0..self.up.order.len() {
+                if left <= 0.0 {
+                    break;
+                }
+                let u = self.up.order[k];
+                let d = &mut self.dirs[2 * u + 1];
+                let full = d.block(x).0;
+                if full <= 0.0 {
+                    continue;
+                }
+                let need = d.grant_need().0 as f64;
+                let share = ((need + 0.5) / full).min(left);
+                let bytes = (share * full) as u64;
+                if bytes == 0 {
+                    continue;
+                }
+                d.grant(x, bytes, share, false);
+                self.up.given[u] += bytes as f64;
+                left -= share;
+                first.get_or_insert(u);
+            }
+            self.up.close(self.scheduler, self.slot, x, first);
+        }
+    }
+
+    /// Downlink slot `n`: share it among the UEs with data that may be served in it.
+    fn down_slot(&mut self, n: u64, io: &mut Io<'_, P>) {
+        let u_count = self.ues();
+        self.down.order.clear();
+        self.down.order.extend((0..u_count).filter(|&u| {
+            let d = &self.dirs[2 * u];
+            d.has_data() && d.schedulable_from(n) == n
+        }));
+        if self.down.order.is_empty() {
+            return;
+        }
+        let dirs = &self.dirs;
+        self.down.rank(self.scheduler, u_count, |u| dirs[2 * u].block(n).0);
+        let mut left = 1.0;
+        let mut first = None;
+        for k in 0..self.down.order.len() {
+            if left <= 0.0 {
+                break;
+            }
+            let u = self.down.order[k];
+            let full = self.dirs[2 * u].block(n).0;
+            if full <= 0.0 {
+                continue;
+            }
+            let need = self.dirs[2 * u].backlog_bytes() as f64;
+            let share = ((need + 0.5) / full).min(left);
+            let d = &mut self.dirs[2 * u];
+            with_sub(io, 2 * u, u + 1, |io| d.serve_down(n, share, io));
+            self.down.given[u] += share * full;
+            left -= share;
+            first.get_or_insert(u);
+        }
+        self.down.close(self.scheduler, self.slot, n, first);
+    }
+
+    /// Serve every slot up to now in order, then ask for the next one that may carry
+    /// something.
+    fn rationalize(&mut self, io: &mut Io<'_, P>) {
+        let now = io.now;
+        while let Some(n) = self.dirs.iter().filter_map(|d| d.next_slot()).min() {
+            let n = n.max(self.next);
+            if self.start_of(n) > now {
+                break;
+            }
+            self.next = n + 1;
+            if self.dirs[0].usable_from(n) == n {
+                self.down_slot(n, io);
+            }
+            if self.dirs[1].usable_from(n) == n {
+                self.decide_until(self.start_of(n));
+                for u in 0..self.ues() {
+                    let j = 2 * u + 1;
+                    let d = &mut self.dirs[j];
+                    if d.has_data() {
+                        with_sub(io, j, 0, |io| d.uplink_slot(n, io));
+                    }
+                    // An SR answered in a slot already decided (a grant delay shorter than
+                    // K2 allows) is granted in the first one still open.
+                    if let Some(x) = d.sr_grant_slot().filter(|&x| x < self.decided) {
+                        let later = d.usable_from(self.decided.max(x));
+                        d.move_sr_grant(later);
+                    }
+                }
+            }
+            for d in &mut self.dirs {
+                d.pass(n + 1);
+            }
+        }
+        let next = self.next;
+        for (j, d) in self.dirs.iter_mut().enumerate() {
+            with_sub(io, j, Self::port_of(j), |io| d.settle(next, io));
+        }
+        let wake = self.dirs.iter().filter_map(|d| d.next_slot()).min();
+        if let Some(n) = wake {
+            let t = self.start_of(n.max(self.next));
+            if self.armed != Some(t) {
+                self.armed = Some(t);
+                io.wake(SLOT, t);
+            }
+        }
+    }
+
+    /// The direction a packet from `from` to `to` takes, if the ports name one.
+    fn dir_of(&self, from: Port, to: Port) -> Option<usize> {
+        match (from, to) {
+            (0, t) if t >= 1 && t <= self.ues() => Some(2 * (t - 1)),
+            (f, 0) if f >= 1 && f <= self.ues() => Some(2 * (f - 1) + 1),
+            _ => None,
+        }
+    }
+}
+
+impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
+    fn ports(&self) -> usize {
+        self.ues() + 1
+    }
+
+    fn start(&mut self, origin: Time, io: &mut Io<'_, P>) {
+        self.origin.start(origin);
+        for d in &mut self.dirs {
+            d.reset(origin, io.now);
+        }
+        self.next = if io.now < origin {
+            0
+        } else {
+            self.dirs[0].slot_after(io.now)
+        };
+        self.decided = self.next;
+        self.down.upto = self.next;
+        self.up.upto = self.next;
+        self.armed = None;
+        self.rationalize(io);
+    }
+
+    fn send(&mut self, from: Port, to: Port, pkt: P, io: &mut Io<'_, P>) {
+        let Some(j) = self.dir_of(from, to) else {
+            io.lost(Loss {
+                pkt,
+                kind: LossKind::Wire,
+                sojourn: Dur::ZERO,
+            });
+            return;
+        };
+        if self.origin.provisional(io.now) {
+            for d in &mut self.dirs {
+                d.provisional_origin(io.now);
+            }
+        }
+        // The blocks of the slots up to now were built before this packet arrived.
+        self.rationalize(io);
+        if j % 2 == 1 {
+            // The base station's decisions up to now, before the UE looks for a grant.
+            self.decide_until(io.now);
+        }
+        let d = &mut self.dirs[j];
+        with_sub(io, j, Self::port_of(j), |io| d.accept(pkt, io));
+        self.rationalize(io);
+    }
+
+    fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
+        if timer == SLOT {
+            if self.armed == Some(at) {
+                self.armed = None;
+            }
+            self.rationalize(io);
+            return;
+        }
+        let j = usize::from((timer - 1) / 3);
+        let Some(d) = self.dirs.get_mut(j) else { return };
+        let port = Self::port_of(j);
+        match (timer - 1) % 3 {
+            crate::cellular::ARRIVE => with_sub(io, j, port, |io| d.arrive(io)),
+            crate::cellular::QDISC => with_sub(io, j, port, |io| d.qdisc_timer(at, io)),
+            _ => {}
+        }
+    }
+
+    fn queues(&self) -> &[QueueInfo] {
+        &self.infos
+    }
+
+    fn queue_stats(&self, q: usize) -> Vec<(QueueId, QueueStats)> {
+        self.dirs.get(q).map(|d| d.queue().0.stats()).unwrap_or_default()
+    }
+
+    fn backlog(&self, q: usize) -> (u64, u64) {
+        self.dirs.get(q).map_or((0, 0), |d| {
+            let q = d.queue().0;
+            (q.len_packets() as u64, q.len_bytes())
+        })
+    }
+
+    fn probability(&self, q: usize) -> Option<f64> {
+        self.dirs.get(q).and_then(|d| d.queue().0.probability())
+    }
+
+    fn queue_protection(&self, q: usize) -> Option<l4s_aqm::QpStats> {
+        self.dirs.get(q).and_then(|d| d.queue().0.queue_protection().cloned())
+    }
+
+    fn rate(&self, from: Port, to: Port) -> Option<Rate> {
+        let j = self.dir_of(from, to)?;
+        self.dirs[j].rate(0, 1)
+    }
+
+    fn rate_at(&self, from: Port, to: Port, t: Time) -> Option<Rate> {
+        let j = self.dir_of(from, to)?;
+        self.dirs[j].rate_at(0, 1, t)
+    }
+
+    fn stats(&self) -> LinkStats {
+        let mut s = LinkStats::default();
+        for d in &self.dirs {
+            s += d.stats();
+        }
+        s
+    }
+
+    fn queue_link_stats(&self, q: usize) -> Option<(LinkStats, RanDirection)> {
+        let d = self.dirs.get(q)?;
+        let dir = if q.is_multiple_of(2) {
+            RanDirection::Downlink
+        } else {
+            RanDirection::Uplink
+        };
+        Some((d.stats(), dir))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{deep_fifo, drive, Pkt, Seen};
+    use crate::RateSchedule;
+    use l4s_core::Ecn;
+    use std::sync::Arc;
+
+    fn pkt(id: u64) -> Pkt {
+        Pkt {
+            id,
+            size: 1514,
+            ecn: Ecn::Ect1,
+        }
+    }
+
+    fn rate(mbps: u64) -> RanCapacity {
+        RanCapacity::Rate {
+            rate: Rate::mbps(mbps),
+            schedule: RateSchedule::default(),
+        }
+    }
+
+    fn cell(scheduler: CellScheduler, ues: Vec<(RanCapacity, RanCapacity)>) -> Cell<Pkt> {
+        let cfg = CellConfig {
+            ran: RanConfig {
+                slot: Dur::from_millis(1),
+                ..RanConfig::default()
+            },
+            scheduler,
+            ues: ues
+                .into_iter()
+                .enumerate()
+                .map(|(i, (down, up))| CellUe {
+                    name: format!("ue{i}"),
+                    down,
+                    up,
+                })
+                .collect(),
+            delay: Dur::ZERO,
+            aqm: deep_fifo(),
+            ue_aqm: deep_fifo(),
+        };
+        Cell::new(&cfg, Rng::new(3)).expect("cell")
+    }
+
+    const PF: CellScheduler = CellScheduler::ProportionalFair {
+        window: Dur::from_millis(100),
+    };
+
+    /// Mbit/s delivered at each port in `(from, to]` seconds, with `n` packets offered at
+    /// time 0 on each of `paths` (from port, to port).
+    fn saturated(c: &mut Cell<Pkt>, paths: &[(Port, Port)], n: u64, from: u64, to: u64) -> Vec<f64> {
+        let mut offers = Vec::new();
+        for (k, &(a, b)) in paths.iter().enumerate() {
+            offers.extend((0..n).map(|i| (Time::ZERO, a, b, pkt(k as u64 * n + i))));
+        }
+        let out = drive(c, offers, Time::from_secs(to), &mut Seen::default());
+        let mut mbps = vec![0.0; c.ports()];
+        for (t, port, _) in out {
+            if t > Time::from_secs(from) {
+                mbps[port] += 1500.0 * 8.0 / 1e6 / (to - from) as f64;
+            }
+        }
+        mbps
+    }
+
+    #[test]
+    fn steady_channels_share_the_downlink_by_time_under_either_scheduler() {
+        for s in [CellScheduler::RoundRobin, PF] {
+            let mut c = cell(s, vec![(rate(10), rate(10)), (rate(40), rate(10))]);
+            let got = saturated(&mut c, &[(0, 1), (0, 2)], 30_000, 1, 5);
+            eprintln!("{s:?}: {:.3} and {:.3} Mbit/s", got[1], got[2]);
+            // Half the slots each: 5 and 20 Mbit/s.
+            assert!((got[1] - 5.0).abs() < 0.05, "{s:?}: {got:?}");
+            assert!((got[2] - 20.0).abs() < 0.2, "{s:?}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_light_ue_gets_what_it_needs_and_leaves_the_rest_of_the_slot() {
+        // UE 0 sends 1 Mbit/s (a 1500-byte packet every 12 ms); UE 1 is saturated; both
+        // channels 20 Mbit/s.
+        let mut c = cell(
+            CellScheduler::RoundRobin,
+            vec![(rate(20), rate(20)), (rate(20), rate(20))],
+        );
+        let mut offers: Vec<_> = (0..30_000).map(|i| (Time::ZERO, 0, 2, pkt(1_000_000 + i))).collect();
+        offers.extend((0..500).map(|i| (Time::from_millis(12 * i), 0, 1, pkt(i))));
+        let mut seen = Seen::default();
+        let out = drive(&mut c, offers, Time::from_secs(6), &mut seen);
+        let mbps = |port: Port| {
+            out.iter()
+                .filter(|o| o.1 == port && o.0 > Time::from_secs(1) && o.0 <= Time::from_secs(5))
+                .count() as f64
+                * 0.012
+                / 4.0
+        };
+        eprintln!("light {:.3}, saturated {:.3} Mbit/s", mbps(1), mbps(2));
+        assert!((mbps(1) - 1.0).abs() < 0.02, "light UE: {}", mbps(1));
+        assert!((mbps(2) - 19.0).abs() < 0.1, "saturated UE: {}", mbps(2));
+        // The light UE's packets wait at most two slots: the one they arrive in (built
+        // before them) and the one that carries them.
+        let waits: Vec<Dur> = seen.departed.iter().filter(|d| d.1 < 1_000_000).map(|d| d.2).collect();
+        assert_eq!(waits.len(), 500);
+        assert!(
+            waits.iter().all(|w| *w <= Dur::from_millis(1)),
+            "{:?}",
+            waits.iter().max()
+        );
+    }
+
+    /// Capacities that are 10 or 30 Mbit/s in each 10 ms, independently per UE, as a
+    /// per-millisecond list.
+    fn two_level(seed: u64, secs: usize) -> Vec<f64> {
+        let mut rng = Rng::new(seed);
+        let mut v = Vec::with_capacity(secs * 1000);
+        for _ in 0..secs * 100 {
+            let r = if rng.chance(0.5) { 30e6 } else { 10e6 };
+            v.extend(std::iter::repeat_n(r, 10));
+        }
+        v
+    }
+
+    #[test]
+    fn proportional_fair_serves_each_ue_near_its_peaks() {
+        let secs = 21;
+        let (a, b) = (two_level(11, secs), two_level(12, secs));
+        // Over the measured (1, 21] s: the cell if each slot went to the better channel,
+        // and in turn.
+        let ms = 1_000..secs * 1000;
+        let best: f64 = ms.clone().map(|k| a[k].max(b[k])).sum::<f64>() / ms.len() as f64 / 1e6;
+        let turn: f64 = ms.clone().map(|k| (a[k] + b[k]) / 2.0).sum::<f64>() / ms.len() as f64 / 1e6;
+        assert!((best - 25.0).abs() < 0.5 && (turn - 20.0).abs() < 0.5, "{best} {turn}");
+        let ues = || {
+            vec![
+                (RanCapacity::PerMs(Arc::new(a.clone())), rate(10)),
+                (RanCapacity::PerMs(Arc::new(b.clone())), rate(10)),
+            ]
+        };
+        let mut pf = cell(PF, ues());
+        let got = saturated(&mut pf, &[(0, 1), (0, 2)], 60_000, 1, secs as u64);
+        let total = got[1] + got[2];
+        eprintln!("PF: {total:.3} Mbit/s ({got:?}), the better channel each slot {best:.3}");
+        assert!((total / best - 1.0).abs() < 0.01, "PF {total} against {best}: {got:?}");
+        assert!((got[1] / got[2] - 1.0).abs() < 0.05, "PF shares {got:?}");
+        let mut rr = cell(CellScheduler::RoundRobin, ues());
+        let got = saturated(&mut rr, &[(0, 1), (0, 2)], 60_000, 1, secs as u64);
+        let total = got[1] + got[2];
+        eprintln!("RR: {total:.3} Mbit/s ({got:?}), in turn {turn:.3}");
+        assert!((total / turn - 1.0).abs() < 0.01, "RR {total} against {turn}: {got:?}");
+    }
+
+    #[test]
+    fn backlogged_uplinks_share_the_granted_slots() {
+        for s in [CellScheduler::RoundRobin, PF] {
+            let mut c = cell(s, vec![(rate(10), rate(8)), (rate(10), rate(8)), (rate(10), rate(8))]);
+            let got = saturated(&mut c, &[(1, 0), (2, 0), (3, 0)], 10_000, 1, 5);
+            // All of it arrives at the base station's port; each UE's share is counted
+            // below from the stats.
+            assert!((got[0] - 8.0).abs() < 0.1, "{s:?}: {got:?}");
+            for u in 0..3 {
+                let (st, dir) = c.queue_link_stats(2 * u + 1).expect("uplink");
+                assert_eq!(dir, RanDirection::Uplink);
+                assert_eq!(st.scheduling_requests, 1, "{s:?} UE {u}: one SR, then reports");
+                let mb = st.block_bytes_used as f64 * 8.0 / 1e6 / 5.0;
+                eprintln!("{s:?} UE {u}: {mb:.3} Mbit/s, {} grants", st.grants);
+                assert!((mb - 8.0 / 3.0).abs() < 0.15, "{s:?} UE {u}: {mb} Mbit/s");
+            }
+        }
+    }
+
+    #[test]
+    fn queues_are_reported_under_each_ue_and_direction() {
+        let mut c = cell(
+            CellScheduler::RoundRobin,
+            vec![(rate(10), rate(10)), (rate(10), rate(10))],
+        );
+        let labels: Vec<_> = c.queues().iter().map(|q| q.label.clone()).collect();
+        assert_eq!(labels, ["down/ue0", "up/ue0", "down/ue1", "up/ue1"]);
+        #[derive(Default)]
+        struct Queues(Vec<usize>);
+        impl Observer<Pkt> for Queues {
+            fn departed(&mut self, _now: Time, d: &Departure<'_, Pkt>) {
+                self.0.push(d.queue);
+            }
+            fn lost(&mut self, _now: Time, _l: Loss<Pkt>) {}
+        }
+        let mut q = Queues::default();
+        let offers = vec![
+            (Time::ZERO, 0, 2, pkt(0)),
+            (Time::ZERO, 1, 0, pkt(1)),
+            (Time::ZERO, 2, 0, pkt(2)),
+            (Time::ZERO, 0, 1, pkt(3)),
+        ];
+        let out = drive(&mut c, offers, Time::from_secs(1), &mut q);
+        let mut ports: Vec<_> = out.iter().map(|o| (o.2.id, o.1)).collect();
+        ports.sort();
+        assert_eq!(ports, [(0, 2), (1, 0), (2, 0), (3, 1)]);
+        q.0.sort();
+        assert_eq!(q.0, [0, 1, 2, 3]);
+        // A port pair that is no direction of the cell is refused.
+        let mut seen = Seen::default();
+        let out = drive(&mut c, vec![(Time::ZERO, 1, 2, pkt(9))], Time::from_secs(1), &mut seen);
+        assert!(out.is_empty());
+        assert_eq!(seen.lost.len(), 1);
+    }
+}
