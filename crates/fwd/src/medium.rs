@@ -1,5 +1,6 @@
 //! The forwarder of a shared medium: one link model with a port per device, driven in real
-//! time between pairs of interfaces (a Wi-Fi BSS, [`l4s_link::wifi::Bss`]).
+//! time between pairs of interfaces (a Wi-Fi BSS, [`l4s_link::wifi::Bss`], or a cell of several
+//! UEs, [`l4s_link::Cell`]).
 //!
 //! ```text
 //!   AP node ─ap0─┐                     ┌─st0─ station 0
@@ -36,7 +37,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use l4s_core::{Dur, Rng, Time};
-use l4s_link::{Action, Io, Link, LinkConfig, Port, Timers};
+use l4s_link::{Action, Io, Link, LinkConfig, LinkStats, Port, Timers};
 
 use crate::afpacket::{monotonic_now, precise_timers, IoMode, PacketSocket, MAX_POLLED};
 use crate::error::FwdError;
@@ -118,21 +119,33 @@ impl MediumConfig {
                 }
             }
         }
-        let Some(w) = &self.link.wifi else {
-            return Err(FwdError::config("link", "expected a shared medium (a Wi-Fi BSS)"));
+        let stations = match (&self.link.wifi, &self.link.cell) {
+            (Some(w), _) => {
+                w.validate().map_err(|e| {
+                    FwdError::config(
+                        &format!("link wifi {}", e.parameter),
+                        format!("expected {}, found {}", e.expected, e.found),
+                    )
+                })?;
+                w.stations.len()
+            }
+            (None, Some(c)) => {
+                c.validate()
+                    .map_err(|(k, m)| FwdError::config(&format!("link cell {k}"), m))?;
+                c.ues.len()
+            }
+            (None, None) => {
+                return Err(FwdError::config(
+                    "link",
+                    "expected a shared medium (a Wi-Fi BSS or a cell of several UEs)",
+                ))
+            }
         };
-        w.validate().map_err(|e| {
-            FwdError::config(
-                &format!("link wifi {}", e.parameter),
-                format!("expected {}, found {}", e.expected, e.found),
-            )
-        })?;
-        if w.stations.len() != self.pairs.len() {
+        if stations != self.pairs.len() {
             return Err(FwdError::config(
                 "pairs",
                 format!(
-                    "expected one interface pair per station of the BSS ({}), found {}",
-                    w.stations.len(),
+                    "expected one interface pair per station or UE of the medium ({stations}), found {}",
                     self.pairs.len()
                 ),
             ));
@@ -253,9 +266,27 @@ impl Medium {
         (from, to)
     }
 
+    /// The radio counters of direction `d`: its queues' own where the model keeps them per
+    /// direction (a cell's UEs), else the whole model's (`total`).
+    fn direction_link_stats(&self, d: usize, total: LinkStats) -> LinkStats {
+        let mut sum = LinkStats::default();
+        let mut any = false;
+        for q in self.queues_of(d) {
+            if let Some((s, _)) = self.link.queue_link_stats(q) {
+                sum += s;
+                any = true;
+            }
+        }
+        if any {
+            sum
+        } else {
+            total
+        }
+    }
+
     fn status(&mut self, socks: &[PacketSocket], interval: Dur) -> Vec<DirectionStatus> {
         let secs = interval.as_secs_f64().max(1e-9);
-        let link = self.link.stats();
+        let total = self.link.stats();
         let mut out = Vec::with_capacity(socks.len());
         for d in 0..socks.len() {
             let mut queues = Vec::new();
@@ -276,6 +307,7 @@ impl Medium {
             let late = late_now - side.last_late.min(late_now);
             side.last_late = late_now;
             let (from, to) = Self::name(socks, d);
+            let link = self.direction_link_stats(d, total);
             out.push(DirectionStatus {
                 name: format!("{from}->{to}"),
                 rate: None,
@@ -291,9 +323,10 @@ impl Medium {
     }
 
     fn stats(&self, socks: &[PacketSocket]) -> Vec<DirectionStats> {
-        let ls = self.link.stats();
+        let total = self.link.stats();
         (0..socks.len())
             .map(|d| {
+                let ls = self.direction_link_stats(d, total);
                 let mut queues = Vec::new();
                 for q in self.queues_of(d) {
                     let stats = self.link.queue_stats(q);

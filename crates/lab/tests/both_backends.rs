@@ -817,3 +817,98 @@ size = "1514B"
         }
     });
 }
+
+/// A cell of two phones under the round-robin scheduler, both downlinks overloaded by
+/// probes: each phone gets every other slot, so the far phone (10 Mbit/s channel) carries
+/// about 5 Mbit/s and the near one (40 Mbit/s) about 20, in the simulator and live (the
+/// same cell model drives the live testbed's medium forwarder).
+#[test]
+fn two_phones_share_one_cell_live_as_in_the_simulator() {
+    let sc = scenario(
+        r#"[scenario]
+name = "cell-rr"
+duration = "8s"
+warmup = "2s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "server"
+[[topology.nodes]]
+name = "gnb"
+[[topology.nodes]]
+name = "far"
+[[topology.nodes]]
+name = "near"
+[[topology.links]]
+from = "server"
+to = "gnb"
+delay = "2ms"
+[[topology.cell]]
+name = "cell"
+base_station = "gnb"
+scheduler = "rr"
+delay = "2ms"
+aqm = { kind = "fifo", limit = 200 }
+ran = { slot = "1ms" }
+[[topology.cell.ues]]
+node = "far"
+rate = "10Mbit"
+[[topology.cell.ues]]
+node = "near"
+rate = "40Mbit"
+[[flows]]
+name = "to-far"
+type = "probe"
+from = "server"
+to = "far"
+pps = 4000
+size = "1514B"
+[[flows]]
+name = "to-near"
+type = "probe"
+from = "server"
+to = "near"
+pps = 4000
+size = "1514B"
+"#,
+    );
+    let figures = |s: &l4s_metrics::summary::Summary| {
+        let mbps = |n: &str| s.flows.iter().find(|f| f.name == n).unwrap().throughput_bps / 1e6;
+        let blocks = |n: &str| {
+            s.queues
+                .iter()
+                .find(|q| q.name == n)
+                .and_then(|q| q.radio.as_ref())
+                .map_or(0, |r| r.blocks)
+        };
+        (
+            mbps("to-far"),
+            mbps("to-near"),
+            blocks("cell/down/far"),
+            blocks("cell/down/near"),
+        )
+    };
+    let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
+    let (far, near, bf, bn) = figures(&sim);
+    println!("cell rr sim: far {far:.2} Mbit/s in {bf} blocks, near {near:.2} Mbit/s in {bn} blocks");
+    // Every other 1 ms slot of the 6 s window each; the throughput counts IP bytes of
+    // 1500-byte packets as the capacity does, give or take the probes' own headers.
+    assert!((2950..=3050).contains(&bf) && (2950..=3050).contains(&bn), "{bf} {bn}");
+    assert!((near / far - 4.0).abs() < 0.1, "{far} {near}");
+    assert!((far - 5.0).abs() < 0.25, "{far}");
+    if !root() {
+        return;
+    }
+    live_until_measured(&sc, |live| {
+        let (lf, ln, lbf, lbn) = figures(live);
+        println!("cell rr live: far {lf:.2} Mbit/s in {lbf} blocks, near {ln:.2} Mbit/s in {lbn} blocks");
+        let close = |a: f64, b: f64| (a - b).abs() <= 0.1 * b;
+        if close(lf, far) && close(ln, near) && close(lbf as f64, bf as f64) && close(lbn as f64, bn as f64) {
+            Ok(())
+        } else {
+            Err(format!(
+                "live {lf:.2}/{ln:.2} in {lbf}/{lbn} blocks, sim {far:.2}/{near:.2} in {bf}/{bn}"
+            ))
+        }
+    });
+}

@@ -8,7 +8,8 @@
 //! Port 0 is the base station's side; port `u + 1` is UE `u`. A packet sent from port 0 to
 //! a UE's port goes down, one sent from a UE's port to port 0 goes up. Each UE has a
 //! downlink RLC buffer at the base station, reported as `down/<ue>`, and an uplink one in
-//! the UE, `up/<ue>`, each with its queue discipline.
+//! the UE, `up/<ue>`, each with its queue discipline: the downlinks' queues first, in UE
+//! order, then the uplinks'.
 //!
 //! ## Capacity and the scheduler
 //!
@@ -121,7 +122,8 @@ impl CellConfig {
     }
 }
 
-/// The timer a UE's direction `j` (2u down, 2u + 1 up) asks for as its own `t`.
+/// The timer a UE's direction `j` (`u` down, `n + u` up, of `n` UEs) asks for as its own
+/// `t`.
 fn sub_timer(j: usize, t: Timer) -> Timer {
     1 + 3 * j as Timer + t
 }
@@ -242,7 +244,8 @@ pub struct Cell<P> {
     scheduler: CellScheduler,
     slot: Dur,
     k2: Dur,
-    /// UE `u`'s downlink is `dirs[2u]`, its uplink `dirs[2u + 1]`.
+    /// UE `u`'s downlink is `dirs[u]`, its uplink `dirs[n + u]` (of `n` UEs), as the
+    /// queues are numbered.
     dirs: Vec<Cellular<P>>,
     infos: Vec<QueueInfo>,
     origin: Origin,
@@ -260,17 +263,16 @@ impl<P: LinkPacket + 'static> Cell<P> {
     pub fn new(cfg: &CellConfig, rng: Rng) -> Result<Cell<P>, (&'static str, String)> {
         cfg.validate()?;
         let seed = rng.clone().next_u64();
-        let mut dirs = Vec::with_capacity(2 * cfg.ues.len());
-        let mut infos = Vec::with_capacity(2 * cfg.ues.len());
-        for (u, ue) in cfg.ues.iter().enumerate() {
-            for (k, (dir, cap, aqm, label)) in [
-                (RanDirection::Downlink, &ue.down, &cfg.aqm, "down"),
-                (RanDirection::Uplink, &ue.up, &cfg.ue_aqm, "up"),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                let j = 2 * u + k;
+        let n = cfg.ues.len();
+        let mut dirs = Vec::with_capacity(2 * n);
+        let mut infos = Vec::with_capacity(2 * n);
+        for (k, dir, aqm, label) in [
+            (0, RanDirection::Downlink, &cfg.aqm, "down"),
+            (1, RanDirection::Uplink, &cfg.ue_aqm, "up"),
+        ] {
+            for (u, ue) in cfg.ues.iter().enumerate() {
+                let j = k * n + u;
+                let cap = if k == 0 { &ue.down } else { &ue.up };
                 let mut c = Cellular::new(
                     dir,
                     cfg.ran.clone(),
@@ -290,7 +292,6 @@ impl<P: LinkPacket + 'static> Cell<P> {
                 dirs.push(c);
             }
         }
-        let n = cfg.ues.len();
         Ok(Cell {
             scheduler: cfg.scheduler,
             slot: cfg.ran.slot,
@@ -312,9 +313,9 @@ impl<P: LinkPacket + 'static> Cell<P> {
 
     /// UE direction `j`'s port of delivery: the UE's for the downlink, the base station's
     /// for the uplink.
-    fn port_of(j: usize) -> Port {
-        if j.is_multiple_of(2) {
-            j / 2 + 1
+    fn port_of(&self, j: usize) -> Port {
+        if j < self.ues() {
+            j + 1
         } else {
             0
         }
@@ -329,14 +330,14 @@ impl<P: LinkPacket + 'static> Cell<P> {
     fn decide_until(&mut self, t: Time) {
         let n = self.ues();
         loop {
-            let x = self.dirs[1].usable_from(self.decided);
+            let x = self.dirs[n].usable_from(self.decided);
             let dci = Time(self.start_of(x).as_nanos().saturating_sub(self.k2.as_nanos()));
             if dci > t {
                 return;
             }
             let mut any = false;
             for u in 0..n {
-                let d = &mut self.dirs[2 * u + 1];
+                let d = &mut self.dirs[n + u];
                 d.absorb_reports(dci);
                 let (estimate, reports) = d.grant_need();
                 any |= estimate > 0 || reports || d.sr_grant_slot().is_some();
@@ -344,14 +345,14 @@ impl<P: LinkPacket + 'static> Cell<P> {
             if !any {
                 // Nothing to grant until a report or an SR comes: skip to the slots decided
                 // at `t`.
-                let k = self.dirs[1].slot_after(t + self.k2).max(x + 1);
+                let k = self.dirs[n].slot_after(t + self.k2).max(x + 1);
                 self.decided = k;
                 return;
             }
             self.decided = x + 1;
             let mut left = 1.0;
             for u in 0..n {
-                let d = &mut self.dirs[2 * u + 1];
+                let d = &mut self.dirs[n + u];
                 if d.sr_grant_slot() != Some(x) {
                     continue;
                 }
@@ -370,16 +371,16 @@ impl<P: LinkPacket + 'static> Cell<P> {
             self.up.order.clear();
             self.up
                 .order
-                .extend((0..n).filter(|&u| self.dirs[2 * u + 1].grant_need().0 > 0));
+                .extend((0..n).filter(|&u| self.dirs[n + u].grant_need().0 > 0));
             let dirs = &self.dirs;
-            self.up.rank(self.scheduler, n, |u| dirs[2 * u + 1].block(x).0);
+            self.up.rank(self.scheduler, n, |u| dirs[n + u].block(x).0);
             let mut first = None;
             for k in 0..self.up.order.len() {
                 if left <= 0.0 {
                     break;
                 }
                 let u = self.up.order[k];
-                let d = &mut self.dirs[2 * u + 1];
+                let d = &mut self.dirs[n + u];
                 let full = d.block(x).0;
                 if full <= 0.0 {
                     continue;
@@ -404,14 +405,14 @@ impl<P: LinkPacket + 'static> Cell<P> {
         let u_count = self.ues();
         self.down.order.clear();
         self.down.order.extend((0..u_count).filter(|&u| {
-            let d = &self.dirs[2 * u];
+            let d = &self.dirs[u];
             d.has_data() && d.schedulable_from(n) == n
         }));
         if self.down.order.is_empty() {
             return;
         }
         let dirs = &self.dirs;
-        self.down.rank(self.scheduler, u_count, |u| dirs[2 * u].block(n).0);
+        self.down.rank(self.scheduler, u_count, |u| dirs[u].block(n).0);
         let mut left = 1.0;
         let mut first = None;
         for k in 0..self.down.order.len() {
@@ -419,14 +420,14 @@ impl<P: LinkPacket + 'static> Cell<P> {
                 break;
             }
             let u = self.down.order[k];
-            let full = self.dirs[2 * u].block(n).0;
+            let full = self.dirs[u].block(n).0;
             if full <= 0.0 {
                 continue;
             }
-            let need = self.dirs[2 * u].backlog_bytes() as f64;
+            let need = self.dirs[u].backlog_bytes() as f64;
             let share = ((need + 0.5) / full).min(left);
-            let d = &mut self.dirs[2 * u];
-            with_sub(io, 2 * u, u + 1, |io| d.serve_down(n, share, io));
+            let d = &mut self.dirs[u];
+            with_sub(io, u, u + 1, |io| d.serve_down(n, share, io));
             self.down.given[u] += share * full;
             left -= share;
             first.get_or_insert(u);
@@ -447,10 +448,11 @@ impl<P: LinkPacket + 'static> Cell<P> {
             if self.dirs[0].usable_from(n) == n {
                 self.down_slot(n, io);
             }
-            if self.dirs[1].usable_from(n) == n {
+            let ues = self.ues();
+            if self.dirs[ues].usable_from(n) == n {
                 self.decide_until(self.start_of(n));
-                for u in 0..self.ues() {
-                    let j = 2 * u + 1;
+                for u in 0..ues {
+                    let j = ues + u;
                     let d = &mut self.dirs[j];
                     if d.has_data() {
                         with_sub(io, j, 0, |io| d.uplink_slot(n, io));
@@ -468,8 +470,10 @@ impl<P: LinkPacket + 'static> Cell<P> {
             }
         }
         let next = self.next;
+        let ues = self.ues();
         for (j, d) in self.dirs.iter_mut().enumerate() {
-            with_sub(io, j, Self::port_of(j), |io| d.settle(next, io));
+            let port = if j < ues { j + 1 } else { 0 };
+            with_sub(io, j, port, |io| d.settle(next, io));
         }
         let wake = self.dirs.iter().filter_map(|d| d.next_slot()).min();
         if let Some(n) = wake {
@@ -484,8 +488,8 @@ impl<P: LinkPacket + 'static> Cell<P> {
     /// The direction a packet from `from` to `to` takes, if the ports name one.
     fn dir_of(&self, from: Port, to: Port) -> Option<usize> {
         match (from, to) {
-            (0, t) if t >= 1 && t <= self.ues() => Some(2 * (t - 1)),
-            (f, 0) if f >= 1 && f <= self.ues() => Some(2 * (f - 1) + 1),
+            (0, t) if t >= 1 && t <= self.ues() => Some(t - 1),
+            (f, 0) if f >= 1 && f <= self.ues() => Some(self.ues() + f - 1),
             _ => None,
         }
     }
@@ -529,12 +533,13 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
         }
         // The blocks of the slots up to now were built before this packet arrived.
         self.rationalize(io);
-        if j % 2 == 1 {
+        if j >= self.ues() {
             // The base station's decisions up to now, before the UE looks for a grant.
             self.decide_until(io.now);
         }
+        let port = self.port_of(j);
         let d = &mut self.dirs[j];
-        with_sub(io, j, Self::port_of(j), |io| d.accept(pkt, io));
+        with_sub(io, j, port, |io| d.accept(pkt, io));
         self.rationalize(io);
     }
 
@@ -547,8 +552,8 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
             return;
         }
         let j = usize::from((timer - 1) / 3);
+        let port = self.port_of(j);
         let Some(d) = self.dirs.get_mut(j) else { return };
-        let port = Self::port_of(j);
         match (timer - 1) % 3 {
             crate::cellular::ARRIVE => with_sub(io, j, port, |io| d.arrive(io)),
             crate::cellular::QDISC => with_sub(io, j, port, |io| d.qdisc_timer(at, io)),
@@ -599,7 +604,7 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
 
     fn queue_link_stats(&self, q: usize) -> Option<(LinkStats, RanDirection)> {
         let d = self.dirs.get(q)?;
-        let dir = if q.is_multiple_of(2) {
+        let dir = if q < self.ues() {
             RanDirection::Downlink
         } else {
             RanDirection::Uplink
@@ -770,7 +775,7 @@ mod tests {
             // below from the stats.
             assert!((got[0] - 8.0).abs() < 0.1, "{s:?}: {got:?}");
             for u in 0..3 {
-                let (st, dir) = c.queue_link_stats(2 * u + 1).expect("uplink");
+                let (st, dir) = c.queue_link_stats(3 + u).expect("uplink");
                 assert_eq!(dir, RanDirection::Uplink);
                 assert_eq!(st.scheduling_requests, 1, "{s:?} UE {u}: one SR, then reports");
                 let mb = st.block_bytes_used as f64 * 8.0 / 1e6 / 5.0;
@@ -787,7 +792,7 @@ mod tests {
             vec![(rate(10), rate(10)), (rate(10), rate(10))],
         );
         let labels: Vec<_> = c.queues().iter().map(|q| q.label.clone()).collect();
-        assert_eq!(labels, ["down/ue0", "up/ue0", "down/ue1", "up/ue1"]);
+        assert_eq!(labels, ["down/ue0", "down/ue1", "up/ue0", "up/ue1"]);
         #[derive(Default)]
         struct Queues(Vec<usize>);
         impl Observer<Pkt> for Queues {

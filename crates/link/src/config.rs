@@ -48,9 +48,26 @@ pub struct LinkConfig {
     /// access point and one per station; `rate`, `delay` and `aqm` are not used (its
     /// queues and PHY rates are in it).
     pub wifi: Option<Arc<crate::wifi::BssConfig>>,
+    /// A cell of several UEs ([`crate::cell`]) instead of a wire: one link with a port for
+    /// the base station and one per UE; `rate`, `delay` and `aqm` are not used (its
+    /// capacities, delay and queues are in it).
+    pub cell: Option<Arc<crate::CellConfig>>,
 }
 
 impl LinkConfig {
+    /// The capacity a cellular direction of this configuration serves: `rates`', or
+    /// `trace`'s, or else `rate` with `schedule`.
+    pub fn ran_capacity(&self) -> RanCapacity {
+        match (&self.rates, &self.trace) {
+            (Some(r), _) => RanCapacity::PerMs(r.clone()),
+            (None, Some(t)) => RanCapacity::Trace(t.clone()),
+            (None, None) => RanCapacity::Rate {
+                rate: self.rate.unwrap_or(Rate::ZERO),
+                schedule: self.schedule.clone(),
+            },
+        }
+    }
+
     /// A wire of this rate and delay with this queue; no fault, schedule or loss.
     pub fn new(rate: Option<Rate>, delay: Dur, aqm: AqmConfig) -> LinkConfig {
         LinkConfig {
@@ -68,6 +85,7 @@ impl LinkConfig {
             docsis: None,
             docsis_downstream: None,
             wifi: None,
+            cell: None,
         }
     }
 }
@@ -81,6 +99,12 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
         // layer refuses such a file before a run, naming the key).
         return match crate::wifi::Bss::new(w, rng) {
             Ok(b) => Box::new(b),
+            Err(_) => Box::new(crate::Inert),
+        };
+    }
+    if let Some(c) = &cfg.cell {
+        return match crate::Cell::new(c, rng) {
+            Ok(c) => Box::new(c),
             Err(_) => Box::new(crate::Inert),
         };
     }
@@ -99,25 +123,15 @@ pub fn build<P: LinkPacket + 'static>(cfg: &LinkConfig, rng: Rng) -> Box<dyn Lin
             cfg.fault,
             rng,
         )),
-        (Some((ran, dir)), _) => {
-            let capacity = match (&cfg.rates, &cfg.trace) {
-                (Some(r), _) => RanCapacity::PerMs(r.clone()),
-                (None, Some(t)) => RanCapacity::Trace(t.clone()),
-                (None, None) => RanCapacity::Rate {
-                    rate: cfg.rate.unwrap_or(Rate::ZERO),
-                    schedule: cfg.schedule.clone(),
-                },
-            };
-            Box::new(Cellular::new(
-                *dir,
-                ran.clone(),
-                capacity,
-                cfg.delay,
-                &cfg.aqm,
-                cfg.fault,
-                rng,
-            ))
-        }
+        (Some((ran, dir)), _) => Box::new(Cellular::new(
+            *dir,
+            ran.clone(),
+            cfg.ran_capacity(),
+            cfg.delay,
+            &cfg.aqm,
+            cfg.fault,
+            rng,
+        )),
         (None, Some(t)) => Box::new(TraceLink::new(t.clone(), cfg.delay, &cfg.aqm, cfg.fault, rng)),
         (None, None) => Box::new(Wired::new(
             cfg.rate,

@@ -54,11 +54,12 @@ pub struct Element {
 pub enum ElementKind {
     /// The two-port forwarder of one segment.
     Pair(Box<RouterConfig>),
-    /// The medium forwarder of a Wi-Fi BSS.
+    /// The medium forwarder of a Wi-Fi BSS or a cell of several UEs.
     Medium(Box<MediumElement>),
 }
 
-/// A Wi-Fi BSS in the testbed: one wire namespace with an interface pair per station.
+/// A shared medium (a Wi-Fi BSS, a cell of several UEs) in the testbed: one wire namespace
+/// with an interface pair per station or UE.
 #[derive(Clone, Debug)]
 pub struct MediumElement {
     /// The BSS's name (its queues are reported under it).
@@ -115,10 +116,21 @@ pub fn segments(sc: &Scenario) -> Result<Vec<Segment>, LiveError> {
         .iter()
         .filter(|l| l.medium.as_ref().is_some_and(|m| m.from == 0))
     {
+        let name = l.medium.as_ref().map_or("", |m| m.name.as_str());
+        if let Some(c) = l.medium.as_ref().and_then(|m| m.cell.as_deref()) {
+            if c.ues.len() > LIVE_MAX_STATIONS {
+                return Err(LiveError::input(format!(
+                    "{}: topology.cell {name:?}: {} UEs; the live testbed runs at most {LIVE_MAX_STATIONS} \
+                     (every UE is a namespace and two interfaces of one forwarding thread on this host): \
+                     run it with --backend sim",
+                    sc.file,
+                    c.ues.len()
+                )));
+            }
+        }
         let Some(w) = l.medium.as_ref().and_then(|m| m.wifi.as_deref()) else {
             continue;
         };
-        let name = l.medium.as_ref().map_or("", |m| m.name.as_str());
         if w.stations.len() > LIVE_MAX_STATIONS {
             return Err(LiveError::input(format!(
                 "{}: topology.wifi {name:?}: {} stations; the live testbed runs at most {LIVE_MAX_STATIONS} \
@@ -253,7 +265,8 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> 
         nodes.push(tb.add_netns(&format!("n{i}"))?);
     }
     let mut elements = Vec::new();
-    // Each Wi-Fi BSS: its wire namespace, its owner link and its stations' segments.
+    // Each shared medium (a Wi-Fi BSS, a cell): its wire namespace, its owner link and its
+    // stations' (UEs') segments.
     let mut media: Vec<(Netns, usize, Vec<Option<MediumStation>>)> = Vec::new();
     for (k, s) in segs.iter().enumerate() {
         let (lab, lba) = (&sc.links[s.ab], &sc.links[s.ba]);
@@ -266,7 +279,7 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> 
             let (down, up) = if m.from == 0 { (s.ab, s.ba) } else { (s.ba, s.ab) };
             let Some(dm) = sc.links[down].medium.as_ref() else {
                 return Err(LiveError::input(format!(
-                    "link {:?} crosses the Wi-Fi BSS {:?} but its way back does not",
+                    "link {:?} crosses the shared medium {:?} but its way back does not",
                     lab.name, m.name
                 )));
             };
@@ -274,7 +287,7 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> 
             let g = match media.iter().position(|x| x.1 == dm.owner) {
                 Some(g) => g,
                 None => {
-                    let stations = dm.wifi.as_ref().map_or(0, |w| w.stations.len());
+                    let stations = dm.nodes.len().saturating_sub(1);
                     media.push((tb.add_netns(&format!("w{k}"))?, dm.owner, vec![None; stations]));
                     media.len() - 1
                 }
@@ -366,7 +379,7 @@ pub fn build(sc: &Scenario, id: RunId, ipv6: bool, seed: u64, duration: Dur) -> 
             .into_iter()
             .enumerate()
             .map(|(j, st)| {
-                st.ok_or_else(|| LiveError::input(format!("station {j} of the Wi-Fi BSS {name:?} has no links")))
+                st.ok_or_else(|| LiveError::input(format!("station {j} of the shared medium {name:?} has no links")))
             })
             .collect::<Result<_, _>>()?;
         let pairs = (0..stations.len())

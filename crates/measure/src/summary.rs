@@ -105,6 +105,17 @@ pub fn radio_summary(
         (None, Some(_)) => "wire",
         (None, None) => return None,
     };
+    Some(radio_summary_of(direction, now, base))
+}
+
+/// The radio summary of one radio direction (`"downlink"`, `"uplink"`, `"upstream"`,
+/// `"downstream"` or `"wire"`) from its counters at the end of the window and when it
+/// opened: a link's, or one UE direction's of a cell ([`l4s_link::Link::queue_link_stats`]).
+pub fn radio_summary_of(
+    direction: &'static str,
+    now: &l4s_link::LinkStats,
+    base: &l4s_link::LinkStats,
+) -> RadioSummary {
     let d = |f: fn(&l4s_link::LinkStats) -> u64| f(now).saturating_sub(f(base));
     let offered = d(|s| s.block_bytes);
     let uplink = matches!(direction, "uplink" | "upstream").then(|| {
@@ -139,7 +150,7 @@ pub fn radio_summary(
             grant_delay_p99_ms: if n > 0 { quantile(0.99) } else { None },
         }
     });
-    Some(RadioSummary {
+    RadioSummary {
         direction: direction.into(),
         blocks: d(|s| s.blocks),
         block_fill: if offered > 0 {
@@ -153,7 +164,7 @@ pub fn radio_summary(
             (n > 0).then(|| round6(d(|s| s.shaper_limited) as f64 / n as f64))
         },
         uplink,
-    })
+    }
 }
 
 /// The name a queue is reported under: its link's name for a link's only (unlabelled)

@@ -79,6 +79,46 @@ pub struct TopologyTable {
     /// Wi-Fi BSSs: an access point node and station nodes sharing one channel.
     #[serde(default)]
     pub wifi: Vec<WifiTable>,
+    /// Cells: a base station node and UE nodes sharing its slots.
+    #[serde(default)]
+    pub cell: Vec<CellTable>,
+}
+
+/// `[[topology.cell]]`: a cell of several UEs (see `l4s_link::cell`), linking the base
+/// station's node with each UE's node, all sharing the base station's slots.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellTable {
+    pub name: Option<String>,
+    /// The base station's node.
+    pub base_station: String,
+    pub ues: Vec<UeTable>,
+    /// "pf" (proportional fair, the default) or "rr" (round robin).
+    pub scheduler: Option<String>,
+    /// The proportional-fair scheduler's averaging window (default 100 ms).
+    pub pf_window: Option<Dur>,
+    /// One-way delay beyond the radio (each direction).
+    pub delay: Option<Dur>,
+    /// The queue discipline of each UE's downlink RLC buffer, at the base station.
+    pub aqm: Option<toml::Table>,
+    /// The queue discipline of each UE's uplink RLC buffer.
+    pub ue_aqm: Option<toml::Table>,
+    /// The radio configuration all the UEs share.
+    pub ran: Option<RanTable>,
+}
+
+/// One UE of a `[[topology.cell]]`: its node and its capacity each way if it had the whole
+/// cell (its channel), as on a cellular link.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UeTable {
+    pub node: String,
+    pub rate: Option<Rate>,
+    pub trace: Option<String>,
+    pub capacity: Option<CapacityTable>,
+    pub rate_schedule: Option<RateScheduleTable>,
+    pub reverse_rate: Option<Rate>,
+    pub reverse_trace: Option<String>,
 }
 
 /// `[[topology.wifi]]`: a Wi-Fi BSS (see `l4s_link::wifi::bss`), linking the access point's

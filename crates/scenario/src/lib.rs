@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod cell;
 mod describe;
 pub mod error;
 pub mod file;
@@ -107,7 +108,47 @@ impl Scenario {
             self.links[i].rate = Some(t.mean_rate());
             self.links[i].trace = Some(std::sync::Arc::new(t));
         }
+        self.gather_cells();
         Ok(())
+    }
+
+    /// Give each cell of several UEs the capacities its links hold as drawn for this run
+    /// (a UE's downlink and uplink are links of their own, each with its capacity).
+    fn gather_cells(&mut self) {
+        for owner in 0..self.links.len() {
+            let Some(m) = self.links[owner].medium.as_ref().filter(|m| m.owner == owner) else {
+                continue;
+            };
+            let Some(cell) = m.cell.as_deref() else { continue };
+            let mut cfg = cell.clone();
+            let members: Vec<usize> = (0..self.links.len())
+                .filter(|&k| self.links[k].medium.as_ref().is_some_and(|m| m.owner == owner))
+                .collect();
+            for &k in &members {
+                let Some(m) = self.links[k].medium.as_ref() else {
+                    continue;
+                };
+                let cap = self.links[k].config(self.duration).ran_capacity();
+                match (m.from, m.to) {
+                    (0, to) => {
+                        if let Some(ue) = cfg.ues.get_mut(to.wrapping_sub(1)) {
+                            ue.down = cap;
+                        }
+                    }
+                    (from, _) => {
+                        if let Some(ue) = cfg.ues.get_mut(from - 1) {
+                            ue.up = cap;
+                        }
+                    }
+                }
+            }
+            let cfg = std::sync::Arc::new(cfg);
+            for k in members {
+                if let Some(m) = self.links[k].medium.as_mut() {
+                    m.cell = Some(cfg.clone());
+                }
+            }
+        }
     }
 }
 
@@ -169,8 +210,9 @@ pub struct MediumPort {
     pub from: usize,
     pub to: usize,
     pub nodes: std::sync::Arc<Vec<usize>>,
-    /// The owner's model configuration.
+    /// The owner's model configuration: a Wi-Fi BSS, or a cell of several UEs.
     pub wifi: Option<std::sync::Arc<l4s_link::wifi::BssConfig>>,
+    pub cell: Option<std::sync::Arc<l4s_link::CellConfig>>,
 }
 
 impl Link {
@@ -223,6 +265,7 @@ impl Link {
             docsis: self.docsis.clone(),
             docsis_downstream: self.docsis_downstream.clone(),
             wifi: self.medium.as_ref().and_then(|m| m.wifi.clone()),
+            cell: self.medium.as_ref().and_then(|m| m.cell.clone()),
             ..l4s_link::LinkConfig::new(self.rate, self.delay, self.aqm.clone())
         }
     }

@@ -249,7 +249,7 @@ fn parse_harq(
 
 /// A cellular link's `ran` table (`None` and `cellular`: the defaults), checked; `harq`
 /// is the link's own `harq` key, which a cellular link refuses (its HARQ is the RAN's).
-fn parse_ran(
+pub(crate) fn parse_ran(
     cx: &ErrCtx,
     at: &[Seg],
     (cellular, t): (bool, Option<&crate::file::RanTable>),
@@ -845,11 +845,12 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 ("nodes", !topo.nodes.is_empty()),
                 ("links", !topo.links.is_empty()),
                 ("wifi", !topo.wifi.is_empty()),
+                ("cell", !topo.cell.is_empty()),
             ] {
                 if present {
                     return Err(cx.at(
                         &join(&tp, &[key(k)]),
-                        "only a `type = \"custom\"` topology has nodes, links and Wi-Fi BSSs",
+                        "only a `type = \"custom\"` topology has nodes, links, Wi-Fi BSSs and cells",
                     ));
                 }
             }
@@ -1080,6 +1081,10 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                 let wp = [key("topology"), key("wifi"), Seg::Index(i)];
                 crate::wifi::add_wifi(cx, &wp, w, &lookup, &mut links, &dscps)?;
             }
+            for (i, c) in topo.cell.into_iter().enumerate() {
+                let cp = [key("topology"), key("cell"), Seg::Index(i)];
+                crate::cell::add_cell(cx, &cp, c, &lookup, &mut links, (sc.seed, sc.duration))?;
+            }
             for (i, f) in raw.flows.iter().enumerate() {
                 let fp = [key("flows"), Seg::Index(origin[i])];
                 if f.rtt.is_some() {
@@ -1153,7 +1158,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
 /// Resolves a node name (with the key path to blame) to its index.
 pub(crate) type NodeLookup<'a> = dyn Fn(&[Seg], &str) -> Result<usize, ScenarioError> + 'a;
 
-fn add_custom_link(
+pub(crate) fn add_custom_link(
     cx: &ErrCtx,
     lp: &[Seg],
     l: LinkTable,

@@ -669,6 +669,7 @@ pub(crate) fn add_wifi(
                 to: port_to,
                 nodes: nodes.clone(),
                 wifi: (links.len() == owner).then(|| cfg.clone()),
+                cell: None,
             });
             links.push(l);
         }

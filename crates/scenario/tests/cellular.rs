@@ -140,3 +140,155 @@ fn bad_radio_parameters_name_their_key() {
     let e = custom("kind = \"cellular\"\nrate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"8ms\" }").unwrap_err();
     assert!(e.contains("topology.links[0].harq") && e.contains("ran"), "{e}");
 }
+
+const CELL: &str = r#"[scenario]
+duration = "3s"
+seed = 4
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "gnb"
+[[topology.nodes]]
+name = "a"
+[[topology.nodes]]
+name = "b"
+[[topology.cell]]
+name = "c1"
+base_station = "gnb"
+CELL
+[[topology.cell.ues]]
+node = "a"
+capacity = { process = "ar1", median = "20Mbit", sigma = 0.3, phi = 0.9, step = "10ms", min = "2Mbit", max = "80Mbit" }
+reverse_rate = "5Mbit"
+[[topology.cell.ues]]
+node = "b"
+UE
+[[flows]]
+name = "f"
+type = "udp-prague"
+from = "gnb"
+to = "b"
+"#;
+
+fn cell(cell: &str, ue: &str) -> Result<l4s_scenario::Scenario, String> {
+    load_str(&CELL.replace("CELL", cell).replace("UE", ue), Path::new("cells.toml")).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_cell_gives_each_ue_a_downlink_and_an_uplink_across_one_shared_model() {
+    let sc = cell("scheduler = \"rr\"\nran = { slot = \"1ms\" }", "rate = \"30Mbit\"").unwrap();
+    // gnb -> a, a -> gnb, gnb -> b, b -> gnb, all crossing the cell owned by the first.
+    assert_eq!(sc.links.len(), 4);
+    let cfg = sc.links[0]
+        .medium
+        .as_ref()
+        .and_then(|m| m.cell.clone())
+        .expect("a cell");
+    assert_eq!(cfg.scheduler, l4s_link::CellScheduler::RoundRobin);
+    assert_eq!(cfg.ues.len(), 2);
+    for (i, l) in sc.links.iter().enumerate() {
+        let m = l.medium.as_ref().expect("crosses the cell");
+        assert_eq!(m.owner, 0);
+        let ue = i / 2 + 1;
+        assert_eq!((m.from, m.to), if i % 2 == 0 { (0, ue) } else { (ue, 0) });
+        let dir = if i % 2 == 0 {
+            RanDirection::Downlink
+        } else {
+            RanDirection::Uplink
+        };
+        assert_eq!(l.ran.as_ref().map(|r| r.1), Some(dir));
+    }
+    // The UEs' capacities are the ones drawn for the run: UE a's process per millisecond
+    // (its uplink the given rate), UE b's rate both ways (the reverse defaults to it).
+    let rates = match &cfg.ues[0].down {
+        l4s_link::RanCapacity::PerMs(r) => r.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(rates.len(), 3_000);
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    assert!(mean > 5e6 && mean < 60e6, "{mean}");
+    assert!(matches!(&cfg.ues[0].up, l4s_link::RanCapacity::Rate { rate, .. } if rate.bits_per_sec() == 5_000_000));
+    assert!(matches!(&cfg.ues[1].down, l4s_link::RanCapacity::Rate { rate, .. } if rate.bits_per_sec() == 30_000_000));
+    assert!(matches!(&cfg.ues[1].up, l4s_link::RanCapacity::Rate { rate, .. } if rate.bits_per_sec() == 30_000_000));
+    // Another seed draws UE a's capacity again, and the cell carries the new draw.
+    let mut other = sc.clone();
+    other.apply_overrides(Some(5), None).unwrap();
+    let cfg2 = other.links[1].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
+    assert_ne!(cfg2.ues[0].down, cfg.ues[0].down);
+    // The default scheduler is proportional fair over 100 ms.
+    let pf = cell("", "rate = \"30Mbit\"").unwrap();
+    let cfg = pf.links[0].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
+    assert_eq!(
+        cfg.scheduler,
+        l4s_link::CellScheduler::ProportionalFair {
+            window: l4s_core::Dur::from_millis(100)
+        }
+    );
+}
+
+#[test]
+fn bad_cell_parameters_name_their_key() {
+    for (c, ue, key, what) in [
+        (
+            "scheduler = \"fifo\"",
+            "rate = \"30Mbit\"",
+            "topology.cell[0].scheduler",
+            "\"rr\"",
+        ),
+        (
+            "scheduler = \"rr\"\npf_window = \"50ms\"",
+            "rate = \"30Mbit\"",
+            "topology.cell[0].pf_window",
+            "proportional",
+        ),
+        (
+            "pf_window = \"0.1ms\"\nran = { slot = \"1ms\" }",
+            "rate = \"30Mbit\"",
+            "topology.cell[0].pf_window",
+            "one slot",
+        ),
+        (
+            "ran = { share = 0.5 }",
+            "rate = \"30Mbit\"",
+            "topology.cell[0].ran.share",
+            "one UE",
+        ),
+        (
+            "ran = { configured_grant = \"5ms\" }",
+            "rate = \"30Mbit\"",
+            "topology.cell[0].ran.configured_grant",
+            "not modelled",
+        ),
+        (
+            "ran = { slot = \"3ms\" }",
+            "rate = \"30Mbit\"",
+            "topology.cell[0].ran.slot",
+            "0.5ms",
+        ),
+        ("", "", "topology.cell[0].ues[1]", "needs a capacity"),
+        (
+            "",
+            "rate = \"30Mbit\"\n[[topology.cell.ues]]\nnode = \"a\"\nrate = \"1Mbit\"",
+            "topology.cell[0].ues[2].node",
+            "already in the cell",
+        ),
+        (
+            "",
+            "rate = \"30Mbit\"\n[[topology.cell.ues]]\nnode = \"nobody\"\nrate = \"1Mbit\"",
+            "topology.cell[0].ues[2].node",
+            "no node named",
+        ),
+        (
+            "",
+            "rate = \"30Mbit\"\n[[topology.cell.ues]]\nnode = \"gnb\"\nrate = \"1Mbit\"",
+            "topology.cell[0].ues[2].node",
+            "base station",
+        ),
+    ] {
+        let e = cell(c, ue).expect_err(c);
+        assert!(
+            e.contains(key) && e.contains(what) && e.contains("cells.toml"),
+            "{c} / {ue}: {e}"
+        );
+    }
+}

@@ -73,7 +73,18 @@ impl Sim {
                                 link: l,
                                 aqm: info.aqm.to_string(),
                                 rate_bps,
-                                radio: radio.clone(),
+                                // One UE direction of a cell has its own counters.
+                                radio: match model.queue_link_stats(i) {
+                                    Some((now, dir)) => Some(l4s_measure::summary::radio_summary_of(
+                                        match dir {
+                                            l4s_link::RanDirection::Downlink => "downlink",
+                                            l4s_link::RanDirection::Uplink => "uplink",
+                                        },
+                                        &now,
+                                        &q.radio_base.unwrap_or_default(),
+                                    )),
+                                    None => radio.clone(),
+                                },
                                 queue_protection: model
                                     .queue_protection(i)
                                     .map(|s| l4s_measure::summary::queue_protection_summary(&s, name_of)),

@@ -50,6 +50,9 @@ pub(crate) struct QueueRt {
     /// The queue's own counters when the window opened, and at the last snapshot.
     pub window_base: Vec<(QueueId, QueueStats)>,
     pub snap_base: Vec<(QueueId, QueueStats)>,
+    /// The radio counters of the queue's own direction (one UE's of a cell) when the
+    /// window opened.
+    pub radio_base: Option<l4s_link::LinkStats>,
 }
 
 pub(crate) struct FlowRt {
@@ -124,6 +127,7 @@ impl Sim {
                     meter: QueueMeter::new(window, q.subqueues, false),
                     window_base: Vec::new(),
                     snap_base: Vec::new(),
+                    radio_base: None,
                 })
                 .collect();
             let (owner, ports, port_nodes) = match &l.medium {
@@ -534,6 +538,7 @@ impl Sim {
         for link in &mut self.links {
             for (i, q) in link.queues.iter_mut().enumerate() {
                 q.window_base = link.model.queue_stats(i);
+                q.radio_base = link.model.queue_link_stats(i).map(|s| s.0);
             }
             link.stats_base = link.model.stats();
             link.wifi_base = link.model.wifi_stats();

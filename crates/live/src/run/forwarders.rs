@@ -231,14 +231,27 @@ impl Forwarders {
         timeline: Option<&Sender<crate::timeline::Event>>,
     ) -> Result<(), LiveError> {
         let model = l4s_link::build::<Frame>(&m.cfg.link, l4s_core::Rng::new(0));
+        let per_dir = model.queues().len() / 2;
+        let per_station = per_dir / m.stations.len().max(1);
+        // A cell's queues are each one UE direction's, with its own radio counters, and
+        // are reported under that direction's scenario link; a BSS's under its owner.
+        let cell = m.cfg.link.cell.is_some();
+        let link_of = |q: usize| match m.stations.get((q % per_dir.max(1)) / per_station.max(1)) {
+            Some(st) if cell => {
+                if q < per_dir {
+                    st.down
+                } else {
+                    st.up
+                }
+            }
+            _ => m.owner,
+        };
         let mut metas: Vec<(SharedQueue, usize)> = Vec::new();
-        for q in model.queues() {
+        for (i, q) in model.queues().iter().enumerate() {
             let name = l4s_measure::summary::queue_name(&m.name, &q.label);
-            let meter = self.meter(m.owner, name, Some(q.aqm), q.subqueues, window);
+            let meter = self.meter(link_of(i), name, Some(q.aqm), q.subqueues, window);
             metas.push((meter, q.subqueues.len()));
         }
-        let per_dir = metas.len() / 2;
-        let per_station = per_dir / m.stations.len().max(1);
         // Input d is station d / 2's downlink (even) or uplink (odd): its scenario link and
         // its queues.
         let hop_link: Vec<u32> = m.stations.iter().flat_map(|s| [s.down as u32, s.up as u32]).collect();
@@ -249,7 +262,7 @@ impl Forwarders {
         let cfg = m.cfg.clone();
         let (stop, mono0, origin) = (self.stop.clone(), self.origin.clone(), self.origin.clone());
         let tl = timeline.cloned();
-        let name = format!("forwarder of the Wi-Fi BSS {}", m.name);
+        let name = format!("forwarder of the shared medium {}", m.name);
         let h = el.ns.spawn("l4s-fwd", move || {
             let mut on_status = |s: &RouterStatus| {
                 for (d, dir) in s.directions.iter().enumerate() {
@@ -261,6 +274,14 @@ impl Forwarders {
                         let mut meter = lockq(meter);
                         meter.backlog_packets = 0;
                         meter.backlog_bytes = 0;
+                        if cell && meter.link_base.is_none() {
+                            let opened = meter
+                                .run_time(l4s_fwd::afpacket::monotonic_now())
+                                .is_some_and(|t| t >= window.start);
+                            if opened {
+                                meter.link_base = Some(dir.link);
+                            }
+                        }
                         for st in statuses.by_ref().take(*subs) {
                             meter.backlog_packets += st.backlog_packets;
                             meter.backlog_bytes += st.backlog_bytes;
