@@ -149,6 +149,18 @@ fn link(sc: &Scenario, l: &Link) -> String {
     if let Some(f) = &l.fault {
         let _ = write!(s, ", fault {:?} from {}", f.kind, f.start);
     }
+    if let Some((m, c)) = l.medium.as_ref().and_then(|m| Some((m, m.cell.as_deref()?))) {
+        let _ = write!(
+            s,
+            ", in cell {:?} of {} UEs ({})",
+            m.name,
+            c.ues.len(),
+            match c.scheduler {
+                l4s_link::CellScheduler::RoundRobin => "round robin".to_string(),
+                l4s_link::CellScheduler::ProportionalFair { window } => format!("proportional fair over {window}"),
+            }
+        );
+    }
     if l.bottleneck {
         s += " [bottleneck]";
     }
