@@ -616,18 +616,9 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{deep_fifo, drive, Pkt, Seen};
+    use crate::testutil::{deep_fifo, drive, pkt, Pkt, Seen};
     use crate::RateSchedule;
-    use l4s_core::Ecn;
     use std::sync::Arc;
-
-    fn pkt(id: u64) -> Pkt {
-        Pkt {
-            id,
-            size: 1514,
-            ecn: Ecn::Ect1,
-        }
-    }
 
     fn rate(mbps: u64) -> RanCapacity {
         RanCapacity::Rate {

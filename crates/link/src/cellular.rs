@@ -1208,16 +1208,8 @@ impl<P: LinkPacket + 'static> Link<P> for Cellular<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{deep_fifo, drive, Pkt, Seen};
+    use crate::testutil::{deep_fifo, drive, pkt, Pkt, Seen};
     use l4s_core::Ecn;
-
-    fn pkt(id: u64) -> Pkt {
-        Pkt {
-            id,
-            size: 1514,
-            ecn: Ecn::Ect1,
-        }
-    }
 
     fn link(dir: RanDirection, cfg: RanConfig, mbps: u64, delay_ms: u64) -> Cellular<Pkt> {
         let cap = RanCapacity::Rate {

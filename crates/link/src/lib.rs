@@ -523,6 +523,15 @@ pub(crate) mod testutil {
         pub ecn: Ecn,
     }
 
+    /// A full-size (1514-byte frame) ECT(1) packet.
+    pub fn pkt(id: u64) -> Pkt {
+        Pkt {
+            id,
+            size: 1514,
+            ecn: Ecn::Ect1,
+        }
+    }
+
     impl QueuePacket for Pkt {
         fn wire_len(&self) -> u32 {
             self.size
