@@ -55,8 +55,11 @@ use l4s_aqm::{AqmConfig, QueueId, QueueStats};
 use l4s_core::{Dur, Rate, Rng, Time};
 
 /// The cell's own wake-up: a slot may be used. The UEs' directions wake with their own
-/// timers, renumbered ([`sub_timer`]).
+/// timers, renumbered.
 pub const SLOT: Timer = 0;
+
+/// What is left of a slot below this share is rounding: nobody else is served in it.
+const SHARE_EPSILON: f64 = 1e-9;
 
 /// How the base station shares a slot among its UEs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -376,7 +379,7 @@ impl<P: LinkPacket + 'static> Cell<P> {
             self.up.rank(self.scheduler, n, |u| dirs[n + u].block(x).0);
             let mut first = None;
             for k in 0..self.up.order.len() {
-                if left <= 0.0 {
+                if left <= SHARE_EPSILON {
                     break;
                 }
                 let u = self.up.order[k];
@@ -416,7 +419,7 @@ impl<P: LinkPacket + 'static> Cell<P> {
         let mut left = 1.0;
         let mut first = None;
         for k in 0..self.down.order.len() {
-            if left <= 0.0 {
+            if left <= SHARE_EPSILON {
                 break;
             }
             let u = self.down.order[k];

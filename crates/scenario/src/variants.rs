@@ -170,8 +170,9 @@ pub fn variant_texts(mut doc: DocumentMut, file: &Path) -> Result<Vec<(Option<St
 
 /// Set `path` (dotted; `flows.<name>` selects a flow by name, `topology.links.<name>` a
 /// link of a custom topology by its name, `topology.wifi.<name>` a Wi-Fi BSS by its name
-/// and `topology.wifi.<name>.stations.<node>` one of its stations by its node) to `value`
-/// in `doc`.
+/// and `topology.wifi.<name>.stations.<node>` one of its stations by its node,
+/// `topology.cell.<name>` a cell and `topology.cell.<name>.ues.<node>` one of its UEs) to
+/// `value` in `doc`.
 /// Tables keep their form (an inline table stays inline), so the edited text is valid
 /// TOML with every untouched key where it was. `flows.<name>` itself set to a table
 /// replaces the flow's keys (its `name` stays): one flow becomes another kind of traffic.
@@ -243,38 +244,47 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
             .find(|t| named(t))
             .ok_or_else(|| format!("no link named {name:?}"))?;
         i = 3;
-    } else if segs.len() >= 2 && segs[0] == "topology" && segs[1] == "wifi" {
-        let (Some(name), true) = (segs.get(2), segs.len() >= 4) else {
-            return Err("name a BSS and a key, such as \"topology.wifi.<name>.aqm\"".into());
+    } else if segs.len() >= 2 && segs[0] == "topology" && (segs[1] == "wifi" || segs[1] == "cell") {
+        // A Wi-Fi BSS and its stations, or a cell and its UEs: by name ("wifi" or "cell"
+        // without one), members by their node.
+        let (kind, what, members, member) = if segs[1] == "wifi" {
+            ("wifi", "BSS", "stations", "station")
+        } else {
+            ("cell", "cell", "ues", "UE")
         };
-        let bsss = tbl
+        let (Some(name), true) = (segs.get(2), segs.len() >= 4) else {
+            return Err(format!(
+                "name a {what} and a key, such as \"topology.{kind}.<name>.aqm\""
+            ));
+        };
+        let all = tbl
             .get_mut("topology")
             .and_then(|t| t.as_table_like_mut())
-            .and_then(|t| t.get_mut("wifi"))
+            .and_then(|t| t.get_mut(kind))
             .and_then(|l| l.as_array_of_tables_mut())
-            .ok_or("the scenario has no [[topology.wifi]]")?;
-        // A BSS's name, or "wifi" without one.
-        let bss = bsss
+            .ok_or_else(|| format!("the scenario has no [[topology.{kind}]]"))?;
+        let one = all
             .iter_mut()
-            .find(|t| t.get("name").and_then(|n| n.as_str()).unwrap_or("wifi") == *name)
-            .ok_or_else(|| format!("no BSS named {name:?}"))?;
-        if segs[3] == "stations" {
+            .find(|t| t.get("name").and_then(|n| n.as_str()).unwrap_or(kind) == *name)
+            .ok_or_else(|| format!("no {what} named {name:?}"))?;
+        if segs[3] == members {
             let (Some(node), true) = (segs.get(4), segs.len() >= 6) else {
-                return Err(
-                    "name a station by its node and a key, such as \"topology.wifi.<name>.stations.<node>.mcs\"".into(),
-                );
+                return Err(format!(
+                    "name a {member} by its node and a key, such as \"topology.{kind}.<name>.{members}.<node>.{}\"",
+                    if kind == "wifi" { "mcs" } else { "rate" }
+                ));
             };
-            let stations = bss
-                .get_mut("stations")
+            let list = one
+                .get_mut(members)
                 .and_then(|l| l.as_array_of_tables_mut())
-                .ok_or_else(|| format!("BSS {name:?} has no [[topology.wifi.stations]]"))?;
-            tbl = stations
+                .ok_or_else(|| format!("{what} {name:?} has no [[topology.{kind}.{members}]]"))?;
+            tbl = list
                 .iter_mut()
                 .find(|t| t.get("node").and_then(|n| n.as_str()) == Some(*node))
-                .ok_or_else(|| format!("BSS {name:?} has no station on node {node:?}"))?;
+                .ok_or_else(|| format!("{what} {name:?} has no {member} on node {node:?}"))?;
             i = 5;
         } else {
-            tbl = bss;
+            tbl = one;
             i = 3;
         }
     }

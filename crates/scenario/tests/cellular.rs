@@ -292,3 +292,28 @@ fn bad_cell_parameters_name_their_key() {
         );
     }
 }
+
+#[test]
+fn variants_set_a_cells_keys_and_its_ues_by_node() {
+    let text = CELL.replace("CELL", "").replace("UE", "rate = \"30Mbit\"")
+        + "[[variants]]\nname = \"rr\"\nset = { \"topology.cell.c1.scheduler\" = \"rr\", \"topology.cell.c1.ues.b.rate\" = \"7Mbit\" }\n";
+    let v = l4s_scenario::variants_of(&text, Path::new("cells.toml")).unwrap();
+    let sc = &v[0].1;
+    let cfg = sc.links[0].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
+    assert_eq!(cfg.scheduler, l4s_link::CellScheduler::RoundRobin);
+    assert!(matches!(&cfg.ues[1].down, l4s_link::RanCapacity::Rate { rate, .. } if rate.bits_per_sec() == 7_000_000));
+    for (set, want) in [
+        (
+            "\"topology.cell.nope.aqm\" = { kind = \"fifo\" }",
+            "no cell named \"nope\"",
+        ),
+        ("\"topology.cell.c1.ues.x.rate\" = \"1Mbit\"", "has no UE on node \"x\""),
+    ] {
+        let bad = CELL.replace("CELL", "").replace("UE", "rate = \"30Mbit\"")
+            + &format!("[[variants]]\nname = \"v\"\nset = {{ {set} }}\n");
+        let e = l4s_scenario::variants_of(&bad, Path::new("cells.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{e}");
+    }
+}
