@@ -258,6 +258,9 @@ pub struct Cell<P> {
     decided: u64,
     down: Fairness,
     up: Fairness,
+    /// The directions whose queues moved since they last reported drops and asked for
+    /// their timers.
+    touched: Vec<bool>,
     armed: Option<Time>,
 }
 
@@ -306,6 +309,7 @@ impl<P: LinkPacket + 'static> Cell<P> {
             decided: 0,
             down: Fairness::new(n),
             up: Fairness::new(n),
+            touched: vec![false; 2 * n],
             armed: None,
         })
     }
@@ -431,6 +435,7 @@ impl<P: LinkPacket + 'static> Cell<P> {
             let share = ((need + 0.5) / full).min(left);
             let d = &mut self.dirs[u];
             with_sub(io, u, u + 1, |io| d.serve_down(n, share, io));
+            self.touched[u] = true;
             self.down.given[u] += share * full;
             left -= share;
             first.get_or_insert(u);
@@ -442,10 +447,14 @@ impl<P: LinkPacket + 'static> Cell<P> {
     /// something.
     fn rationalize(&mut self, io: &mut Io<'_, P>) {
         let now = io.now;
-        while let Some(n) = self.dirs.iter().filter_map(|d| d.next_slot()).min() {
+        // The first slot some direction may use, once the slots up to now are served.
+        let wake = loop {
+            let Some(n) = self.dirs.iter().filter_map(|d| d.next_slot()).min() else {
+                break None;
+            };
             let n = n.max(self.next);
             if self.start_of(n) > now {
-                break;
+                break Some(n);
             }
             self.next = n + 1;
             if self.dirs[0].usable_from(n) == n {
@@ -459,6 +468,7 @@ impl<P: LinkPacket + 'static> Cell<P> {
                     let d = &mut self.dirs[j];
                     if d.has_data() {
                         with_sub(io, j, 0, |io| d.uplink_slot(n, io));
+                        self.touched[j] = true;
                     }
                     // An SR answered in a slot already decided (a grant delay shorter than
                     // K2 allows) is granted in the first one still open.
@@ -471,16 +481,18 @@ impl<P: LinkPacket + 'static> Cell<P> {
             for d in &mut self.dirs {
                 d.pass(n + 1);
             }
-        }
+        };
+        // The queues that moved report their drops and ask for their timers.
         let next = self.next;
         let ues = self.ues();
         for (j, d) in self.dirs.iter_mut().enumerate() {
-            let port = if j < ues { j + 1 } else { 0 };
-            with_sub(io, j, port, |io| d.settle(next, io));
+            if std::mem::take(&mut self.touched[j]) {
+                let port = if j < ues { j + 1 } else { 0 };
+                with_sub(io, j, port, |io| d.settle(next, io));
+            }
         }
-        let wake = self.dirs.iter().filter_map(|d| d.next_slot()).min();
         if let Some(n) = wake {
-            let t = self.start_of(n.max(self.next));
+            let t = self.start_of(n);
             if self.armed != Some(t) {
                 self.armed = Some(t);
                 io.wake(SLOT, t);
@@ -517,6 +529,8 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
         self.down.upto = self.next;
         self.up.upto = self.next;
         self.armed = None;
+        // Every queue discipline's timer counts from the start, as on a link of one UE.
+        self.touched.iter_mut().for_each(|t| *t = true);
         self.rationalize(io);
     }
 
@@ -543,6 +557,7 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
         let port = self.port_of(j);
         let d = &mut self.dirs[j];
         with_sub(io, j, port, |io| d.accept(pkt, io));
+        self.touched[j] = true;
         self.rationalize(io);
     }
 
