@@ -896,6 +896,10 @@ size = "1514B"
     assert!((2950..=3050).contains(&bf) && (2950..=3050).contains(&bn), "{bf} {bn}");
     assert!((near / far - 4.0).abs() < 0.1, "{far} {near}");
     assert!((far - 5.0).abs() < 0.25, "{far}");
+    // Each UE's queue reports its own channel.
+    let rate = |n: &str| sim.queues.iter().find(|q| q.name == n).map(|q| q.rate_bps);
+    assert_eq!(rate("cell/down/far"), Some(10_000_000));
+    assert_eq!(rate("cell/down/near"), Some(40_000_000));
     if !root() {
         return;
     }

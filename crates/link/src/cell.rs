@@ -612,6 +612,14 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
         self.dirs[j].rate_at(0, 1, t)
     }
 
+    fn queue_rate(&self, q: usize) -> Option<Rate> {
+        self.dirs.get(q)?.rate(0, 1)
+    }
+
+    fn queue_rate_at(&self, q: usize, t: Time) -> Option<Rate> {
+        self.dirs.get(q)?.rate_at(0, 1, t)
+    }
+
     fn stats(&self) -> LinkStats {
         let mut s = LinkStats::default();
         for d in &self.dirs {
@@ -798,10 +806,18 @@ mod tests {
     fn queues_are_reported_under_each_ue_and_direction() {
         let mut c = cell(
             CellScheduler::RoundRobin,
-            vec![(rate(10), rate(10)), (rate(10), rate(10))],
+            vec![(rate(10), rate(2)), (rate(30), rate(4))],
         );
         let labels: Vec<_> = c.queues().iter().map(|q| q.label.clone()).collect();
         assert_eq!(labels, ["down/ue0", "down/ue1", "up/ue0", "up/ue1"]);
+        // Each queue feeds its own UE's channel, and so do the ports of its direction.
+        let mbps: Vec<u64> = (0..4)
+            .map(|q| c.queue_rate(q).unwrap().bits_per_sec() / 1_000_000)
+            .collect();
+        assert_eq!(mbps, [10, 30, 2, 4]);
+        assert_eq!(c.rate(0, 2), Some(Rate::mbps(30)));
+        assert_eq!(c.rate(1, 0), Some(Rate::mbps(2)));
+        assert_eq!(c.rate(1, 2), None);
         #[derive(Default)]
         struct Queues(Vec<usize>);
         impl Observer<Pkt> for Queues {

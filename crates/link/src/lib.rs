@@ -307,6 +307,17 @@ pub trait Link<P: LinkPacket> {
         let _ = t;
         self.rate(from, to)
     }
+    /// The rate queue `q` feeds (as [`Link::rate`]): the link's from port 0 to port 1
+    /// unless its queues feed different ports (a cell's UEs).
+    fn queue_rate(&self, q: usize) -> Option<Rate> {
+        let _ = q;
+        self.rate(0, 1)
+    }
+    /// The capacity queue `q` feeds at time `t` (as [`Link::rate_at`]).
+    fn queue_rate_at(&self, q: usize, t: Time) -> Option<Rate> {
+        let _ = q;
+        self.rate_at(0, 1, t)
+    }
     /// What the link counted (a driver reports it).
     fn stats(&self) -> LinkStats {
         LinkStats::default()

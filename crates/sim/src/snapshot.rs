@@ -39,8 +39,8 @@ impl Sim {
             snap.flow_row(t, &spec.name, &mut fl.meter);
         }
         for link in &mut self.links {
-            let rate_bps = link.model.rate_at(0, 1, t).map_or(0, |r| r.bits_per_sec());
             for (i, q) in link.queues.iter_mut().enumerate() {
+                let rate_bps = link.model.queue_rate_at(i, t).map_or(0, |r| r.bits_per_sec());
                 // Marks and drops in the interval, from the queue's own counters.
                 let now_stats = link.model.queue_stats(i);
                 let (mut marks, mut drops) = (0, 0);

@@ -57,7 +57,6 @@ impl Sim {
             .iter()
             .enumerate()
             .flat_map(|(l, link)| {
-                let rate_bps = link.model.rate(0, 1).map_or(0, |r| r.bits_per_sec());
                 let radio =
                     l4s_measure::summary::radio_summary(&self.scenario.links[l], &link.model.stats(), &link.stats_base);
                 let model = &link.model;
@@ -72,7 +71,7 @@ impl Sim {
                                 name: q.name.clone(),
                                 link: l,
                                 aqm: info.aqm.to_string(),
-                                rate_bps,
+                                rate_bps: model.queue_rate(i).map_or(0, |r| r.bits_per_sec()),
                                 // One UE direction of a cell has its own counters.
                                 radio: match model.queue_link_stats(i) {
                                     Some((now, dir)) => Some(l4s_measure::summary::radio_summary_of(
