@@ -131,6 +131,16 @@ fn sub_timer(j: usize, t: Timer) -> Timer {
     1 + 3 * j as Timer + t
 }
 
+/// Where direction `j` of a cell of `ues` UEs delivers: the UE's port for a downlink, the
+/// base station's for an uplink.
+fn port_of(ues: usize, j: usize) -> Port {
+    if j < ues {
+        j + 1
+    } else {
+        0
+    }
+}
+
 /// An observer that reports a UE direction's queue as the cell's queue `queue`.
 struct Renumber<'o, 'a, P> {
     inner: &'o mut (dyn Observer<P> + 'a),
@@ -321,11 +331,7 @@ impl<P: LinkPacket + 'static> Cell<P> {
     /// UE direction `j`'s port of delivery: the UE's for the downlink, the base station's
     /// for the uplink.
     fn port_of(&self, j: usize) -> Port {
-        if j < self.ues() {
-            j + 1
-        } else {
-            0
-        }
+        port_of(self.ues(), j)
     }
 
     fn start_of(&self, n: u64) -> Time {
@@ -487,8 +493,7 @@ impl<P: LinkPacket + 'static> Cell<P> {
         let ues = self.ues();
         for (j, d) in self.dirs.iter_mut().enumerate() {
             if std::mem::take(&mut self.touched[j]) {
-                let port = if j < ues { j + 1 } else { 0 };
-                with_sub(io, j, port, |io| d.settle(next, io));
+                with_sub(io, j, port_of(ues, j), |io| d.settle(next, io));
             }
         }
         if let Some(n) = wake {

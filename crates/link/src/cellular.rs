@@ -884,7 +884,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
         self.queue.flush_drops(io);
         self.queue.arm(io, QDISC);
-        if let Some(t) = self.next_wake() {
+        if let Some(t) = self.next_slot().map(|n| self.start_of(n)) {
             if self.armed != Some(t) {
                 self.armed = Some(t);
                 io.wake(SLOT, t);
@@ -924,12 +924,6 @@ impl<P: LinkPacket + 'static> Cellular<P> {
     /// The slots below `next` are over (a shared cell served them).
     pub(crate) fn pass(&mut self, next: u64) {
         self.next = self.next.max(next);
-    }
-
-    /// The slot at which the direction may next use a slot, if it has anything to send.
-    pub(crate) fn next_slot(&self) -> Option<u64> {
-        let t = self.next_wake()?;
-        Some(self.slot_after(Time(t.as_nanos().saturating_sub(1))))
     }
 
     /// The head of the delay line is due (its `ARRIVE` wake-up).
@@ -988,13 +982,13 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
     }
 
-    /// When the link may next use a slot, if it has anything to send.
-    fn next_wake(&self) -> Option<Time> {
+    /// The slot at which the direction may next use a slot, if it has anything to send.
+    pub(crate) fn next_slot(&self) -> Option<u64> {
         if !self.has_data() {
             return None;
         }
         if self.dir == RanDirection::Downlink {
-            return Some(self.start_of(self.schedulable_from(self.next)));
+            return Some(self.schedulable_from(self.next));
         }
         let n = self.usable_from(self.next);
         // The uplink: the next slot where a grant is held, a decision may give one, or an
@@ -1024,7 +1018,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             }
             best = best.min(x);
         }
-        (best != u64::MAX).then(|| self.start_of(best.max(n)))
+        (best != u64::MAX).then(|| best.max(n))
     }
 
     /// Uplink slot `n` has come: send an SR if one is due, and send data if the slot is

@@ -116,30 +116,26 @@ pub fn segments(sc: &Scenario) -> Result<Vec<Segment>, LiveError> {
         .iter()
         .filter(|l| l.medium.as_ref().is_some_and(|m| m.from == 0))
     {
-        let name = l.medium.as_ref().map_or("", |m| m.name.as_str());
-        if let Some(c) = l.medium.as_ref().and_then(|m| m.cell.as_deref()) {
-            if c.ues.len() > LIVE_MAX_STATIONS {
-                return Err(LiveError::input(format!(
-                    "{}: topology.cell {name:?}: {} UEs; the live testbed runs at most {LIVE_MAX_STATIONS} \
-                     (every UE is a namespace and two interfaces of one forwarding thread on this host): \
-                     run it with --backend sim",
-                    sc.file,
-                    c.ues.len()
-                )));
-            }
-        }
-        let Some(w) = l.medium.as_ref().and_then(|m| m.wifi.as_deref()) else {
-            continue;
+        let Some(m) = l.medium.as_ref() else { continue };
+        let name = m.name.as_str();
+        // Every station or UE is a namespace and two interfaces of one forwarding thread.
+        let (kind, members) = if m.cell.is_some() {
+            ("cell", "UEs")
+        } else {
+            ("wifi", "stations")
         };
-        if w.stations.len() > LIVE_MAX_STATIONS {
+        let count = m.nodes.len().saturating_sub(1);
+        if count > LIVE_MAX_STATIONS {
             return Err(LiveError::input(format!(
-                "{}: topology.wifi {name:?}: {} stations; the live testbed runs at most {LIVE_MAX_STATIONS} \
-                 (every station is a namespace and two interfaces of one forwarding thread on this host): \
+                "{}: topology.{kind} {name:?}: {count} {members}; the live testbed runs at most {LIVE_MAX_STATIONS} \
+                 (every one is a namespace and two interfaces of one forwarding thread on this host): \
                  run it with --backend sim",
-                sc.file,
-                w.stations.len()
+                sc.file
             )));
         }
+        let Some(w) = m.wifi.as_deref() else {
+            continue;
+        };
         if let Some(st) = w.stations.iter().find(|s| s.data_rate() > LIVE_MAX_PHY_RATE) {
             return Err(LiveError::input(format!(
                 "{}: topology.wifi {name:?}, station {:?}: {} (PHY, over all its links) is more than the live \
