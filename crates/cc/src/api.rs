@@ -165,6 +165,12 @@ pub trait CongestionControl: Send + std::fmt::Debug {
             self.cwnd() as f64 * factor / srtt.as_secs_f64(),
         ))
     }
+    /// Whether [`CongestionControl::pacing_rate`] reads the flight it is given. The default
+    /// rate does not: like Linux's `sk_pacing_rate`, it follows from the controller's state
+    /// and the RTT alone, so a transport may keep it until either changes.
+    fn pacing_reads_flight(&self) -> bool {
+        false
+    }
     /// Segments the transport may send back to back as one burst at `pacing_rate` (Linux's
     /// `tso_segs` hook of `tcp_congestion_ops`); `None` lets the transport size its bursts
     /// itself (Linux `tcp_tso_autosize`).

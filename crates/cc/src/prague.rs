@@ -657,6 +657,13 @@ impl CongestionControl for Prague {
             inflight,
         )))
     }
+    fn pacing_reads_flight(&self) -> bool {
+        // Until Prague's first ACK, the rate is taken from the flight now (see above).
+        match &self.fallback {
+            Some(r) => r.pacing_reads_flight(),
+            None => self.srtt.is_zero(),
+        }
+    }
     fn tso_segs(&self) -> Option<u32> {
         // `prague_tso_segs`: `max_tso_burst`, set with the pacing rate at each ACK.
         if self.fallback.is_some() {
@@ -758,6 +765,9 @@ mod tests {
         }
         fn pacing_rate(&self, srtt: Dur, b: u64) -> Option<Rate> {
             self.p.pacing_rate(srtt, b)
+        }
+        fn pacing_reads_flight(&self) -> bool {
+            self.p.pacing_reads_flight()
         }
         fn tso_segs(&self) -> Option<u32> {
             self.p.tso_segs()
@@ -1120,6 +1130,16 @@ mod tests {
         });
         // 1500 B·400/20 ms = 20 000 packets/s → 20 000 >> 12 = 4.
         assert_eq!(big.tso_segs(), Some(4));
+        // After an ACK the rate no longer reads the flight it is given (a transport may keep
+        // it); before the first one it does.
+        assert!(!p.pacing_reads_flight());
+        assert_eq!(p.pacing_rate(srtt, 1), p.pacing_rate(srtt, 60 * u64::from(MSS)));
+        let fresh = Prague::new(cfg());
+        assert!(fresh.pacing_reads_flight());
+        assert_ne!(
+            fresh.pacing_rate(srtt, 10 * u64::from(MSS)),
+            fresh.pacing_rate(srtt, 20 * u64::from(MSS))
+        );
     }
 
     #[test]

@@ -230,6 +230,11 @@ impl Rate {
         if self.0 == 0 {
             return Dur::MAX;
         }
+        // In 64 bits when the product fits (any packet: up to 2.3 GB), the same result as
+        // in 128 bits without the slower wide division.
+        if let Some(num) = bytes.checked_mul(8_000_000_000) {
+            return Dur(num.div_ceil(self.0));
+        }
         let num = bytes as u128 * 8 * 1_000_000_000;
         Dur(num.div_ceil(self.0 as u128).min(u64::MAX as u128) as u64)
     }
@@ -335,6 +340,19 @@ mod tests {
         assert_eq!(Rate::mbps(100).bytes_in(Dur::from_secs(1)), 12_500_000);
         assert_eq!(Rate::from_bytes_over(12_500_000, Dur::from_secs(1)), Rate::mbps(100));
         assert_eq!(Rate::ZERO.tx_time(1), Dur::MAX);
+    }
+    #[test]
+    fn tx_time_is_the_same_either_side_of_the_64_bit_product() {
+        let wide = |r: Rate, b: u64| {
+            let n = b as u128 * 8_000_000_000;
+            Dur(n.div_ceil(r.0 as u128).min(u64::MAX as u128) as u64)
+        };
+        let edge = u64::MAX / 8_000_000_000;
+        for r in [Rate(1), Rate(7), Rate::mbps(100), Rate::gbps(400), Rate(u64::MAX)] {
+            for b in [0, 1, 1514, 65_535, edge - 1, edge, edge + 1, u64::MAX / 2, u64::MAX] {
+                assert_eq!(r.tx_time(b), wide(r, b), "{r:?} {b}");
+            }
+        }
     }
     #[test]
     fn display() {

@@ -795,19 +795,20 @@ impl Endpoint for TcpSender {
     }
 }
 
-/// A pacing rate [`Cc`] keeps: the epoch, RTT and flight it was asked with, and the rate.
-type PacingKept = (u64, Dur, u64, Option<Rate>);
+/// A pacing rate [`Cc`] keeps: the epoch and RTT it was asked with, the flight if the
+/// controller read it ([`CongestionControl::pacing_reads_flight`]), and the rate.
+type PacingKept = (u64, Dur, Option<u64>, Option<Rate>);
 
 /// The congestion controller, with its pacing rate and burst size kept until it may have
 /// changed: the sender asks for them several times per segment (to send, to pace, for
 /// the next wake-up), and Prague's rate takes some arithmetic. Any mutable access to the
 /// controller ([`DerefMut`](std::ops::DerefMut)) forgets them; the rate is also keyed by
-/// the RTT and flight it was asked with. The values are the controller's own, unchanged.
+/// the RTT it was asked with, and by the flight if the controller reads it. The values are the controller's own, unchanged.
 struct Cc {
     inner: Box<dyn CongestionControl>,
     /// Counts mutable accesses.
     epoch: u64,
-    /// (epoch, srtt, bytes in flight) → pacing rate.
+    /// (epoch, srtt, bytes in flight if read) → pacing rate.
     pacing: std::cell::Cell<Option<PacingKept>>,
     /// epoch → TSO segments.
     tso: std::cell::Cell<Option<(u64, Option<u32>)>>,
@@ -825,10 +826,11 @@ impl Cc {
 
     fn pacing_rate(&self, srtt: Dur, bytes_in_flight: u64) -> Option<Rate> {
         match self.pacing.get() {
-            Some((e, r, b, rate)) if e == self.epoch && r == srtt && b == bytes_in_flight => rate,
+            Some((e, r, b, rate)) if e == self.epoch && r == srtt && b.is_none_or(|b| b == bytes_in_flight) => rate,
             _ => {
                 let rate = self.inner.pacing_rate(srtt, bytes_in_flight);
-                self.pacing.set(Some((self.epoch, srtt, bytes_in_flight, rate)));
+                let flight = self.inner.pacing_reads_flight().then_some(bytes_in_flight);
+                self.pacing.set(Some((self.epoch, srtt, flight, rate)));
                 rate
             }
         }
