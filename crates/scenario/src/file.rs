@@ -462,7 +462,7 @@ pub struct FlowTable {
     pub dscp: Option<u8>,
     /// Destination port (classification rules).
     pub port: Option<u16>,
-    /// Congestion-control options (tcp): `ect1`, `abe`, `linux_beta`, `v06`, `rate_mode`,
+    /// Congestion-control options (tcp): `ect1`, `abe`, `linux_beta`, `hystart`, `v06`, `rate_mode`,
     /// `initial_cwnd`.
     pub cc_params: Option<toml::Table>,
     /// Advanced sender knobs, passed to the endpoint's own config.

@@ -27,6 +27,8 @@ struct CcParamsFile {
     abe: Option<bool>,
     /// CUBIC: Linux β = 717/1024.
     linux_beta: Option<bool>,
+    /// CUBIC: leave slow start by HyStart++ (RFC 9406) rather than at the first loss.
+    hystart: Option<bool>,
     /// Prague: v0.6 behaviour.
     v06: Option<bool>,
     /// Prague: rate-based mode at small windows (default true).
@@ -84,11 +86,13 @@ pub(crate) fn tcp(
     only("ect1", file.ect1.is_some(), &["dctcp"])?;
     only("abe", file.abe.is_some(), &["reno", "cubic"])?;
     only("linux_beta", file.linux_beta.is_some(), &["cubic"])?;
+    only("hystart", file.hystart.is_some(), &["cubic"])?;
     only("v06", file.v06.is_some(), &["prague"])?;
     only("rate_mode", file.rate_mode.is_some(), &["prague"])?;
     p.ect1_for_dctcp = file.ect1.unwrap_or(false);
     p.abe = file.abe.unwrap_or(false);
     p.cubic_linux_beta = file.linux_beta.unwrap_or(false);
+    p.hystart = file.hystart.unwrap_or(false);
     p.prague_v06 = file.v06.unwrap_or(false);
     p.prague_rate_mode = file.rate_mode.unwrap_or(true);
     let ecn_at = join(fp, "ecn");

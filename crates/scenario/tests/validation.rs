@@ -35,6 +35,7 @@ fn tcp_endpoint_settings() {
         ("sender = { bogus = 1 }", "flows[0].sender"),
         ("cc_params = { ect1 = true }", "flows[0].cc_params.ect1"),
         ("cc_params = { initial_cwnd = 0 }", "flows[0].cc_params.initial_cwnd"),
+        ("cc_params = { hystart = true }", "flows[0].cc_params.hystart"),
         ("ecn = \"classic\"", "flows[0].ecn"),
         ("pps = 5", "flows[0].pps"),
     ] {
@@ -81,10 +82,15 @@ fn udp_prague_and_probe_settings() {
 fn good_knobs_are_accepted() {
     let text = "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n\
         [[flows]]\nname = \"d\"\ntype = \"tcp\"\ncc = \"dctcp\"\ncc_params = { ect1 = true }\nsender = { mss = 1200 }\n\
-        [[flows]]\nname = \"u\"\ntype = \"udp-prague\"\nsender = { fps = 60, frame_budget = \"10ms\" }\n";
+        [[flows]]\nname = \"u\"\ntype = \"udp-prague\"\nsender = { fps = 60, frame_budget = \"10ms\" }\n\
+        [[flows]]\nname = \"c\"\ntype = \"tcp\"\ncc = \"cubic\"\ncc_params = { hystart = true }\n";
     let s = l4s_scenario::load_str(text, Path::new("g.toml")).unwrap();
     assert_eq!(s.flows[0].nominal_ecn, l4s_core::Ecn::Ect1);
-    assert_eq!(s.flows.len(), 2);
+    assert_eq!(s.flows.len(), 3);
+    let l4s_scenario::FlowKind::Tcp { cc_params, .. } = &s.flows[2].kind else {
+        panic!("not tcp")
+    };
+    assert!(cc_params.hystart);
 }
 
 #[test]
