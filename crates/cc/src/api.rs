@@ -84,6 +84,9 @@ pub struct AckSample {
     pub in_recovery: bool,
     /// The transport is in CWR (an ECN reduction this round trip).
     pub in_cwr: bool,
+    /// The transport paces its segments at the controller's rate (Linux: a
+    /// `sk_pacing_status` other than `SK_PACING_NONE`).
+    pub paced: bool,
 }
 
 /// Optional controller internals for monitoring and reports.

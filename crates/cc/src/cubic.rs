@@ -2,8 +2,10 @@
 //!
 //! Units: the window is in bytes (`f64`); the cubic function works in segments of the
 //! current MSS and seconds, as RFC 9438 §4.2 writes it. Slow start is RFC 5681 with
-//! ABC L = 2 (shared with [`crate::reno`]). HyStart++ (RFC 9406) is not implemented
-//! (RFC 9438 §4.10 recommends it; this uses the RFC 5681 slow start that it also allows).
+//! ABC L = 2 (shared with [`crate::reno`]). By default slow start ends at the first loss
+//! or ECN echo (RFC 5681, which RFC 9438 §4.10 allows); [`Hystart`] chooses an earlier
+//! exit: Linux's HyStart (`tcp_cubic.c`, on by default in Linux) or HyStart++ (RFC 9406,
+//! which RFC 9438 §4.10 recommends).
 
 use crate::api::{AckSample, CcInfo, CongestionControl, EcnMode};
 use l4s_core::{Dur, Ecn, Time};
@@ -28,8 +30,8 @@ pub struct CubicConfig {
     pub fast_convergence: bool,
     /// RFC 8511 ABE on ECN (β_ecn = 0.85).
     pub abe: bool,
-    /// HyStart++ (RFC 9406) slow-start exit; off by default.
-    pub hystart: bool,
+    /// Slow-start exit before the first loss; off by default.
+    pub hystart: Hystart,
     /// Request classic ECN.
     pub ecn: bool,
 }
@@ -43,9 +45,56 @@ impl Default for CubicConfig {
             fast_convergence: true,
             abe: false,
             ecn: true,
-            hystart: false,
+            hystart: Hystart::Off,
         }
     }
+}
+
+/// How CUBIC may leave slow start before the first loss.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hystart {
+    /// Only at the first loss or ECN echo (RFC 5681).
+    #[default]
+    Off,
+    /// Linux's HyStart (`tcp_cubic.c`, `hystart_detect` = ACK train and delay), as the
+    /// Linux CUBIC that live runs use has it by default.
+    Linux,
+    /// HyStart++ (RFC 9406).
+    Rfc9406,
+}
+
+/// Linux `hystart_low_window`: HyStart looks only at windows of at least 16 packets.
+const LHS_LOW_WINDOW: f64 = 16.0;
+/// Linux `hystart_ack_delta_us`: ACKs at most 2 ms apart make a train.
+const LHS_ACK_DELTA: Dur = Dur::from_millis(2);
+/// Linux `HYSTART_MIN_SAMPLES`: RTT samples per round before the delay test.
+const LHS_MIN_SAMPLES: u32 = 8;
+/// Linux `HYSTART_DELAY_MIN`/`MAX`: the delay test's threshold, an eighth of the minimum
+/// RTT, is clamped to [4 ms, 16 ms].
+const LHS_DELAY_MIN: Dur = Dur::from_millis(4);
+const LHS_DELAY_MAX: Dur = Dur::from_millis(16);
+/// Linux `hystart_ack_delay`: at most 1 ms of cushion for TSO/GRO, the time of four
+/// 64 KB GSO packets (`sk_gso_max_size` of a veth) at the pacing rate.
+const LHS_ACK_CUSHION_MAX: Dur = Dur::from_millis(1);
+const LHS_GSO_MAX_SIZE: f64 = 65_536.0;
+/// Linux `cubictcp_acked`: delay samples in the first second (HZ) of an epoch after a
+/// reduction are not used.
+const LHS_EPOCH_QUIET: Dur = Dur::from_secs(1);
+
+/// Linux HyStart state (`struct bictcp`: `delay_min`, `found`, `round_start`, `end_seq`,
+/// `last_ack`, `curr_rtt`, `sample_cnt`).
+#[derive(Clone, Copy, Debug, Default)]
+struct LinuxHystart {
+    found: bool,
+    /// Smallest RTT sample (`delay_min`).
+    delay_min: Option<Dur>,
+    round_start: Time,
+    last_ack: Time,
+    /// The round ends when an ACK passes this sequence number; `None`: at the next ACK.
+    end_seq: Option<u64>,
+    /// Smallest RTT sample of this round.
+    curr_rtt: Option<Dur>,
+    sample_cnt: u32,
 }
 
 /// RFC 9406 §4.3 constants.
@@ -105,6 +154,7 @@ pub struct Cubic {
     app_limited_since: Option<Time>,
     saved: Option<Saved>,
     hs: HyStart,
+    lhs: LinuxHystart,
     negotiated: EcnMode,
     pub reductions: u64,
 }
@@ -127,6 +177,7 @@ impl Cubic {
             app_limited_since: None,
             saved: None,
             hs: HyStart::default(),
+            lhs: LinuxHystart::default(),
             negotiated: if cfg.ecn { EcnMode::Classic } else { EcnMode::Off },
             reductions: 0,
         }
@@ -255,6 +306,72 @@ impl Cubic {
         self.hs.css_baseline_min_rtt.is_some()
     }
 
+    /// Linux `cubictcp_acked` and `hystart_update` (net/ipv4/tcp_cubic.c): every ACK with
+    /// an RTT sample updates the minimum RTT; in slow start, a window of at least 16
+    /// packets ends it (ssthresh = cwnd) when a train of ACKs, each within 2 ms of the
+    /// last, has lasted longer than the minimum RTT plus a TSO cushion since the round
+    /// began (half of that when the sender does not pace), or when the smallest of a
+    /// round's RTT samples after the first 8 exceeds the minimum by an eighth of it,
+    /// clamped to [4 ms, 16 ms]. A round ends when an ACK passes the `snd_nxt` of its
+    /// start.
+    fn linux_hystart_acked(&mut self, s: &AckSample) {
+        let Some(rtt) = s.rtt else { return };
+        if self.t_epoch.is_some_and(|t| s.now.since(t) < LHS_EPOCH_QUIET) {
+            return;
+        }
+        let delay = rtt.max(Dur(1_000));
+        let delay_min = self.lhs.delay_min.map_or(delay, |d| d.min(delay));
+        self.lhs.delay_min = Some(delay_min);
+        if self.lhs.found || (self.cwnd as u64) >= self.ssthresh {
+            return;
+        }
+        // `hystart_ack_delay`, from the pacing rate Linux keeps (`tcp_update_pacing_rate`).
+        let cushion = CongestionControl::pacing_rate(&*self, s.srtt, s.bytes_in_flight)
+            .filter(|r| r.0 > 0)
+            .map_or(Dur::ZERO, |r| {
+                Dur::from_secs_f64(LHS_GSO_MAX_SIZE * 4.0 / r.bytes_per_sec()).min(LHS_ACK_CUSHION_MAX)
+            });
+        let low_window = self.cwnd / f64::from(self.mss) < LHS_LOW_WINDOW;
+        let h = &mut self.lhs;
+        if h.end_seq.is_none_or(|e| s.snd_una > e) {
+            // `bictcp_hystart_reset`.
+            h.round_start = s.now;
+            h.last_ack = s.now;
+            h.end_seq = Some(s.snd_nxt);
+            h.curr_rtt = None;
+            h.sample_cnt = 0;
+        }
+        if low_window {
+            return;
+        }
+        let mut found = false;
+        // ACK train.
+        if s.now.since(h.last_ack) <= LHS_ACK_DELTA {
+            h.last_ack = s.now;
+            let mut threshold = delay_min + cushion;
+            if !s.paced {
+                threshold = threshold / 2;
+            }
+            if s.now.since(h.round_start) > threshold {
+                found = true;
+            }
+        }
+        // Delay increase.
+        h.curr_rtt = Some(h.curr_rtt.map_or(delay, |c| c.min(delay)));
+        if h.sample_cnt < LHS_MIN_SAMPLES {
+            h.sample_cnt += 1;
+        } else if h
+            .curr_rtt
+            .is_some_and(|c| c > delay_min + (delay_min / 8).clamp(LHS_DELAY_MIN, LHS_DELAY_MAX))
+        {
+            found = true;
+        }
+        if found {
+            h.found = true;
+            self.ssthresh = self.cwnd as u64;
+        }
+    }
+
     /// RFC 9406 §4.2 per-ACK processing in slow start; returns true in CSS.
     fn hystart_ack(&mut self, s: &AckSample) -> bool {
         let hs = &mut self.hs;
@@ -325,6 +442,10 @@ impl CongestionControl for Cubic {
         if s.mss > 0 {
             self.mss = s.mss;
         }
+        if self.cfg.hystart == Hystart::Linux {
+            // `pkts_acked` runs for every ACK, before the window grows.
+            self.linux_hystart_acked(s);
+        }
         if !s.cwnd_limited {
             self.app_limited_since.get_or_insert(s.now);
             return;
@@ -341,7 +462,7 @@ impl CongestionControl for Cubic {
         if (self.cwnd as u64) < self.ssthresh {
             let seg = f64::from(self.mss);
             let mut inc = (s.acked_bytes as f64).min(2.0 * seg);
-            if self.cfg.hystart && self.hystart_ack(s) {
+            if self.cfg.hystart == Hystart::Rfc9406 && self.hystart_ack(s) {
                 inc /= HS_CSS_GROWTH_DIVISOR;
             }
             self.cwnd = (self.cwnd + inc).min(self.ssthresh as f64);
@@ -365,6 +486,9 @@ impl CongestionControl for Cubic {
         // §4.8: as a congestion event, then cwnd = 1 segment and slow start to ssthresh.
         self.congestion_event(self.beta);
         self.cwnd = f64::from(self.mss);
+        // Linux `cubictcp_state` on TCP_CA_Loss: `bictcp_reset` (HyStart may find the exit
+        // again, from a new minimum RTT) and a new round at the next ACK.
+        self.lhs = LinuxHystart::default();
     }
     fn on_idle_restart(&mut self, _now: Time, idle: Dur, rto: Dur) {
         // The cubic epoch needs no shift here: the idle period is application-limited,
@@ -555,7 +679,7 @@ mod tests {
         // The RTT jumps from 40 to 60 ms after 300 ACKs (a queue builds).
         let mut c = Cubic::new(CubicConfig {
             mss: 1000,
-            hystart: true,
+            hystart: Hystart::Rfc9406,
             ..Default::default()
         });
         let mut t = Time::ZERO;
@@ -599,6 +723,82 @@ mod tests {
             ..Default::default()
         });
         assert!(plain.in_slow_start());
+    }
+
+    /// Slow start from 10 packets of 1000 B under Linux's HyStart, fed an ACK per packet
+    /// `gap` apart with the RTT `rtt(round)`, until it ends: the ssthresh it set, in
+    /// packets, and the round it did so in. A round begins at the first ACK past the
+    /// `snd_nxt` of the last one's start, so the rounds begin at 20, 41, 83, 167, 335 and
+    /// 671 packets (each has its window plus one ACKs, and each ACK adds a packet).
+    fn linux_hystart_exit(gap: Dur, paced: bool, rtt: impl Fn(u32) -> Dur) -> Option<(u64, u32)> {
+        let mut c = Cubic::new(CubicConfig {
+            mss: 1000,
+            hystart: Hystart::Linux,
+            ..Default::default()
+        });
+        let mut t = Time::from_secs(1);
+        let (mut una, mut nxt) = (0u64, c.cwnd());
+        let mut round = 0;
+        for _ in 0..100_000 {
+            t += gap;
+            una += 1000;
+            if una > nxt {
+                round += 1;
+                nxt = una + c.cwnd();
+            }
+            c.on_ack(&AckSample {
+                now: t,
+                acked_bytes: 1000,
+                acked_pkts: 1,
+                rtt: Some(rtt(round)),
+                srtt: rtt(round),
+                snd_una: una,
+                snd_nxt: nxt,
+                mss: 1000,
+                cwnd_limited: true,
+                paced,
+                ..Default::default()
+            });
+            if !c.in_slow_start() {
+                assert_eq!(c.reductions, 0);
+                assert!(c.cwnd() >= c.ssthresh());
+                return Some((c.ssthresh() / 1000, round));
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn linux_hystart_ends_slow_start_on_a_delay_increase_of_an_eighth_clamped_to_4_ms() {
+        // ACKs 3 ms apart never make a train. From round 4 on, the RTT is 40 ms plus `up`;
+        // the threshold is 40 ms + max(40/8, 4) = 45 ms, crossed by the smallest of a
+        // round's first 9 samples.
+        let ms = Dur::from_millis;
+        let run = |up: Dur| linux_hystart_exit(ms(3), false, |r| if r < 4 { ms(40) } else { ms(40) + up });
+        // Round 4 begins at 167 packets and ends slow start at its 9th ACK, the first
+        // after 8 samples: ssthresh is the window before that ACK, 167 + 8.
+        assert_eq!(run(Dur::from_micros(5_100)), Some((175, 4)));
+        assert_eq!(run(Dur::from_micros(4_900)), None, "below the threshold: no exit");
+        // A 400 ms path: the threshold is clamped to 16 ms, not 50.
+        let far = |up: Dur| linux_hystart_exit(ms(3), false, |r| if r < 4 { ms(400) } else { ms(400) + up });
+        assert!(far(ms(17)).is_some());
+        assert_eq!(far(ms(15)), None);
+    }
+
+    #[test]
+    fn linux_hystart_ends_slow_start_when_an_ack_train_outlasts_half_the_minimum_rtt() {
+        // A constant 40 ms RTT and ACKs 0.1 ms apart (120 Mbit/s of 1500 B): a round's
+        // train of n ACKs lasts n·0.1 ms. Unpaced, the threshold is (40 ms + 1 ms of TSO
+        // cushion)/2 = 20.5 ms: a round
+        // ends slow start at the ACK 20.6 ms after its first, its 207th, so the first round
+        // of more than 206 ACKs (5, from 335 packets) with ssthresh 335 + 206.
+        let ms = Dur::from_millis;
+        let gap = Dur::from_micros(100);
+        assert_eq!(linux_hystart_exit(gap, false, |_| ms(40)), Some((541, 5)));
+        // Paced, the threshold is the whole 41 ms: round 6 (671 packets), at its 412th ACK.
+        assert_eq!(linux_hystart_exit(gap, true, |_| ms(40)), Some((1082, 6)));
+        // ACKs more than 2 ms apart are no train: without a delay increase, no exit.
+        assert_eq!(linux_hystart_exit(Dur::from_micros(2_100), false, |_| ms(40)), None);
     }
 
     #[test]

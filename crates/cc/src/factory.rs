@@ -1,7 +1,7 @@
 //! Construct a window-based controller by name (scenario files say `cc = "prague"`).
 
 use crate::api::CongestionControl;
-use crate::cubic::{Cubic, CubicConfig};
+use crate::cubic::{Cubic, CubicConfig, Hystart};
 use crate::dctcp::{Dctcp, DctcpConfig};
 use crate::prague::{Prague, PragueConfig};
 use crate::reno::{Reno, RenoConfig};
@@ -24,8 +24,8 @@ pub struct CcParams {
     pub classic_ecn: bool,
     /// CUBIC uses Linux's β = 717/1024.
     pub cubic_linux_beta: bool,
-    /// CUBIC: HyStart++ (RFC 9406).
-    pub hystart: bool,
+    /// CUBIC: how slow start may end before the first loss.
+    pub hystart: Hystart,
     /// Prague: use the v0.6 behaviour (alpha from 1, RTT-independence after 500 rounds).
     pub prague_v06: bool,
     /// Prague: allow the rate-based mode at small windows (v0.7 `cwnd_mode` = 2).
@@ -41,7 +41,7 @@ impl Default for CcParams {
             abe: false,
             classic_ecn: true,
             cubic_linux_beta: false,
-            hystart: false,
+            hystart: Hystart::Off,
             prague_v06: false,
             prague_rate_mode: true,
         }

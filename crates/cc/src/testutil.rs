@@ -213,6 +213,7 @@ impl AckClock {
                 cwnd_limited: true,
                 in_recovery: self.in_recovery,
                 in_cwr: self.in_cwr,
+                paced: true,
             };
             if self.in_cwr && self.snd_una >= self.cwr_end {
                 self.in_cwr = false;

@@ -3,6 +3,7 @@
 use crate::error::{ErrCtx, ScenarioError, Seg};
 use crate::load::typed;
 use crate::{FlowKind, TcpEcn};
+use l4s_cc::cubic::Hystart;
 use l4s_cc::factory::CcParams;
 use l4s_core::{Dur, Ecn};
 use serde::Deserialize;
@@ -27,8 +28,9 @@ struct CcParamsFile {
     abe: Option<bool>,
     /// CUBIC: Linux β = 717/1024.
     linux_beta: Option<bool>,
-    /// CUBIC: leave slow start by HyStart++ (RFC 9406) rather than at the first loss.
-    hystart: Option<bool>,
+    /// CUBIC: how slow start may end before the first loss (`true` or "linux": Linux's
+    /// HyStart; "rfc9406": HyStart++; `false`: only at a loss).
+    hystart: Option<toml::Value>,
     /// Prague: v0.6 behaviour.
     v06: Option<bool>,
     /// Prague: rate-based mode at small windows (default true).
@@ -92,7 +94,20 @@ pub(crate) fn tcp(
     p.ect1_for_dctcp = file.ect1.unwrap_or(false);
     p.abe = file.abe.unwrap_or(false);
     p.cubic_linux_beta = file.linux_beta.unwrap_or(false);
-    p.hystart = file.hystart.unwrap_or(false);
+    // `true` is Linux's HyStart, as `hystart=1` of Linux's `tcp_cubic` module.
+    p.hystart = match &file.hystart {
+        None => Hystart::Off,
+        Some(toml::Value::Boolean(false)) => Hystart::Off,
+        Some(toml::Value::Boolean(true)) => Hystart::Linux,
+        Some(toml::Value::String(n)) if n == "linux" => Hystart::Linux,
+        Some(toml::Value::String(n)) if n == "rfc9406" => Hystart::Rfc9406,
+        Some(v) => {
+            return Err(cx.at(
+                &[fp, &[key("cc_params"), key("hystart")]].concat(),
+                format!("expected true, false, \"linux\" or \"rfc9406\", not {v}"),
+            ))
+        }
+    };
     p.prague_v06 = file.v06.unwrap_or(false);
     p.prague_rate_mode = file.rate_mode.unwrap_or(true);
     let ecn_at = join(fp, "ecn");

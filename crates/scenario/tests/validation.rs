@@ -36,6 +36,7 @@ fn tcp_endpoint_settings() {
         ("cc_params = { ect1 = true }", "flows[0].cc_params.ect1"),
         ("cc_params = { initial_cwnd = 0 }", "flows[0].cc_params.initial_cwnd"),
         ("cc_params = { hystart = true }", "flows[0].cc_params.hystart"),
+        ("cc_params = { hystart = \"rfc9406\" }", "flows[0].cc_params.hystart"),
         ("ecn = \"classic\"", "flows[0].ecn"),
         ("pps = 5", "flows[0].pps"),
     ] {
@@ -79,6 +80,40 @@ fn udp_prague_and_probe_settings() {
 }
 
 #[test]
+fn a_hystart_that_is_neither_a_switch_nor_a_known_name_is_refused() {
+    for v in ["\"fast\"", "3"] {
+        let text = format!(
+            "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n\
+             [[flows]]\nname = \"c\"\ntype = \"tcp\"\ncc = \"cubic\"\ncc_params = {{ hystart = {v} }}\n"
+        );
+        let e = l4s_scenario::load_str(&text, Path::new("h.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("h.toml:")
+                && e.contains("flows[0].cc_params.hystart: expected true, false, \"linux\" or \"rfc9406\", not")
+                && e.contains(v),
+            "{v}: {e}"
+        );
+    }
+    let named = |v: &str| {
+        let text = format!(
+            "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n\
+             [[flows]]\nname = \"c\"\ntype = \"tcp\"\ncc = \"cubic\"\ncc_params = {{ hystart = {v} }}\n"
+        );
+        let s = l4s_scenario::load_str(&text, Path::new("h.toml")).unwrap();
+        let l4s_scenario::FlowKind::Tcp { cc_params, .. } = &s.flows[0].kind else {
+            panic!("not tcp")
+        };
+        cc_params.hystart
+    };
+    use l4s_cc::cubic::Hystart;
+    assert_eq!(named("\"linux\""), Hystart::Linux);
+    assert_eq!(named("\"rfc9406\""), Hystart::Rfc9406);
+    assert_eq!(named("false"), Hystart::Off);
+}
+
+#[test]
 fn good_knobs_are_accepted() {
     let text = "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n\
         [[flows]]\nname = \"d\"\ntype = \"tcp\"\ncc = \"dctcp\"\ncc_params = { ect1 = true }\nsender = { mss = 1200 }\n\
@@ -90,7 +125,7 @@ fn good_knobs_are_accepted() {
     let l4s_scenario::FlowKind::Tcp { cc_params, .. } = &s.flows[2].kind else {
         panic!("not tcp")
     };
-    assert!(cc_params.hystart);
+    assert_eq!(cc_params.hystart, l4s_cc::cubic::Hystart::Linux);
 }
 
 #[test]
