@@ -900,10 +900,28 @@ size = "1514B"
     let rate = |n: &str| sim.queues.iter().find(|q| q.name == n).map(|q| q.rate_bps);
     assert_eq!(rate("cell/down/far"), Some(10_000_000));
     assert_eq!(rate("cell/down/near"), Some(40_000_000));
+    // ... and is reported between its own UE and the base station, as live.
+    let ends = |s: &l4s_metrics::summary::Summary| -> Vec<(String, String, String)> {
+        s.queues
+            .iter()
+            .map(|q| (q.name.clone(), q.from.clone(), q.to.clone()))
+            .collect()
+    };
+    let mut sim_ends = ends(&sim);
+    sim_ends.sort();
+    let want = |n: &str, f: &str, t: &str| (n.to_string(), f.to_string(), t.to_string());
+    assert!(
+        sim_ends.contains(&want("cell/down/near", "gnb", "near")),
+        "{sim_ends:?}"
+    );
+    assert!(sim_ends.contains(&want("cell/up/far", "far", "gnb")), "{sim_ends:?}");
     if !root() {
         return;
     }
     live_until_measured(&sc, |live| {
+        let mut live_ends = ends(live);
+        live_ends.sort();
+        assert_eq!(live_ends, sim_ends);
         let (lf, ln, lbf, lbn) = figures(live);
         println!("cell rr live: far {lf:.2} Mbit/s in {lbf} blocks, near {ln:.2} Mbit/s in {lbn} blocks");
         let close = |a: f64, b: f64| (a - b).abs() <= 0.1 * b;

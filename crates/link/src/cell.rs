@@ -642,6 +642,15 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
         };
         Some((d.stats(), dir))
     }
+
+    fn queue_ports(&self, q: usize) -> Option<(Port, Port)> {
+        let n = self.ues();
+        match q {
+            q if q < n => Some((0, q + 1)),
+            q if q < 2 * n => Some((q - n + 1, 0)),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -820,6 +829,9 @@ mod tests {
             .map(|q| c.queue_rate(q).unwrap().bits_per_sec() / 1_000_000)
             .collect();
         assert_eq!(mbps, [10, 30, 2, 4]);
+        // ... and each is reported under its direction's ports.
+        let ports: Vec<_> = (0..5).map(|q| c.queue_ports(q)).collect();
+        assert_eq!(ports, [Some((0, 1)), Some((0, 2)), Some((1, 0)), Some((2, 0)), None]);
         assert_eq!(c.rate(0, 2), Some(Rate::mbps(30)));
         assert_eq!(c.rate(1, 0), Some(Rate::mbps(2)));
         assert_eq!(c.rate(1, 2), None);

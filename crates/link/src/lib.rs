@@ -333,6 +333,14 @@ pub trait Link<P: LinkPacket> {
         let _ = q;
         None
     }
+    /// The ports `(from, to)` of the packets queue `q` holds where each queue of the link
+    /// carries one direction between two of its ports (a cell: one UE's downlink or
+    /// uplink), so that it is reported under that direction's scenario link; `None` where
+    /// the queue is the whole link's.
+    fn queue_ports(&self, q: usize) -> Option<(Port, Port)> {
+        let _ = q;
+        None
+    }
 
     // ---- packets handed on before they arrive (the simulator's fast path) ----
 

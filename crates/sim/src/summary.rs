@@ -52,6 +52,10 @@ impl Sim {
                 })
                 .unwrap_or_else(|| format!("{h:08x}"))
         };
+        let links = &self.links;
+        let member_link = move |owner: usize, ports: (l4s_link::Port, l4s_link::Port)| {
+            links.iter().position(|k| k.owner as usize == owner && k.ports == ports)
+        };
         let queues: Vec<(&l4s_measure::QueueMeter, QueueEnd)> = self
             .links
             .iter()
@@ -69,7 +73,8 @@ impl Sim {
                             &q.meter,
                             QueueEnd {
                                 name: q.name.clone(),
-                                link: l,
+                                // A cell's queue is its UE direction's scenario link's, as live.
+                                link: model.queue_ports(i).and_then(|p| member_link(l, p)).unwrap_or(l),
                                 aqm: info.aqm.to_string(),
                                 rate_bps: model.queue_rate(i).map_or(0, |r| r.bits_per_sec()),
                                 // One UE direction of a cell has its own counters.
