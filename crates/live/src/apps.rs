@@ -258,7 +258,7 @@ fn run_query_server(ctx: &FlowCtx, cfg: &AppConfig, sock: EcnUdpSocket) {
             let _ = sock.send_to(&reply, got.from, ecn);
         }
         let now = ctx.clock.now();
-        let _ = crate::endpoints::wait_fd(sock.as_raw_fd(), false, TICK.min(ctx.end.since(now)));
+        let _ = crate::endpoints::wait_fd(sock.as_raw_fd(), false, TICK.min(ctx.end.get().since(now)));
     }
 }
 
@@ -321,7 +321,7 @@ fn run_tcp_server(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
         for c in &conns {
             fds.push(pfd(c.s.as_raw_fd(), !c.out.is_empty()));
         }
-        if let Err(e) = poll(&mut fds, TICK.min(ctx.end.since(now))) {
+        if let Err(e) = poll(&mut fds, TICK.min(ctx.end.get().since(now))) {
             ctx.meter.fail(format!("flow {}: {e}", ctx.name));
             return;
         }
@@ -745,7 +745,7 @@ pub fn run_app_client(ctx: &FlowCtx, cfg: &AppConfig, server: SocketAddr) {
         if let Some(t) = cl.sched.poll_timeout() {
             wake = wake.min(t.max(now));
         }
-        wake = wake.min(ctx.end);
+        wake = wake.min(ctx.end.get());
         fds.clear();
         for c in cl.conns.values() {
             fds.push(pfd(c.s.as_raw_fd(), !c.connected || c.out_pos < c.out.len()));
@@ -863,7 +863,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
         if let Some(t) = src.next_offer() {
             wake = wake.min(t.max(now));
         }
-        wake = wake.min(ctx.end);
+        wake = wake.min(ctx.end.get());
         let mut f = [pfd(fd, left > 0 || hdr.is_some())];
         f[0].events &= !libc::POLLIN;
         if wake > now {
@@ -904,7 +904,7 @@ pub fn run_sync_sink(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
                     conn = Some(c);
                 }
                 Err(e) if would_block(&e) => {
-                    let _ = crate::endpoints::wait_fd(l.as_raw_fd(), false, TICK.min(ctx.end.since(now)));
+                    let _ = crate::endpoints::wait_fd(l.as_raw_fd(), false, TICK.min(ctx.end.get().since(now)));
                 }
                 Err(e) => {
                     ctx.meter.fail(format!("flow {}: accepting: {e}", ctx.name));
@@ -949,7 +949,7 @@ pub fn run_sync_sink(ctx: &FlowCtx, cfg: &AppConfig, l: TcpListener) {
                 }
             }
             Err(e) if would_block(&e) => {
-                let _ = crate::endpoints::wait_fd(c.as_raw_fd(), false, TICK.min(ctx.end.since(now)));
+                let _ = crate::endpoints::wait_fd(c.as_raw_fd(), false, TICK.min(ctx.end.get().since(now)));
             }
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return,
             Err(e) => {
@@ -981,7 +981,7 @@ mod tests {
             clock: Clock::start(),
             start: Time::ZERO,
             stop,
-            end,
+            end: crate::endpoints::EndAt::fixed(end),
             stop_flag: Arc::new(AtomicBool::new(false)),
             meter: SharedMeter::new(m),
             ipv6: false,

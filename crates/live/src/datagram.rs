@@ -160,7 +160,7 @@ fn drive<E: LiveEndpoint>(ctx: &FlowCtx, sock: EcnUdpSocket, mut ep: E, dst: Opt
         if !closed {
             wake = wake.min(ctx.stop.max(now));
         }
-        wake = wake.min(ctx.end);
+        wake = wake.min(ctx.end.get());
         if wake > now {
             if let Err(e) = wait_fd(sock.as_raw_fd(), false, wake.since(now)) {
                 ctx.meter.fail(format!("flow {}: {e}", ctx.name));

@@ -77,8 +77,9 @@ pub struct FlowCtx {
     /// When the sender starts and stops offering data.
     pub start: Time,
     pub stop: Time,
-    /// End of the run: every thread returns by then.
-    pub end: Time,
+    /// End of the run: every thread returns by then. A receiver's may move later while it
+    /// runs (its grace period for packets still in flight, see [`EndAt`]).
+    pub end: EndAt,
     pub stop_flag: Arc<AtomicBool>,
     pub meter: SharedMeter,
     pub ipv6: bool,
@@ -89,7 +90,24 @@ pub struct FlowCtx {
 impl FlowCtx {
     /// The run has reached its end, or was stopped.
     pub(crate) fn done(&self, now: Time) -> bool {
-        now >= self.end || self.stop_flag.load(Ordering::Relaxed)
+        now >= self.end.get() || self.stop_flag.load(Ordering::Relaxed)
+    }
+}
+
+/// When a flow's thread returns, shared with the run so that it can be moved later.
+#[derive(Clone, Debug)]
+pub struct EndAt(Arc<std::sync::atomic::AtomicU64>);
+
+impl EndAt {
+    pub fn fixed(t: Time) -> EndAt {
+        EndAt(Arc::new(std::sync::atomic::AtomicU64::new(t.as_nanos())))
+    }
+    pub fn get(&self) -> Time {
+        Time(self.0.load(Ordering::Relaxed))
+    }
+    /// Move it to `t` (every clone sees it).
+    pub fn set(&self, t: Time) {
+        self.0.store(t.as_nanos(), Ordering::Relaxed);
     }
 }
 
@@ -515,7 +533,7 @@ pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, bytes: Option<u6
                 }
             }
         }
-        let wait = TICK.min(ctx.end.since(now));
+        let wait = TICK.min(ctx.end.get().since(now));
         if !shut {
             let _ = wait_fd(fd, true, wait);
         } else {
@@ -550,7 +568,7 @@ pub fn run_tcp_receiver(ctx: &FlowCtx, listener: TcpListener) {
                 let _ = wait_fd(
                     listener.as_raw_fd(),
                     false,
-                    Dur::from_millis(50).min(ctx.end.since(now)),
+                    Dur::from_millis(50).min(ctx.end.get().since(now)),
                 );
             }
             Err(e) => {
@@ -575,7 +593,7 @@ pub fn run_tcp_receiver(ctx: &FlowCtx, listener: TcpListener) {
                 ctx.meter.lock().on_stream_bytes(now, n as u64);
             }
             Err(e) if would_block(&e) || e.kind() == io::ErrorKind::Interrupted => {
-                let _ = wait_fd(fd, false, Dur::from_millis(50).min(ctx.end.since(now)));
+                let _ = wait_fd(fd, false, Dur::from_millis(50).min(ctx.end.get().since(now)));
             }
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
             Err(e) => {
@@ -600,7 +618,7 @@ mod tests {
             clock,
             start: Time::ZERO,
             stop: end,
-            end,
+            end: EndAt::fixed(end),
             stop_flag: Arc::new(AtomicBool::new(false)),
             meter: SharedMeter::new(flow_meter(Window { start: Time::ZERO, end }, None, true)),
             ipv6: false,

@@ -184,7 +184,7 @@ mod tests {
             clock: Clock::start(),
             start: Time::ZERO,
             stop: Time::from_secs(1),
-            end: Time::from_secs(1),
+            end: crate::endpoints::EndAt::fixed(Time::from_secs(1)),
             stop_flag: Arc::new(AtomicBool::new(false)),
             meter: SharedMeter::new(flow_meter(
                 Window {
@@ -245,7 +245,7 @@ mod tests {
             clock: Clock::start(),
             start: Time::ZERO,
             stop: end,
-            end,
+            end: crate::endpoints::EndAt::fixed(end),
             stop_flag: Arc::new(AtomicBool::new(false)),
             meter: SharedMeter::new(fm),
             ipv6: false,

@@ -1,13 +1,13 @@
 //! The flows of a live run: the kernel settings their TCP needs, their ports and meters,
 //! and their threads (receivers and packet taps before time 0, senders after).
 
-use super::{app_initiator, idle_restart_of, listen_node, GRACE};
-use crate::endpoints::{self, Clock, FlowCtx, UdpReceiver, UdpSender};
+use super::{app_initiator, idle_restart_of, listen_node, GRACE, MAX_GRACE};
+use crate::endpoints::{self, Clock, EndAt, FlowCtx, UdpReceiver, UdpSender};
 use crate::meter::{flow_meter, SharedMeter, Window};
 use crate::topology::Built;
 use crate::udp::EcnUdpSocket;
 use crate::LiveError;
-use l4s_core::{Ecn, Time};
+use l4s_core::{Dur, Ecn, Time};
 use l4s_scenario::{FlowKind, Scenario};
 use l4s_transport::probe::{ProbeReceiver, ProbeSender};
 use l4s_transport::udp_prague::{UdpPragueReceiver, UdpPragueSender};
@@ -114,6 +114,8 @@ pub(super) struct FlowThreads<'a> {
     meters: &'a [SharedMeter],
     clock: Clock,
     end: Time,
+    /// When the receivers stop: a grace period after `end`, which the run may lengthen.
+    recv_end: EndAt,
     /// Endpoint threads stop on this (the caller's `stop` only asks the run to end).
     stop: Arc<AtomicBool>,
     timeline: Option<Sender<crate::timeline::Event>>,
@@ -141,12 +143,22 @@ impl<'a> FlowThreads<'a> {
             meters,
             clock,
             end,
+            recv_end: EndAt::fixed(end + GRACE),
             stop: Arc::new(AtomicBool::new(false)),
             timeline,
             receivers: Vec::new(),
             senders: Vec::new(),
             ready: channel(),
             expected_ready: 0,
+        }
+    }
+
+    /// Let the receivers read until `grace` after the end: at least [`GRACE`], at most
+    /// [`MAX_GRACE`].
+    pub fn receivers_grace(&self, grace: Dur) {
+        let t = self.end + grace.clamp(GRACE, MAX_GRACE);
+        if t > self.recv_end.get() {
+            self.recv_end.set(t);
         }
     }
 
@@ -159,7 +171,7 @@ impl<'a> FlowThreads<'a> {
             clock: self.clock,
             start: Time(f.start.as_nanos()),
             stop: f.stop.map(|s| Time(s.as_nanos())).unwrap_or(end).min(end),
-            end: if recv { end + GRACE } else { end },
+            end: if recv { self.recv_end.clone() } else { EndAt::fixed(end) },
             stop_flag: self.stop.clone(),
             meter: self.meters[i].clone(),
             ipv6: self.built.ipv6,

@@ -40,8 +40,22 @@ use std::sync::Arc;
 
 /// Time the elements get to open their sockets before traffic starts.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
-/// How long receivers keep reading after the end, for packets still in flight.
+/// How long receivers keep reading after the end, for packets still in flight: at least
+/// this, longer behind a deep queue (see [`grace_for`]), at most [`MAX_GRACE`] (the taps
+/// keep an unanswered send that long, `tap::MAX_WAIT`).
 const GRACE: Dur = Dur::from_millis(500);
+const MAX_GRACE: Dur = crate::tap::MAX_WAIT;
+
+/// The receivers' grace period when the largest one-way delay a flow saw in the window
+/// was `worst`, so that a packet still queued at the end is not counted lost (the
+/// simulator counts only the packets it drops): twice that and 100 ms. The packets
+/// arriving at the end were sent `worst` earlier; a queue fed at up to twice its rate
+/// grows by at most that much delay in that time, so the last packet sent waits at most
+/// twice `worst` (a queue fed faster fills to its limit, and then waits no longer than
+/// what was seen).
+fn grace_for(worst: Dur) -> Dur {
+    worst * 2 + Dur::from_millis(100)
+}
 
 /// Where snapshots go: interval, flow rows, queue rows (the simulator's CSV layout).
 pub type SnapshotSinks = (Dur, Box<dyn Write>, Box<dyn Write>);
@@ -385,6 +399,8 @@ fn run_built(
     };
     // 5. The end: senders, then receivers after their grace period, then the forwarders.
     let cpu1 = results::cpu_times();
+    let worst = meters.iter().map(|m| m.lock().meter.owd.max_ns()).max().unwrap_or(0);
+    threads.receivers_grace(grace_for(Dur(worst)));
     threads.join();
     drop(_children);
     let elements = fwd.stop();
