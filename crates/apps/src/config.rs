@@ -122,6 +122,10 @@ pub struct AppConfig {
     pub cc: String,
     #[serde(default)]
     pub ecn: AppEcn,
+    /// The controller's parameters from the flow's `cc_params` (set by the scenario
+    /// loader; not a key of the app table). `mss` and the initial window are the app's.
+    #[serde(skip)]
+    pub cc_params: Option<CcParams>,
     /// Initial window in segments (RFC 6928: 10).
     #[serde(default = "default_iw")]
     pub initial_cwnd: u32,
@@ -212,6 +216,7 @@ impl AppConfig {
             kind,
             cc: default_cc(),
             ecn: AppEcn::Auto,
+            cc_params: None,
             initial_cwnd: default_iw(),
             bytes: None,
             chunk: None,
@@ -525,7 +530,7 @@ impl AppConfig {
         let mut p = CcParams {
             mss: self.tcp.mss,
             initial_cwnd_pkts: self.initial_cwnd.max(1),
-            ..CcParams::default()
+            ..self.cc_params.unwrap_or_default()
         };
         let mut r = self.receiver.clone();
         match self.cc.as_str() {

@@ -39,32 +39,20 @@ struct CcParamsFile {
     initial_cwnd: Option<u32>,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn tcp(
+/// `cc_params` of a flow whose controller is `cc`, with the path MSS `mss`.
+fn cc_params_of(
     cx: &ErrCtx,
     fp: &[Seg],
-    cc: String,
-    ecn: TcpEcn,
-    bytes: Option<u64>,
+    cc: &str,
+    mss: u32,
     cc_params: Option<toml::Table>,
-    sender: Option<toml::Table>,
-    receiver: Option<toml::Table>,
-) -> Result<(FlowKind, Ecn), ScenarioError> {
-    let sender: l4s_transport::tcp::TcpConfig = match sender {
-        Some(t) => typed(cx, &join(fp, "sender"), t)?,
-        None => Default::default(),
-    };
-    let mut receiver: l4s_transport::tcp::TcpReceiverConfig = match receiver {
-        Some(t) => typed(cx, &join(fp, "receiver"), t)?,
-        None => Default::default(),
-    };
-    check_tcp(cx, fp, &sender, &receiver)?;
+) -> Result<CcParams, ScenarioError> {
     let file: CcParamsFile = match cc_params {
         Some(t) => typed(cx, &join(fp, "cc_params"), t)?,
         None => CcParamsFile::default(),
     };
     let mut p = CcParams {
-        mss: sender.mss,
+        mss,
         ..CcParams::default()
     };
     if let Some(n) = file.initial_cwnd {
@@ -77,7 +65,7 @@ pub(crate) fn tcp(
         p.initial_cwnd_pkts = n;
     }
     let only = |k: &str, set: bool, ccs: &[&str]| -> Result<(), ScenarioError> {
-        if set && !ccs.contains(&cc.as_str()) {
+        if set && !ccs.contains(&cc) {
             return Err(cx.at(
                 &[fp, &[key("cc_params"), key(k)]].concat(),
                 format!("`{k}` applies to {} only", ccs.join(" and ")),
@@ -110,6 +98,30 @@ pub(crate) fn tcp(
     };
     p.prague_v06 = file.v06.unwrap_or(false);
     p.prague_rate_mode = file.rate_mode.unwrap_or(true);
+    Ok(p)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tcp(
+    cx: &ErrCtx,
+    fp: &[Seg],
+    cc: String,
+    ecn: TcpEcn,
+    bytes: Option<u64>,
+    cc_params: Option<toml::Table>,
+    sender: Option<toml::Table>,
+    receiver: Option<toml::Table>,
+) -> Result<(FlowKind, Ecn), ScenarioError> {
+    let sender: l4s_transport::tcp::TcpConfig = match sender {
+        Some(t) => typed(cx, &join(fp, "sender"), t)?,
+        None => Default::default(),
+    };
+    let mut receiver: l4s_transport::tcp::TcpReceiverConfig = match receiver {
+        Some(t) => typed(cx, &join(fp, "receiver"), t)?,
+        None => Default::default(),
+    };
+    check_tcp(cx, fp, &sender, &receiver)?;
+    let mut p = cc_params_of(cx, fp, &cc, sender.mss, cc_params)?;
     let ecn_at = join(fp, "ecn");
     let nominal = match cc.as_str() {
         "prague" | "dctcp" => {
@@ -413,6 +425,7 @@ pub(crate) fn app(
     bytes: Option<String>,
     sender: Option<toml::Table>,
     receiver: Option<toml::Table>,
+    cc_params: Option<toml::Table>,
     table: Option<toml::Table>,
     duration: Dur,
 ) -> Result<(FlowKind, Ecn), ScenarioError> {
@@ -481,7 +494,7 @@ pub(crate) fn app(
             }
         }
     };
-    let cfg: l4s_apps::AppConfig = typed(cx, &ap, t).map_err(|mut e| {
+    let mut cfg: l4s_apps::AppConfig = typed(cx, &ap, t).map_err(|mut e| {
         // serde names the path inside the app table; map lifted keys back.
         for (a, flow_key) in &lifted {
             let inside = format!("{}.{a}", crate::error::path_string(&ap));
@@ -492,6 +505,22 @@ pub(crate) fn app(
         e
     })?;
     cfg.validate(duration).map_err(|(k, msg)| cx.at(&relocate(&k), msg))?;
+    if let Some(t) = cc_params {
+        let at = |k: &str| [fp, &[key("cc_params"), key(k)]].concat();
+        if cfg.kind == l4s_apps::AppKind::Query {
+            return Err(cx.at(&join(fp, "cc_params"), "a query flow has no congestion control to set"));
+        }
+        if t.contains_key("initial_cwnd") {
+            return Err(cx.at(
+                &at("initial_cwnd"),
+                "an application flow's initial window is `app.initial_cwnd`",
+            ));
+        }
+        if t.contains_key("ect1") {
+            return Err(cx.at(&at("ect1"), "`ect1` applies to `tcp` flows only"));
+        }
+        cfg.cc_params = Some(cc_params_of(cx, fp, &cfg.cc, cfg.tcp.mss, Some(t))?);
+    }
     let ecn = cfg.nominal_ecn();
     Ok((FlowKind::App { cfg: Box::new(cfg) }, ecn))
 }

@@ -1454,7 +1454,6 @@ fn build_flow(
         }
         "bulk" | "sync" | "request-response" | "web" | "query" => {
             for (k, p) in [
-                ("cc_params", f.cc_params.is_some()),
                 ("pps", f.pps.is_some()),
                 ("size", f.size.is_some()),
                 ("profile", f.profile.is_some()),
@@ -1471,6 +1470,7 @@ fn build_flow(
                 f.bytes.clone(),
                 f.sender,
                 f.receiver,
+                f.cc_params,
                 f.app,
                 duration,
             )?

@@ -463,3 +463,48 @@ fn a_missing_duration_is_named() {
         .to_string();
     assert!(e.contains("scenario.duration") && e.contains("with a unit"), "{e}");
 }
+
+#[test]
+fn an_application_flow_takes_the_controller_parameters_it_can_use() {
+    let text = |flow: &str| {
+        format!(
+            "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n[[flows]]\nname = \"a\"\n{flow}\n"
+        )
+    };
+    let s = l4s_scenario::load_str(
+        &text("type = \"bulk\"\ncc = \"cubic\"\nbytes = \"1MB\"\ncc_params = { hystart = true, linux_beta = true }"),
+        Path::new("a.toml"),
+    )
+    .unwrap();
+    let l4s_scenario::FlowKind::App { cfg } = &s.flows[0].kind else {
+        panic!("not an app")
+    };
+    let (p, _) = cfg.tcp_setup();
+    assert_eq!(p.hystart, l4s_cc::cubic::Hystart::Linux);
+    assert!(p.cubic_linux_beta);
+    for (flow, key, words) in [
+        (
+            "type = \"bulk\"\ncc = \"prague\"\nbytes = \"1MB\"\ncc_params = { hystart = true }",
+            "flows[0].cc_params.hystart",
+            "applies to cubic only",
+        ),
+        (
+            "type = \"bulk\"\ncc = \"cubic\"\nbytes = \"1MB\"\ncc_params = { initial_cwnd = 4 }",
+            "flows[0].cc_params.initial_cwnd",
+            "app.initial_cwnd",
+        ),
+        (
+            "type = \"web\"\ncc = \"dctcp\"\ncc_params = { ect1 = true }\napp = { objects = 2, object_size = \"10kB\", repeat = \"1s\" }",
+            "flows[0].cc_params.ect1",
+            "`tcp` flows only",
+        ),
+        (
+            "type = \"query\"\ncc_params = { abe = true }\napp = { repeat = \"1s\" }",
+            "flows[0].cc_params",
+            "no congestion control",
+        ),
+    ] {
+        let e = l4s_scenario::load_str(&text(flow), Path::new("a.toml")).unwrap_err().to_string();
+        assert!(e.contains(&format!(": {key}: ")) && e.contains(words), "{flow}: {e}");
+    }
+}

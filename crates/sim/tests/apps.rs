@@ -132,3 +132,39 @@ fn bulk_transfer_reports_completion_time_and_goodput() {
     assert!((t.goodput_bps - goodput).abs() < 1.0, "{} vs {goodput}", t.goodput_bps);
     assert_eq!(flow(&s, "update").class, "L4S");
 }
+
+/// A CUBIC bulk upload into a 1000-packet FIFO (10 Mbit/s, 40 ms: 1.2 s of buffer, 33
+/// packets of path): without a slow-start exit it doubles its window until the buffer
+/// overflows, and loses packets once; with `cc_params.hystart = true` (Linux's HyStart)
+/// it leaves slow start as its round's RTT rises (the ACK train of a window is longer
+/// than half the minimum RTT once the window passes half the path), so nothing is lost
+/// in 8 s. The same parameters as on a `tcp` flow reach the app's connections.
+#[test]
+fn hystart_on_a_bulk_flow_leaves_slow_start_before_the_buffer_overflows() {
+    let run = |params: &str| {
+        let f = format!("[[flows]]\nname = \"up\"\ntype = \"bulk\"\ncc = \"cubic\"\nbytes = \"1GB\"\n{params}\n");
+        let s = run_toml(&dumbbell(
+            "10Mbit",
+            "40ms",
+            "{ kind = \"fifo\", limit = 1000 }",
+            "8s",
+            "0s",
+            &f,
+        ));
+        let (f, q) = (flow(&s, "up"), &s.queues[0]);
+        println!(
+            "{params:?}: {:.2} Mbit/s, {} lost, {} drops, {} congestion events, owd p50 {:.0} ms",
+            f.throughput_bps / 1e6,
+            f.lost_packets,
+            q.drops,
+            f.congestion_events,
+            f.owd_ms.p50
+        );
+        (f.lost_packets, q.drops, f.congestion_events, f.throughput_bps)
+    };
+    let (lost, drops, events, _) = run("");
+    assert!(lost > 100 && drops == lost && events >= 1, "{lost} {drops} {events}");
+    let (lost, drops, events, bps) = run("cc_params = { hystart = true }");
+    assert_eq!((lost, drops, events), (0, 0, 0));
+    assert!(bps > 9.0e6, "{bps}");
+}
