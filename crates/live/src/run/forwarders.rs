@@ -234,17 +234,13 @@ impl Forwarders {
         let per_dir = model.queues().len() / 2;
         let per_station = per_dir / m.stations.len().max(1);
         // A cell's queues are each one UE direction's, with its own radio counters, and
-        // are reported under that direction's scenario link; a BSS's under its owner.
+        // are reported under that direction's scenario link (port u + 1 is station u);
+        // a BSS's under its owner.
         let cell = m.cfg.link.cell.is_some();
-        let link_of = |q: usize| match m.stations.get((q % per_dir.max(1)) / per_station.max(1)) {
-            Some(st) if cell => {
-                if q < per_dir {
-                    st.down
-                } else {
-                    st.up
-                }
-            }
-            _ => m.owner,
+        let link_of = |q: usize| match model.queue_ports(q) {
+            Some((0, to)) => m.stations.get(to.wrapping_sub(1)).map_or(m.owner, |st| st.down),
+            Some((from, _)) => m.stations.get(from - 1).map_or(m.owner, |st| st.up),
+            None => m.owner,
         };
         let mut metas: Vec<(SharedQueue, usize)> = Vec::new();
         for (i, q) in model.queues().iter().enumerate() {
