@@ -358,8 +358,9 @@ pub trait Link<P: LinkPacket> {
         let _ = due;
         self.send(from, to, pkt, io);
     }
-    /// Take in the packets given to [`Link::send_at`] that are due by `io.now`, so that
-    /// the queries ([`Link::queue_stats`], [`Link::backlog`], ...) see them.
+    /// Take in the packets given to [`Link::send_at`] that are due by `io.now`, and take
+    /// the steps left until now ([`Link::defer_steps`]), so that the queries
+    /// ([`Link::queue_stats`], [`Link::backlog`], ...) see them.
     fn catch_up(&mut self, io: &mut Io<'_, P>) {
         let _ = io;
     }
@@ -369,6 +370,16 @@ pub trait Link<P: LinkPacket> {
     /// link every packet of which it can hand on to a model that
     /// [`Link::accepts_early`]. Whether the model does.
     fn deliver_early(&mut self) -> bool {
+        false
+    }
+    /// From now on the model may leave its own steps (the end of a serialisation, the
+    /// queue discipline's timer, a packet of [`Link::send_at`] coming due) until the next
+    /// call of any kind, which takes them first, each at its own time, and it asks to be
+    /// woken only when a packet leaves it. The driver asks this only if it calls
+    /// [`Link::catch_up`] before every query, and the model does it only where every
+    /// packet leaves after the step that sent it on its way (a wire with a rate and a
+    /// delay that does not [`Link::deliver_early`]). Whether the model does.
+    fn defer_steps(&mut self) -> bool {
         false
     }
 }

@@ -87,6 +87,11 @@ impl<P> DelayLine<P> {
         self.q.push_back((due, pkt));
     }
 
+    /// When the head is due.
+    pub(crate) fn head_due(&self) -> Option<Time> {
+        self.q.front().map(|(due, _)| *due)
+    }
+
     /// The head, whether due or not, with its due time.
     pub(crate) fn take(&mut self) -> Option<(Time, P)> {
         self.q.pop_front()
@@ -147,6 +152,23 @@ impl<P: LinkPacket + 'static> Queue<P> {
             Some(_) => {}
             None => self.timer = None,
         }
+    }
+
+    /// Note when the queue discipline's timer is due, without asking for a wake-up (the
+    /// link takes it itself, [`crate::Link::defer_steps`]).
+    pub(crate) fn note_timer(&mut self) {
+        self.timer = self.qdisc.next_timeout();
+    }
+
+    /// The timer noted last.
+    pub(crate) fn noted_timer(&self) -> Option<Time> {
+        self.timer
+    }
+
+    /// Run the discipline's timer due at `at`, which the link took itself.
+    pub(crate) fn run_timer(&mut self, at: Time) {
+        self.timer = None;
+        self.qdisc.on_timeout(at);
     }
 
     /// The timer asked for at `at` is due: run the discipline's timer unless the request

@@ -46,6 +46,20 @@
 //! bottleneck that is always busy thus takes its arrivals without a wake-up each. Of what
 //! is due at the same instant, the packets handed on for it come first: a packet that
 //! arrives as the serialiser falls free is in the queue when the next one is chosen.
+//!
+//! **Steps left until they matter** ([`Link::defer_steps`]). On a wire with a delay that
+//! does not deliver early, a packet leaves only after the step that started it, by the
+//! whole delay. Such a wire may leave its own steps (the end of a serialisation that a
+//! packet waits for, the queue discipline's timer, a packet of the inbox coming due)
+//! until the next call of any kind, and take them then, in order of time, each with its
+//! own time as the clock: packets of the inbox first, then the queue discipline's timer,
+//! then the end of a serialisation. Nothing outside the link sees its state in between
+//! (the driver catches it up before every query), so the queue sees the same arrivals,
+//! timers and departures at the same times. The wire asks to be woken only when a packet
+//! leaves: at the head of the delay line or, idle, at the arrival at port 1 of the
+//! inbox's first packet (which starts the moment it comes). No later step can make a
+//! packet leave earlier: what starts later leaves later. A bottleneck with a delay thus
+//! costs one wake-up per packet, its departure, not two.
 
 use crate::stage::{apply_fault, DelayLine, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer};
@@ -91,6 +105,10 @@ pub struct Wired<P> {
     inbox_wake: Option<Time>,
     /// Deliver at the start of serialisation ([`Link::deliver_early`]).
     early_out: bool,
+    /// Leave the link's own steps until the next call ([`Link::defer_steps`]).
+    deferred: bool,
+    /// With deferred steps: the earliest wake-up asked for and not yet due.
+    leave_wake: Option<Time>,
 }
 
 impl<P: LinkPacket + 'static> Wired<P> {
@@ -121,6 +139,8 @@ impl<P: LinkPacket + 'static> Wired<P> {
             inbox: VecDeque::new(),
             inbox_wake: None,
             early_out: false,
+            deferred: false,
+            leave_wake: None,
         }
     }
 
@@ -155,13 +175,26 @@ impl<P: LinkPacket + 'static> Wired<P> {
                 // link has no delay) for the wake-up that ends it.
                 self.line.hold(d.pkt, self.free_at);
                 self.wake_tx(io);
+            } else if self.deferred {
+                // Left on the line until a call at or after its arrival.
+                self.line.hold(d.pkt, self.free_at + self.delay);
+                self.wake_tx(io);
             } else {
                 self.line.push(d.pkt, self.free_at + self.delay, io, ARRIVE);
                 self.wake_tx(io);
             }
         }
         self.queue.flush_drops(io);
-        self.queue.arm(io, QDISC);
+        self.arm_qdisc(io);
+    }
+
+    /// Ask for the queue discipline's timer; with deferred steps only note it.
+    fn arm_qdisc(&mut self, io: &mut Io<'_, P>) {
+        if self.deferred {
+            self.queue.note_timer();
+        } else {
+            self.queue.arm(io, QDISC);
+        }
     }
 
     /// Without a delay, the packet on the line is the one being serialised.
@@ -193,7 +226,7 @@ impl<P: LinkPacket + 'static> Wired<P> {
         // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
         self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
         self.queue.flush_drops(io);
-        self.queue.arm(io, QDISC);
+        self.arm_qdisc(io);
     }
 
     /// Take in the inbox's packets due by now, each at its due time.
@@ -227,7 +260,65 @@ impl<P: LinkPacket + 'static> Wired<P> {
     fn wake_tx(&mut self, io: &mut Io<'_, P>) {
         if !self.tx_wake && (self.serialising() || self.queue.qdisc.len_packets() > 0) {
             self.tx_wake = true;
-            io.wake(TX_DONE, self.free_at);
+            // With deferred steps the end of the serialisation is taken by the next call.
+            if !self.deferred {
+                io.wake(TX_DONE, self.free_at);
+            }
+        }
+    }
+
+    /// With deferred steps: take every step due by now in order of time (packets of the
+    /// inbox, then the queue discipline's timer, then the end of a serialisation, at
+    /// equal times), each with its own time as the clock.
+    fn advance(&mut self, io: &mut Io<'_, P>) {
+        let now = io.now;
+        loop {
+            let inbox = self.inbox.front().map(|(due, _)| *due);
+            let timer = self.queue.noted_timer();
+            let tx = self.tx_wake.then_some(self.free_at);
+            let Some(t) = [inbox, timer, tx].into_iter().flatten().min().filter(|t| *t <= now) else {
+                break;
+            };
+            io.now = t;
+            if inbox == Some(t) {
+                if let Some((_, pkt)) = self.inbox.pop_front() {
+                    self.enter(pkt, io);
+                }
+            } else if timer == Some(t) {
+                self.queue.run_timer(t);
+                self.queue.flush_drops(io);
+                self.queue.note_timer();
+            } else {
+                self.tx_wake = false;
+                self.start_tx(io);
+            }
+        }
+        io.now = now;
+    }
+
+    /// With deferred steps: hand on the packets of the line that have arrived, and ask to
+    /// be woken when the next one leaves: the line's head, or (the link idle) the inbox's
+    /// first packet, which starts when it comes.
+    fn leave(&mut self, io: &mut Io<'_, P>) {
+        let now = io.now;
+        while let Some(due) = self.line.head_due().filter(|d| *d <= now) {
+            if let Some((_, pkt)) = self.line.take() {
+                io.deliver(1, pkt, due);
+            }
+        }
+        let next = match (self.line.head_due(), self.inbox.front()) {
+            (Some(head), _) => Some(head),
+            (None, Some((due, pkt))) => {
+                let rate = self.rate.unwrap_or(Rate::ZERO);
+                Some(*due + rate.tx_time(pkt.wire_len() as u64) + self.delay)
+            }
+            (None, None) => None,
+        };
+        if let Some(at) = next {
+            if self.leave_wake.is_none_or(|w| w > at) {
+                self.leave_wake = Some(at);
+                io.wake(ARRIVE, at);
+            }
         }
     }
 }
@@ -244,10 +335,15 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
                 io.wake(RATE, origin + first);
             }
         }
-        self.queue.arm(io, QDISC);
+        self.arm_qdisc(io);
     }
 
     fn send(&mut self, _from: Port, _to: Port, pkt: P, io: &mut Io<'_, P>) {
+        if self.deferred {
+            self.advance(io);
+            self.enter(pkt, io);
+            return self.leave(io);
+        }
         self.absorb(io);
         self.enter(pkt, io);
         self.arm_inbox(io);
@@ -262,12 +358,24 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             return self.send(from, to, pkt, io);
         }
         // After the packets due no later (usually the last: arrivals come in order).
-        let at = self.inbox.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);
-        self.inbox.insert(at, (due, pkt));
+        match self.inbox.back() {
+            Some((last, _)) if *last > due => {
+                let at = self.inbox.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);
+                self.inbox.insert(at, (due, pkt));
+            }
+            _ => self.inbox.push_back((due, pkt)),
+        }
+        if self.deferred {
+            return self.leave(io);
+        }
         self.arm_inbox(io);
     }
 
     fn catch_up(&mut self, io: &mut Io<'_, P>) {
+        if self.deferred {
+            self.advance(io);
+            return self.leave(io);
+        }
         self.absorb(io);
         self.arm_inbox(io);
     }
@@ -277,7 +385,22 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
         true
     }
 
+    fn defer_steps(&mut self) -> bool {
+        self.deferred = self.base_rate.is_some() && !self.delay.is_zero() && !self.early_out;
+        self.deferred
+    }
+
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
+        if self.deferred {
+            if self.leave_wake == Some(at) {
+                self.leave_wake = None;
+            }
+            self.advance(io);
+            if timer == RATE {
+                self.timeout(timer, at, io);
+            }
+            return self.leave(io);
+        }
         self.absorb(io);
         self.timeout(timer, at, io);
         self.arm_inbox(io);
@@ -699,14 +822,18 @@ mod early_tests {
         w: &mut Wired<Pkt>,
         offers: &[(Time, u64, u32, Ecn)],
         given: impl Fn(Time) -> Time,
-    ) -> (Vec<(Time, u64)>, Seen, usize) {
+    ) -> (Vec<(Time, u64, Ecn)>, Seen, usize) {
         let mut seen = Seen::default();
         let offers = offers
             .iter()
             .map(|&(t, id, size, ecn)| (given(t), t, 0, 1, Pkt { id, size, ecn }))
             .collect();
         let (out, wakeups) = drive_early(w, offers, Time::from_secs(60), &mut seen);
-        (out.into_iter().map(|(t, _, p)| (t, p.id)).collect(), seen, wakeups)
+        (
+            out.into_iter().map(|(t, _, p)| (t, p.id, p.ecn)).collect(),
+            seen,
+            wakeups,
+        )
     }
 
     #[test]
@@ -736,6 +863,66 @@ mod early_tests {
             );
             println!("delay {delay}: {calls_early} wake-ups early against {events_now} events");
         }
+    }
+
+    /// A DualPI2 wire of 12 Mbit/s and 1 ms whose rate falls to 3 Mbit/s from 20 to 30 s
+    /// and rises to 30 Mbit/s from 40 s, with its steps deferred or not.
+    fn scheduled_wire(defer: bool) -> Wired<Pkt> {
+        let schedule = RateSchedule {
+            steps: vec![
+                (Dur::from_secs(20), Rate::mbps(3)),
+                (Dur::from_secs(30), Rate::mbps(12)),
+                (Dur::from_secs(40), Rate::mbps(30)),
+            ],
+            ..Default::default()
+        };
+        let mut w = Wired::new(
+            Some(Rate::mbps(12)),
+            Dur::from_millis(1),
+            &AqmConfig::DualPi2(DualPi2Config::default()),
+            None,
+            schedule,
+            Dur::from_millis(2),
+            Rng::new(7),
+        );
+        if defer {
+            assert!(w.defer_steps());
+        }
+        w
+    }
+
+    #[test]
+    fn a_wire_that_defers_its_steps_gives_the_same_departures_drops_and_marks() {
+        let offers = bursty_offers();
+        let early = |t: Time| Time(t.as_nanos().saturating_sub(5_000_000));
+        // The reference: every step a wake-up of its own, each packet given on arrival.
+        let (out_ref, seen_ref, calls_ref) = run_offers(&mut scheduled_wire(false), &offers, |t| t);
+        assert!(seen_ref.lost.len() > 10, "DualPI2 dropped: {}", seen_ref.lost.len());
+        let marks = out_ref.iter().filter(|o| o.2 == Ecn::Ce).count();
+        assert!(marks > 10, "DualPI2 marked: {marks}");
+        for (given_early, name) in [(false, "given on arrival"), (true, "given 5 ms early")] {
+            let given = |t: Time| if given_early { early(t) } else { t };
+            let (out, seen, calls) = run_offers(&mut scheduled_wire(true), &offers, given);
+            assert_eq!(out, out_ref, "{name}");
+            assert_eq!(seen.departed, seen_ref.departed, "{name}");
+            assert_eq!(seen.lost, seen_ref.lost, "{name}");
+            // One wake-up per departure, and one for each of the three rate changes: no
+            // serialiser, queue-timer or inbox wake-ups.
+            assert!(
+                calls <= out.len() + 3,
+                "{name}: {calls} wake-ups for {} departures (reference {calls_ref})",
+                out.len()
+            );
+            println!(
+                "{name}: {calls} wake-ups for {} departures, reference {calls_ref}",
+                out.len()
+            );
+        }
+        // Without a delay, or delivering early, a wire keeps its steps.
+        assert!(!dualpi2_wire(Dur::ZERO).defer_steps());
+        let mut w = dualpi2_wire(Dur::from_millis(1));
+        w.deliver_early();
+        assert!(!w.defer_steps());
     }
 
     #[test]

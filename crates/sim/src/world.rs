@@ -83,6 +83,8 @@ pub struct Sim {
     /// The links that take packets before they arrive ([`Link::accepts_early`]), which are
     /// caught up before they are queried.
     early: Vec<usize>,
+    /// Whether the links were asked to defer their own steps ([`Sim::defer_link_steps`]).
+    steps_deferred: bool,
     pub(crate) flows: Vec<FlowRt>,
     pub(crate) scenario: Scenario,
     /// The actions of the link calls in progress (see [`Sim::with_link`]).
@@ -193,6 +195,7 @@ impl Sim {
             q: EventQueue::with_flows(scenario.flows.len()),
             links,
             early,
+            steps_deferred: false,
             flows,
             scenario,
             actions: Vec::new(),
@@ -240,6 +243,7 @@ impl Sim {
     /// results cover the statistics window up to it (from the start of the run when the
     /// warm-up had not ended).
     pub fn run_until_stopped(&mut self, progress: &mut dyn FnMut(Time), stop: Option<&std::sync::atomic::AtomicBool>) {
+        self.defer_link_steps();
         let mut next_progress = Time::from_secs(1);
         let mut n: u32 = 0;
         while let Some((t, ev)) = self.q.pop_until(self.end) {
@@ -340,6 +344,23 @@ impl Sim {
         };
         let (from, to) = self.links[l].ports;
         self.with_link(l, |model, io| model.send_at(from, to, pkt, due, io));
+    }
+
+    /// Once, before the run: let the links that take packets early leave their own steps
+    /// until they are called ([`Link::defer_steps`]), since [`Sim::catch_up_links`] brings
+    /// them up to date before every query. Not a link whose departures go into the pcap,
+    /// nor any link while the timeline records hops: those records are written in the
+    /// order they are made, which must be the order of time.
+    fn defer_link_steps(&mut self) {
+        if std::mem::replace(&mut self.steps_deferred, true) || self.tracker.is_some() {
+            return;
+        }
+        for &l in &self.early {
+            let link = &mut self.links[l];
+            if !(link.capture && self.capture.is_some()) {
+                link.model.defer_steps();
+            }
+        }
     }
 
     /// Bring the links that take packets early up to now, before they are queried.
