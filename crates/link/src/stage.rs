@@ -81,6 +81,27 @@ impl<P> DelayLine<P> {
         }
     }
 
+    /// `pkt` reaches port 1 at `due`, later than now, behind the packets due no later
+    /// (given before they arrive, packets of several senders need not come in order); a
+    /// new head's wake-up is asked for with `timer`.
+    pub(crate) fn insert(&mut self, pkt: P, due: Time, io: &mut Io<'_, P>, timer: Timer) {
+        match self.q.back() {
+            Some((last, _)) if *last > due => {
+                let at = self.q.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);
+                self.q.insert(at, (due, pkt));
+                if at == 0 {
+                    io.wake(timer, due);
+                }
+            }
+            _ => {
+                self.q.push_back((due, pkt));
+                if self.q.len() == 1 {
+                    io.wake(timer, due);
+                }
+            }
+        }
+    }
+
     /// Keep `pkt`, due at `due`, without asking for a wake-up: the caller takes it with
     /// [`DelayLine::take`] (a link without a delay keeps its packet in service here).
     pub(crate) fn hold(&mut self, pkt: P, due: Time) {

@@ -43,7 +43,10 @@
 //! [`Link::catch_up`]). That is exact whenever the link is serialising at `due`: nothing
 //! else can reach the queue discipline before that call, and the call takes the inbox
 //! first. When the link is not serialising it asks to be woken at `due` ([`INBOX`]). A
-//! bottleneck that is always busy thus takes its arrivals without a wake-up each. Of what
+//! bottleneck that is always busy thus takes its arrivals without a wake-up each. A wire
+//! without a rate but with a delay takes such a packet at once: it leaves `delay` after it
+//! comes whatever else comes, so it goes on the delay line then, in order of arrival among
+//! packets given by several senders (or on to the next link, early, in turn). Of what
 //! is due at the same instant, the packets handed on for it come first: a packet that
 //! arrives as the serialiser falls free is in the queue when the next one is chosen.
 //!
@@ -350,12 +353,24 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
     }
 
     fn accepts_early(&self) -> bool {
-        self.base_rate.is_some()
+        self.base_rate.is_some() || !self.delay.is_zero()
     }
 
-    fn send_at(&mut self, from: Port, to: Port, pkt: P, due: Time, io: &mut Io<'_, P>) {
-        if due <= io.now || self.base_rate.is_none() {
+    fn send_at(&mut self, from: Port, to: Port, mut pkt: P, due: Time, io: &mut Io<'_, P>) {
+        if due <= io.now {
             return self.send(from, to, pkt, io);
+        }
+        if self.base_rate.is_none() {
+            // A delay line: the packet reaches port 1 `delay` after it comes, whatever
+            // else comes, so it goes on the line (or on, early) at once.
+            apply_fault(self.fault, self.origin, due, &mut pkt);
+            let arrival = due + self.delay;
+            if self.early_out {
+                io.deliver(1, pkt, arrival);
+            } else {
+                self.line.insert(pkt, arrival, io, ARRIVE);
+            }
+            return;
         }
         // After the packets due no later (usually the last: arrivals come in order).
         match self.inbox.back() {
@@ -774,7 +789,7 @@ mod early_tests {
     use super::tests::{fifo, pkt, wire};
     use super::*;
     use crate::testutil::{drive_early, Pkt, Seen};
-    use crate::Action;
+    use crate::{Action, FaultKind};
     use l4s_aqm::DualPi2Config;
     use l4s_core::Ecn;
 
@@ -926,6 +941,52 @@ mod early_tests {
     }
 
     #[test]
+    fn a_delay_line_takes_packets_early_from_several_senders_and_keeps_their_arrival_order() {
+        // A 5 ms line with no rate, whose ECN fault starts at 10 ms. Two senders hand on
+        // packets before they come: at 0 ms those due at 4, 8 and 12 ms, then at 1 ms
+        // those due at 2, 9 and 12 ms (a tie with the first sender's last).
+        let mut line: Wired<Pkt> = Wired::new(
+            None,
+            Dur::from_millis(5),
+            &fifo(10),
+            Some(Fault {
+                kind: FaultKind::Bleach,
+                start: Dur::from_millis(10),
+            }),
+            RateSchedule::default(),
+            Dur::ZERO,
+            Rng::new(1),
+        );
+        assert!(line.accepts_early());
+        let offers = [(0, 4, 0), (0, 8, 1), (0, 12, 2), (1, 2, 3), (1, 9, 4), (1, 12, 5)]
+            .into_iter()
+            .map(|(given, due, id)| (Time::from_millis(given), Time::from_millis(due), 0, 1, pkt(id, 1000)))
+            .collect();
+        let mut seen = Seen::default();
+        let (out, wakeups) = drive_early(&mut line, offers, Time::from_secs(1), &mut seen);
+        let got: Vec<_> = out
+            .iter()
+            .map(|(t, _, p)| (t.as_nanos() / 1_000_000, p.id, p.ecn))
+            .collect();
+        // Each 5 ms after it came, in the order they come (a tie in the order given);
+        // bleached from 10 ms on, by when it came, not when it was given.
+        assert_eq!(
+            got,
+            [
+                (7, 3, Ecn::Ect1),
+                (9, 0, Ecn::Ect1),
+                (13, 1, Ecn::Ect1),
+                (14, 4, Ecn::Ect1),
+                (17, 2, Ecn::NotEct),
+                (17, 5, Ecn::NotEct),
+            ]
+        );
+        // One wake-up per packet, and one that finds nothing due: the first head's, at
+        // 9 ms, asked for before the packet due at 7 ms came in ahead of it.
+        assert_eq!(wakeups, 7);
+    }
+
+    #[test]
     fn a_link_that_delivers_early_hands_on_each_packet_as_its_serialisation_starts() {
         // 12 Mbit/s, 5 ms: three 1500-byte packets at 0 leave at 6, 7 and 8 ms.
         let mut w = wire(Dur::from_millis(5), 100);
@@ -961,7 +1022,7 @@ mod early_tests {
             Dur::ZERO,
             Rng::new(1),
         );
-        assert!(!line.accepts_early());
+        assert!(line.accepts_early());
         line.deliver_early();
         actions.clear();
         line.send(0, 1, pkt(9, 100), &mut Io::new(t1, &mut actions, &mut seen));
