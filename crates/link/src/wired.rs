@@ -104,14 +104,13 @@ pub struct Wired<P> {
     /// Packets given before they arrive ([`Link::send_at`]), by due time; ties in the
     /// order they were given.
     inbox: VecDeque<(Time, P)>,
-    /// The earliest [`INBOX`] wake-up asked for and not yet due.
+    /// The earliest [`INBOX`] wake-up asked for and not yet due; with deferred steps,
+    /// the earliest wake-up asked for a departure.
     inbox_wake: Option<Time>,
     /// Deliver at the start of serialisation ([`Link::deliver_early`]).
     early_out: bool,
     /// Leave the link's own steps until the next call ([`Link::defer_steps`]).
     deferred: bool,
-    /// With deferred steps: the earliest wake-up asked for and not yet due.
-    leave_wake: Option<Time>,
 }
 
 impl<P: LinkPacket + 'static> Wired<P> {
@@ -143,7 +142,6 @@ impl<P: LinkPacket + 'static> Wired<P> {
             inbox_wake: None,
             early_out: false,
             deferred: false,
-            leave_wake: None,
         }
     }
 
@@ -318,8 +316,8 @@ impl<P: LinkPacket + 'static> Wired<P> {
             (None, None) => None,
         };
         if let Some(at) = next {
-            if self.leave_wake.is_none_or(|w| w > at) {
-                self.leave_wake = Some(at);
+            if self.inbox_wake.is_none_or(|w| w > at) {
+                self.inbox_wake = Some(at);
                 io.wake(ARRIVE, at);
             }
         }
@@ -407,8 +405,8 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
 
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
         if self.deferred {
-            if self.leave_wake == Some(at) {
-                self.leave_wake = None;
+            if self.inbox_wake == Some(at) {
+                self.inbox_wake = None;
             }
             self.advance(io);
             if timer == RATE {
