@@ -595,7 +595,7 @@ impl Sim {
 
 /// Which links hand their packets on as their serialisation starts: those whose every
 /// packet goes on, at the far node, to a link that takes packets early (a wire with a
-/// rate, not across a shared medium). Of the others a packet arrives at the far node when
+/// rate or a delay, not across a shared medium). Of the others a packet arrives at the far node when
 /// it arrives, as before. The packets on a link are those of the flows whose path (either
 /// way) crosses it; none may end at its far node. Returns the links that take packets
 /// early.
