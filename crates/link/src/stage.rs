@@ -55,6 +55,22 @@ impl Origin {
     }
 }
 
+/// Put `pkt`, due at `due`, into `q` (ordered by due time) behind every packet due no
+/// later, searching from the back, where it nearly always goes. Its position.
+pub(crate) fn insert_by_due<P>(q: &mut VecDeque<(Time, P)>, due: Time, pkt: P) -> usize {
+    match q.back() {
+        Some((last, _)) if *last > due => {
+            let at = q.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);
+            q.insert(at, (due, pkt));
+            at
+        }
+        _ => {
+            q.push_back((due, pkt));
+            q.len() - 1
+        }
+    }
+}
+
 /// A propagation delay line towards port 1. Constant delays keep the order, so it is a
 /// FIFO and only its head has a wake-up.
 pub(crate) struct DelayLine<P> {
@@ -85,20 +101,8 @@ impl<P> DelayLine<P> {
     /// (given before they arrive, packets of several senders need not come in order); a
     /// new head's wake-up is asked for with `timer`.
     pub(crate) fn insert(&mut self, pkt: P, due: Time, io: &mut Io<'_, P>, timer: Timer) {
-        match self.q.back() {
-            Some((last, _)) if *last > due => {
-                let at = self.q.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);
-                self.q.insert(at, (due, pkt));
-                if at == 0 {
-                    io.wake(timer, due);
-                }
-            }
-            _ => {
-                self.q.push_back((due, pkt));
-                if self.q.len() == 1 {
-                    io.wake(timer, due);
-                }
-            }
+        if insert_by_due(&mut self.q, due, pkt) == 0 {
+            io.wake(timer, due);
         }
     }
 

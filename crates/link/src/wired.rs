@@ -64,7 +64,7 @@
 //! packet leave earlier: what starts later leaves later. A bottleneck with a delay thus
 //! costs one wake-up per packet, its departure, not two.
 
-use crate::stage::{apply_fault, DelayLine, Queue};
+use crate::stage::{apply_fault, insert_by_due, DelayLine, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer};
 use l4s_aqm::{AqmConfig, QueueId, QueueStats};
 use l4s_core::{Dur, Rate, Rng, Time};
@@ -286,8 +286,8 @@ impl<P: LinkPacket + 'static> Wired<P> {
                     self.enter(pkt, io);
                 }
             } else if timer == Some(t) {
+                // A discipline's timer drops nothing (`Qdisc::on_timeout`).
                 self.queue.run_timer(t);
-                self.queue.flush_drops(io);
                 self.queue.note_timer();
             } else {
                 self.tx_wake = false;
@@ -371,13 +371,7 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             return;
         }
         // After the packets due no later (usually the last: arrivals come in order).
-        match self.inbox.back() {
-            Some((last, _)) if *last > due => {
-                let at = self.inbox.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);
-                self.inbox.insert(at, (due, pkt));
-            }
-            _ => self.inbox.push_back((due, pkt)),
-        }
+        insert_by_due(&mut self.inbox, due, pkt);
         if self.deferred {
             return self.leave(io);
         }
