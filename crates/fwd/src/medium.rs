@@ -28,6 +28,9 @@
 //!
 //! A model that wakes late (a busy host) keeps its own timeline: the channel's accesses
 //! and PPDUs happen at the model's times and the frames go out as soon as the thread runs.
+//! The frames that queued in the kernel meanwhile enter in the order of their times with
+//! the wake-ups that fell due: each after those due by its receive time, so a TXOP takes
+//! the frames that had come by its start, neither fewer nor more.
 //!
 //! # Memory
 //!
@@ -218,7 +221,12 @@ impl Medium {
         self.actions = actions;
     }
 
-    fn receive(&mut self, socks: &[PacketSocket], mode: IoMode, sink: &mut Sink<'_>) -> Result<(), FwdError> {
+    /// Read what waits on every input and send each frame into the model at its entry
+    /// time, after the model's wake-ups due by then: a thread held back finds frames that
+    /// queued in the kernel while the model's accesses fell due, and the model takes both in
+    /// the order of their times. Returns whether an input may have more waiting.
+    fn receive(&mut self, socks: &[PacketSocket], mode: IoMode, sink: &mut Sink<'_>) -> Result<bool, FwdError> {
+        let mut more = false;
         for (i, sock) in socks.iter().enumerate() {
             let now = monotonic_now();
             let mut frames = std::mem::take(&mut self.frames);
@@ -229,16 +237,20 @@ impl Medium {
             for mut frame in frames.drain(..) {
                 frame.ingress = i as u16;
                 let at = frame.arrival.max(self.model_now);
+                self.timers(socks, at, sink);
                 self.call(socks, at, sink, |l, io| l.send(from, to, frame, io));
             }
             self.frames = frames;
-            res?;
+            more |= self.sides[i].input.may_have_more(res?);
         }
-        Ok(())
+        Ok(more)
     }
 
-    fn timers(&mut self, socks: &[PacketSocket], now: Time, sink: &mut Sink<'_>) {
-        while let Some((timer, at)) = self.timers.pop_due(now) {
+    /// Run the model's wake-ups due by `upto`, each at its own time (never before the
+    /// model's clock).
+    fn timers(&mut self, socks: &[PacketSocket], upto: Time, sink: &mut Sink<'_>) {
+        while let Some((timer, at)) = self.timers.pop_due(upto) {
+            let now = at.max(self.model_now);
             self.call(socks, now, sink, |l, io| l.handle_timeout(timer, at, io));
         }
     }
@@ -457,12 +469,14 @@ pub fn run_medium(
                 t0 = Some(o);
             }
         }
-        m.receive(&socks, cfg.io, &mut sink)?;
+        let more = m.receive(&socks, cfg.io, &mut sink)?;
         let now = monotonic_now();
         for (side, sock) in m.sides.iter_mut().zip(&socks) {
             side.output.flush(sock, &mut m.pool, now);
         }
-        m.timers(&socks, now, &mut sink);
+        // With frames still unread the model's clock stays at the last one read: the next
+        // pass reads the rest before later wake-ups run.
+        m.timers(&socks, if more { m.model_now } else { now }, &mut sink);
         if let (Some(o), Some((from, to))) = (t0, cfg.window) {
             if wifi_base.is_none() && now >= o + from {
                 wifi_base = Some(m.link.wifi_stats());

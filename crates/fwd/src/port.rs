@@ -51,6 +51,12 @@ impl Input {
         }
     }
 
+    /// Whether a [`Input::receive`] that returned `got` frames may have left some waiting:
+    /// it read its four batches full.
+    pub fn may_have_more(&self, got: usize) -> bool {
+        got >= 4 * self.batch
+    }
+
     /// The malformed frames per reason, for the statistics.
     pub fn malformed_counts(&self) -> BTreeMap<&'static str, u64> {
         Malformed::ALL
