@@ -273,25 +273,41 @@ impl<P: LinkPacket + 'static> Wired<P> {
     /// equal times), each with its own time as the clock.
     fn advance(&mut self, io: &mut Io<'_, P>) {
         let now = io.now;
+        enum Step {
+            Inbox,
+            Timer,
+            Tx,
+        }
         loop {
-            let inbox = self.inbox.front().map(|(due, _)| *due);
-            let timer = self.queue.noted_timer();
-            let tx = self.tx_wake.then_some(self.free_at);
-            let Some(t) = [inbox, timer, tx].into_iter().flatten().min().filter(|t| *t <= now) else {
+            // The earliest step, the first of these kinds at equal times.
+            let mut next = self.inbox.front().map(|(due, _)| (*due, Step::Inbox));
+            if let Some(t) = self.queue.noted_timer() {
+                if next.as_ref().is_none_or(|(n, _)| t < *n) {
+                    next = Some((t, Step::Timer));
+                }
+            }
+            if self.tx_wake && next.as_ref().is_none_or(|(n, _)| self.free_at < *n) {
+                next = Some((self.free_at, Step::Tx));
+            }
+            let Some((t, step)) = next.filter(|(t, _)| *t <= now) else {
                 break;
             };
             io.now = t;
-            if inbox == Some(t) {
-                if let Some((_, pkt)) = self.inbox.pop_front() {
-                    self.enter(pkt, io);
+            match step {
+                Step::Inbox => {
+                    if let Some((_, pkt)) = self.inbox.pop_front() {
+                        self.enter(pkt, io);
+                    }
                 }
-            } else if timer == Some(t) {
-                // A discipline's timer drops nothing (`Qdisc::on_timeout`).
-                self.queue.run_timer(t);
-                self.queue.note_timer();
-            } else {
-                self.tx_wake = false;
-                self.start_tx(io);
+                Step::Timer => {
+                    // A discipline's timer drops nothing (`Qdisc::on_timeout`).
+                    self.queue.run_timer(t);
+                    self.queue.note_timer();
+                }
+                Step::Tx => {
+                    self.tx_wake = false;
+                    self.start_tx(io);
+                }
             }
         }
         io.now = now;
