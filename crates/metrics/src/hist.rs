@@ -8,10 +8,115 @@ use serde::{Deserialize, Serialize};
 /// counted in `max`, which is kept exactly).
 const HIGHEST_NS: u64 = 3_600_000_000_000;
 
+/// The counts of a [`LatencyHist`]: 32-bit while no bucket can hold more than a 32-bit
+/// count (fewer samples in all than `u32::MAX`), 64-bit after. Half the memory of 64-bit
+/// counts for every histogram that never takes four thousand million samples, which is
+/// every per-flow and per-queue histogram of a simulated run (a flow's one-way delay
+/// histogram at 3 digits and up to 20 ms holds 15 360 counts: 60 KiB rather than 120), and
+/// the same buckets, counts and results.
+#[derive(Clone, Debug)]
+enum Counts {
+    Narrow(Histogram<u32>),
+    Wide(Histogram<u64>),
+}
+
+/// Apply `$f` to the histogram of either width.
+macro_rules! with_counts {
+    ($c:expr, $h:ident => $f:expr) => {
+        match $c {
+            Counts::Narrow($h) => $f,
+            Counts::Wide($h) => $f,
+        }
+    };
+}
+
+/// Samples a 32-bit histogram may take before it widens: while its total is below this,
+/// no bucket's count can overflow.
+const NARROW_LIMIT: u64 = u32::MAX as u64;
+
+impl Counts {
+    fn new(sigfig: u8) -> Counts {
+        // 2 and 3 digits are constants that hdrhistogram accepts: this cannot fail.
+        Counts::Narrow(Histogram::new(sigfig).expect("valid histogram precision"))
+    }
+
+    fn len(&self) -> u64 {
+        with_counts!(self, h => h.len())
+    }
+
+    /// Make room for `more` samples: widen to 64-bit counts if the total could then
+    /// reach a 32-bit count's limit.
+    #[inline]
+    fn reserve(&mut self, more: u64) {
+        if let Counts::Narrow(h) = self {
+            if h.len().saturating_add(more) >= NARROW_LIMIT {
+                *self = Counts::Wide(widen(h));
+            }
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, v: u64) {
+        // `record` grows the counts to the value (`saturating_record` would clamp it to
+        // the current top); it cannot fail below the clamp, but if it did the sample
+        // still counts, at the top.
+        match self {
+            Counts::Narrow(h) if h.len() < NARROW_LIMIT - 1 => {
+                if h.record(v).is_err() {
+                    h.saturating_record(v);
+                }
+            }
+            Counts::Wide(h) => {
+                if h.record(v).is_err() {
+                    h.saturating_record(v);
+                }
+            }
+            Counts::Narrow(_) => self.widen_and_record(v),
+        }
+    }
+
+    #[cold]
+    fn widen_and_record(&mut self, v: u64) {
+        self.reserve(1);
+        if let Counts::Wide(h) = self {
+            if h.record(v).is_err() {
+                h.saturating_record(v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Counts {
+    /// `n` samples of `v` at once.
+    fn record_n(&mut self, v: u64, n: u64) {
+        self.reserve(n);
+        match self {
+            Counts::Narrow(h) => h.record_n(v, n as u32).unwrap(),
+            Counts::Wide(h) => h.record_n(v, n).unwrap(),
+        }
+    }
+
+    fn is_wide(&self) -> bool {
+        matches!(self, Counts::Wide(_))
+    }
+}
+
+/// The same buckets and counts with 64-bit counters: each bucket's count recorded at its
+/// highest equivalent value, which falls in the same bucket.
+fn widen(h: &Histogram<u32>) -> Histogram<u64> {
+    let mut w = Histogram::new_with_bounds(h.low(), h.high(), h.sigfig()).expect("the bounds of a valid histogram");
+    w.auto(true);
+    for v in h.iter_recorded() {
+        w.saturating_record_n(v.value_iterated_to(), u64::from(v.count_at_value()));
+    }
+    w
+}
+
 /// A histogram of durations with 3 significant digits (relative error ≤ 0.1 %).
 #[derive(Clone, Debug)]
 pub struct LatencyHist {
-    h: Histogram<u64>,
+    h: Counts,
     max_ns: u64,
     sum_ns: u128,
 }
@@ -26,9 +131,8 @@ impl LatencyHist {
     pub fn new() -> LatencyHist {
         LatencyHist {
             // Auto-resizing: the counts cover up to the largest value recorded, not the
-            // whole hour (278 KB per histogram; a flow has two). 3 digits is a constant
-            // that hdrhistogram accepts: this cannot fail.
-            h: Histogram::new(3).expect("valid histogram precision"),
+            // whole hour (139 KB per histogram at 32-bit counts; a flow has two).
+            h: Counts::new(3),
             max_ns: 0,
             sum_ns: 0,
         }
@@ -37,24 +141,24 @@ impl LatencyHist {
     /// snapshots, which are reset often.
     pub fn coarse() -> LatencyHist {
         LatencyHist {
-            h: Histogram::new(2).expect("valid histogram precision"),
+            h: Counts::new(2),
             max_ns: 0,
             sum_ns: 0,
         }
     }
     /// The smallest recorded value in ns (0 if empty).
     pub fn min_ns(&self) -> u64 {
-        if self.h.is_empty() {
+        if self.is_empty() {
             0
         } else {
-            self.h.min()
+            with_counts!(&self.h, h => h.min())
         }
     }
     /// Points of the cumulative distribution, `(value_ns, fraction ≤ value)`, sampled
     /// densely in the tail: quantiles 1 − 10^(−i/20) up to 1 − 10^−6, plus every 1 %
     /// from 1 % to 99 %, plus the minimum and the maximum. Sorted by value, no duplicates.
     pub fn cdf_points(&self) -> Vec<(u64, f64)> {
-        cdf_points(&self.h, self.max_ns)
+        with_counts!(&self.h, h => cdf_points(h, self.max_ns))
     }
     /// Record one sample. Zero is recorded as 1 ns (the lowest trackable value) for the
     /// percentiles; the mean keeps the exact value.
@@ -63,42 +167,52 @@ impl LatencyHist {
         let ns = d.as_nanos();
         self.max_ns = self.max_ns.max(ns);
         self.sum_ns += ns as u128;
-        // `record` grows the counts to the value (`saturating_record` would clamp it to
-        // the current top); it cannot fail below the clamp, but if it did the sample
-        // still counts, at the top.
-        let v = ns.clamp(1, HIGHEST_NS);
-        if self.h.record(v).is_err() {
-            self.h.saturating_record(v);
-        }
+        self.h.record(ns.clamp(1, HIGHEST_NS));
     }
     pub fn count(&self) -> u64 {
         self.h.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.h.is_empty()
+        self.h.len() == 0
     }
     pub fn clear(&mut self) {
-        self.h.reset();
+        with_counts!(&mut self.h, h => h.reset());
         self.max_ns = 0;
         self.sum_ns = 0;
     }
     /// Merge another histogram into this one.
     pub fn merge(&mut self, other: &LatencyHist) {
-        // Same bounds on both sides; add cannot fail.
-        let _ = self.h.add(&other.h);
+        // Same precision on both sides and auto-resizing: add cannot fail.
+        self.h.reserve(other.count());
+        if let (Counts::Narrow(a), Counts::Wide(_)) = (&self.h, &other.h) {
+            self.h = Counts::Wide(widen(a));
+        }
+        match (&mut self.h, &other.h) {
+            (Counts::Narrow(a), Counts::Narrow(b)) => {
+                let _ = a.add(b);
+            }
+            (Counts::Wide(a), Counts::Narrow(b)) => {
+                let _ = a.add(widen(b));
+            }
+            (Counts::Wide(a), Counts::Wide(b)) => {
+                let _ = a.add(b);
+            }
+            // Widened above.
+            (Counts::Narrow(_), Counts::Wide(_)) => {}
+        }
         self.max_ns = self.max_ns.max(other.max_ns);
         self.sum_ns += other.sum_ns;
     }
     /// The value at quantile `q` (0..=1), in ns. hdrhistogram reports the highest value
     /// equivalent to the bucket, so a percentile is never under-reported.
     pub fn quantile_ns(&self, q: f64) -> u64 {
-        if self.h.is_empty() {
+        if self.is_empty() {
             return 0;
         }
-        self.h.value_at_quantile(q).min(self.max_ns)
+        with_counts!(&self.h, h => h.value_at_quantile(q)).min(self.max_ns)
     }
     pub fn mean_ns(&self) -> f64 {
-        if self.h.is_empty() {
+        if self.is_empty() {
             0.0
         } else {
             self.sum_ns as f64 / self.h.len() as f64
@@ -158,7 +272,7 @@ pub struct Percentiles {
 /// densely in the tail: quantiles 1 − 10^(−i/20) up to 1 − 10^−6, plus every 1 % from 1 % to
 /// 99 %, plus the minimum and `max` (the exact largest value; bucket tops are clamped to it).
 /// Sorted by value, no duplicates; empty for an empty histogram.
-pub fn cdf_points(h: &Histogram<u64>, max: u64) -> Vec<(u64, f64)> {
+pub fn cdf_points<T: hdrhistogram::Counter>(h: &Histogram<T>, max: u64) -> Vec<(u64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
@@ -172,7 +286,7 @@ pub fn cdf_points(h: &Histogram<u64>, max: u64) -> Vec<(u64, f64)> {
     let mut cum = 0u64;
     let mut next = 0;
     for (i, v) in h.iter_recorded().enumerate() {
-        cum += v.count_at_value();
+        cum += v.count_at_value().as_u64();
         let value = v.value_iterated_to().min(max);
         let f = (cum as f64 / n).min(1.0);
         if i == 0 {
@@ -229,6 +343,53 @@ mod tests {
         let mid = c.iter().find(|p| p.1 >= 0.5).unwrap();
         assert!((mid.0 as f64 - 5e6).abs() / 5e6 < 0.002, "{mid:?}");
         assert!(LatencyHist::new().cdf_points().is_empty());
+    }
+
+    #[test]
+    fn widening_keeps_every_bucket() {
+        let mut a = LatencyHist::new();
+        for i in 0..20_000u64 {
+            a.record(Dur::from_nanos(1 + i * i * 37 % 30_000_000));
+        }
+        let mut b = a.clone();
+        let Counts::Narrow(h) = &b.h else { panic!("narrow") };
+        b.h = Counts::Wide(widen(h));
+        assert!(b.h.is_wide());
+        assert_eq!(a.percentiles_ms(), b.percentiles_ms());
+        assert_eq!(a.cdf_points(), b.cdf_points());
+        assert_eq!(a.min_ns(), b.min_ns());
+        for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(a.quantile_ns(q), b.quantile_ns(q));
+        }
+    }
+
+    #[test]
+    fn more_samples_than_a_32_bit_count_holds() {
+        // Six thousand million samples in two buckets: each count is beyond u32::MAX, so
+        // 32-bit counts would saturate and put the median and p90 in the wrong bucket.
+        let mut h = LatencyHist::new();
+        h.h.record_n(1_000_000, 2_000_000_000);
+        assert!(!h.h.is_wide());
+        h.h.record_n(1_000_000, 2_500_000_000);
+        assert!(h.h.is_wide());
+        h.h.record_n(2_000_000, 5_000_000_000);
+        h.max_ns = 2_000_000;
+        assert_eq!(h.count(), 9_500_000_000);
+        // 4500 of 9500 million (47.4 %) at 1 ms: p46 there (a saturated count, 45.2 %,
+        // would put it at 2 ms), p50 at 2 ms.
+        assert!((h.quantile_ns(0.46) as f64 / 1e6 - 1.0).abs() < 1e-3);
+        assert!((h.quantile_ns(0.50) as f64 / 2e6 - 1.0).abs() < 1e-3);
+        // Merging a narrow histogram into a wide one and the other way round.
+        let mut small = LatencyHist::new();
+        small.record(Dur::from_millis(5));
+        let mut w = h.clone();
+        w.merge(&small);
+        assert_eq!(w.count(), 9_500_000_001);
+        assert_eq!(w.max_ns(), 5_000_000);
+        small.merge(&h);
+        assert!(small.h.is_wide());
+        assert_eq!(small.count(), 9_500_000_001);
+        assert_eq!(small.cdf_points(), w.cdf_points());
     }
 
     #[test]
