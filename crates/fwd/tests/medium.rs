@@ -22,9 +22,10 @@ use l4s_link::LinkConfig;
 /// An error-free HE 80 MHz, 2-stream, MCS 9 station (960.8 Mbit/s PHY), its downlink offered
 /// 900 Mbit/s of 1514-byte frames for 3 s: every TXOP carries a full A-MPDU, so the
 /// interface towards the station receives the MAC's saturation throughput, AIFS + mean
-/// post-backoff + PPDU + SIFS + BlockAck per A-MPDU (within 5 %, as the model itself
-/// reaches it in virtual time), and the station's counters say the same. It is judged on the
-/// TXOPs that found a full A-MPDU waiting (see [`judge`]).
+/// post-backoff + PPDU + SIFS + BlockAck per A-MPDU (within 2 %: the model keeps its own
+/// timeline, so only the draws of the backoff part it from the analytic figure), and the
+/// station's counters say the same. It is judged on the TXOPs that found a full A-MPDU
+/// waiting (see [`judge`]).
 #[test]
 fn a_saturated_station_receives_the_mac_throughput_of_its_ampdus() {
     if !root() {
@@ -36,18 +37,18 @@ fn a_saturated_station_receives_the_mac_throughput_of_its_ampdus() {
         ..FifoConfig::default()
     });
     let mut link = LinkConfig::new(None, Dur::ZERO, fifo.clone());
-    link.wifi = Some(Arc::new(BssConfig::new(
-        vec![StationConfig::new("laptop", mode)],
-        fifo.clone(),
-        fifo,
-    )));
+    let bss = BssConfig::new(vec![StationConfig::new("laptop", mode)], fifo.clone(), fifo);
+    let ba_window = bss.ba_window;
+    link.wifi = Some(Arc::new(bss));
     let ex = plan_exchange(
         &mode,
         std::iter::repeat_n(1514u32, 64),
         &ExchangeConfig {
             backoff: mean_backoff(15),
+            // The BSS's BlockAck window sets the BlockAck's bitmap (64 bits, 32 bytes).
             limits: AmpduLimits {
                 max_bytes: 65_535,
+                ba_window,
                 ..AmpduLimits::new(Standard::He)
             },
             ..ExchangeConfig::new(&mode)
@@ -102,11 +103,13 @@ fn a_saturated_station_receives_the_mac_throughput_of_its_ampdus() {
         );
         // The model is judged on the load it was given: a sender held back by the host's
         // other work leaves the queue short now and then, and a TXOP that finds fewer
-        // frames than an A-MPDU holds carries what there is. Such a run (more than half its
-        // PPDUs short of frames) or one whose forwarder was held back is measured again.
-        let given_enough = run.given * 2 > run.ppdus;
+        // frames than an A-MPDU holds carries what there is. The TXOPs given a full queue
+        // are judged when there are 1000 or more of them (their backoffs' mean then within
+        // about 0.15 slots, 0.2 % of an exchange); a run with fewer, or one whose
+        // forwarder was held back, is measured again.
+        let given_enough = run.given >= 1000;
         if given_enough
-            && (run.mbps / analytic - 1.0).abs() < 0.05
+            && (run.mbps / analytic - 1.0).abs() < 0.02
             && (run.per_ampdu - ex.ampdu.mpdus as f64).abs() < 0.5
         {
             return;

@@ -1801,7 +1801,11 @@ mod tests {
     #[test]
     fn one_station_reaches_the_mac_efficiency_of_its_ampdu() {
         // Downlink saturated to one error-free station: every TXOP is AIFS + the post-backoff
-        // (uniform on 0..=15 slots) + an A-MPDU of 42 MPDUs (65 535 bytes) + SIFS + BlockAck.
+        // (uniform on 0..=15 slots) + an A-MPDU of 42 MPDUs (65 535 bytes) + SIFS + BlockAck
+        // (the compressed BlockAck of the BSS's 64-MPDU window: a 64-bit bitmap, 32 bytes).
+        // What parts the model from the analytic figure is the draws of the backoff (their
+        // mean over 660 TXOPs at MCS 9 is within about 0.4 slots, 0.5 % of a TXOP) and the
+        // TXOP the 500 ms horizon cuts (one of 91 at MCS 7, 20 MHz).
         for mode in [he(80, 2, 9), he(20, 1, 7), he(40, 2, 11)] {
             let cfg = bss(vec![station("laptop", mode)]);
             let horizon = Dur::from_millis(500);
@@ -1815,6 +1819,7 @@ mod tests {
                     backoff: mean_backoff(15),
                     limits: crate::wifi::AmpduLimits {
                         max_bytes: 65_535,
+                        ba_window: cfg.ba_window,
                         ..crate::wifi::AmpduLimits::new(Standard::He)
                     },
                     ..ExchangeConfig::new(&mode)
@@ -1829,7 +1834,7 @@ mod tests {
                 ex.ampdu.mpdus, ex.ampdu.ppdu
             );
             assert!(
-                (measured / analytic - 1.0).abs() < 0.05,
+                (measured / analytic - 1.0).abs() < 0.01,
                 "{mode}: {measured} against {analytic}"
             );
             assert!((per_ampdu - ex.ampdu.mpdus as f64).abs() < 0.01, "{per_ampdu}");
