@@ -203,20 +203,28 @@ impl<P: LinkPacket + 'static> Wired<P> {
         self.delay.is_zero() && !self.line.is_empty()
     }
 
+    /// Without a rate: `pkt`, which comes at `came` (now, or later when given early),
+    /// reaches port 1 `delay` after, with the fault in force when it came. On the line it
+    /// goes behind the packets due no later, so packets given early and packets that come
+    /// now keep the order of their arrival.
+    fn propagate(&mut self, mut pkt: P, came: Time, io: &mut Io<'_, P>) {
+        apply_fault(self.fault, self.origin, came, &mut pkt);
+        if self.delay.is_zero() {
+            io.deliver(1, pkt, came);
+        } else if self.early_out {
+            io.deliver(1, pkt, came + self.delay);
+        } else {
+            self.line.insert(pkt, came + self.delay, io, ARRIVE);
+        }
+    }
+
     /// A packet enters the link now ([`Link::send`] after the inbox).
     fn enter(&mut self, mut pkt: P, io: &mut Io<'_, P>) {
         let now = io.now;
-        apply_fault(self.fault, self.origin, now, &mut pkt);
         if self.rate.is_none() {
-            if self.delay.is_zero() {
-                io.deliver(1, pkt, now);
-            } else if self.early_out {
-                io.deliver(1, pkt, now + self.delay);
-            } else {
-                self.line.push(pkt, now + self.delay, io, ARRIVE);
-            }
-            return;
+            return self.propagate(pkt, now, io);
         }
+        apply_fault(self.fault, self.origin, now, &mut pkt);
         if self.queue.enqueue(pkt, io) {
             if !self.serialising() && self.free_at <= now {
                 self.start_tx(io);
@@ -370,21 +378,14 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
         self.base_rate.is_some() || !self.delay.is_zero()
     }
 
-    fn send_at(&mut self, from: Port, to: Port, mut pkt: P, due: Time, io: &mut Io<'_, P>) {
+    fn send_at(&mut self, from: Port, to: Port, pkt: P, due: Time, io: &mut Io<'_, P>) {
         if due <= io.now {
             return self.send(from, to, pkt, io);
         }
         if self.base_rate.is_none() {
             // A delay line: the packet reaches port 1 `delay` after it comes, whatever
             // else comes, so it goes on the line (or on, early) at once.
-            apply_fault(self.fault, self.origin, due, &mut pkt);
-            let arrival = due + self.delay;
-            if self.early_out {
-                io.deliver(1, pkt, arrival);
-            } else {
-                self.line.insert(pkt, arrival, io, ARRIVE);
-            }
-            return;
+            return self.propagate(pkt, due, io);
         }
         // After the packets due no later (usually the last: arrivals come in order).
         insert_by_due(&mut self.inbox, due, pkt);
@@ -992,6 +993,29 @@ mod early_tests {
         // One wake-up per packet, and one that finds nothing due: the first head's, at
         // 9 ms, asked for before the packet due at 7 ms came in ahead of it.
         assert_eq!(wakeups, 7);
+    }
+
+    #[test]
+    fn a_delay_line_keeps_arrival_order_between_packets_given_early_and_packets_that_come_now() {
+        // A 5 ms line: one sender hands on at 0 a packet that comes at 10 ms; another's
+        // packet comes at 8 ms without notice. The later one given arrives first.
+        let mut line: Wired<Pkt> = Wired::new(
+            None,
+            Dur::from_millis(5),
+            &fifo(10),
+            None,
+            RateSchedule::default(),
+            Dur::ZERO,
+            Rng::new(1),
+        );
+        let offers = [(0, 10, 0), (8, 8, 1)]
+            .into_iter()
+            .map(|(given, due, id)| (Time::from_millis(given), Time::from_millis(due), 0, 1, pkt(id, 1000)))
+            .collect();
+        let mut seen = Seen::default();
+        let (out, _) = drive_early(&mut line, offers, Time::from_secs(1), &mut seen);
+        let got: Vec<_> = out.iter().map(|(t, _, p)| (t.as_nanos() / 1_000_000, p.id)).collect();
+        assert_eq!(got, [(13, 1), (15, 0)]);
     }
 
     #[test]
