@@ -85,7 +85,8 @@ pub struct AckSample {
     /// The transport is in CWR (an ECN reduction this round trip).
     pub in_cwr: bool,
     /// The transport paces its segments at the controller's rate (Linux: a
-    /// `sk_pacing_status` other than `SK_PACING_NONE`).
+    /// `sk_pacing_status` other than `SK_PACING_NONE`). Only for a controller that reads
+    /// it ([`CongestionControl::reads_paced`]); `false` for the others.
     pub paced: bool,
 }
 
@@ -167,6 +168,12 @@ pub trait CongestionControl: Send + std::fmt::Debug {
         Some(Rate::from_bytes_per_sec(
             self.cwnd() as f64 * factor / srtt.as_secs_f64(),
         ))
+    }
+    /// Whether this controller reads [`AckSample::paced`] (CUBIC's Linux HyStart does). A
+    /// transport works it out only then: it takes the pacing rate, which for Prague is
+    /// arithmetic at every ACK that the ACK itself then makes stale.
+    fn reads_paced(&self) -> bool {
+        false
     }
     /// Whether [`CongestionControl::pacing_rate`] reads the flight it is given. The default
     /// rate does not: like Linux's `sk_pacing_rate`, it follows from the controller's state

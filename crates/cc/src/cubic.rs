@@ -426,6 +426,10 @@ impl Cubic {
 }
 
 impl CongestionControl for Cubic {
+    fn reads_paced(&self) -> bool {
+        // `hystart_update`: the ACK-train threshold is halved when the socket is not paced.
+        self.cfg.hystart == Hystart::Linux
+    }
     fn name(&self) -> &'static str {
         "cubic"
     }

@@ -657,6 +657,9 @@ impl CongestionControl for Prague {
             inflight,
         )))
     }
+    fn reads_paced(&self) -> bool {
+        self.fallback.as_ref().is_some_and(|r| r.reads_paced())
+    }
     fn pacing_reads_flight(&self) -> bool {
         // Until Prague's first ACK, the rate is taken from the flight now (see above).
         match &self.fallback {
@@ -768,6 +771,9 @@ mod tests {
         }
         fn pacing_reads_flight(&self) -> bool {
             self.p.pacing_reads_flight()
+        }
+        fn reads_paced(&self) -> bool {
+            self.p.reads_paced()
         }
         fn tso_segs(&self) -> Option<u32> {
             self.p.tso_segs()

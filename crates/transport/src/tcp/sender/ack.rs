@@ -347,7 +347,7 @@ impl TcpSender {
             // TCP_CA_CWR and TCP_CA_Recovery, so `tcp_cong_control` calls `tcp_cong_avoid`.
             in_recovery: self.ca == CaState::Recovery,
             in_cwr: self.ca == CaState::Cwr,
-            paced: self.pacing_rate().is_some(),
+            paced: self.cc.reads_paced() && self.pacing_rate().is_some(),
         };
 
         // ECN congestion response, at most once per round trip (RFC 3168 §6.1.2, with a
