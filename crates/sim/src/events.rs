@@ -1,6 +1,6 @@
 //! The event queue: small typed events, ordered by time and, for equal times, by
 //! insertion order (DESIGN.md principle 3: deterministic tie-breaking), in a sorted
-//! vector while they are few and a binary heap while they are many ([`Pending`]).
+//! vector while they are few and a binary heap while they are many (`Pending`).
 //!
 //! Endpoint timers are re-armed far more often than they fire (a delayed-ACK timer at every
 //! data packet, a retransmission timer at every ACK), so they are not pushed at every
