@@ -87,10 +87,10 @@ fn slot(flow: u32, side: u8) -> usize {
 const FEW: usize = 128;
 
 /// The pending entries, earliest first out. While there are few (about 10 in a run with a
-/// handful of flows, about 70 with twenty) they are a vector sorted latest first: the
-/// earliest leaves from its end, and a new entry goes in where a binary search puts it,
-/// which moves only the entries due before it (most often none or one). That costs less
-/// than the sift-down of a heap at every pop. Beyond [`FEW`] entries (thousands of flows)
+/// handful of flows, 60 to 110 with twenty) they are a vector sorted latest first: the
+/// earliest leaves from its end, and a new entry goes in behind the last entry due after
+/// it, looked for from the end, which moves only the entries due before it (most often
+/// none or one). That costs less than the sift-down of a heap at every pop. Beyond [`FEW`] entries (thousands of flows)
 /// they are a binary heap, and a sorted vector again below half of that, so that a burst
 /// of entries does not keep a run on the heap. Keys are unique, so both give one order.
 enum Pending {
@@ -109,8 +109,13 @@ impl Pending {
     fn push(&mut self, e: Entry) {
         match self {
             Pending::Sorted(v) if v.len() < FEW => {
-                // After every entry due later, before every entry due earlier.
-                let i = v.partition_point(|x| x.key() > e.key());
+                // After every entry due later, before every entry due earlier: looked for
+                // from the end, as most new entries go among the earliest.
+                let key = e.key();
+                let mut i = v.len();
+                while i > 0 && v[i - 1].key() < key {
+                    i -= 1;
+                }
                 v.insert(i, e);
             }
             Pending::Sorted(v) => {
