@@ -90,9 +90,10 @@ const FEW: usize = 128;
 /// handful of flows, 60 to 110 with twenty) they are a vector sorted latest first: the
 /// earliest leaves from its end, and a new entry goes in behind the last entry due after
 /// it, looked for from the end, which moves only the entries due before it (most often
-/// none or one). That costs less than the sift-down of a heap at every pop. Beyond [`FEW`] entries (thousands of flows)
-/// they are a binary heap, and a sorted vector again below half of that, so that a burst
-/// of entries does not keep a run on the heap. Keys are unique, so both give one order.
+/// none or one). That costs less than the sift-down of a heap at every pop. Beyond
+/// [`FEW`] entries (thousands of flows) they are a binary heap, and a sorted vector again
+/// below half of that, so that a burst of entries does not keep a run on the heap. Keys
+/// are unique, so both give one order.
 enum Pending {
     Sorted(Vec<Entry>),
     Heap(BinaryHeap<Entry>),
@@ -321,9 +322,10 @@ mod tests {
 
     #[test]
     fn many_entries_leave_in_the_same_order_through_the_heap_and_back() {
-        // A burst of 10 * FEW one-off events and timers at pseudo-random times with many
-        // ties, popped while more are pushed: the queue passes from the sorted vector to
-        // the heap and back, and must give exactly the order of (time, insertion).
+        // One-off events and timers at pseudo-random times with many ties, in bursts of
+        // 3 * FEW and of 20, popped between bursts down to 10 or to none: the queue passes
+        // from the sorted vector to the heap and back, and must give exactly the order of
+        // (time, insertion).
         let mut q = EventQueue::with_flows(50);
         let mut expect: Vec<(u64, u64, Ev)> = Vec::new();
         let mut x: u64 = 12345;
