@@ -949,28 +949,39 @@ mod early_tests {
         assert!(!w.defer_steps());
     }
 
+    /// A 5 ms delay line without a rate, with `fault`.
+    fn delay_line(fault: Option<Fault>) -> Wired<Pkt> {
+        Wired::new(
+            None,
+            Dur::from_millis(5),
+            &fifo(10),
+            fault,
+            RateSchedule::default(),
+            Dur::ZERO,
+            Rng::new(1),
+        )
+    }
+
+    /// 1000-byte packets from port 0 to 1, as (given, due, id) in milliseconds, for
+    /// [`drive_early`].
+    fn early_offers(offers: &[(u64, u64, u64)]) -> Vec<(Time, Time, Port, Port, Pkt)> {
+        offers
+            .iter()
+            .map(|&(given, due, id)| (Time::from_millis(given), Time::from_millis(due), 0, 1, pkt(id, 1000)))
+            .collect()
+    }
+
     #[test]
     fn a_delay_line_takes_packets_early_from_several_senders_and_keeps_their_arrival_order() {
         // A 5 ms line with no rate, whose ECN fault starts at 10 ms. Two senders hand on
         // packets before they come: at 0 ms those due at 4, 8 and 12 ms, then at 1 ms
         // those due at 2, 9 and 12 ms (a tie with the first sender's last).
-        let mut line: Wired<Pkt> = Wired::new(
-            None,
-            Dur::from_millis(5),
-            &fifo(10),
-            Some(Fault {
-                kind: FaultKind::Bleach,
-                start: Dur::from_millis(10),
-            }),
-            RateSchedule::default(),
-            Dur::ZERO,
-            Rng::new(1),
-        );
+        let mut line = delay_line(Some(Fault {
+            kind: FaultKind::Bleach,
+            start: Dur::from_millis(10),
+        }));
         assert!(line.accepts_early());
-        let offers = [(0, 4, 0), (0, 8, 1), (0, 12, 2), (1, 2, 3), (1, 9, 4), (1, 12, 5)]
-            .into_iter()
-            .map(|(given, due, id)| (Time::from_millis(given), Time::from_millis(due), 0, 1, pkt(id, 1000)))
-            .collect();
+        let offers = early_offers(&[(0, 4, 0), (0, 8, 1), (0, 12, 2), (1, 2, 3), (1, 9, 4), (1, 12, 5)]);
         let mut seen = Seen::default();
         let (out, wakeups) = drive_early(&mut line, offers, Time::from_secs(1), &mut seen);
         let got: Vec<_> = out
@@ -999,21 +1010,14 @@ mod early_tests {
     fn a_delay_line_keeps_arrival_order_between_packets_given_early_and_packets_that_come_now() {
         // A 5 ms line: one sender hands on at 0 a packet that comes at 10 ms; another's
         // packet comes at 8 ms without notice. The later one given arrives first.
-        let mut line: Wired<Pkt> = Wired::new(
-            None,
-            Dur::from_millis(5),
-            &fifo(10),
-            None,
-            RateSchedule::default(),
-            Dur::ZERO,
-            Rng::new(1),
-        );
-        let offers = [(0, 10, 0), (8, 8, 1)]
-            .into_iter()
-            .map(|(given, due, id)| (Time::from_millis(given), Time::from_millis(due), 0, 1, pkt(id, 1000)))
-            .collect();
+        let mut line = delay_line(None);
         let mut seen = Seen::default();
-        let (out, _) = drive_early(&mut line, offers, Time::from_secs(1), &mut seen);
+        let (out, _) = drive_early(
+            &mut line,
+            early_offers(&[(0, 10, 0), (8, 8, 1)]),
+            Time::from_secs(1),
+            &mut seen,
+        );
         let got: Vec<_> = out.iter().map(|(t, _, p)| (t.as_nanos() / 1_000_000, p.id)).collect();
         assert_eq!(got, [(13, 1), (15, 0)]);
     }
