@@ -50,39 +50,40 @@ impl Counts {
     fn reserve(&mut self, more: u64) {
         if let Counts::Narrow(h) = self {
             if h.len().saturating_add(more) >= NARROW_LIMIT {
-                *self = Counts::Wide(widen(h));
+                self.wide();
             }
+        }
+    }
+
+    /// The 64-bit counts, widened from the 32-bit ones first if need be.
+    #[cold]
+    fn wide(&mut self) -> &mut Histogram<u64> {
+        if let Counts::Narrow(h) = self {
+            *self = Counts::Wide(widen(h));
+        }
+        match self {
+            Counts::Wide(h) => h,
+            Counts::Narrow(_) => unreachable!("widened above"),
         }
     }
 
     #[inline]
     fn record(&mut self, v: u64) {
-        // `record` grows the counts to the value (`saturating_record` would clamp it to
-        // the current top); it cannot fail below the clamp, but if it did the sample
-        // still counts, at the top.
         match self {
-            Counts::Narrow(h) if h.len() < NARROW_LIMIT - 1 => {
-                if h.record(v).is_err() {
-                    h.saturating_record(v);
-                }
-            }
-            Counts::Wide(h) => {
-                if h.record(v).is_err() {
-                    h.saturating_record(v);
-                }
-            }
-            Counts::Narrow(_) => self.widen_and_record(v),
+            Counts::Narrow(h) if h.len() < NARROW_LIMIT - 1 => record_into(h, v),
+            Counts::Narrow(_) => record_into(self.wide(), v),
+            Counts::Wide(h) => record_into(h, v),
         }
     }
+}
 
-    #[cold]
-    fn widen_and_record(&mut self, v: u64) {
-        self.reserve(1);
-        if let Counts::Wide(h) = self {
-            if h.record(v).is_err() {
-                h.saturating_record(v);
-            }
-        }
+/// `record` grows the counts to the value (`saturating_record` would clamp it to the
+/// current top); it cannot fail below the clamp, but if it did the sample still counts,
+/// at the top.
+#[inline]
+fn record_into<T: hdrhistogram::Counter>(h: &mut Histogram<T>, v: u64) {
+    if h.record(v).is_err() {
+        h.saturating_record(v);
     }
 }
 
@@ -184,21 +185,16 @@ impl LatencyHist {
     pub fn merge(&mut self, other: &LatencyHist) {
         // Same precision on both sides and auto-resizing: add cannot fail.
         self.h.reserve(other.count());
-        if let (Counts::Narrow(a), Counts::Wide(_)) = (&self.h, &other.h) {
-            self.h = Counts::Wide(widen(a));
-        }
         match (&mut self.h, &other.h) {
             (Counts::Narrow(a), Counts::Narrow(b)) => {
                 let _ = a.add(b);
             }
-            (Counts::Wide(a), Counts::Narrow(b)) => {
-                let _ = a.add(widen(b));
+            (h, Counts::Narrow(b)) => {
+                let _ = h.wide().add(widen(b));
             }
-            (Counts::Wide(a), Counts::Wide(b)) => {
-                let _ = a.add(b);
+            (h, Counts::Wide(b)) => {
+                let _ = h.wide().add(b);
             }
-            // Widened above.
-            (Counts::Narrow(_), Counts::Wide(_)) => {}
         }
         self.max_ns = self.max_ns.max(other.max_ns);
         self.sum_ns += other.sum_ns;
