@@ -18,6 +18,7 @@
 use crate::{FlowMeter, QueueMeter};
 use l4s_aqm::QueueId;
 use l4s_core::{Dur, Time};
+use l4s_metrics::fixed::fixed;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -49,7 +50,7 @@ pub struct Snapshots {
 }
 
 fn opt(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.6}")).unwrap_or_default()
+    x.map(|v| fixed(v, 6).to_string()).unwrap_or_default()
 }
 
 impl Snapshots {
@@ -95,7 +96,7 @@ impl Snapshots {
             if h.is_empty() {
                 String::new()
             } else {
-                format!("{:.3}", ns / 1e6)
+                fixed(ns / 1e6, 3).to_string()
             }
         };
         let mut extra = String::new();
@@ -107,12 +108,12 @@ impl Snapshots {
                 .unwrap_or_default();
             let _ = write!(
                 extra,
-                ",{},{},{:.3},{},{target},,",
+                ",{},{},{},{},{target},,",
                 fi.frames,
                 fi.late,
-                fi.stall_time.as_millis_f64(),
+                fixed(fi.stall_time.as_millis_f64(), 3),
                 if fi.frames > 0 {
-                    format!("{:.3}", fi.max_delay.as_millis_f64())
+                    fixed(fi.max_delay.as_millis_f64(), 3).to_string()
                 } else {
                     String::new()
                 },
@@ -123,7 +124,7 @@ impl Snapshots {
                 ",,,,,,{},{}",
                 a.snap_count,
                 if a.snap_count > 0 {
-                    format!("{:.3}", a.snap_max.as_millis_f64())
+                    fixed(a.snap_max.as_millis_f64(), 3).to_string()
                 } else {
                     String::new()
                 }
@@ -134,17 +135,18 @@ impl Snapshots {
             extra.push_str(",,,,,,,");
         }
         let row = format!(
-            "{:.3},{name},{:.0},{},{ce:.6},{},{},{},{},{},{},{:.3},{},{},{},{}{extra}",
-            t.as_secs_f64(),
-            iv.bytes as f64 * 8.0 / secs,
+            "{},{name},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{extra}",
+            fixed(t.as_secs_f64(), 3),
+            fixed(iv.bytes as f64 * 8.0 / secs, 0),
             iv.packets,
+            fixed(ce, 6),
             d(h.min_ns() as f64),
             d(h.mean_ns()),
             d(h.quantile_ns(0.99) as f64),
             d(h.max_ns() as f64),
             m.interval_lost(),
             st.cwnd,
-            st.srtt.as_millis_f64(),
+            fixed(st.srtt.as_millis_f64(), 3),
             st.pacing_rate.map(|r| r.bits_per_sec().to_string()).unwrap_or_default(),
             opt(st.alpha),
             if st.ecn_mode.is_empty() { "none" } else { st.ecn_mode },
@@ -173,14 +175,15 @@ impl Snapshots {
             0.0
         };
         let row = format!(
-            "{:.3},{name},{},{},{mean:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{}",
-            t.as_secs_f64(),
+            "{},{name},{},{},{},{},{},{},{},{},{},{},{}",
+            fixed(t.as_secs_f64(), 3),
             now.backlog_packets,
             now.backlog_bytes,
-            all.as_millis_f64(),
-            sub(QueueId::L).as_millis_f64(),
-            sub(QueueId::C).as_millis_f64(),
-            (iv.busy.as_secs_f64() / secs).min(1.0),
+            fixed(mean, 3),
+            fixed(all.as_millis_f64(), 3),
+            fixed(sub(QueueId::L).as_millis_f64(), 3),
+            fixed(sub(QueueId::C).as_millis_f64(), 3),
+            fixed((iv.busy.as_secs_f64() / secs).min(1.0), 4),
             opt(now.probability),
             now.marks,
             now.drops,

@@ -6,6 +6,7 @@
 //! contains no URL at all.
 
 use crate::fmt::esc;
+use l4s_metrics::fixed::push_fixed;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -413,7 +414,8 @@ impl Chart {
                         }
                         s.push_str(" points=\"");
                         for (x, y) in &d {
-                            let _ = write!(s, "{:.1},{:.1} ", px(*x), py(*y));
+                            push_point(s, px(*x), py(*y));
+                            s.push(' ');
                         }
                         s.pop();
                         s.push_str("\"/>");
@@ -616,12 +618,21 @@ fn area_path(
         "<path fill=\"{color}\" fill-opacity=\"{opacity}\" stroke=\"none\" d=\""
     );
     for (i, (x, y)) in hi.iter().enumerate() {
-        let _ = write!(s, "{}{:.1},{:.1}", if i == 0 { "M" } else { "L" }, px(*x), py(*y));
+        s.push(if i == 0 { 'M' } else { 'L' });
+        push_point(s, px(*x), py(*y));
     }
     for (x, y) in lo.iter().rev() {
-        let _ = write!(s, "L{:.1},{:.1}", px(*x), py(*y));
+        s.push('L');
+        push_point(s, px(*x), py(*y));
     }
     s.push_str("Z\"/>");
+}
+
+/// "x,y" in px, to 0.1 px.
+fn push_point(s: &mut String, x: f64, y: f64) {
+    push_fixed(s, x, 1);
+    s.push(',');
+    push_fixed(s, y, 1);
 }
 
 /// Split a series at its break markers (points with a non-finite coordinate). When a series

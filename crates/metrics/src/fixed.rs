@@ -1,0 +1,241 @@
+//! Floats as decimal text with a fixed number of decimals, exactly as `format!("{v:.N}")`
+//! writes them, for the writers that print many of them (the snapshot CSVs, the report's
+//! chart coordinates).
+//!
+//! The standard formatter rounds the float's exact binary value to `N` decimals (ties to
+//! even), which costs it an exact multi-precision conversion for every number. For the
+//! numbers these writers print (below 2^32 once scaled by 10^N) a float multiplication
+//! gives the same digits whenever the scaled value is not within 10^-5 of a tie: its
+//! rounding error is below 2^-21, so it cannot cross the rounding boundary. The rest
+//! (near-ties, large or non-finite values) go to the standard formatter, so the text is
+//! the same byte for byte in every case.
+
+use std::fmt;
+
+/// `v` with `decimals` digits after the point, as `format!("{v:.decimals$}")`; fill, width
+/// and alignment of the format string apply as to a string.
+pub fn fixed(v: f64, decimals: u8) -> Fixed {
+    Fixed { v, decimals }
+}
+
+/// See [`fixed`].
+#[derive(Clone, Copy, Debug)]
+pub struct Fixed {
+    v: f64,
+    decimals: u8,
+}
+
+impl fmt::Display for Fixed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut buf = [0u8; BUF];
+        let text = match digits(self.v, self.decimals, &mut buf) {
+            Some(start) => ascii(&buf[start..]),
+            None => return f.pad(&format!("{:.*}", usize::from(self.decimals), self.v)),
+        };
+        if f.width().is_some() {
+            f.pad(text)
+        } else {
+            f.write_str(text)
+        }
+    }
+}
+
+/// Append `v` with `decimals` digits after the point to `out`: the text of [`fixed`],
+/// without the formatting machinery, for loops that write many numbers.
+pub fn push_fixed(out: &mut String, v: f64, decimals: u8) {
+    let mut buf = [0u8; BUF];
+    match digits(v, decimals, &mut buf) {
+        Some(start) => out.push_str(ascii(&buf[start..])),
+        None => {
+            use std::fmt::Write as _;
+            // Writing to a String cannot fail.
+            let _ = write!(out, "{:.*}", usize::from(decimals), v);
+        }
+    }
+}
+
+/// The text [`digits`] wrote: only ASCII digits, '-' and '.'.
+fn ascii(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
+}
+
+/// Room for a sign, ten integer digits, the point and nine decimals.
+const BUF: usize = 24;
+
+/// Largest number of decimals the fast path takes.
+const MAX_DECIMALS: u8 = 9;
+
+const POW10: [u64; MAX_DECIMALS as usize + 1] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+/// Write `v` rounded to `decimals` at the end of `buf`; the index where the text starts,
+/// or `None` where only the exact conversion can tell the digits.
+fn digits(v: f64, decimals: u8, buf: &mut [u8; BUF]) -> Option<usize> {
+    if decimals > MAX_DECIMALS {
+        return None;
+    }
+    let scale = POW10[usize::from(decimals)];
+    // Powers of ten up to 10^9 are exact in an f64, so this is one rounding of the exact
+    // product.
+    let t = v.abs() * scale as f64;
+    // Also for NaN.
+    if t.is_nan() || t >= 4_294_967_296.0 {
+        return None;
+    }
+    let whole = t.floor();
+    // Exact (Sterbenz: whole <= t < 2 * whole, or whole is 0).
+    let frac = t - whole;
+    if (frac - 0.5).abs() < 1e-5 {
+        return None;
+    }
+    let mut n = whole as u64 + u64::from(frac > 0.5);
+    let mut i = BUF;
+    if decimals > 0 {
+        let mut f = n % scale;
+        n /= scale;
+        for _ in 0..decimals {
+            i -= 1;
+            buf[i] = b'0' + (f % 10) as u8;
+            f /= 10;
+        }
+        i -= 1;
+        buf[i] = b'.';
+    }
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // The standard formatter keeps the sign of a negative number that rounds to zero
+    // ("-0.0"), and of -0.0 itself.
+    if v.is_sign_negative() {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    Some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(v: f64, d: u8) {
+        let want = format!("{:.*}", usize::from(d), v);
+        assert_eq!(
+            fixed(v, d).to_string(),
+            want,
+            "{v:e} ({:#x}) to {d} decimals",
+            v.to_bits()
+        );
+    }
+
+    /// splitmix64: a fixed sequence of well-spread 64-bit values.
+    fn mix(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn same_text_as_the_standard_formatter_at_the_edges() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.25,
+            0.35,
+            0.05,
+            0.15,
+            2.5,
+            -2.5,
+            0.125,
+            0.0625,
+            1.45,
+            2.675,
+            -0.01,
+            -0.04,
+            0.5,
+            0.9999999,
+            9.95,
+            99.95,
+            4_294_967_295.4,
+            4_294_967_295.5,
+            4_294_967_296.0,
+            1e16,
+            1e21,
+            -1e300,
+            f64::MIN_POSITIVE,
+            f64::EPSILON,
+            f64::MAX,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        for d in 0..=12 {
+            for &v in &edges {
+                check(v, d);
+                check(-v, d);
+            }
+        }
+    }
+
+    #[test]
+    fn same_text_as_the_standard_formatter_on_spread_values_and_near_ties() {
+        let mut s = 1;
+        for _ in 0..60_000 {
+            let r = mix(&mut s);
+            let d = (r % 10) as u8;
+            // Magnitudes from 1e-6 to 1e10, so that both sides of the fast path's limit
+            // are taken.
+            let mag = 10f64.powi((r >> 8) as i32 % 17 - 6);
+            let v = (mix(&mut s) >> 11) as f64 / (1u64 << 53) as f64 * mag;
+            check(v, d);
+            check(-v, d);
+            // Ties and their neighbours: k + 1/2 units of the last decimal, and the floats
+            // on either side of it.
+            let scale = 10f64.powi(i32::from(d));
+            let tie = ((mix(&mut s) % 1_000_000) as f64 + 0.5) / scale;
+            for t in [
+                tie,
+                f64::from_bits(tie.to_bits() + 1),
+                f64::from_bits(tie.to_bits() - 1),
+            ] {
+                check(t, d);
+                check(-t, d);
+            }
+        }
+    }
+
+    #[test]
+    fn push_fixed_appends_the_same_text() {
+        let mut s = String::from("x=");
+        for v in [0.25, -0.04, 123.456, 4_294_967_296.5, f64::NAN] {
+            push_fixed(&mut s, v, 1);
+            s.push(' ');
+        }
+        assert_eq!(s, "x=0.2 -0.0 123.5 4294967296.5 NaN ");
+    }
+
+    #[test]
+    fn width_and_alignment_apply_as_to_a_string() {
+        assert_eq!(
+            format!("{:>7}|{:<6}|", fixed(12.345_67, 2), fixed(-1.0, 1)),
+            "  12.35|-1.0  |"
+        );
+        assert_eq!(format!("{:>9}", fixed(f64::NAN, 2)), "      NaN");
+    }
+}
