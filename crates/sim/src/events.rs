@@ -111,13 +111,16 @@ impl Pending {
         match self {
             Pending::Sorted(v) if v.len() < FEW => {
                 // After every entry due later, before every entry due earlier: looked for
-                // from the end, as most new entries go among the earliest.
+                // from the end, as most new entries go among the earliest, and each entry
+                // due earlier moved up one place on the way (no call to move a few).
                 let key = e.key();
-                let mut i = v.len();
+                v.push(e);
+                let mut i = v.len() - 1;
                 while i > 0 && v[i - 1].key() < key {
+                    v[i] = v[i - 1];
                     i -= 1;
                 }
-                v.insert(i, e);
+                v[i] = e;
             }
             Pending::Sorted(v) => {
                 let mut heap = BinaryHeap::from(std::mem::take(v));
