@@ -6,6 +6,7 @@
 //! sampled from the HDR histograms ([`l4s_metrics::hist::cdf_points`]).
 
 use crate::{FlowMeter, QueueMeter};
+use l4s_metrics::fixed::fixed;
 use l4s_metrics::LatencyHist;
 use std::io::{self, Write};
 
@@ -20,7 +21,7 @@ pub fn write(
     writeln!(w, "kind,name,value_ms,cdf")?;
     let mut put = |kind: &str, name: &str, h: &LatencyHist| -> io::Result<()> {
         for (v, f) in h.cdf_points() {
-            writeln!(w, "{kind},{name},{:.6},{:.8}", v as f64 / 1e6, f)?;
+            writeln!(w, "{kind},{name},{},{}", fixed(v as f64 / 1e6, 6), fixed(f, 8))?;
         }
         Ok(())
     };
@@ -42,7 +43,7 @@ pub fn write(
     for (name, h) in access {
         let max = h.quantile(1.0);
         for (v, f) in l4s_metrics::hist::cdf_points(h.hdr(), max) {
-            writeln!(w, "access_delay,{name},{:.6},{:.8}", v as f64 / 1e3, f)?;
+            writeln!(w, "access_delay,{name},{},{}", fixed(v as f64 / 1e3, 6), fixed(f, 8))?;
         }
     }
     w.flush()
