@@ -438,7 +438,7 @@ impl Client<'_> {
     }
 
     fn open(&mut self) -> io::Result<u32> {
-        let s = tcp_connect_start(self.server, &self.cfg.cc)?;
+        let s = tcp_connect_start(self.server, &self.cfg.cc, self.cfg.tcp.pacing)?;
         let id = self.next_conn;
         self.next_conn = self.next_conn.wrapping_add(1);
         self.conns.insert(
@@ -777,7 +777,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
     if done(ctx.clock.now()) {
         return;
     }
-    let s = match tcp_connect_start(dst, &cfg.cc) {
+    let s = match tcp_connect_start(dst, &cfg.cc, cfg.tcp.pacing) {
         Ok(s) => s,
         Err(e) => {
             ctx.meter.fail(format!("flow {}: connecting to {dst}: {e}", ctx.name));

@@ -393,9 +393,10 @@ fn reducing(ca_state: u8) -> bool {
     (2..=4).contains(&ca_state)
 }
 
-/// A TCP connection to `dst` with congestion control `cc`, set before the handshake.
-pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStream> {
-    let stream = tcp_connect_start(dst, cc)?;
+/// A TCP connection to `dst` with congestion control `cc` and, with `pacing`, the kernel's
+/// own pacing ([`prepare_tcp`]), set before the handshake.
+pub fn tcp_connect(dst: SocketAddr, cc: &str, pacing: bool, timeout: Dur) -> io::Result<TcpStream> {
+    let stream = tcp_connect_start(dst, cc, pacing)?;
     let fd = stream.as_raw_fd();
     if !wait_fd(fd, true, timeout)? {
         return Err(io::Error::new(
@@ -410,21 +411,13 @@ pub fn tcp_connect(dst: SocketAddr, cc: &str, timeout: Dur) -> io::Result<TcpStr
     Ok(stream)
 }
 
-/// Start a non-blocking connection to `dst` with congestion control `cc` (set before the
-/// SYN): the socket becomes writable when the handshake is over (then check
-/// `take_error`).
-pub fn tcp_connect_start(dst: SocketAddr, cc: &str) -> io::Result<TcpStream> {
+/// Start a non-blocking connection to `dst` with congestion control `cc` and, with
+/// `pacing`, the kernel's own pacing (both set before the SYN, [`prepare_tcp`]): the socket
+/// becomes writable when the handshake is over (then check `take_error`).
+pub fn tcp_connect_start(dst: SocketAddr, cc: &str, pacing: bool) -> io::Result<TcpStream> {
     let fam = if dst.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     let stream = TcpStream::from(sys::socket(fam, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)?);
-    set_congestion_control(stream.as_fd(), cc).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "cannot use congestion control {cc:?} ({e}); this kernel offers: {}",
-                available_congestion_controls().join(", ")
-            ),
-        )
-    })?;
+    prepare_tcp(stream.as_fd(), cc, pacing)?;
     stream.set_nonblocking(true)?;
     if let Err(e) = sys::connect(stream.as_fd(), &dst) {
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
@@ -434,10 +427,32 @@ pub fn tcp_connect_start(dst: SocketAddr, cc: &str) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
-/// Set congestion control `cc` on a socket (a listener's is inherited by the connections
-/// it accepts).
-pub fn set_congestion_control(fd: BorrowedFd<'_>, cc: &str) -> io::Result<()> {
-    sys::set_tcp_congestion(fd, cc)
+/// Give a TCP socket what the scenario's sender asks for, as the simulator's TCP has it
+/// (a listener's is inherited by the connections it accepts):
+///
+/// * congestion control `cc` (`TCP_CONGESTION`);
+/// * with `pacing` (the sender's `pacing`, on by default), the kernel's own pacing at the
+///   rate its congestion control sets (`tcp_update_pacing_rate`, or the controller's, as
+///   Prague's), as the simulator paces: `SO_MAX_PACING_RATE` with no cap
+///   (`sys::set_max_pacing_rate`). Linux paces a controller that asks for it (Prague,
+///   BBR) on its own, and any other (CUBIC, Reno, DCTCP) only behind an `fq` qdisc; the
+///   testbed's hosts have none, so without this a CUBIC sender would leave in bursts that
+///   the simulator's does not. Without `pacing` a controller that paces itself still does.
+pub fn prepare_tcp(fd: BorrowedFd<'_>, cc: &str, pacing: bool) -> io::Result<()> {
+    sys::set_tcp_congestion(fd, cc).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot use congestion control {cc:?} ({e}); this kernel offers: {}",
+                available_congestion_controls().join(", ")
+            ),
+        )
+    })?;
+    if pacing {
+        sys::set_max_pacing_rate(fd, sys::PACE_UNCAPPED)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot turn on TCP pacing (SO_MAX_PACING_RATE): {e}")))?;
+    }
+    Ok(())
 }
 
 /// What the TCP sender knows of its connection, as [`EndpointStats`].
@@ -461,15 +476,16 @@ fn tcp_stats(i: &TcpInfo, written: u64, congestion_events: u64, ecn: bool, finis
     }
 }
 
-/// Run a kernel TCP sender: connect at the flow's start, write until `bytes` are sent or
-/// the flow stops, sampling `TCP_INFO` every 10 ms.
-pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, bytes: Option<u64>, nominal: Ecn) {
+/// Run a kernel TCP sender: connect at the flow's start (congestion control `cc`, paced by
+/// the kernel with `pacing`, [`prepare_tcp`]), write until `bytes` are sent or the flow
+/// stops, sampling `TCP_INFO` every 10 ms.
+pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, pacing: bool, bytes: Option<u64>, nominal: Ecn) {
     precise_timers();
     ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
     if ctx.done(ctx.clock.now()) {
         return;
     }
-    let mut s = match tcp_connect(dst, cc, Dur::from_secs(3)) {
+    let mut s = match tcp_connect(dst, cc, pacing, Dur::from_secs(3)) {
         Ok(s) => s,
         Err(e) => {
             ctx.meter.fail(format!("flow {}: connecting to {dst}: {e}", ctx.name));
@@ -698,6 +714,69 @@ mod tests {
         assert_eq!(m.first_ecn, Some(Ecn::Ect1));
     }
 
+    /// Bytes a CUBIC connection on loopback delivers in its first `secs`, its socket
+    /// prepared with `pacing` and, if given, capped at `cap` bytes per second.
+    fn loopback_transfer(pacing: bool, cap: Option<u64>, secs: f64) -> u64 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let dst = l.local_addr().unwrap();
+        let s = tcp_connect(dst, "cubic", pacing, Dur::from_secs(3)).unwrap();
+        if let Some(cap) = cap {
+            sys::set_max_pacing_rate(s.as_fd(), cap).unwrap();
+        }
+        let (mut c, _) = l.accept().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+        let tx = std::thread::spawn(move || {
+            let mut s = s;
+            let chunk = vec![0u8; 64 * 1024];
+            while std::time::Instant::now() < deadline {
+                if s.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut buf = vec![0u8; 1 << 20];
+        let mut n = 0u64;
+        loop {
+            match c.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(k) if std::time::Instant::now() <= deadline => n += k as u64,
+                Ok(_) => {}
+            }
+        }
+        tx.join().unwrap();
+        n
+    }
+
+    #[test]
+    fn kernel_tcp_is_paced_as_the_sender_asks() {
+        // The option as the scenario's `pacing` leaves it, on a connection and a listener
+        // (inherited by what it accepts).
+        for pacing in [true, false] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            prepare_tcp(l.as_fd(), "cubic", pacing).unwrap();
+            let c = tcp_connect(l.local_addr().unwrap(), "reno", pacing, Dur::from_secs(3)).unwrap();
+            let (a, _) = l.accept().unwrap();
+            let want = if pacing { sys::PACE_UNCAPPED } else { u64::MAX };
+            for fd in [c.as_fd(), a.as_fd(), l.as_fd()] {
+                assert_eq!(sys::max_pacing_rate(fd).unwrap(), want, "pacing {pacing}");
+            }
+        }
+        // This kernel paces TCP itself once the option is set, with no fq qdisc: capped at
+        // 4 MB/s, CUBIC on loopback (64 KB segments) moves no more than the cap allows
+        // after its first 10 segments, which leave unpaced; uncapped, pacing does not hold
+        // it back (loopback moves hundreds of MB/s, and far more than the cap under load).
+        let cap = 4_000_000u64;
+        let paced = loopback_transfer(true, Some(cap), 1.0);
+        let allowed = cap as f64 + 12.0 * 65_536.0;
+        assert!(paced as f64 <= allowed, "{paced} bytes in 1 s at a cap of {cap} B/s");
+        assert!(
+            paced as f64 >= 0.5 * cap as f64,
+            "{paced} bytes in 1 s at a cap of {cap} B/s"
+        );
+        let free = loopback_transfer(true, None, 0.5);
+        assert!(free as f64 > 1.5 * cap as f64, "{free} bytes in 0.5 s, uncapped");
+    }
+
     #[test]
     fn tcp_flow_on_loopback_and_missing_cc() {
         let c = ctx(2, 1);
@@ -705,7 +784,7 @@ mod tests {
         let dst = l.local_addr().unwrap();
         let c2 = c.clone();
         let h = std::thread::spawn(move || run_tcp_receiver(&c2, l));
-        run_tcp_sender(&c, dst, "cubic", Some(5_000_000), Ecn::NotEct);
+        run_tcp_sender(&c, dst, "cubic", true, Some(5_000_000), Ecn::NotEct);
         h.join().unwrap();
         let m = c.meter.lock();
         assert!(m.error.is_none(), "{:?}", m.error);
@@ -713,7 +792,7 @@ mod tests {
         assert_eq!(m.sender.delivered_bytes, 5_000_000);
         assert!(m.sender.finished);
         drop(m);
-        let err = tcp_connect(dst, "no-such-cc", Dur::from_secs(1))
+        let err = tcp_connect(dst, "no-such-cc", true, Dur::from_secs(1))
             .unwrap_err()
             .to_string();
         assert!(err.contains("no-such-cc") && err.contains("cubic"), "{err}");

@@ -14,9 +14,10 @@
 //!   length passed with it;
 //! * options that could make the kernel keep a pointer or change more than the calling
 //!   thread are not offered: socket options take an `int` ([`setsockopt_int`]) or are named
-//!   ([`set_tcp_congestion`], [`tcp_info`]), the one control message a datagram is sent
-//!   with is its TOS / Traffic Class ([`Tos`]), `ioctl` reads a send queue's length only
-//!   ([`send_queue_len`]) (the timer slack is l4s-fwd's `precise_timers`);
+//!   ([`set_tcp_congestion`], [`set_max_pacing_rate`], [`tcp_info`]), the one control
+//!   message a datagram is sent with is its TOS / Traffic Class ([`Tos`]), `ioctl` reads a
+//!   send queue's length only ([`send_queue_len`]) (the timer slack is l4s-fwd's
+//!   `precise_timers`);
 //! * control messages the kernel returns are read only within the bytes it wrote, each
 //!   after its length is checked; unknown ones are skipped.
 //!
@@ -56,6 +57,50 @@ pub fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
     })?;
     Ok(())
 }
+
+/// Cap a socket's pacing rate at `bytes_per_sec`: `setsockopt(2)` with `SOL_SOCKET`,
+/// `SO_MAX_PACING_RATE` and a 64-bit value (see `socket(7)`). Besides the cap, Linux (since
+/// 4.13, `sock_setsockopt` in net/core/sock.c) then sets the socket's `sk_pacing_status` to
+/// `SK_PACING_NEEDED` unless the value is `!0`, so that TCP paces its own packets
+/// (`tcp_needs_internal_pacing`, net/ipv4/tcp_output.c) with no `fq` qdisc on the way:
+/// [`PACE_UNCAPPED`] asks for that pacing at the congestion control's own rate.
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_sec: u64) -> io::Result<()> {
+    // SAFETY: the kernel reads at most `size_of::<u64>()` bytes from `bytes_per_sec` on this
+    // stack frame (an older kernel reads an int of them) and keeps no pointer to it.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&bytes_per_sec as *const u64).cast::<libc::c_void>(),
+            size_of::<u64>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// A socket's pacing cap (`SO_MAX_PACING_RATE`, bytes per second; `u64::MAX` when none).
+#[cfg(test)]
+pub fn max_pacing_rate(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut v: u64 = 0;
+    let mut len = size_of::<u64>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` (8) bytes into `v`, borrowed mutably for the
+    // call, and the written length into `len`.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&mut v as *mut u64).cast::<libc::c_void>(),
+            &mut len,
+        )
+    })?;
+    Ok(v)
+}
+
+/// The largest pacing cap that still turns on TCP's own pacing ([`set_max_pacing_rate`]):
+/// `!0` means "no cap, no request".
+pub const PACE_UNCAPPED: u64 = u64::MAX - 1;
 
 /// Read a TCP socket's `struct tcp_info` into `buf` as the kernel lays it out
 /// (`include/uapi/linux/tcp.h`): `getsockopt(2)` with `IPPROTO_TCP`, `TCP_INFO` (see

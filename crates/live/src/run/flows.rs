@@ -308,7 +308,7 @@ fn receive(i: usize, ctx: FlowCtx, kind: FlowKind, bind: SocketAddr, ready: Send
                 EcnUdpSocket::bind(bind).map(crate::apps::Listen::Udp)
             } else {
                 TcpListener::bind(bind).and_then(|l| {
-                    endpoints::set_congestion_control(l.as_fd(), &cfg.cc)?;
+                    endpoints::prepare_tcp(l.as_fd(), &cfg.cc, cfg.tcp.pacing)?;
                     Ok(crate::apps::Listen::Tcp(l))
                 })
             };
@@ -368,7 +368,9 @@ fn send(ctx: FlowCtx, kind: FlowKind, dst: SocketAddr, bind: SocketAddr, nominal
             crate::apps::run_sync_source(&ctx, &cfg, dst, seed)
         }
         FlowKind::App { cfg } => crate::apps::run_app_client(&ctx, &cfg, dst),
-        FlowKind::Tcp { cc, bytes, .. } => endpoints::run_tcp_sender(&ctx, dst, &cc, bytes, nominal),
+        FlowKind::Tcp { cc, bytes, sender, .. } => {
+            endpoints::run_tcp_sender(&ctx, dst, &cc, sender.pacing, bytes, nominal)
+        }
         FlowKind::UdpPrague { sender, .. } => {
             if let Some(s) = socket() {
                 let ep = UdpSender::Prague(Box::new(UdpPragueSender::new(sender, ctx.start)));
