@@ -186,6 +186,8 @@ name = "cubic"
 type = "tcp"
 cc = "cubic"
 ecn = "classic"
+# The defaults, written: kernel TCP takes the one and says it cannot take the other.
+sender = { min_rto = "200ms", pacing = true }
 
 [[flows]]
 name = "probe-l4s"
@@ -393,6 +395,10 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     assert_eq!(info["backend"], "live");
     assert_eq!(info["live"]["run_id"], id.as_str());
     assert_eq!(info["live"]["namespaces"], 15);
+    assert_eq!(
+        info["live"]["untaken_settings"],
+        serde_json::json!([r#"flow "cubic": sender.min_rto = "200ms""#])
+    );
     assert!(live_dir.join("report.html").exists() && live_dir.join("snapshots-queues.csv").exists());
     if let Some(c) = disrupted {
         // The host's lateness is in every delay and every control loop (a hypervisor that

@@ -590,6 +590,7 @@ fn run_info(
                 "flows": li.flows,
                 "elements": li.elements,
                 "timeline": li.timeline,
+                "untaken_settings": li.untaken_settings,
             }),
         );
     }

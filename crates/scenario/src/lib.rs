@@ -335,4 +335,8 @@ pub struct Flow {
     pub kind: FlowKind,
     /// The codepoint the flow's data is expected to carry (for reports before it runs).
     pub nominal_ecn: Ecn,
+    /// What the scenario wrote in the flow's `sender`, `receiver` and `cc_params` tables:
+    /// `("sender.min_rto", "\"1s\"")`, by table, then by key. A backend that cannot take a
+    /// setting (the live backend's kernel TCP) says which.
+    pub written: Vec<(String, String)>,
 }

@@ -1330,6 +1330,11 @@ fn build_flow(
         }
     };
     let kind_name = f.kind.clone();
+    let written = written_settings(&[
+        ("sender", &f.sender),
+        ("receiver", &f.receiver),
+        ("cc_params", &f.cc_params),
+    ]);
     let (kind, nominal_ecn) = match kind_name.as_str() {
         "tcp" => {
             for (k, p) in [
@@ -1534,7 +1539,18 @@ fn build_flow(
         }),
         kind,
         nominal_ecn,
+        written,
     })
+}
+
+/// The settings a flow's tables give, as `table.key` and the value's TOML text, in the
+/// order of the tables and then of the keys.
+fn written_settings(tables: &[(&str, &Option<toml::Table>)]) -> Vec<(String, String)> {
+    tables
+        .iter()
+        .filter_map(|(name, t)| t.as_ref().map(|t| (name, t)))
+        .flat_map(|(name, t)| t.iter().map(move |(k, v)| (format!("{name}.{k}"), v.to_string())))
+        .collect()
 }
 
 /// Every flow `type` a scenario may use.

@@ -128,6 +128,8 @@ pub struct LiveRunInfo {
     /// were in flight at the end, and arrivals that could not be joined to a send (see
     /// [`crate::timeline::Tracker::set_min_owd`]); null without.
     pub timeline: serde_json::Value,
+    /// The TCP settings of the scenario that kernel TCP did not take ([`untaken_settings`]).
+    pub untaken_settings: Vec<String>,
 }
 
 /// Does this process run as root?
@@ -237,6 +239,39 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
     Ok(())
 }
 
+/// The TCP settings a scenario wrote that the live backend's kernel TCP does not take, one
+/// line per flow that has any (`flow "a": sender.min_rto = "1s", receiver.ack_delay =
+/// "200ms"`). It takes `sender.pacing` ([`endpoints::prepare_tcp`]) and
+/// `sender.slow_start_after_idle` (a per-namespace sysctl), and `cc_params.hystart = true`
+/// or `"linux"` is what Linux's CUBIC does by default; the rest of `sender`, `receiver` and
+/// `cc_params` (timer bounds, tail loss probes, delayed ACKs, the initial window, HyStart++,
+/// Prague's and CUBIC's variants) is the simulator's alone: the kernel runs with its own
+/// settings, which the run should say rather than pass over.
+pub fn untaken_settings(sc: &Scenario) -> Vec<String> {
+    let taken = |key: &str, value: &str| match key {
+        "sender.pacing" | "sender.slow_start_after_idle" => true,
+        "cc_params.hystart" => matches!(value, "true" | "\"linux\""),
+        _ => false,
+    };
+    sc.flows
+        .iter()
+        .filter(|f| match &f.kind {
+            FlowKind::Tcp { .. } => true,
+            FlowKind::App { cfg } => cfg.kind != l4s_apps::AppKind::Query,
+            _ => false,
+        })
+        .filter_map(|f| {
+            let left: Vec<String> = f
+                .written
+                .iter()
+                .filter(|(k, v)| !taken(k, v))
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            (!left.is_empty()).then(|| format!("flow {:?}: {}", f.name, left.join(", ")))
+        })
+        .collect()
+}
+
 /// A kernel TCP flow's data sender (its source: the server of downloads and responses, the
 /// pusher of sync chunks) and whether it restarts its window after idle
 /// (`sender.slow_start_after_idle`, per namespace in Linux); `None` for other flows.
@@ -277,6 +312,9 @@ pub fn run(
         return Err(privilege_error());
     }
     preflight(&sc)?;
+    for line in untaken_settings(&sc) {
+        eprintln!("warning: the live backend's kernel TCP does not take these settings and runs with its own: {line}");
+    }
     if !l4s_fwd::netns::ethtool_available() {
         return Err(LiveError {
             kind: LiveErrorKind::Privilege,
@@ -469,6 +507,7 @@ fn run_built(
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),
+            untaken_settings: untaken_settings(sc),
         },
     ))
 }
@@ -520,5 +559,75 @@ impl Drop for KillOnDrop {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Scenario {
+        l4s_scenario::load_str(text, std::path::Path::new("untaken.toml")).unwrap()
+    }
+
+    #[test]
+    fn settings_kernel_tcp_cannot_take_are_named_per_flow() {
+        // The ns-3 mirror sets timer bounds, tail loss probes and delayed ACKs that only the
+        // simulator's TCP takes.
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/bench-l4s-wired.toml");
+        let sc = l4s_scenario::load_file(&p).unwrap();
+        let names: Vec<&str> = sc.flows.iter().map(|f| f.name.as_str()).collect();
+        let want: Vec<String> = names
+            .iter()
+            .map(|n| {
+                format!(
+                    r#"flow "{n}": sender.min_rto = "1s", sender.tlp = false, receiver.ack_delay = "200ms", receiver.rwnd = 750000"#
+                )
+            })
+            .collect();
+        assert_eq!(untaken_settings(&sc), want);
+        let base = r#"
+[scenario]
+name = "u"
+duration = "5s"
+[topology]
+type = "dumbbell"
+rate = "10Mbit"
+rtt = "20ms"
+"#;
+        // What kernel TCP takes, and a flow without settings, give nothing.
+        let taken = format!(
+            "{base}{}",
+            r#"
+[[flows]]
+name = "c"
+type = "tcp"
+cc = "cubic"
+sender = { pacing = false, slow_start_after_idle = false }
+cc_params = { hystart = "linux" }
+[[flows]]
+name = "d"
+type = "bulk"
+cc = "cubic"
+bytes = "10MB"
+cc_params = { hystart = true }
+[[flows]]
+name = "u"
+type = "udp-prague"
+sender = { max_rate = "5Mbit" }
+"#
+        );
+        assert_eq!(untaken_settings(&load(&taken)), Vec::<String>::new());
+        // HyStart++, Linux's CUBIC without HyStart and an initial window are the simulator's.
+        let not = taken
+            .replace(r#"hystart = "linux""#, r#"hystart = "rfc9406", initial_cwnd = 20"#)
+            .replace("hystart = true", "hystart = false");
+        assert_eq!(
+            untaken_settings(&load(&not)),
+            [
+                r#"flow "c": cc_params.hystart = "rfc9406", cc_params.initial_cwnd = 20"#,
+                r#"flow "d": cc_params.hystart = false"#
+            ]
+        );
     }
 }
