@@ -382,6 +382,14 @@ pub trait Link<P: LinkPacket> {
     fn defer_steps(&mut self) -> bool {
         false
     }
+    /// The constant delay after which a model that [`Link::deliver_early`]s delivers every
+    /// packet given to it by [`Link::send`], unchanged, when that is all it does (no rate,
+    /// queue, fault or loss, and nothing counted): the driver may then hand such a packet
+    /// on itself, due that much later, without calling the model, so long as no packet is
+    /// ever given to the model early ([`Link::send_at`]). `None` for any other model.
+    fn pass_through(&self) -> Option<Dur> {
+        None
+    }
 }
 
 /// A link that carries nothing: every packet put on it is reported lost on the wire, and it

@@ -414,6 +414,13 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
         self.deferred
     }
 
+    fn pass_through(&self) -> Option<Dur> {
+        // `send` → `enter` → `propagate` of such a wire: the fault (none) and a delivery
+        // at `now + delay`.
+        (self.early_out && self.base_rate.is_none() && self.fault.is_none() && !self.delay.is_zero())
+            .then_some(self.delay)
+    }
+
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
         if self.deferred {
             if self.inbox_wake == Some(at) {
@@ -960,6 +967,35 @@ mod early_tests {
             Dur::ZERO,
             Rng::new(1),
         )
+    }
+
+    #[test]
+    fn only_a_wire_that_only_delays_and_delivers_early_passes_through() {
+        let with = |rate: Option<Rate>, delay: u64, fault: Option<Fault>, early: bool| {
+            let mut w: Wired<Pkt> = Wired::new(
+                rate,
+                Dur::from_millis(delay),
+                &fifo(10),
+                fault,
+                RateSchedule::default(),
+                Dur::ZERO,
+                Rng::new(1),
+            );
+            if early {
+                assert!(w.deliver_early());
+            }
+            w.pass_through()
+        };
+        assert_eq!(with(None, 5, None, true), Some(Dur::from_millis(5)));
+        // It holds its packets until they arrive, has a serialiser, a fault, or no delay.
+        assert_eq!(with(None, 5, None, false), None);
+        assert_eq!(with(Some(Rate::mbps(10)), 5, None, true), None);
+        let bleach = Fault {
+            kind: FaultKind::Bleach,
+            start: Dur::ZERO,
+        };
+        assert_eq!(with(None, 5, Some(bleach), true), None);
+        assert_eq!(with(None, 0, None, true), None);
     }
 
     /// 1000-byte packets from port 0 to 1, as (given, due, id) in milliseconds, for

@@ -41,6 +41,10 @@ pub(crate) struct LinkRt {
     /// The model delivers each packet when its serialisation starts, and the simulator
     /// hands it at once to the next link ([`Sim::hand_on`]).
     pub handoff: bool,
+    /// A wire that only delays ([`Link::pass_through`]), that hands its packets on and
+    /// that no link hands packets on to: a packet put on it goes to the next link at once,
+    /// due this much later, as the model would hand it on, without calling the model.
+    pub pass: Option<l4s_core::Dur>,
 }
 
 /// One queue of a link and its measurement.
@@ -156,6 +160,7 @@ impl Sim {
                 stats_base: Default::default(),
                 wifi_base: None,
                 handoff: false,
+                pass: None,
             });
         }
         let early = plan_handoffs(&scenario, &mut links);
@@ -384,8 +389,20 @@ impl Sim {
             self.node_receive(to, pkt);
             return;
         }
+        if let Some(delay) = self.links[l].pass {
+            return self.pass_on(l, delay, pkt);
+        }
         let (owner, (from, to)) = (self.links[l].owner as usize, self.links[l].ports);
         self.with_link(owner, |model, io| model.send(from, to, pkt, io));
+    }
+
+    /// A packet put on a wire that only delays ([`LinkRt::pass`]) goes on to the next link,
+    /// due `delay` later.
+    #[inline(never)]
+    fn pass_on(&mut self, l: usize, delay: l4s_core::Dur, pkt: Packet) {
+        let to = self.links[l].to;
+        let due = self.now + delay;
+        self.hand_on(to, pkt, due);
     }
 
     fn node_receive(&mut self, node: u32, pkt: Packet) {
@@ -622,6 +639,24 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
             link.handoff = link.model.deliver_early();
         }
     }
+    // A wire that only delays passes its packets on without its model if it hands them on
+    // and none reaches it early (which it would have to order among those sent to it).
+    let mut fed_early = vec![false; links.len()];
+    for f in &scenario.flows {
+        for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
+            let path: Vec<usize> = scenario.routes.path(src, dst).collect();
+            for w in path.windows(2) {
+                if links[w[0]].handoff {
+                    fed_early[w[1]] = true;
+                }
+            }
+        }
+    }
+    for (a, link) in links.iter_mut().enumerate() {
+        if link.handoff && !fed_early[a] && link.port_nodes.get(1) == Some(&link.to) {
+            link.pass = link.model.pass_through();
+        }
+    }
     (0..links.len()).filter(|&l| early[l]).collect()
 }
 
@@ -675,5 +710,79 @@ impl Observer<Packet> for LinkObs<'_> {
             t.hop(pkt, self.link, sub, l.sojourn, Decision::Drop);
         }
         self.payloads.free(pkt.payload);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CUBIC and Reno (Not-ECT) from `a` over a 7 ms wire without a rate to the router,
+    /// then a 20 Mbit/s DualPI2 bottleneck to `b`; `fault` is written on the first wire.
+    fn net(fault: &str) -> Scenario {
+        let text = format!(
+            r#"[scenario]
+name = "pass"
+duration = "6s"
+warmup = "1s"
+seed = 3
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "a"
+[[topology.nodes]]
+name = "r"
+[[topology.nodes]]
+name = "b"
+[[topology.links]]
+from = "a"
+to = "r"
+delay = "7ms"
+{fault}
+[[topology.links]]
+name = "bottleneck"
+from = "r"
+to = "b"
+rate = "20Mbit"
+delay = "3ms"
+aqm = {{ kind = "dualpi2" }}
+[[flows]]
+name = "cubic"
+type = "tcp"
+cc = "cubic"
+from = "a"
+to = "b"
+[[flows]]
+name = "reno"
+type = "tcp"
+cc = "reno"
+from = "a"
+to = "b"
+start = "300ms"
+"#
+        );
+        l4s_scenario::load_str(&text, std::path::Path::new("pass.toml")).unwrap()
+    }
+
+    fn run(sc: Scenario) -> (Option<Dur>, u64, String) {
+        let mut sim = Sim::new(sc, None, None).unwrap();
+        let pass = sim.links[0].pass;
+        sim.run(&mut |_| {});
+        let s = sim.summary();
+        let json = serde_json::to_string(&(&s.flows, &s.queues)).unwrap();
+        (pass, sim.events_processed(), json)
+    }
+
+    #[test]
+    fn a_wire_that_only_delays_is_passed_through_as_its_model_would_hand_on() {
+        // The same wire, once with a fault that clears the ECN field of packets that carry
+        // none: it changes nothing, but the model must then be called.
+        let (pass, events, fast) = run(net(""));
+        let (called, events_called, slow) = run(net(r#"fault = { kind = "bleach", start = "0s" }"#));
+        assert_eq!(pass, Some(Dur::from_millis(7)));
+        assert_eq!(called, None);
+        assert_eq!(events, events_called);
+        assert!(events > 10_000, "{events} events");
+        assert_eq!(fast, slow);
     }
 }
