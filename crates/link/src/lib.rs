@@ -385,8 +385,8 @@ pub trait Link<P: LinkPacket> {
     /// The constant delay after which a model that [`Link::deliver_early`]s delivers every
     /// packet given to it by [`Link::send`], unchanged, when that is all it does (no rate,
     /// queue, fault or loss, and nothing counted): the driver may then hand such a packet
-    /// on itself, due that much later, without calling the model, so long as no packet is
-    /// ever given to the model early ([`Link::send_at`]). `None` for any other model.
+    /// on itself, due that much later, without calling the model (the simulator does so
+    /// for a wire that no packet reaches by [`Link::send_at`]). `None` for any other model.
     fn pass_through(&self) -> Option<Dur> {
         None
     }

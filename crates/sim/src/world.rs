@@ -42,8 +42,8 @@ pub(crate) struct LinkRt {
     /// hands it at once to the next link ([`Sim::hand_on`]).
     pub handoff: bool,
     /// A wire that only delays ([`Link::pass_through`]), that hands its packets on and
-    /// that no link hands packets on to: a packet put on it goes to the next link at once,
-    /// due this much later, as the model would hand it on, without calling the model.
+    /// that no link hands packets on to early: a packet put on it goes to the next link at
+    /// once, due this much later, as the model would hand it on, without calling the model.
     pub pass: Option<l4s_core::Dur>,
 }
 
@@ -640,7 +640,9 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
         }
     }
     // A wire that only delays passes its packets on without its model if it hands them on
-    // and none reaches it early (which it would have to order among those sent to it).
+    // and none is handed to it early ([`Sim::hand_on`] gives those to the model, which
+    // would add the delay to their due time; no shipped scenario has such a wire, and
+    // looking for one at every hand-on cost 0.2 % on those that do not).
     let mut fed_early = vec![false; links.len()];
     for f in &scenario.flows {
         for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
