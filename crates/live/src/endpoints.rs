@@ -766,12 +766,20 @@ mod tests {
         // after its first 10 segments, which leave unpaced; uncapped, pacing does not hold
         // it back (loopback moves hundreds of MB/s, and far more than the cap under load).
         let cap = 4_000_000u64;
-        let paced = loopback_transfer(true, Some(cap), 1.0);
         let allowed = cap as f64 + 12.0 * 65_536.0;
-        assert!(paced as f64 <= allowed, "{paced} bytes in 1 s at a cap of {cap} B/s");
+        // Bytes read after the second are not counted, so a host that held the reader back
+        // shows fewer: measured again then (never more than the cap allows).
+        let mut paced = 0;
+        for _ in 0..3 {
+            paced = loopback_transfer(true, Some(cap), 1.0);
+            assert!(paced as f64 <= allowed, "{paced} bytes in 1 s at a cap of {cap} B/s");
+            if paced as f64 >= 0.5 * cap as f64 {
+                break;
+            }
+        }
         assert!(
             paced as f64 >= 0.5 * cap as f64,
-            "{paced} bytes in 1 s at a cap of {cap} B/s"
+            "{paced} bytes in 1 s at a cap of {cap} B/s, three times"
         );
         let free = loopback_transfer(true, None, 0.5);
         assert!(free as f64 > 1.5 * cap as f64, "{free} bytes in 0.5 s, uncapped");
