@@ -1029,16 +1029,18 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     assert_eq!(total, 40 + b.count, "completions in the time series: {report}");
     // The packet taps follow application connections too (server port to any client
     // port): the download's data packets have a one-way delay between the 10 ms of
-    // propagation and that plus a full 1000-packet FIFO (121 ms at 100 Mbit/s), which
-    // CUBIC fills; its throughput and goodput are measured, so the verdict does not
-    // mistake an application flow for a silent one.
+    // propagation and that plus the full 2000-packet FIFO (2000 frames of 1514 bytes:
+    // 242.2 ms at 100 Mbit/s). The simulated CUBIC fills it (252.4 ms); kernel CUBIC's
+    // windows kept it below 136 ms unpaced and to 143.7 ms paced (a CI run), under it either way.
+    // Its throughput and goodput are measured, so the verdict does not mistake an
+    // application flow for a silent one.
     let bulk = l.flows.iter().find(|f| f.name == "bulk").unwrap();
     assert!(bulk.received_packets > 10_000, "{} packets", bulk.received_packets);
     // (When the host held this run's testbed back, the FIFO drained slower than the link
     // rate, by the link time the pacer forfeited, so its delay is not bounded then.)
     let held_back = l.testbed.as_ref().is_some_and(|t| t.disrupted);
     assert!(
-        bulk.owd_ms.p50 >= 10.0 && (held_back || bulk.owd_ms.max < 10.0 + 121.2 + 5.0),
+        bulk.owd_ms.p50 >= 10.0 && (held_back || bulk.owd_ms.max < 10.0 + 242.2 + 5.0),
         "{:?}",
         bulk.owd_ms
     );
