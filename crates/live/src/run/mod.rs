@@ -312,7 +312,8 @@ pub fn run(
         return Err(privilege_error());
     }
     preflight(&sc)?;
-    for line in untaken_settings(&sc) {
+    let untaken = untaken_settings(&sc);
+    for line in &untaken {
         eprintln!("warning: the live backend's kernel TCP does not take these settings and runs with its own: {line}");
     }
     if !l4s_fwd::netns::ethtool_available() {
@@ -342,6 +343,7 @@ pub fn run(
     cleanup.map_err(|e| LiveError::run(format!("the run finished but cleaning up failed: {e}")))?;
     info.namespaces = ns_count;
     info.run_id = run_id;
+    info.untaken_settings = untaken;
     Ok((summary, info))
 }
 
@@ -507,7 +509,7 @@ fn run_built(
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),
-            untaken_settings: untaken_settings(sc),
+            untaken_settings: Vec::new(),
         },
     ))
 }
