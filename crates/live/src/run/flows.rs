@@ -1,7 +1,7 @@
 //! The flows of a live run: the kernel settings their TCP needs, their ports and meters,
 //! and their threads (receivers and packet taps before time 0, senders after).
 
-use super::{app_initiator, idle_restart_of, listen_node, GRACE, MAX_GRACE};
+use super::{app_initiator, data_sender, listen_node, GRACE, MAX_GRACE, SENDER_SYSCTLS};
 use crate::endpoints::{self, Clock, EndAt, FlowCtx, UdpReceiver, UdpSender};
 use crate::meter::{flow_meter, SharedMeter, Window};
 use crate::topology::Built;
@@ -43,8 +43,9 @@ pub(super) fn configure_kernel_tcp(sc: &Scenario, built: &Built) -> Result<(), L
         }
     }
     for f in &sc.flows {
-        if let Some((node, false)) = idle_restart_of(f) {
-            built.nodes[node].sysctl("net/ipv4/tcp_slow_start_after_idle", "0")?;
+        let Some((node, cfg)) = data_sender(f) else { continue };
+        for s in SENDER_SYSCTLS.iter().filter(|s| !(s.on)(cfg)) {
+            built.nodes[node].sysctl(s.sysctl, "0")?;
         }
     }
     Ok(())

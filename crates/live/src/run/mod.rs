@@ -222,34 +222,46 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
             sender_ecn.insert(f.src, (wants, f.name.as_str()));
         }
     }
-    // net.ipv4.tcp_slow_start_after_idle is per namespace too.
-    let mut restart: BTreeMap<usize, (bool, &str)> = BTreeMap::new();
-    for f in &sc.flows {
-        let Some((node, on)) = idle_restart_of(f) else { continue };
-        if let Some((other, name)) = restart.get(&node) {
-            if *other != on {
-                return Err(LiveError::input(format!(
-                    "flows {name:?} and {:?} send TCP data from the same node {:?} but only one sets sender.slow_start_after_idle = false; net.ipv4.tcp_slow_start_after_idle is per namespace: put them on different nodes",
-                    f.name, sc.nodes[node].name
-                )));
+    // The sender settings kernel TCP takes from per-namespace sysctls.
+    for s in SENDER_SYSCTLS {
+        let mut seen: BTreeMap<usize, (bool, &str)> = BTreeMap::new();
+        for f in &sc.flows {
+            let Some((node, cfg)) = data_sender(f) else { continue };
+            let on = (s.on)(cfg);
+            if let Some((other, name)) = seen.get(&node) {
+                if *other != on {
+                    return Err(LiveError::input(format!(
+                        "flows {name:?} and {:?} send TCP data from the same node {:?} but only one sets sender.{} = false; net.ipv4.{} is per namespace: put them on different nodes",
+                        f.name,
+                        sc.nodes[node].name,
+                        s.key,
+                        s.sysctl.rsplit('/').next().unwrap_or(s.sysctl)
+                    )));
+                }
             }
+            seen.insert(node, (on, f.name.as_str()));
         }
-        restart.insert(node, (on, f.name.as_str()));
     }
     Ok(())
 }
 
 /// The TCP settings a scenario wrote that the live backend's kernel TCP does not take, one
 /// line per flow that has any (`flow "a": sender.min_rto = "1s", receiver.ack_delay =
-/// "200ms"`). It takes `sender.pacing` ([`endpoints::prepare_tcp`]) and
-/// `sender.slow_start_after_idle` (a per-namespace sysctl), and `cc_params.hystart = true`
-/// or `"linux"` is what Linux's CUBIC does by default; the rest of `sender`, `receiver` and
-/// `cc_params` (timer bounds, tail loss probes, delayed ACKs, the initial window, HyStart++,
+/// "200ms"`). It takes `sender.pacing` ([`endpoints::prepare_tcp`]) and the settings of
+/// [`SENDER_SYSCTLS`] (per-namespace sysctls), and `cc_params.hystart = true` or `"linux"`
+/// is what Linux's CUBIC does by default; the rest of `sender`, `receiver` and
+/// `cc_params` (timer bounds, delayed ACKs, the segment size, the initial window, HyStart++,
 /// Prague's and CUBIC's variants) is the simulator's alone: the kernel runs with its own
 /// settings, which the run should say rather than pass over.
 pub fn untaken_settings(sc: &Scenario) -> Vec<String> {
     let taken = |key: &str, value: &str| match key {
-        "sender.pacing" | "sender.slow_start_after_idle" => true,
+        "sender.pacing" => true,
+        k if k
+            .strip_prefix("sender.")
+            .is_some_and(|k| SENDER_SYSCTLS.iter().any(|s| s.key == k)) =>
+        {
+            true
+        }
         "cc_params.hystart" => matches!(value, "true" | "\"linux\""),
         _ => false,
     };
@@ -273,15 +285,45 @@ pub fn untaken_settings(sc: &Scenario) -> Vec<String> {
 }
 
 /// A kernel TCP flow's data sender (its source: the server of downloads and responses, the
-/// pusher of sync chunks) and whether it restarts its window after idle
-/// (`sender.slow_start_after_idle`, per namespace in Linux); `None` for other flows.
-fn idle_restart_of(f: &l4s_scenario::Flow) -> Option<(usize, bool)> {
+/// pusher of sync chunks) and the `sender` settings it runs with; `None` for other flows.
+pub(super) fn data_sender(f: &l4s_scenario::Flow) -> Option<(usize, &l4s_transport::tcp::TcpConfig)> {
     match &f.kind {
-        FlowKind::Tcp { sender, .. } => Some((f.src, sender.slow_start_after_idle)),
-        FlowKind::App { cfg } if cfg.kind != l4s_apps::AppKind::Query => Some((f.src, cfg.tcp.slow_start_after_idle)),
+        FlowKind::Tcp { sender, .. } => Some((f.src, sender)),
+        FlowKind::App { cfg } if cfg.kind != l4s_apps::AppKind::Query => Some((f.src, &cfg.tcp)),
         _ => None,
     }
 }
+
+/// A `sender` setting that Linux keeps per network namespace: the testbed writes `0` to
+/// the sysctl in the data sender's namespace when a flow turns the feature off (on is
+/// Linux's default), and refuses two flows from one node that disagree.
+pub(super) struct SenderSysctl {
+    /// The key in the flow's `sender` table.
+    pub key: &'static str,
+    /// The sysctl, under /proc/sys.
+    pub sysctl: &'static str,
+    /// Whether the flow has the feature on.
+    pub on: fn(&l4s_transport::tcp::TcpConfig) -> bool,
+}
+
+/// What kernel TCP takes from the `sender` table through sysctls:
+/// * `slow_start_after_idle`: `net.ipv4.tcp_slow_start_after_idle` (`tcp_cwnd_restart`).
+/// * `tlp`: `net.ipv4.tcp_early_retrans`, whose 0 turns tail loss probes (RFC 8985 §7)
+///   off and 3, the default, on; Linux reads it only where it schedules a probe
+///   (`tcp_schedule_loss_probe`) since RACK took the place of early retransmit (RFC 5827),
+///   so it switches nothing else.
+pub(super) const SENDER_SYSCTLS: [SenderSysctl; 2] = [
+    SenderSysctl {
+        key: "slow_start_after_idle",
+        sysctl: "net/ipv4/tcp_slow_start_after_idle",
+        on: |c| c.slow_start_after_idle,
+    },
+    SenderSysctl {
+        key: "tlp",
+        sysctl: "net/ipv4/tcp_early_retrans",
+        on: |c| c.tlp,
+    },
+];
 
 /// The node that opens an application flow's TCP connections: the destination (the
 /// client) for every kind but sync, whose source pushes its chunks.
@@ -574,17 +616,15 @@ mod tests {
 
     #[test]
     fn settings_kernel_tcp_cannot_take_are_named_per_flow() {
-        // The ns-3 mirror sets timer bounds, tail loss probes and delayed ACKs that only the
-        // simulator's TCP takes.
+        // The ns-3 mirror sets timer bounds and delayed ACKs that only the simulator's TCP
+        // takes (its `tlp = false` kernel TCP takes).
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/bench-l4s-wired.toml");
         let sc = l4s_scenario::load_file(&p).unwrap();
         let names: Vec<&str> = sc.flows.iter().map(|f| f.name.as_str()).collect();
         let want: Vec<String> = names
             .iter()
             .map(|n| {
-                format!(
-                    r#"flow "{n}": sender.min_rto = "1s", sender.tlp = false, receiver.ack_delay = "200ms", receiver.rwnd = 750000"#
-                )
+                format!(r#"flow "{n}": sender.min_rto = "1s", receiver.ack_delay = "200ms", receiver.rwnd = 750000"#)
             })
             .collect();
         assert_eq!(untaken_settings(&sc), want);
@@ -605,7 +645,7 @@ rtt = "20ms"
 name = "c"
 type = "tcp"
 cc = "cubic"
-sender = { pacing = false, slow_start_after_idle = false }
+sender = { pacing = false, slow_start_after_idle = false, tlp = false }
 cc_params = { hystart = "linux" }
 [[flows]]
 name = "d"
