@@ -247,9 +247,10 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
 
 /// The TCP settings a scenario wrote that the live backend's kernel TCP does not take, one
 /// line per flow that has any (`flow "a": sender.min_rto = "1s", receiver.ack_delay =
-/// "200ms"`). It takes `sender.pacing` ([`endpoints::prepare_tcp`]) and the settings of
-/// [`SENDER_SYSCTLS`] (per-namespace sysctls), and `cc_params.hystart = true` or `"linux"`
-/// is what Linux's CUBIC does by default; the rest of `sender`, `receiver` and
+/// "200ms"`). It takes `sender.pacing` ([`endpoints::prepare_tcp`]),
+/// `sender.slow_start_after_idle` and `sender.tlp` (per-namespace sysctls), and
+/// `cc_params.hystart = true` or `"linux"` is what Linux's CUBIC does by default; the rest
+/// of `sender`, `receiver` and
 /// `cc_params` (timer bounds, delayed ACKs, the segment size, the initial window, HyStart++,
 /// Prague's and CUBIC's variants) is the simulator's alone: the kernel runs with its own
 /// settings, which the run should say rather than pass over.
