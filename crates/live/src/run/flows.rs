@@ -1,7 +1,9 @@
 //! The flows of a live run: the kernel settings their TCP needs, their ports and meters,
 //! and their threads (receivers and packet taps before time 0, senders after).
 
-use super::{app_initiator, data_sender, listen_node, GRACE, MAX_GRACE, SENDER_SYSCTLS};
+use super::{
+    app_initiator, data_sender, initial_window, listen_node, GRACE, LINUX_INITIAL_WINDOW, MAX_GRACE, SENDER_SYSCTLS,
+};
 use crate::endpoints::{self, Clock, EndAt, FlowCtx, UdpReceiver, UdpSender};
 use crate::meter::{flow_meter, SharedMeter, Window};
 use crate::topology::Built;
@@ -20,8 +22,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Per-namespace kernel TCP settings: ECN negotiation (RFC 3168) on or off where the flows
-/// open connections, and the window restart after idle as their senders say (on is the
-/// kernel's default and the simulator's).
+/// open connections, the window restart after idle and tail loss probes as their senders
+/// say (on is the kernel's default and the simulator's), and the routes' initial windows.
 pub(super) fn configure_kernel_tcp(sc: &Scenario, built: &Built) -> Result<(), LiveError> {
     for f in &sc.flows {
         let (initiator, acceptor, wants) = match &f.kind {
@@ -48,6 +50,60 @@ pub(super) fn configure_kernel_tcp(sc: &Scenario, built: &Built) -> Result<(), L
             built.nodes[node].sysctl(s.sysctl, "0")?;
         }
     }
+    // Initial windows other than Linux's 10 segments: `initcwnd` on the sender's route to
+    // the receiver, and `initrwnd` on the receiver's route back so that its first window
+    // lets them through (preflight checked that flows on one route agree).
+    let mut metrics: BTreeMap<(usize, usize), Vec<(&str, u32)>> = BTreeMap::new();
+    for f in &sc.flows {
+        let Some((src, dst, iw)) = initial_window(f) else {
+            continue;
+        };
+        if iw == LINUX_INITIAL_WINDOW {
+            continue;
+        }
+        for (at, to, metric) in [(src, dst, "initcwnd"), (dst, src, "initrwnd")] {
+            let m = metrics.entry((at, to)).or_default();
+            if !m.iter().any(|(k, _)| *k == metric) {
+                m.push((metric, iw));
+            }
+        }
+    }
+    for ((at, to), m) in metrics {
+        route_metrics(&built.nodes[at], built.node_addr[to], &m)?;
+    }
+    Ok(())
+}
+
+/// Give `ns` a host route to `to` by the gateway and device of the route it has now, with
+/// the metrics `m` (`initcwnd 32`).
+fn route_metrics(ns: &l4s_fwd::netns::Netns, to: std::net::IpAddr, m: &[(&str, u32)]) -> Result<(), LiveError> {
+    let dst = to.to_string();
+    let now = ns.ip(&["route", "get", &dst])?;
+    let words: Vec<&str> = now.split_whitespace().collect();
+    let after = |k: &str| {
+        words
+            .iter()
+            .position(|w| *w == k)
+            .and_then(|i| words.get(i + 1))
+            .copied()
+    };
+    let Some(dev) = after("dev") else {
+        return Err(LiveError::run(format!(
+            "`ip route get {dst}` named no device: {}",
+            now.trim()
+        )));
+    };
+    let host = format!("{dst}/{}", if to.is_ipv4() { 32 } else { 128 });
+    let values: Vec<String> = m.iter().map(|(_, v)| v.to_string()).collect();
+    let mut args = vec!["route", "replace", host.as_str()];
+    if let Some(via) = after("via") {
+        args.extend(["via", via]);
+    }
+    args.extend(["dev", dev]);
+    for ((k, _), v) in m.iter().zip(&values) {
+        args.extend([*k, v.as_str()]);
+    }
+    ns.ip(&args)?;
     Ok(())
 }
 

@@ -242,21 +242,37 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
             seen.insert(node, (on, f.name.as_str()));
         }
     }
+    // One initial window per route: flows from one node to another must agree.
+    let mut windows: BTreeMap<(usize, usize), (u32, &str)> = BTreeMap::new();
+    for f in &sc.flows {
+        let Some((src, dst, iw)) = initial_window(f) else {
+            continue;
+        };
+        if let Some((other, name)) = windows.get(&(src, dst)) {
+            if *other != iw {
+                return Err(LiveError::input(format!(
+                    "flows {name:?} and {:?} send TCP data from node {:?} to node {:?} with initial windows of {other} and {iw} segments; Linux takes the initial window from the route (initcwnd), one per destination: put them on different nodes",
+                    f.name, sc.nodes[src].name, sc.nodes[dst].name
+                )));
+            }
+        }
+        windows.insert((src, dst), (iw, f.name.as_str()));
+    }
     Ok(())
 }
 
 /// The TCP settings a scenario wrote that the live backend's kernel TCP does not take, one
 /// line per flow that has any (`flow "a": sender.min_rto = "1s", receiver.ack_delay =
 /// "200ms"`). It takes `sender.pacing` ([`endpoints::prepare_tcp`]),
-/// `sender.slow_start_after_idle` and `sender.tlp` (per-namespace sysctls), and
-/// `cc_params.hystart = true` or `"linux"` is what Linux's CUBIC does by default; the rest
-/// of `sender`, `receiver` and
-/// `cc_params` (timer bounds, delayed ACKs, the segment size, the initial window, HyStart++,
+/// `sender.slow_start_after_idle` and `sender.tlp` (per-namespace sysctls),
+/// `cc_params.initial_cwnd` (the routes' `initcwnd` and `initrwnd`), and `cc_params.hystart = true`
+/// or `"linux"` is what Linux's CUBIC does by default; the rest of `sender`, `receiver` and
+/// `cc_params` (timer bounds, delayed ACKs, the segment size, HyStart++,
 /// Prague's and CUBIC's variants) is the simulator's alone: the kernel runs with its own
 /// settings, which the run should say rather than pass over.
 pub fn untaken_settings(sc: &Scenario) -> Vec<String> {
     let taken = |key: &str, value: &str| match key {
-        "sender.pacing" => true,
+        "sender.pacing" | "cc_params.initial_cwnd" => true,
         k if k
             .strip_prefix("sender.")
             .is_some_and(|k| SENDER_SYSCTLS.iter().any(|s| s.key == k)) =>
@@ -325,6 +341,23 @@ pub(super) const SENDER_SYSCTLS: [SenderSysctl; 2] = [
         on: |c| c.tlp,
     },
 ];
+
+/// Linux's initial window when the route says nothing (`TCP_INIT_CWND`, RFC 6928).
+pub(super) const LINUX_INITIAL_WINDOW: u32 = 10;
+
+/// A kernel TCP flow's data sender, its data receiver and the initial window it asks for
+/// in segments (`cc_params.initial_cwnd` of a `tcp` flow, `app.initial_cwnd` of an
+/// application flow); `None` for other flows. Linux takes the initial window from the
+/// sender's route to the receiver (`initcwnd`, `tcp_init_cwnd`), and the receiver's first
+/// advertised window from its route back (`initrwnd`, `tcp_select_initial_window`: 10
+/// segments without it), so a window above 10 needs both.
+pub(super) fn initial_window(f: &l4s_scenario::Flow) -> Option<(usize, usize, u32)> {
+    match &f.kind {
+        FlowKind::Tcp { cc_params, .. } => Some((f.src, f.dst, cc_params.initial_cwnd_pkts)),
+        FlowKind::App { cfg } if cfg.kind != l4s_apps::AppKind::Query => Some((f.src, f.dst, cfg.initial_cwnd)),
+        _ => None,
+    }
+}
 
 /// The node that opens an application flow's TCP connections: the destination (the
 /// client) for every kind but sync, whose source pushes its chunks.
@@ -661,14 +694,15 @@ sender = { max_rate = "5Mbit" }
 "#
         );
         assert_eq!(untaken_settings(&load(&taken)), Vec::<String>::new());
-        // HyStart++, Linux's CUBIC without HyStart and an initial window are the simulator's.
+        // HyStart++ and Linux's CUBIC without HyStart are the simulator's (an initial window
+        // the routes give).
         let not = taken
             .replace(r#"hystart = "linux""#, r#"hystart = "rfc9406", initial_cwnd = 20"#)
             .replace("hystart = true", "hystart = false");
         assert_eq!(
             untaken_settings(&load(&not)),
             [
-                r#"flow "c": cc_params.hystart = "rfc9406", cc_params.initial_cwnd = 20"#,
+                r#"flow "c": cc_params.hystart = "rfc9406""#,
                 r#"flow "d": cc_params.hystart = false"#
             ]
         );
