@@ -59,6 +59,17 @@ fn scenario(text: &str) -> l4s_scenario::Scenario {
     l4s_scenario::load_str(text, Path::new("live-test.toml")).unwrap()
 }
 
+/// `text` with its dumbbell topology replaced by two nodes, `a` and `b`, joined by one
+/// link, and every flow sent from `a` to `b`: flows that must agree on a per-node or
+/// per-route kernel setting, sharing one (for `preflight`).
+fn on_one_node(text: &str) -> l4s_scenario::Scenario {
+    let from = text.find("type = \"dumbbell\"").expect("a dumbbell");
+    let to = from + text[from..].find("\n[[flows]]").expect("flows");
+    let custom = "type = \"custom\"\n[[topology.nodes]]\nname = \"a\"\n[[topology.nodes]]\nname = \"b\"\n[[topology.links]]\nfrom = \"a\"\nto = \"b\"\nrate = \"100Mbit\"\ndelay = \"10ms\"";
+    let text = format!("{}{custom}{}", &text[..from], &text[to..]);
+    scenario(&text.replace("cc = \"cubic\"\n", "cc = \"cubic\"\nfrom = \"a\"\nto = \"b\"\n"))
+}
+
 /// `sender.slow_start_after_idle = false` on a sync flow switches the kernel's window
 /// restart off in its namespace (net.ipv4.tcp_slow_start_after_idle = 0): its chunks after
 /// a pause then go at the grown window, while the default flow restarts (as the simulator
@@ -87,14 +98,7 @@ sender = { slow_start_after_idle = false }
 app = { chunk = "300kB", pause = "600ms" }
 "#;
     // Refused: both on one node (a custom topology with one sender).
-    let shared = scenario(
-        &text
-            .replace(
-                "type = \"dumbbell\"\nrate = \"200Mbit\"\nrtt = \"20ms\"\naqm = { kind = \"fifo\", limit = 2000 }",
-                "type = \"custom\"\n[[topology.nodes]]\nname = \"a\"\n[[topology.nodes]]\nname = \"b\"\n[[topology.links]]\nfrom = \"a\"\nto = \"b\"\nrate = \"200Mbit\"\ndelay = \"10ms\"",
-            )
-            .replace("cc = \"cubic\"\n", "cc = \"cubic\"\nfrom = \"a\"\nto = \"b\"\n"),
-    );
+    let shared = on_one_node(text);
     let e = Live::default().preflight(&shared).unwrap_err().to_string();
     assert!(e.contains("slow_start_after_idle") && e.contains("\"a\""), "{e}");
     let sc = scenario(text);
@@ -185,14 +189,7 @@ app = { response = "8kB", think = "20ms" }
             .ok_or(report)
     };
     // Two flows that send from one node and disagree are refused.
-    let shared = scenario(
-        &text
-            .replace(
-                "type = \"dumbbell\"\nrate = \"50Mbit\"\nrtt = \"20ms\"\naqm = { kind = \"fifo\", limit = 1000 }\nloss = { model = \"gilbert-elliott\", loss_good = 0.0, loss_bad = 1.0, mean_good = \"50ms\", mean_bad = \"5ms\" }",
-                "type = \"custom\"\n[[topology.nodes]]\nname = \"a\"\n[[topology.nodes]]\nname = \"b\"\n[[topology.links]]\nfrom = \"a\"\nto = \"b\"\nrate = \"50Mbit\"\ndelay = \"10ms\"",
-            )
-            .replace("cc = \"cubic\"\n", "cc = \"cubic\"\nfrom = \"a\"\nto = \"b\"\n"),
-    );
+    let shared = on_one_node(text);
     let e = Live::default().preflight(&shared).unwrap_err().to_string();
     assert!(
         e.contains("sender.tlp = false") && e.contains("tcp_early_retrans") && e.contains("\"a\""),
@@ -268,14 +265,7 @@ app = { response = "40kB", persistent = false, think = "100ms", initial_cwnd = 3
 "#;
     let sc = scenario(text);
     // Two flows from one node to another that disagree are refused.
-    let shared = scenario(
-        &text
-            .replace(
-                "type = \"dumbbell\"\nrate = \"100Mbit\"\nrtt = \"20ms\"\naqm = { kind = \"fifo\", limit = 1000 }",
-                "type = \"custom\"\n[[topology.nodes]]\nname = \"a\"\n[[topology.nodes]]\nname = \"b\"\n[[topology.links]]\nfrom = \"a\"\nto = \"b\"\nrate = \"100Mbit\"\ndelay = \"10ms\"",
-            )
-            .replace("cc = \"cubic\"\n", "cc = \"cubic\"\nfrom = \"a\"\nto = \"b\"\n"),
-    );
+    let shared = on_one_node(text);
     let e = Live::default().preflight(&shared).unwrap_err().to_string();
     assert!(
         e.contains("initial windows of 10 and 32") && e.contains("initcwnd"),
