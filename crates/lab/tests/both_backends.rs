@@ -293,6 +293,66 @@ app = { response = "40kB", persistent = false, think = "100ms", initial_cwnd = 3
     live_until_measured(&sc, check);
 }
 
+/// `sender.mss` below the links' 1448 bytes is the kernel's segment size live
+/// (`TCP_MAXSEG`, the timestamps option's 12 bytes added): 5 MB takes 3454 full segments of
+/// the default and 5000 of 1000 bytes, in both backends.
+#[test]
+fn the_segment_size_is_the_scenarios_live_as_in_the_simulator() {
+    let sc = scenario(
+        r#"[scenario]
+name = "mss"
+duration = "4s"
+warmup = "0s"
+seed = 1
+[topology]
+type = "dumbbell"
+rate = "50Mbit"
+rtt = "20ms"
+aqm = { kind = "fifo", limit = 1000 }
+[[flows]]
+name = "default"
+type = "tcp"
+cc = "cubic"
+bytes = "5MB"
+[[flows]]
+name = "small"
+type = "tcp"
+cc = "cubic"
+bytes = "5MB"
+sender = { mss = 1000 }
+"#,
+    );
+    let check = |backend: &str, s: &l4s_metrics::summary::Summary| {
+        for (name, mss) in [("default", 1448u64), ("small", 1000)] {
+            let f = s.flows.iter().find(|f| f.name == name).unwrap();
+            let want = 5_000_000u64.div_ceil(mss);
+            println!(
+                "{backend} {name}: {} data packets received, {want} segments of {mss} B",
+                f.received_packets
+            );
+            // (Within 2 %: the other size would be 45 % off.)
+            assert!(
+                f.received_packets.abs_diff(want) * 50 <= want,
+                "{backend} {name}: {}",
+                f.received_packets
+            );
+        }
+    };
+    let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
+    check("sim", &sim);
+    if !root() {
+        return;
+    }
+    let id = RunId::generate();
+    let mut live = Live {
+        run_id: Some(id.clone()),
+        ..Live::default()
+    };
+    let (live, _) = live.run(sc, Outputs::default(), &mut |_| {}).unwrap();
+    no_namespaces_left(&id);
+    check("live", &live);
+}
+
 /// A Gilbert–Elliott loss link, the link model added to prove the `Link` seam: the same
 /// scenario in both backends loses the model's stationary share of 100 000 packets,
 /// within 10 %. Probes at 10 000 packets/s over a 100 Mbit/s bottleneck (no queue), stays

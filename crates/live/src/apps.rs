@@ -52,7 +52,9 @@
 //! size (queries) or the reply size (replies). Servers close a connection that sends
 //! anything else; nothing here panics on what arrives.
 
-use crate::endpoints::{no_datagram, poll, precise_timers, tcp_connect_start, tcp_info, would_block, FlowCtx, TICK};
+use crate::endpoints::{
+    no_datagram, poll, precise_timers, tcp_connect_start, tcp_info, would_block, FlowCtx, TcpOpts, TICK,
+};
 use crate::sys;
 use crate::udp::EcnUdpSocket;
 use l4s_apps::schedule::{next_object, ChunkSource, Instance, Schedule, Unit};
@@ -438,7 +440,7 @@ impl Client<'_> {
     }
 
     fn open(&mut self) -> io::Result<u32> {
-        let s = tcp_connect_start(self.server, &self.cfg.cc, self.cfg.tcp.pacing)?;
+        let s = tcp_connect_start(self.server, &self.cfg.cc, TcpOpts::of(&self.cfg.tcp))?;
         let id = self.next_conn;
         self.next_conn = self.next_conn.wrapping_add(1);
         self.conns.insert(
@@ -777,7 +779,7 @@ pub fn run_sync_source(ctx: &FlowCtx, cfg: &AppConfig, dst: SocketAddr, seed: u6
     if done(ctx.clock.now()) {
         return;
     }
-    let s = match tcp_connect_start(dst, &cfg.cc, cfg.tcp.pacing) {
+    let s = match tcp_connect_start(dst, &cfg.cc, TcpOpts::of(&cfg.tcp)) {
         Ok(s) => s,
         Err(e) => {
             ctx.meter.fail(format!("flow {}: connecting to {dst}: {e}", ctx.name));

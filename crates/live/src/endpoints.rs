@@ -393,10 +393,37 @@ fn reducing(ca_state: u8) -> bool {
     (2..=4).contains(&ca_state)
 }
 
-/// A TCP connection to `dst` with congestion control `cc` and, with `pacing`, the kernel's
-/// own pacing ([`prepare_tcp`]), set before the handshake.
-pub fn tcp_connect(dst: SocketAddr, cc: &str, pacing: bool, timeout: Dur) -> io::Result<TcpStream> {
-    let stream = tcp_connect_start(dst, cc, pacing)?;
+/// The payload of a full segment on the testbed's 1500-byte links with TCP timestamps, which
+/// Linux negotiates by default: 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps). The
+/// simulator's default `mss` is this too.
+pub const PATH_MSS: u32 = 1448;
+
+/// What a kernel TCP socket takes from the scenario's `sender` table before its handshake
+/// ([`prepare_tcp`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpOpts {
+    /// The kernel's own pacing (`sender.pacing`).
+    pub pacing: bool,
+    /// `TCP_MAXSEG`: a smaller segment than the path's (`sender.mss` below [`PATH_MSS`],
+    /// plus the 12 bytes of the timestamps option, which Linux takes off `user_mss`).
+    pub maxseg: Option<u32>,
+}
+
+impl TcpOpts {
+    /// The options of a sender with these settings. An `mss` above the path's cannot be
+    /// had on 1500-byte links; `l4s_live::run::untaken_settings` names it.
+    pub fn of(cfg: &l4s_transport::tcp::TcpConfig) -> TcpOpts {
+        TcpOpts {
+            pacing: cfg.pacing,
+            maxseg: (cfg.mss < PATH_MSS).then_some(cfg.mss + 12),
+        }
+    }
+}
+
+/// A TCP connection to `dst` with congestion control `cc` and the sender's `opts`
+/// ([`prepare_tcp`]), set before the handshake.
+pub fn tcp_connect(dst: SocketAddr, cc: &str, opts: TcpOpts, timeout: Dur) -> io::Result<TcpStream> {
+    let stream = tcp_connect_start(dst, cc, opts)?;
     let fd = stream.as_raw_fd();
     if !wait_fd(fd, true, timeout)? {
         return Err(io::Error::new(
@@ -411,13 +438,13 @@ pub fn tcp_connect(dst: SocketAddr, cc: &str, pacing: bool, timeout: Dur) -> io:
     Ok(stream)
 }
 
-/// Start a non-blocking connection to `dst` with congestion control `cc` and, with
-/// `pacing`, the kernel's own pacing (both set before the SYN, [`prepare_tcp`]): the socket
-/// becomes writable when the handshake is over (then check `take_error`).
-pub fn tcp_connect_start(dst: SocketAddr, cc: &str, pacing: bool) -> io::Result<TcpStream> {
+/// Start a non-blocking connection to `dst` with congestion control `cc` and the sender's
+/// `opts` (set before the SYN, [`prepare_tcp`]): the socket becomes writable when the
+/// handshake is over (then check `take_error`).
+pub fn tcp_connect_start(dst: SocketAddr, cc: &str, opts: TcpOpts) -> io::Result<TcpStream> {
     let fam = if dst.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     let stream = TcpStream::from(sys::socket(fam, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)?);
-    prepare_tcp(stream.as_fd(), cc, pacing)?;
+    prepare_tcp(stream.as_fd(), cc, opts)?;
     stream.set_nonblocking(true)?;
     if let Err(e) = sys::connect(stream.as_fd(), &dst) {
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
@@ -437,8 +464,10 @@ pub fn tcp_connect_start(dst: SocketAddr, cc: &str, pacing: bool) -> io::Result<
 ///   (`sys::set_max_pacing_rate`). Linux paces a controller that asks for it (Prague,
 ///   BBR) on its own, and any other (CUBIC, Reno, DCTCP) only behind an `fq` qdisc; the
 ///   testbed's hosts have none, so without this a CUBIC sender would leave in bursts that
-///   the simulator's does not. Without `pacing` a controller that paces itself still does.
-pub fn prepare_tcp(fd: BorrowedFd<'_>, cc: &str, pacing: bool) -> io::Result<()> {
+///   the simulator's does not. Without `pacing` a controller that paces itself still does;
+/// * with `maxseg`, segments of that size less the timestamps option (`TCP_MAXSEG`,
+///   `sys::set_tcp_maxseg`), as the simulator's `mss`.
+pub fn prepare_tcp(fd: BorrowedFd<'_>, cc: &str, opts: TcpOpts) -> io::Result<()> {
     sys::set_tcp_congestion(fd, cc).map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -448,9 +477,17 @@ pub fn prepare_tcp(fd: BorrowedFd<'_>, cc: &str, pacing: bool) -> io::Result<()>
             ),
         )
     })?;
-    if pacing {
+    if opts.pacing {
         sys::set_max_pacing_rate(fd, sys::PACE_UNCAPPED)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot turn on TCP pacing (SO_MAX_PACING_RATE): {e}")))?;
+    }
+    if let Some(m) = opts.maxseg {
+        sys::set_tcp_maxseg(fd, m).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot set the segment size to {m} (TCP_MAXSEG): {e}"),
+            )
+        })?;
     }
     Ok(())
 }
@@ -476,16 +513,16 @@ fn tcp_stats(i: &TcpInfo, written: u64, congestion_events: u64, ecn: bool, finis
     }
 }
 
-/// Run a kernel TCP sender: connect at the flow's start (congestion control `cc`, paced by
-/// the kernel with `pacing`, [`prepare_tcp`]), write until `bytes` are sent or the flow
-/// stops, sampling `TCP_INFO` every 10 ms.
-pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, pacing: bool, bytes: Option<u64>, nominal: Ecn) {
+/// Run a kernel TCP sender: connect at the flow's start (congestion control `cc`, the
+/// sender's `opts`, [`prepare_tcp`]), write until `bytes` are sent or the flow stops,
+/// sampling `TCP_INFO` every 10 ms.
+pub fn run_tcp_sender(ctx: &FlowCtx, dst: SocketAddr, cc: &str, opts: TcpOpts, bytes: Option<u64>, nominal: Ecn) {
     precise_timers();
     ctx.clock.sleep_until(ctx.start, &ctx.stop_flag);
     if ctx.done(ctx.clock.now()) {
         return;
     }
-    let mut s = match tcp_connect(dst, cc, pacing, Dur::from_secs(3)) {
+    let mut s = match tcp_connect(dst, cc, opts, Dur::from_secs(3)) {
         Ok(s) => s,
         Err(e) => {
             ctx.meter.fail(format!("flow {}: connecting to {dst}: {e}", ctx.name));
@@ -714,12 +751,50 @@ mod tests {
         assert_eq!(m.first_ecn, Some(Ecn::Ect1));
     }
 
+    /// The options of a sender that only says whether it paces.
+    fn paced(pacing: bool) -> TcpOpts {
+        TcpOpts { pacing, maxseg: None }
+    }
+
+    #[test]
+    fn kernel_tcp_sends_segments_of_the_senders_mss() {
+        // The simulator's `mss` is a full segment's payload; with timestamps the kernel's
+        // is TCP_MAXSEG less 12. On loopback (a 64 KB path MTU) only the option bounds it,
+        // on a connection and on what a listener accepts.
+        let mut cfg = l4s_transport::tcp::TcpConfig::default();
+        assert_eq!(TcpOpts::of(&cfg).maxseg, None, "the path's own 1448");
+        cfg.mss = 1000;
+        let opts = TcpOpts::of(&cfg);
+        assert_eq!(
+            opts,
+            TcpOpts {
+                pacing: true,
+                maxseg: Some(1012)
+            }
+        );
+        cfg.mss = 8948;
+        assert_eq!(TcpOpts::of(&cfg).maxseg, None, "above the path's: not to be had");
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        prepare_tcp(l.as_fd(), "cubic", opts).unwrap();
+        let mut c = tcp_connect(l.local_addr().unwrap(), "cubic", opts, Dur::from_secs(3)).unwrap();
+        let (mut a, _) = l.accept().unwrap();
+        c.write_all(&[0u8; 100_000]).unwrap();
+        a.write_all(&[0u8; 100_000]).unwrap();
+        for (who, fd) in [("connection", c.as_fd()), ("accepted", a.as_fd())] {
+            assert_eq!(tcp_info(fd).unwrap().snd_mss, 1000, "{who}");
+        }
+        // Without the option loopback's segments are far larger.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = tcp_connect(l.local_addr().unwrap(), "cubic", paced(true), Dur::from_secs(3)).unwrap();
+        assert!(tcp_info(c.as_fd()).unwrap().snd_mss > 30_000);
+    }
+
     /// Bytes a CUBIC connection on loopback delivers in its first `secs`, its socket
     /// prepared with `pacing` and, if given, capped at `cap` bytes per second.
     fn loopback_transfer(pacing: bool, cap: Option<u64>, secs: f64) -> u64 {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let dst = l.local_addr().unwrap();
-        let s = tcp_connect(dst, "cubic", pacing, Dur::from_secs(3)).unwrap();
+        let s = tcp_connect(dst, "cubic", paced(pacing), Dur::from_secs(3)).unwrap();
         if let Some(cap) = cap {
             sys::set_max_pacing_rate(s.as_fd(), cap).unwrap();
         }
@@ -753,8 +828,8 @@ mod tests {
         // (inherited by what it accepts).
         for pacing in [true, false] {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            prepare_tcp(l.as_fd(), "cubic", pacing).unwrap();
-            let c = tcp_connect(l.local_addr().unwrap(), "reno", pacing, Dur::from_secs(3)).unwrap();
+            prepare_tcp(l.as_fd(), "cubic", paced(pacing)).unwrap();
+            let c = tcp_connect(l.local_addr().unwrap(), "reno", paced(pacing), Dur::from_secs(3)).unwrap();
             let (a, _) = l.accept().unwrap();
             let want = if pacing { sys::PACE_UNCAPPED } else { u64::MAX };
             for fd in [c.as_fd(), a.as_fd(), l.as_fd()] {
@@ -792,7 +867,7 @@ mod tests {
         let dst = l.local_addr().unwrap();
         let c2 = c.clone();
         let h = std::thread::spawn(move || run_tcp_receiver(&c2, l));
-        run_tcp_sender(&c, dst, "cubic", true, Some(5_000_000), Ecn::NotEct);
+        run_tcp_sender(&c, dst, "cubic", paced(true), Some(5_000_000), Ecn::NotEct);
         h.join().unwrap();
         let m = c.meter.lock();
         assert!(m.error.is_none(), "{:?}", m.error);
@@ -800,7 +875,7 @@ mod tests {
         assert_eq!(m.sender.delivered_bytes, 5_000_000);
         assert!(m.sender.finished);
         drop(m);
-        let err = tcp_connect(dst, "no-such-cc", true, Dur::from_secs(1))
+        let err = tcp_connect(dst, "no-such-cc", paced(true), Dur::from_secs(1))
             .unwrap_err()
             .to_string();
         assert!(err.contains("no-such-cc") && err.contains("cubic"), "{err}");

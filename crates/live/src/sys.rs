@@ -58,6 +58,25 @@ pub fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Cap a TCP socket's maximum segment size at `mss` bytes (`setsockopt(2)` with
+/// `IPPROTO_TCP`, `TCP_MAXSEG`, see `tcp(7)`): Linux keeps it as the socket's `user_mss`,
+/// which bounds the MSS it advertises and the one it sends with (`tcp_sync_mss`, the
+/// options such as timestamps coming off it), and a listener's bounds its connections'.
+pub fn set_tcp_maxseg(fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {
+    let v = libc::c_int::try_from(mss).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: the kernel reads one `c_int` from `v` on this stack frame and keeps no pointer.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            (&v as *const libc::c_int).cast::<libc::c_void>(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
 /// Cap a socket's pacing rate at `bytes_per_sec`: `setsockopt(2)` with `SOL_SOCKET`,
 /// `SO_MAX_PACING_RATE` and a 64-bit value (see `socket(7)`). Besides the cap, Linux (since
 /// 4.13, `sock_setsockopt` in net/core/sock.c) then sets the socket's `sk_pacing_status` to

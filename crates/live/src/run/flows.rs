@@ -365,7 +365,7 @@ fn receive(i: usize, ctx: FlowCtx, kind: FlowKind, bind: SocketAddr, ready: Send
                 EcnUdpSocket::bind(bind).map(crate::apps::Listen::Udp)
             } else {
                 TcpListener::bind(bind).and_then(|l| {
-                    endpoints::prepare_tcp(l.as_fd(), &cfg.cc, cfg.tcp.pacing)?;
+                    endpoints::prepare_tcp(l.as_fd(), &cfg.cc, endpoints::TcpOpts::of(&cfg.tcp))?;
                     Ok(crate::apps::Listen::Tcp(l))
                 })
             };
@@ -426,7 +426,7 @@ fn send(ctx: FlowCtx, kind: FlowKind, dst: SocketAddr, bind: SocketAddr, nominal
         }
         FlowKind::App { cfg } => crate::apps::run_app_client(&ctx, &cfg, dst),
         FlowKind::Tcp { cc, bytes, sender, .. } => {
-            endpoints::run_tcp_sender(&ctx, dst, &cc, sender.pacing, bytes, nominal)
+            endpoints::run_tcp_sender(&ctx, dst, &cc, endpoints::TcpOpts::of(&sender), bytes, nominal)
         }
         FlowKind::UdpPrague { sender, .. } => {
             if let Some(s) = socket() {

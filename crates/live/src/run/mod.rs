@@ -263,16 +263,19 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
 
 /// The TCP settings a scenario wrote that the live backend's kernel TCP does not take, one
 /// line per flow that has any (`flow "a": sender.min_rto = "1s", receiver.ack_delay =
-/// "200ms"`). It takes `sender.pacing` ([`endpoints::prepare_tcp`]),
+/// "200ms"`). It takes `sender.pacing` and `sender.mss` up to the links' 1448 bytes
+/// ([`endpoints::prepare_tcp`]),
 /// `sender.slow_start_after_idle` and `sender.tlp` (per-namespace sysctls),
 /// `cc_params.initial_cwnd` (the routes' `initcwnd` and `initrwnd`), and `cc_params.hystart = true`
 /// or `"linux"` is what Linux's CUBIC does by default; the rest of `sender`, `receiver` and
-/// `cc_params` (timer bounds, delayed ACKs, the segment size, HyStart++,
+/// `cc_params` (timer bounds, delayed ACKs, a jumbo segment size, HyStart++,
 /// Prague's and CUBIC's variants) is the simulator's alone: the kernel runs with its own
 /// settings, which the run should say rather than pass over.
 pub fn untaken_settings(sc: &Scenario) -> Vec<String> {
     let taken = |key: &str, value: &str| match key {
         "sender.pacing" | "cc_params.initial_cwnd" => true,
+        // A segment no larger than the testbed's 1500-byte links carry (`TcpOpts::of`).
+        "sender.mss" => value.parse::<u32>().is_ok_and(|m| m <= endpoints::PATH_MSS),
         k if k
             .strip_prefix("sender.")
             .is_some_and(|k| SENDER_SYSCTLS.iter().any(|s| s.key == k)) =>
@@ -679,7 +682,7 @@ rtt = "20ms"
 name = "c"
 type = "tcp"
 cc = "cubic"
-sender = { pacing = false, slow_start_after_idle = false, tlp = false }
+sender = { pacing = false, slow_start_after_idle = false, tlp = false, mss = 1000 }
 cc_params = { hystart = "linux" }
 [[flows]]
 name = "d"
@@ -698,11 +701,12 @@ sender = { max_rate = "5Mbit" }
         // the routes give).
         let not = taken
             .replace(r#"hystart = "linux""#, r#"hystart = "rfc9406", initial_cwnd = 20"#)
+            .replace("mss = 1000", "mss = 8948")
             .replace("hystart = true", "hystart = false");
         assert_eq!(
             untaken_settings(&load(&not)),
             [
-                r#"flow "c": cc_params.hystart = "rfc9406""#,
+                r#"flow "c": sender.mss = 8948, cc_params.hystart = "rfc9406""#,
                 r#"flow "d": cc_params.hystart = false"#
             ]
         );
