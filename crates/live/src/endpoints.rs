@@ -393,10 +393,14 @@ fn reducing(ca_state: u8) -> bool {
     (2..=4).contains(&ca_state)
 }
 
-/// The payload of a full segment on the testbed's 1500-byte links with TCP timestamps, which
-/// Linux negotiates by default: 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps). The
-/// simulator's default `mss` is this too.
-pub const PATH_MSS: u32 = 1448;
+/// The bytes of the TCP timestamps option (RFC 7323 §3, padded), which Linux negotiates by
+/// default and takes off every segment's payload.
+pub const TIMESTAMPS_OPTION: u32 = 12;
+
+/// The payload of a full segment on the testbed's 1500-byte links with TCP timestamps:
+/// 1500 - 20 (IPv4) - 20 (TCP) - [`TIMESTAMPS_OPTION`]. The simulator's default `mss` is
+/// this too.
+pub const PATH_MSS: u32 = 1500 - 20 - 20 - TIMESTAMPS_OPTION;
 
 /// What a kernel TCP socket takes from the scenario's `sender` table before its handshake
 /// ([`prepare_tcp`]).
@@ -405,7 +409,7 @@ pub struct TcpOpts {
     /// The kernel's own pacing (`sender.pacing`).
     pub pacing: bool,
     /// `TCP_MAXSEG`: a smaller segment than the path's (`sender.mss` below [`PATH_MSS`],
-    /// plus the 12 bytes of the timestamps option, which Linux takes off `user_mss`).
+    /// plus the [`TIMESTAMPS_OPTION`], which Linux takes off `user_mss`).
     pub maxseg: Option<u32>,
 }
 
@@ -415,7 +419,7 @@ impl TcpOpts {
     pub fn of(cfg: &l4s_transport::tcp::TcpConfig) -> TcpOpts {
         TcpOpts {
             pacing: cfg.pacing,
-            maxseg: (cfg.mss < PATH_MSS).then_some(cfg.mss + 12),
+            maxseg: (cfg.mss < PATH_MSS).then_some(cfg.mss + TIMESTAMPS_OPTION),
         }
     }
 }

@@ -64,17 +64,7 @@ pub fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
 /// options such as timestamps coming off it), and a listener's bounds its connections'.
 pub fn set_tcp_maxseg(fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {
     let v = libc::c_int::try_from(mss).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: the kernel reads one `c_int` from `v` on this stack frame and keeps no pointer.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_MAXSEG,
-            (&v as *const libc::c_int).cast::<libc::c_void>(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, v)
 }
 
 /// Cap a socket's pacing rate at `bytes_per_sec`: `setsockopt(2)` with `SOL_SOCKET`,

@@ -624,13 +624,17 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
         .collect();
     // None: no flow crosses the link; Some(false): some packet cannot be handed on.
     let mut can: Vec<Option<bool>> = vec![None; links.len()];
+    // Links that follow one another on some flow's path.
+    let mut followed: Vec<(usize, usize)> = Vec::new();
     for f in &scenario.flows {
         for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
             let mut path = scenario.routes.path(src, dst).peekable();
             while let Some(a) = path.next() {
                 // The next link of the path leaves the far node; there is none at `dst`.
-                let on = scenario.links[a].medium.is_none() && path.peek().is_some_and(|&b| early[b]);
+                let next = path.peek().copied();
+                let on = scenario.links[a].medium.is_none() && next.is_some_and(|b| early[b]);
                 can[a] = Some(can[a].unwrap_or(true) && on);
+                followed.extend(next.map(|b| (a, b)));
             }
         }
     }
@@ -644,15 +648,8 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
     // would add the delay to their due time; no shipped scenario has such a wire, and
     // looking for one at every hand-on cost 0.2 % on those that do not).
     let mut fed_early = vec![false; links.len()];
-    for f in &scenario.flows {
-        for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
-            let path: Vec<usize> = scenario.routes.path(src, dst).collect();
-            for w in path.windows(2) {
-                if links[w[0]].handoff {
-                    fed_early[w[1]] = true;
-                }
-            }
-        }
+    for &(a, b) in &followed {
+        fed_early[b] |= links[a].handoff;
     }
     for (a, link) in links.iter_mut().enumerate() {
         if link.handoff && !fed_early[a] && link.port_nodes.get(1) == Some(&link.to) {

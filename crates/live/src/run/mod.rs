@@ -264,13 +264,12 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
 /// The TCP settings a scenario wrote that the live backend's kernel TCP does not take, one
 /// line per flow that has any (`flow "a": sender.min_rto = "1s", receiver.ack_delay =
 /// "200ms"`). It takes `sender.pacing` and `sender.mss` up to the links' 1448 bytes
-/// ([`endpoints::prepare_tcp`]),
-/// `sender.slow_start_after_idle` and `sender.tlp` (per-namespace sysctls),
-/// `cc_params.initial_cwnd` (the routes' `initcwnd` and `initrwnd`), and `cc_params.hystart = true`
-/// or `"linux"` is what Linux's CUBIC does by default; the rest of `sender`, `receiver` and
-/// `cc_params` (timer bounds, delayed ACKs, a jumbo segment size, HyStart++,
-/// Prague's and CUBIC's variants) is the simulator's alone: the kernel runs with its own
-/// settings, which the run should say rather than pass over.
+/// ([`endpoints::prepare_tcp`]), `sender.slow_start_after_idle` and `sender.tlp`
+/// (per-namespace sysctls) and `cc_params.initial_cwnd` (the routes' `initcwnd` and
+/// `initrwnd`), and `cc_params.hystart = true` or `"linux"` is what Linux's CUBIC does by
+/// default; the rest of `sender`, `receiver` and `cc_params` (timer bounds, delayed ACKs, a
+/// jumbo segment size, HyStart++, Prague's and CUBIC's variants) is the simulator's alone:
+/// the kernel runs with its own settings, which the run should say rather than pass over.
 pub fn untaken_settings(sc: &Scenario) -> Vec<String> {
     let taken = |key: &str, value: &str| match key {
         "sender.pacing" | "cc_params.initial_cwnd" => true,
