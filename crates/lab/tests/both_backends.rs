@@ -1101,6 +1101,128 @@ size = "1514B"
     });
 }
 
+/// A cell of two phones: a game's input (200-byte packets 120 a second, so at every phase
+/// of the slots) goes up from one
+/// beside an upload that fills the other's uplink. Without a configured grant each input
+/// packet finds the phone's buffer empty and asks: an SR at the next occasion (every 5 ms),
+/// the grant 1 ms later, the slot K2 = 2 after it. With one (a quarter of every other
+/// 1 ms slot) it waits for the next occasion only, and the upload keeps 1 - 0.25/2 of the
+/// uplink, in the simulator and live (the same cell model drives the testbed's medium).
+#[test]
+fn a_configured_grant_spares_a_phones_input_the_request_in_a_shared_cell_live_as_in_the_simulator() {
+    let text = r#"[scenario]
+name = "cell-cg"
+duration = "8s"
+warmup = "2s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "server"
+[[topology.nodes]]
+name = "gnb"
+[[topology.nodes]]
+name = "gamer"
+[[topology.nodes]]
+name = "uploader"
+[[topology.links]]
+from = "server"
+to = "gnb"
+delay = "2ms"
+[[topology.cell]]
+name = "cell"
+base_station = "gnb"
+scheduler = "rr"
+delay = "2ms"
+ue_aqm = { kind = "fifo", limit = 200 }
+ran = { slot = "1ms" }
+[[topology.cell.ues]]
+node = "gamer"
+rate = "40Mbit"
+reverse_rate = "10Mbit"
+CG
+[[topology.cell.ues]]
+node = "uploader"
+rate = "40Mbit"
+reverse_rate = "10Mbit"
+[[flows]]
+name = "input"
+type = "probe"
+from = "gamer"
+to = "server"
+pps = 120
+size = "200B"
+[[flows]]
+name = "upload"
+type = "probe"
+from = "uploader"
+to = "server"
+pps = 1200
+size = "1514B"
+"#;
+    let without = scenario(&text.replace("CG", ""));
+    let with = scenario(&text.replace("CG", "configured_grant = \"2ms\"\nconfigured_grant_share = 0.25"));
+    // The input's one-way delay p50 and p99, the upload's Mbit/s, and the gamer's uplink:
+    // SRs and configured-grant occasions used.
+    let figures = |s: &l4s_metrics::summary::Summary| {
+        let f = |n: &str| s.flows.iter().find(|f| f.name == n).unwrap();
+        let up = s
+            .queues
+            .iter()
+            .find(|q| q.name == "cell/up/gamer")
+            .and_then(|q| q.radio.as_ref())
+            .and_then(|r| r.uplink.clone())
+            .unwrap();
+        (
+            f("input").owd_ms.p50,
+            f("input").owd_ms.p99,
+            f("upload").throughput_bps / 1e6,
+            up.scheduling_requests,
+            up.configured_grants_used,
+        )
+    };
+    let (sim0, _) = Simulator.run(without.clone(), Outputs::default(), &mut |_| {}).unwrap();
+    let (sim1, _) = Simulator.run(with.clone(), Outputs::default(), &mut |_| {}).unwrap();
+    let (p50_0, p99_0, up0, sr0, _) = figures(&sim0);
+    let (p50_1, p99_1, up1, sr1, cg1) = figures(&sim1);
+    println!("cell cg sim, without: input OWD p50 {p50_0:.2} p99 {p99_0:.2} ms, {sr0} SRs, upload {up0:.2} Mbit/s");
+    println!("cell cg sim, with: input OWD p50 {p50_1:.2} p99 {p99_1:.2} ms, {sr1} SRs, {cg1} occasions used, upload {up1:.2} Mbit/s");
+    // Without: 4 ms of path, then an SR wait (0-5 ms), 1 ms to the grant, K2 = 2 slots
+    // and the slot itself: 8-13 ms. With: the next occasion (0-2 ms) and its slot, 5-7 ms.
+    // 720 input packets in the 6 s window: each asks without, each takes an occasion with.
+    assert!(sr0 >= 715 && sr1 == 0 && cg1 >= 715, "{sr0} {sr1} {cg1}");
+    assert!(p50_0 > 8.0 && p99_0 < 14.0, "{p50_0} {p99_0}");
+    assert!(p50_1 > 4.5 && p99_1 < 7.5, "{p50_1} {p99_1}");
+    // The reservation is the upload's loss: 10 Mbit/s less an eighth, against less the
+    // SR grants' full blocks (1250 bytes for 200, 120 a second: 1.2 Mbit/s) without one.
+    assert!((up1 - 8.75).abs() < 0.35 && (up0 - 8.75).abs() < 0.35, "{up0} {up1}");
+    if !root() {
+        return;
+    }
+    for (sc, sim, name) in [(&without, &sim0, "without"), (&with, &sim1, "with")] {
+        let (s50, s99, sup, ssr, scg) = figures(sim);
+        live_until_measured(sc, |live| {
+            let (l50, l99, lup, lsr, lcg) = figures(live);
+            println!(
+                "cell cg live, {name}: input OWD p50 {l50:.2} p99 {l99:.2} ms, {lsr} SRs, {lcg} occasions used, upload {lup:.2} Mbit/s"
+            );
+            let close = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol * b;
+            let counts = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.1 * (b as f64).max(10.0);
+            if close(l50, s50, 0.25)
+                && close(l99, s99, 0.5)
+                && close(lup, sup, 0.1)
+                && counts(lsr, ssr)
+                && counts(lcg, scg)
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{name}: live {l50:.2}/{l99:.2} ms {lup:.2} Mbit/s {lsr} SRs {lcg} CG, sim {s50:.2}/{s99:.2} ms {sup:.2} Mbit/s {ssr} SRs {scg} CG"
+                ))
+            }
+        });
+    }
+}
+
 /// A cell of two phones under the round-robin scheduler, both downlinks overloaded by
 /// probes: each phone gets every other slot, so the far phone (10 Mbit/s channel) carries
 /// about 5 Mbit/s and the near one (40 Mbit/s) about 20, in the simulator and live (the

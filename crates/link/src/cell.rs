@@ -45,8 +45,24 @@
 //! is above zero, each needing that estimate. A proportional-fair average counts the bytes
 //! granted.
 //!
-//! Configured grants and `share` (a UE's probability of a slot, standing for other users)
-//! belong to a cellular link of one UE; a cell refuses them ([`CellConfig::validate`]).
+//! **Configured grants** (TS 38.321 §5.8.2; TS 38.331 `ConfiguredGrantConfig`): a UE may
+//! be given one of its own ([`ConfiguredGrant`]): `share` of the resources of an uplink slot
+//! every `period`, counted from the pattern's first uplink slot as on a link of one UE. The
+//! base station reserves them in every occasion before it grants anything else, whether
+//! the UE has data then or not, since it cannot know in advance (a UE with nothing to send
+//! skips the occasion, §5.4.3.1.3); the proportional-fair average counts them as given. A UE
+//! that holds one never sends an SR: data that finds its buffer empty waits for the next
+//! occasion, whose block carries a BSR as any other. If the base station also grants the
+//! UE in an occasion (its reports showed more than the grant carries), the dynamic grant
+//! overrides the configured one (§5.4.1): it is sized to the UE's need but never below the
+//! configured share, whose resources it takes over. The occasions of the UEs may fall in
+//! one slot, so their shares may add up to at most 1. The configured grant's size follows
+//! the UE's channel as a dynamic grant's does, where a type 1 grant's MCS is fixed by RRC:
+//! the model has no link adaptation to differ from.
+//!
+//! `share` (a UE's probability of a slot, standing for other users) and a configured grant
+//! for every UE (`ran.configured_grant`) belong to a cellular link of one UE; a cell
+//! refuses them ([`CellConfig::validate`]).
 
 use crate::cellular::{Cellular, RanCapacity, RanConfig, RanDirection};
 use crate::stage::Origin;
@@ -71,13 +87,48 @@ pub enum CellScheduler {
     },
 }
 
-/// One UE of a cell: its name (the queues are reported under it) and its capacity each way
-/// if it had the whole cell.
+/// One UE of a cell: its name (the queues are reported under it), its capacity each way
+/// if it had the whole cell, and its configured grant, if any.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CellUe {
     pub name: String,
     pub down: RanCapacity,
     pub up: RanCapacity,
+    pub configured_grant: Option<ConfiguredGrant>,
+}
+
+/// A UE's configured uplink grant in a cell: `share` of the resources of an uplink slot
+/// every `period` (a whole number of slots); see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConfiguredGrant {
+    pub period: Dur,
+    pub share: f64,
+}
+
+impl ConfiguredGrant {
+    /// Check it against the cell's `slot`; the error names the key of the UE
+    /// (`configured_grant`, `configured_grant_share`) and what was expected.
+    pub fn validate(&self, slot: Dur) -> Result<(), (&'static str, String)> {
+        if self.period.is_zero() || !self.period.as_nanos().is_multiple_of(slot.as_nanos().max(1)) {
+            return Err((
+                "configured_grant",
+                format!(
+                    "expected a period of a whole number of {slot} slots, found {}",
+                    self.period
+                ),
+            ));
+        }
+        if !(self.share > 0.0 && self.share <= 1.0) {
+            return Err((
+                "configured_grant_share",
+                format!(
+                    "expected a share of the slot's resources in (0, 1], found {}",
+                    self.share
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A cell: the radio configuration all its UEs share, the scheduler, the UEs, the delay
@@ -110,7 +161,25 @@ impl CellConfig {
         if self.ran.uplink.configured_grant.is_some() {
             return Err((
                 "configured_grant",
-                "configured grants are not modelled in a cell of several UEs; remove the key".to_string(),
+                "in a cell a configured grant belongs to one UE: set `configured_grant` (and \
+                 `configured_grant_share`) on its [[topology.cell.ues]] entry"
+                    .to_string(),
+            ));
+        }
+        let mut reserved = 0.0;
+        for ue in &self.ues {
+            if let Some(cg) = &ue.configured_grant {
+                cg.validate(self.ran.slot)?;
+                reserved += cg.share;
+            }
+        }
+        if reserved > 1.0 + SHARE_EPSILON {
+            return Err((
+                "ues",
+                format!(
+                    "the UEs' configured grants may fall in one slot, so their \
+                     `configured_grant_share`s may add up to at most 1; found {reserved}"
+                ),
             ));
         }
         if let CellScheduler::ProportionalFair { window } = self.scheduler {
@@ -299,6 +368,10 @@ impl<P: LinkPacket + 'static> Cell<P> {
                     Rng::derive(seed, 0xce11_0000 + j as u64),
                 );
                 c.set_in_cell();
+                if let (1, Some(cg)) = (k, ue.configured_grant) {
+                    let slot = cfg.ran.slot.as_nanos().max(1);
+                    c.set_configured_grant(cg.period.as_nanos() / slot, cg.share);
+                }
                 let (q, info) = c.queue();
                 infos.push(QueueInfo {
                     label: format!("{label}/{}", ue.name),
@@ -364,6 +437,15 @@ impl<P: LinkPacket + 'static> Cell<P> {
             }
             self.decided = x + 1;
             let mut left = 1.0;
+            // Configured grants first: their resources are reserved.
+            for u in 0..n {
+                let d = &self.dirs[n + u];
+                let cg = d.cg_share_at(x);
+                if cg > 0.0 {
+                    left -= cg;
+                    self.up.given[u] += cg * d.block(x).0;
+                }
+            }
             for u in 0..n {
                 let d = &mut self.dirs[n + u];
                 if d.sr_grant_slot() != Some(x) {
@@ -399,14 +481,17 @@ impl<P: LinkPacket + 'static> Cell<P> {
                     continue;
                 }
                 let need = d.grant_need().0 as f64;
-                let share = ((need + 0.5) / full).min(left);
+                // A grant in the UE's configured-grant occasion overrides that one and
+                // takes over its reserved resources.
+                let cg = d.cg_share_at(x);
+                let share = ((need + 0.5) / full).min(left + cg).max(cg);
                 let bytes = (share * full) as u64;
                 if bytes == 0 {
                     continue;
                 }
                 d.grant(x, bytes, share, false);
-                self.up.given[u] += bytes as f64;
-                left -= share;
+                self.up.given[u] += bytes as f64 - cg * full;
+                left -= share - cg;
                 first.get_or_insert(u);
             }
             self.up.close(self.scheduler, self.slot, x, first);
@@ -681,6 +766,7 @@ mod tests {
                     name: format!("ue{i}"),
                     down,
                     up,
+                    configured_grant: None,
                 })
                 .collect(),
             delay: Dur::ZERO,
@@ -814,6 +900,170 @@ mod tests {
                 assert!((mb - 8.0 / 3.0).abs() < 0.15, "{s:?} UE {u}: {mb} Mbit/s");
             }
         }
+    }
+
+    /// A light uplink (UE 0: a 1500-byte packet every 20 ms, then a burst of ten at 5 s)
+    /// beside a saturated one (UE 1), both channels 20 Mbit/s (2500 bytes a 1 ms slot),
+    /// round robin, FDD, the default SR loop (every 5 ms, grant 1 ms later, K2 2). Returns
+    /// the light UE's delays (arrival to delivery) before the burst, when the burst's last
+    /// packet arrived, the saturated UE's Mbit/s over (1, 5] s, and each uplink's stats.
+    fn light_beside_saturated(cg: Option<ConfiguredGrant>) -> (Vec<Dur>, Time, f64, LinkStats, LinkStats) {
+        let mut c = cell(
+            CellScheduler::RoundRobin,
+            vec![(rate(20), rate(20)), (rate(20), rate(20))],
+        );
+        if let Some(cg) = cg {
+            // As `Cell::new` sets it.
+            c.dirs[2].set_configured_grant(cg.period.as_nanos() / Dur::from_millis(1).as_nanos(), cg.share);
+        }
+        let mut offers: Vec<_> = (0..30_000).map(|i| (Time::ZERO, 2, 0, pkt(1_000_000 + i))).collect();
+        // Arrivals spread over the slot grid: 20 ms apart plus 0.25, 1.25, ... 4.25 ms.
+        let at = |i: u64| Time::from_micros(20_000 * i + 1_000 * (i % 5) + 250);
+        offers.extend((0..245).map(|i| (at(i), 1, 0, pkt(i))));
+        offers.extend((0..10).map(|k| (Time::from_secs(5), 1, 0, pkt(10_000 + k))));
+        let out = drive(&mut c, offers, Time::from_secs(6), &mut Seen::default());
+        let delays: Vec<Dur> = out
+            .iter()
+            .filter(|o| o.1 == 0 && o.2.id < 10_000)
+            .map(|o| o.0.since(at(o.2.id)))
+            .collect();
+        assert_eq!(delays.len(), 245, "every light packet arrives");
+        let burst: Vec<Time> = out
+            .iter()
+            .filter(|o| (10_000..10_010).contains(&o.2.id))
+            .map(|o| o.0)
+            .collect();
+        assert_eq!(burst.len(), 10, "the burst arrives");
+        let saturated = out
+            .iter()
+            .filter(|o| o.2.id >= 1_000_000 && o.0 > Time::from_secs(1) && o.0 <= Time::from_secs(5))
+            .count() as f64
+            * 0.012
+            / 4.0;
+        let stats = |c: &Cell<Pkt>, q| c.queue_link_stats(q).expect("uplink").0;
+        (
+            delays,
+            burst.into_iter().max().unwrap_or(Time::ZERO),
+            saturated,
+            stats(&c, 2),
+            stats(&c, 3),
+        )
+    }
+
+    #[test]
+    fn a_configured_grant_is_reserved_in_its_slots_and_spares_the_light_ue_its_srs() {
+        let mean = |d: &[Dur]| d.iter().map(|d| d.as_secs_f64() * 1e3).sum::<f64>() / d.len() as f64;
+        let max = |d: &[Dur]| d.iter().max().copied().unwrap_or(Dur::ZERO);
+        // Without a configured grant every packet of the light UE finds its buffer empty
+        // and asks: an SR at the next occasion (every 5 ms), the grant 1 ms later, the slot
+        // K2 = 2 after it, delivered at that slot's end.
+        let (d0, burst0, sat0, light0, _) = light_beside_saturated(None);
+        eprintln!(
+            "no CG: light UE {:.2} ms mean, {} max, {} SRs; burst done {:.1} ms after it came; saturated {sat0:.3} Mbit/s",
+            mean(&d0),
+            max(&d0),
+            light0.scheduling_requests,
+            (burst0.as_secs_f64() - 5.0) * 1e3
+        );
+        assert!(light0.scheduling_requests >= 245, "{}", light0.scheduling_requests);
+        assert!(max(&d0) >= Dur::from_millis(8), "{}", max(&d0));
+        // The grant that answers an SR is a full block (2500 bytes) for the 1500 the UE
+        // has: 1 Mbit/s of the slots go to the light UE, the other has 19.
+        assert!((sat0 - 19.0).abs() < 0.05, "{sat0}");
+
+        // A configured grant of 0.8 of a slot (2000 bytes) every 5 slots.
+        let cg = ConfiguredGrant {
+            period: Dur::from_millis(5),
+            share: 0.8,
+        };
+        let (d1, burst1, sat1, light1, sat_stats) = light_beside_saturated(Some(cg));
+        eprintln!(
+            "CG: light UE {:.2} ms mean, {} max, {} SRs, {} occasions used, {} dynamic grants; burst done {:.1} ms after it came; saturated {sat1:.3} Mbit/s",
+            mean(&d1),
+            max(&d1),
+            light1.scheduling_requests,
+            light1.configured_grants_used,
+            light1.grants,
+            (burst1.as_secs_f64() - 5.0) * 1e3
+        );
+        // No SR, ever: each packet waits for the next occasion (uniform over the 5 slots
+        // with these arrivals: 0.75 to 4.75 ms) and is delivered at its end.
+        assert_eq!(light1.scheduling_requests, 0);
+        // One occasion for each light packet, and the burst's first block.
+        assert!(light1.configured_grants_used > 245, "{}", light1.configured_grants_used);
+        let expect = (0..5).map(|k| 5.0 - k as f64 - 0.25 + 1.0).sum::<f64>() / 5.0;
+        assert!((mean(&d1) - expect).abs() < 0.01, "{} against {expect}", mean(&d1));
+        assert!(max(&d1) <= Dur::from_millis(6), "{}", max(&d1));
+        // The reservation is taken whether used or not: the saturated UE keeps
+        // 1 - 0.8/5 of the slots' resources, 16.8 Mbit/s.
+        assert!((sat1 - 16.8).abs() < 0.05, "{sat1}");
+        assert_eq!(sat_stats.configured_grants_used, 0);
+        // The burst (15 000 bytes) would need eight occasions, until 36 ms after it came,
+        // on the configured grant alone; its first block's BSR brings dynamic grants, which
+        // override the configured one in its occasions, so it is through well before.
+        assert!(light1.grants > 0);
+        assert!(burst1 < Time::from_secs(5) + Dur::from_millis(25), "{burst1}");
+    }
+
+    #[test]
+    fn configured_grants_are_checked_against_the_slot_and_each_other() {
+        let slot = Dur::from_millis(1);
+        let ok = ConfiguredGrant {
+            period: Dur::from_millis(2),
+            share: 0.5,
+        };
+        assert_eq!(ok.validate(slot), Ok(()));
+        for (bad, key) in [
+            (
+                ConfiguredGrant {
+                    period: Dur::from_micros(1500),
+                    ..ok
+                },
+                "configured_grant",
+            ),
+            (
+                ConfiguredGrant {
+                    period: Dur::ZERO,
+                    ..ok
+                },
+                "configured_grant",
+            ),
+            (ConfiguredGrant { share: 0.0, ..ok }, "configured_grant_share"),
+            (ConfiguredGrant { share: 1.5, ..ok }, "configured_grant_share"),
+            (ConfiguredGrant { share: f64::NAN, ..ok }, "configured_grant_share"),
+        ] {
+            assert_eq!(bad.validate(slot).map_err(|e| e.0), Err(key), "{bad:?}");
+        }
+        let cfg = |shares: &[f64]| CellConfig {
+            ran: RanConfig {
+                slot,
+                ..RanConfig::default()
+            },
+            scheduler: CellScheduler::RoundRobin,
+            ues: shares
+                .iter()
+                .enumerate()
+                .map(|(i, &share)| CellUe {
+                    name: format!("ue{i}"),
+                    down: rate(10),
+                    up: rate(10),
+                    configured_grant: Some(ConfiguredGrant { share, ..ok }),
+                })
+                .collect(),
+            delay: Dur::ZERO,
+            aqm: deep_fifo(),
+            ue_aqm: deep_fifo(),
+        };
+        assert_eq!(cfg(&[0.5, 0.5]).validate(), Ok(()));
+        let (key, msg) = cfg(&[0.5, 0.6]).validate().unwrap_err();
+        assert_eq!(key, "ues");
+        assert!(msg.contains("at most 1"), "{msg}");
+        // One configured grant for every UE of the cell is refused, and says where it goes.
+        let mut all = cfg(&[0.5]);
+        all.ran.uplink.configured_grant = Some(Dur::from_millis(2));
+        let (key, msg) = all.validate().unwrap_err();
+        assert_eq!(key, "configured_grant");
+        assert!(msg.contains("[[topology.cell.ues]]"), "{msg}");
     }
 
     #[test]

@@ -596,8 +596,10 @@ pub struct Cellular<P> {
     next: u64,
     armed: Option<Time>,
     grants: Grants,
-    /// Slots between configured grants (0: none).
+    /// Slots between configured grants (0: none), and the share of a slot's resources
+    /// each takes (1 on a link of one UE; a shared cell's UE may be given less).
     cg_slots: u64,
+    cg_share: f64,
     /// Slots between SR occasions.
     sr_slots: u64,
     /// The first uplink slot of the pattern: SR and configured-grant occasions count from
@@ -651,6 +653,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             armed: None,
             grants: Grants::default(),
             cg_slots,
+            cg_share: 1.0,
             sr_slots,
             first_up,
             awake_until: None,
@@ -663,6 +666,13 @@ impl<P: LinkPacket + 'static> Cellular<P> {
     /// grants and the slots it is served in.
     pub(crate) fn set_in_cell(&mut self) {
         self.in_cell = true;
+    }
+
+    /// A configured grant of `share` of an uplink slot every `slots` slots (a shared
+    /// cell's UE; checked by [`crate::cell::ConfiguredGrant::validate`]).
+    pub(crate) fn set_configured_grant(&mut self, slots: u64, share: f64) {
+        self.cg_slots = slots;
+        self.cg_share = share;
     }
 
     fn origin(&self) -> Time {
@@ -764,11 +774,21 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         self.tx.as_ref().map_or(0, |t| t.left) + self.queue.qdisc.len_bytes()
     }
 
+    /// Whether uplink slot `n` is one of the UE's configured-grant occasions.
     fn is_cg(&self, n: u64) -> bool {
         self.cg_slots > 0
             && n >= self.first_up
             && (n - self.first_up).is_multiple_of(self.cg_slots)
             && self.weight(n) > 0.0
+    }
+
+    /// The share of uplink slot `n` the UE's configured grant takes (0: not an occasion).
+    pub(crate) fn cg_share_at(&self, n: u64) -> f64 {
+        if self.is_cg(n) {
+            self.cg_share
+        } else {
+            0.0
+        }
     }
 
     fn is_sr_occasion(&self, n: u64) -> bool {
@@ -1054,6 +1074,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         }
         if !granted && self.is_cg(n) {
             granted = true;
+            share = self.cg_share;
             self.stats.configured_grants_used += 1;
         }
         if granted {

@@ -135,7 +135,7 @@ pub mod wifi;
 pub mod wired;
 
 pub use capacity::{CapacityProcess, MarkovState};
-pub use cell::{Cell, CellConfig, CellScheduler, CellUe};
+pub use cell::{Cell, CellConfig, CellScheduler, CellUe, ConfiguredGrant};
 pub use cellular::{Cellular, RanCapacity, RanConfig, RanDirection, SlotKind, UplinkScheduling};
 pub use config::{build, LinkConfig, LossModel};
 pub use docsis::{DocsisUpstream, DocsisUpstreamLink};

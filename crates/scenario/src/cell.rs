@@ -8,7 +8,7 @@ use crate::load::{add_custom_link, join, key, parse_aqm, parse_ran, NodeLookup};
 use crate::{Link, MediumPort, ScenarioError};
 use l4s_aqm::config::{AqmConfig, FifoConfig};
 use l4s_core::Dur;
-use l4s_link::{CellConfig, CellScheduler, CellUe, RanCapacity, RanDirection};
+use l4s_link::{CellConfig, CellScheduler, CellUe, ConfiguredGrant, RanCapacity, RanDirection};
 use std::sync::Arc;
 
 /// The proportional-fair scheduler's averaging window when none is given: about the ns-3
@@ -72,6 +72,24 @@ pub(crate) fn add_cell(
             ));
         }
         nodes.push(n);
+        let configured_grant = match (ue.configured_grant, ue.configured_grant_share) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(cx.at(
+                    &join(&up, &[key("configured_grant_share")]),
+                    "a share belongs to a configured grant: set `configured_grant` (its period) too",
+                ))
+            }
+            (Some(period), share) => {
+                let cg = ConfiguredGrant {
+                    period,
+                    share: share.unwrap_or(1.0),
+                };
+                cg.validate(ran.slot)
+                    .map_err(|(k, m)| cx.at(&join(&up, &[key(k)]), m))?;
+                Some(cg)
+            }
+        };
         let table = LinkTable {
             name: Some(format!("{name}/{}", ue.node)),
             from: c.base_station.clone(),
@@ -108,6 +126,7 @@ pub(crate) fn add_cell(
             name: ue.node,
             down: placeholder.clone(),
             up: placeholder,
+            configured_grant,
         });
     }
     let cfg = CellConfig {

@@ -160,6 +160,11 @@ fn link(sc: &Scenario, l: &Link) -> String {
                 l4s_link::CellScheduler::ProportionalFair { window } => format!("proportional fair over {window}"),
             }
         );
+        // A UE's uplink: its configured grant.
+        let ue = m.from.checked_sub(1).and_then(|u| c.ues.get(u));
+        if let Some(cg) = ue.and_then(|u| u.configured_grant) {
+            let _ = write!(s, ", configured grant of {} of a slot every {}", cg.share, cg.period);
+        }
     }
     if l.bottleneck {
         s += " [bottleneck]";

@@ -119,6 +119,10 @@ pub struct UeTable {
     pub rate_schedule: Option<RateScheduleTable>,
     pub reverse_rate: Option<Rate>,
     pub reverse_trace: Option<String>,
+    /// A configured uplink grant every this period (a whole number of slots).
+    pub configured_grant: Option<Dur>,
+    /// The share of the slot's resources the configured grant takes (default 1).
+    pub configured_grant_share: Option<f64>,
 }
 
 /// `[[topology.wifi]]`: a Wi-Fi BSS (see `l4s_link::wifi::bss`), linking the access point's

@@ -215,6 +215,24 @@ fn a_cell_gives_each_ue_a_downlink_and_an_uplink_across_one_shared_model() {
     other.apply_overrides(Some(5), None).unwrap();
     let cfg2 = other.links[1].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
     assert_ne!(cfg2.ues[0].down, cfg.ues[0].down);
+    // A UE's configured grant: its period, and the whole slot unless a share is given.
+    let cg = cell("", "rate = \"30Mbit\"\nconfigured_grant = \"2ms\"").unwrap();
+    let cfg = cg.links[0].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
+    assert_eq!(cfg.ues[0].configured_grant, None);
+    assert_eq!(
+        cfg.ues[1].configured_grant,
+        Some(l4s_link::ConfiguredGrant {
+            period: l4s_core::Dur::from_millis(2),
+            share: 1.0
+        })
+    );
+    let cg = cell(
+        "",
+        "rate = \"30Mbit\"\nconfigured_grant = \"2ms\"\nconfigured_grant_share = 0.25",
+    )
+    .unwrap();
+    let cfg = cg.links[0].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
+    assert_eq!(cfg.ues[1].configured_grant.map(|g| g.share), Some(0.25));
     // The default scheduler is proportional fair over 100 ms.
     let pf = cell("", "rate = \"30Mbit\"").unwrap();
     let cfg = pf.links[0].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
@@ -257,7 +275,31 @@ fn bad_cell_parameters_name_their_key() {
             "ran = { configured_grant = \"5ms\" }",
             "rate = \"30Mbit\"",
             "topology.cell[0].ran.configured_grant",
-            "not modelled",
+            "[[topology.cell.ues]]",
+        ),
+        (
+            "ran = { slot = \"1ms\" }",
+            "rate = \"30Mbit\"\nconfigured_grant = \"2.5ms\"",
+            "topology.cell[0].ues[1].configured_grant",
+            "whole number of 1ms slots",
+        ),
+        (
+            "",
+            "rate = \"30Mbit\"\nconfigured_grant = \"5ms\"\nconfigured_grant_share = 0",
+            "topology.cell[0].ues[1].configured_grant_share",
+            "(0, 1]",
+        ),
+        (
+            "",
+            "rate = \"30Mbit\"\nconfigured_grant_share = 0.5",
+            "topology.cell[0].ues[1].configured_grant_share",
+            "set `configured_grant`",
+        ),
+        (
+            "",
+            "rate = \"30Mbit\"\nconfigured_grant = \"5ms\"\nconfigured_grant_share = 0.5\n[[topology.cell.ues]]\nnode = \"c\"\nrate = \"1Mbit\"\nconfigured_grant = \"5ms\"\nconfigured_grant_share = 0.6\n[[topology.nodes]]\nname = \"c\"",
+            "topology.cell[0].ues",
+            "at most 1; found 1.1",
         ),
         (
             "ran = { slot = \"3ms\" }",
