@@ -64,7 +64,7 @@
 //! for every UE (`ran.configured_grant`) belong to a cellular link of one UE; a cell
 //! refuses them ([`CellConfig::validate`]).
 
-use crate::cellular::{Cellular, RanCapacity, RanConfig, RanDirection};
+use crate::cellular::{whole_slots, Cellular, RanCapacity, RanConfig, RanDirection};
 use crate::stage::Origin;
 use crate::{Action, Departure, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Observer, Port, QueueInfo, Timer};
 use l4s_aqm::{AqmConfig, QueueId, QueueStats};
@@ -109,7 +109,7 @@ impl ConfiguredGrant {
     /// Check it against the cell's `slot`; the error names the key of the UE
     /// (`configured_grant`, `configured_grant_share`) and what was expected.
     pub fn validate(&self, slot: Dur) -> Result<(), (&'static str, String)> {
-        if self.period.is_zero() || !self.period.as_nanos().is_multiple_of(slot.as_nanos().max(1)) {
+        if !whole_slots(self.period, slot) {
             return Err((
                 "configured_grant",
                 format!(

@@ -376,7 +376,7 @@ pub fn parse_tdd(s: &str) -> Result<Vec<SlotKind>, String> {
 }
 
 /// Whether `d` is a whole, non-zero number of slots.
-fn whole_slots(d: Dur, slot: Dur) -> bool {
+pub(crate) fn whole_slots(d: Dur, slot: Dur) -> bool {
     !d.is_zero() && d.as_nanos().is_multiple_of(slot.as_nanos())
 }
 
