@@ -47,7 +47,8 @@
 //!
 //! **Configured grants** (TS 38.321 §5.8.2; TS 38.331 `ConfiguredGrantConfig`): a UE may
 //! be given one of its own ([`ConfiguredGrant`]): `share` of the resources of an uplink slot
-//! every `period`, counted from the pattern's first uplink slot as on a link of one UE. The
+//! every `period`, from `offset` after the pattern's first uplink slot (0 on a link of one
+//! UE). The
 //! base station reserves them in every occasion before it grants anything else, whether
 //! the UE has data then or not, since it cannot know in advance (a UE with nothing to send
 //! skips the occasion, §5.4.3.1.3); the proportional-fair average counts them as given. A UE
@@ -55,8 +56,8 @@
 //! occasion, whose block carries a BSR as any other. If the base station also grants the
 //! UE in an occasion (its reports showed more than the grant carries), the dynamic grant
 //! overrides the configured one (§5.4.1): it is sized to the UE's need but never below the
-//! configured share, whose resources it takes over. The occasions of the UEs may fall in
-//! one slot, so their shares may add up to at most 1. The configured grant's size follows
+//! configured share, whose resources it takes over. The shares of the UEs whose occasions
+//! fall in one uplink slot may add up to at most 1. The configured grant's size follows
 //! the UE's channel as a dynamic grant's does, where a type 1 grant's MCS is fixed by RRC:
 //! the model has no link adaptation to differ from.
 //!
@@ -98,23 +99,37 @@ pub struct CellUe {
 }
 
 /// A UE's configured uplink grant in a cell: `share` of the resources of an uplink slot
-/// every `period` (a whole number of slots); see the module documentation.
+/// every `period`, `offset` after the first uplink slot of the pattern (TS 38.331
+/// `ConfiguredGrantConfig`: `periodicity`, `timeDomainOffset`), both whole numbers of
+/// slots; see the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ConfiguredGrant {
     pub period: Dur,
+    pub offset: Dur,
     pub share: f64,
 }
 
 impl ConfiguredGrant {
-    /// Check it against the cell's `slot`; the error names the key of the UE
-    /// (`configured_grant`, `configured_grant_share`) and what was expected.
-    pub fn validate(&self, slot: Dur) -> Result<(), (&'static str, String)> {
+    /// Check it against the cell's radio configuration; the error names the key of the UE
+    /// (`configured_grant`, `configured_grant_offset`, `configured_grant_share`) and what
+    /// was expected.
+    pub fn validate(&self, ran: &RanConfig) -> Result<(), (&'static str, String)> {
+        let slot = ran.slot;
         if !whole_slots(self.period, slot) {
             return Err((
                 "configured_grant",
                 format!(
                     "expected a period of a whole number of {slot} slots, found {}",
                     self.period
+                ),
+            ));
+        }
+        if !(self.offset.is_zero() || whole_slots(self.offset, slot)) || self.offset >= self.period {
+            return Err((
+                "configured_grant_offset",
+                format!(
+                    "expected a whole number of {slot} slots below the period ({}), found {}",
+                    self.period, self.offset
                 ),
             ));
         }
@@ -127,8 +142,77 @@ impl ConfiguredGrant {
                 ),
             ));
         }
+        let (p, o) = self.slots(slot);
+        let up = ran.weights(RanDirection::Uplink);
+        let len = up.len() as u64;
+        // The occasions repeat with the pattern after at most `len` of them.
+        if !(0..len).any(|k| up[((ran.first_up() + o + k * p) % len) as usize] > 0.0) {
+            return Err((
+                "configured_grant_offset",
+                format!(
+                    "every occasion ({} after the first uplink slot, then every {}) falls on a slot \
+                     without uplink in the TDD pattern; expected an offset or period that reaches one",
+                    self.offset, self.period
+                ),
+            ));
+        }
         Ok(())
     }
+
+    /// Period and offset in slots of `slot`.
+    fn slots(&self, slot: Dur) -> (u64, u64) {
+        let slot = slot.as_nanos().max(1);
+        (self.period.as_nanos() / slot, self.offset.as_nanos() / slot)
+    }
+}
+
+/// Above this many slots before the configured grants' occasions repeat (with the TDD
+/// pattern), the check that they fit in every slot adds up all their shares instead.
+const CG_CHECK_SLOTS: u64 = 1_000_000;
+
+/// The largest sum of the shares of configured grants whose occasions fall in one uplink
+/// slot of `ran`, and that slot (counted from the first uplink slot).
+fn cg_peak(ran: &RanConfig, cgs: &[ConfiguredGrant]) -> (f64, Option<u64>) {
+    let up = ran.weights(RanDirection::Uplink);
+    let len = up.len() as u64;
+    let slots: Vec<(u64, u64, f64)> = cgs
+        .iter()
+        .map(|g| {
+            let (p, o) = g.slots(ran.slot);
+            (p.max(1), o, g.share)
+        })
+        .collect();
+    let mut span = len;
+    for &(p, _, _) in &slots {
+        span = lcm(span, p);
+        if span > CG_CHECK_SLOTS {
+            return (slots.iter().map(|g| g.2).sum(), None);
+        }
+    }
+    let first = ran.first_up();
+    let mut peak = (0.0, None);
+    for k in 0..span {
+        if up[((first + k) % len) as usize] == 0.0 {
+            continue;
+        }
+        let sum: f64 = slots
+            .iter()
+            .filter(|&&(p, o, _)| k >= o && (k - o).is_multiple_of(p))
+            .map(|g| g.2)
+            .sum();
+        if sum > peak.0 {
+            peak = (sum, Some(k));
+        }
+    }
+    peak
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    (a / x.max(1)).saturating_mul(b)
 }
 
 /// A cell: the radio configuration all its UEs share, the scheduler, the UEs, the delay
@@ -166,19 +250,24 @@ impl CellConfig {
                     .to_string(),
             ));
         }
-        let mut reserved = 0.0;
+        let mut cgs = Vec::new();
         for ue in &self.ues {
             if let Some(cg) = &ue.configured_grant {
-                cg.validate(self.ran.slot)?;
-                reserved += cg.share;
+                cg.validate(&self.ran)?;
+                cgs.push(*cg);
             }
         }
-        if reserved > 1.0 + SHARE_EPSILON {
+        let (peak, at) = cg_peak(&self.ran, &cgs);
+        if peak > 1.0 + SHARE_EPSILON {
+            let slot = at.map_or("one slot".to_string(), |k| {
+                format!("the uplink slot {} after the first", Dur(self.ran.slot.as_nanos() * k))
+            });
             return Err((
                 "ues",
                 format!(
-                    "the UEs' configured grants may fall in one slot, so their \
-                     `configured_grant_share`s may add up to at most 1; found {reserved}"
+                    "the UEs' configured grants fall in {slot} with shares adding up to {peak}; \
+                     expected at most 1 (give them other `configured_grant_offset`s or smaller \
+                     `configured_grant_share`s)"
                 ),
             ));
         }
@@ -369,8 +458,8 @@ impl<P: LinkPacket + 'static> Cell<P> {
                 );
                 c.set_in_cell();
                 if let (1, Some(cg)) = (k, ue.configured_grant) {
-                    let slot = cfg.ran.slot.as_nanos().max(1);
-                    c.set_configured_grant(cg.period.as_nanos() / slot, cg.share);
+                    let (period, offset) = cg.slots(cfg.ran.slot);
+                    c.set_configured_grant(period, offset, cg.share);
                 }
                 let (q, info) = c.queue();
                 infos.push(QueueInfo {
@@ -541,6 +630,12 @@ impl<P: LinkPacket + 'static> Cell<P> {
         // The first slot some direction may use, once the slots up to now are served.
         let wake = loop {
             let Some(n) = self.dirs.iter().filter_map(|d| d.next_slot()).min() else {
+                // Nothing to send: the slots up to now pass unused (their blocks were built
+                // before anything that arrives now), as on a link of one UE.
+                self.next = self.next.max(self.dirs[0].slot_after(now));
+                for d in &mut self.dirs {
+                    d.pass(self.next);
+                }
                 break None;
             };
             let n = n.max(self.next);
@@ -742,7 +837,7 @@ impl<P: LinkPacket + 'static> Link<P> for Cell<P> {
 mod tests {
     use super::*;
     use crate::testutil::{deep_fifo, drive, pkt, Pkt, Seen};
-    use crate::RateSchedule;
+    use crate::{RateSchedule, SlotKind};
     use std::sync::Arc;
 
     fn rate(mbps: u64) -> RanCapacity {
@@ -914,7 +1009,8 @@ mod tests {
         );
         if let Some(cg) = cg {
             // As `Cell::new` sets it.
-            c.dirs[2].set_configured_grant(cg.period.as_nanos() / Dur::from_millis(1).as_nanos(), cg.share);
+            let (period, offset) = cg.slots(Dur::from_millis(1));
+            c.dirs[2].set_configured_grant(period, offset, cg.share);
         }
         let mut offers: Vec<_> = (0..30_000).map(|i| (Time::ZERO, 2, 0, pkt(1_000_000 + i))).collect();
         // Arrivals spread over the slot grid: 20 ms apart plus 0.25, 1.25, ... 4.25 ms.
@@ -974,6 +1070,7 @@ mod tests {
         // A configured grant of 0.8 of a slot (2000 bytes) every 5 slots.
         let cg = ConfiguredGrant {
             period: Dur::from_millis(5),
+            offset: Dur::ZERO,
             share: 0.8,
         };
         let (d1, burst1, sat1, light1, sat_stats) = light_beside_saturated(Some(cg));
@@ -1006,13 +1103,17 @@ mod tests {
     }
 
     #[test]
-    fn configured_grants_are_checked_against_the_slot_and_each_other() {
-        let slot = Dur::from_millis(1);
+    fn configured_grants_are_checked_against_the_slot_the_pattern_and_each_other() {
+        let ran = RanConfig {
+            slot: Dur::from_millis(1),
+            ..RanConfig::default()
+        };
         let ok = ConfiguredGrant {
             period: Dur::from_millis(2),
+            offset: Dur::ZERO,
             share: 0.5,
         };
-        assert_eq!(ok.validate(slot), Ok(()));
+        assert_eq!(ok.validate(&ran), Ok(()));
         for (bad, key) in [
             (
                 ConfiguredGrant {
@@ -1028,42 +1129,178 @@ mod tests {
                 },
                 "configured_grant",
             ),
+            (
+                ConfiguredGrant {
+                    offset: Dur::from_micros(500),
+                    ..ok
+                },
+                "configured_grant_offset",
+            ),
+            (
+                ConfiguredGrant {
+                    offset: Dur::from_millis(2),
+                    ..ok
+                },
+                "configured_grant_offset",
+            ),
             (ConfiguredGrant { share: 0.0, ..ok }, "configured_grant_share"),
             (ConfiguredGrant { share: 1.5, ..ok }, "configured_grant_share"),
             (ConfiguredGrant { share: f64::NAN, ..ok }, "configured_grant_share"),
         ] {
-            assert_eq!(bad.validate(slot).map_err(|e| e.0), Err(key), "{bad:?}");
+            assert_eq!(bad.validate(&ran).map_err(|e| e.0), Err(key), "{bad:?}");
         }
-        let cfg = |shares: &[f64]| CellConfig {
-            ran: RanConfig {
-                slot,
-                ..RanConfig::default()
-            },
+        // DDDSU: a period of the pattern's five slots from offset 1 never meets the U slot.
+        let tdd = RanConfig {
+            tdd: vec![
+                SlotKind::Down,
+                SlotKind::Down,
+                SlotKind::Down,
+                SlotKind::Special,
+                SlotKind::Up,
+            ],
+            ..ran.clone()
+        };
+        let every5 = |offset| ConfiguredGrant {
+            period: Dur::from_millis(5),
+            offset: Dur::from_millis(offset),
+            ..ok
+        };
+        assert_eq!(every5(0).validate(&tdd), Ok(()));
+        let (key, msg) = every5(1).validate(&tdd).unwrap_err();
+        assert_eq!(key, "configured_grant_offset");
+        assert!(msg.contains("without uplink"), "{msg}");
+        // ... while a period of 2 slots reaches it from either offset.
+        assert_eq!(
+            ConfiguredGrant {
+                offset: Dur::from_millis(1),
+                ..ok
+            }
+            .validate(&tdd),
+            Ok(())
+        );
+
+        let cfg = |ran: &RanConfig, grants: &[(u64, u64, f64)]| CellConfig {
+            ran: ran.clone(),
             scheduler: CellScheduler::RoundRobin,
-            ues: shares
+            ues: grants
                 .iter()
                 .enumerate()
-                .map(|(i, &share)| CellUe {
+                .map(|(i, &(period, offset, share))| CellUe {
                     name: format!("ue{i}"),
                     down: rate(10),
                     up: rate(10),
-                    configured_grant: Some(ConfiguredGrant { share, ..ok }),
+                    configured_grant: Some(ConfiguredGrant {
+                        period: Dur::from_millis(period),
+                        offset: Dur::from_millis(offset),
+                        share,
+                    }),
                 })
                 .collect(),
             delay: Dur::ZERO,
             aqm: deep_fifo(),
             ue_aqm: deep_fifo(),
         };
-        assert_eq!(cfg(&[0.5, 0.5]).validate(), Ok(()));
-        let (key, msg) = cfg(&[0.5, 0.6]).validate().unwrap_err();
+        assert_eq!(cfg(&ran, &[(2, 0, 0.5), (2, 0, 0.5)]).validate(), Ok(()));
+        let (key, msg) = cfg(&ran, &[(2, 0, 0.5), (2, 0, 0.6)]).validate().unwrap_err();
         assert_eq!(key, "ues");
-        assert!(msg.contains("at most 1"), "{msg}");
+        assert!(msg.contains("adding up to 1.1") && msg.contains("at most 1"), "{msg}");
+        // Whole slots each, staggered: never in one slot.
+        assert_eq!(cfg(&ran, &[(2, 0, 1.0), (2, 1, 1.0)]).validate(), Ok(()));
+        assert_eq!(
+            cfg(&ran, &[(4, 0, 1.0), (4, 1, 1.0), (2, 1, 0.0001)])
+                .validate()
+                .map_err(|e| e.0),
+            Err("ues")
+        );
+        // Periods 2 and 3 from offsets 0 and 1 meet at slot 4, and every 6 slots from it.
+        let (_, msg) = cfg(&ran, &[(2, 0, 0.7), (3, 1, 0.7)]).validate().unwrap_err();
+        assert!(msg.contains("slot 4ms after the first"), "{msg}");
+        // In DDDSU, counted from its U slot: every 5 slots and every 10 from 5 meet there
+        // 5 slots after the first; every 10 from 0 and from 5 never meet.
+        assert_eq!(
+            cfg(&tdd, &[(5, 0, 1.0), (10, 5, 1.0)]).validate().map_err(|e| e.0),
+            Err("ues")
+        );
+        assert_eq!(cfg(&tdd, &[(10, 0, 1.0), (10, 5, 1.0)]).validate(), Ok(()));
         // One configured grant for every UE of the cell is refused, and says where it goes.
-        let mut all = cfg(&[0.5]);
+        let mut all = cfg(&ran, &[(2, 0, 0.5)]);
         all.ran.uplink.configured_grant = Some(Dur::from_millis(2));
         let (key, msg) = all.validate().unwrap_err();
         assert_eq!(key, "configured_grant");
         assert!(msg.contains("[[topology.cell.ues]]"), "{msg}");
+    }
+
+    /// Two phones, each with a configured grant of a whole slot every other slot, one from
+    /// the first slot and one from the second, each sending a packet now and then: no SR,
+    /// and each packet leaves at the end of one of its own phone's slots.
+    #[test]
+    fn staggered_configured_grants_take_turns() {
+        let mut c = cell(
+            CellScheduler::ProportionalFair {
+                window: Dur::from_millis(100),
+            },
+            vec![(rate(20), rate(20)), (rate(20), rate(20))],
+        );
+        for (u, offset) in [(0, 0), (1, 1)] {
+            c.dirs[2 + u].set_configured_grant(2, offset, 1.0);
+        }
+        let at = |i: u64| Time::from_micros(7_300 * i);
+        let mut offers: Vec<_> = (0..500).map(|i| (at(i), 1, 0, pkt(i))).collect();
+        offers.extend((0..500).map(|i| (at(i) + Dur::from_micros(2_100), 2, 0, pkt(10_000 + i))));
+        offers.sort_by_key(|o| o.0);
+        let out = drive(&mut c, offers, Time::from_secs(5), &mut Seen::default());
+        assert_eq!(out.len(), 1000);
+        for o in &out {
+            let (u, sent) = if o.2.id < 10_000 {
+                (0, at(o.2.id))
+            } else {
+                (1, at(o.2.id - 10_000) + Dur::from_micros(2_100))
+            };
+            // Delivered at the end of slot k (at k + 1 ms): k is the UE's parity, and the
+            // first such slot that starts after the packet came.
+            let end = o.0.as_nanos() / 1_000_000;
+            assert_eq!(o.0.as_nanos() % 1_000_000, 0);
+            let k = end - 1;
+            assert_eq!(k % 2, u as u64, "{o:?}");
+            let wait = Time::from_millis(k).since(sent);
+            assert!(
+                Time::from_millis(k) > sent && wait <= Dur::from_millis(2),
+                "{o:?} sent {sent}"
+            );
+        }
+        for q in [2, 3] {
+            let st = c.queue_link_stats(q).expect("uplink").0;
+            assert_eq!(st.scheduling_requests, 0);
+            assert_eq!(st.configured_grants_used, 500);
+        }
+    }
+
+    /// A cell that has been idle serves a new packet in the first slot that starts after it
+    /// came, as a link of one UE does: the slots before were built without it. (It once
+    /// served the slot after the last one it had served, long past, so the packet left
+    /// before it came.)
+    #[test]
+    fn an_idle_cell_serves_a_packet_in_a_slot_after_it_came() {
+        let mut c = cell(CellScheduler::RoundRobin, vec![(rate(20), rate(20))]);
+        let offers = vec![
+            (Time::from_micros(10_300), 0, 1, pkt(1)),
+            (Time::from_micros(20_300), 1, 0, pkt(2)),
+            (Time::from_millis(40), 0, 1, pkt(3)),
+        ];
+        let out = drive(&mut c, offers, Time::from_secs(1), &mut Seen::default());
+        let at: Vec<_> = out.iter().map(|o| (o.2.id, o.0)).collect();
+        assert_eq!(
+            at,
+            [
+                // Slot 11 (10 started before it came), delivered at its end.
+                (1, Time::from_millis(12)),
+                // The SR at the next occasion (slot 25, every 5 ms), the grant 1 ms later,
+                // the slot K2 = 2 after that, delivered at its end.
+                (2, Time::from_millis(29)),
+                // A packet at a slot's start comes after its block was built.
+                (3, Time::from_millis(42)),
+            ]
+        );
     }
 
     #[test]

@@ -465,7 +465,13 @@ impl RanConfig {
 
     /// The weight of each slot of the pattern for `dir` (1 for a full slot), one entry for
     /// FDD.
-    fn weights(&self, dir: RanDirection) -> Vec<f64> {
+    /// The first uplink slot of the pattern: SR and configured-grant occasions count from
+    /// it (0 for FDD).
+    pub(crate) fn first_up(&self) -> u64 {
+        self.tdd.iter().position(|k| *k == SlotKind::Up).unwrap_or(0) as u64
+    }
+
+    pub(crate) fn weights(&self, dir: RanDirection) -> Vec<f64> {
         if self.tdd.is_empty() {
             return vec![1.0];
         }
@@ -596,9 +602,11 @@ pub struct Cellular<P> {
     next: u64,
     armed: Option<Time>,
     grants: Grants,
-    /// Slots between configured grants (0: none), and the share of a slot's resources
-    /// each takes (1 on a link of one UE; a shared cell's UE may be given less).
+    /// Slots between configured grants (0: none), the first one's offset from the first
+    /// uplink slot, and the share of a slot's resources each takes (1 on a link of one UE;
+    /// a shared cell's UE may be given less).
     cg_slots: u64,
+    cg_offset: u64,
     cg_share: f64,
     /// Slots between SR occasions.
     sr_slots: u64,
@@ -629,7 +637,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         let slot = cfg.slot.as_nanos().max(1);
         let cg_slots = cfg.uplink.configured_grant.map_or(0, |p| p.as_nanos() / slot);
         let sr_slots = (cfg.uplink.sr_period.as_nanos() / slot).max(1);
-        let first_up = cfg.tdd.iter().position(|k| *k == SlotKind::Up).unwrap_or(0) as u64;
+        let first_up = cfg.first_up();
         let seed = rng.clone().next_u64();
         let draw = Rng::derive(seed, 0x0052_414e);
         let harq_rng = Rng::derive(seed, 0x4a52);
@@ -653,6 +661,7 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             armed: None,
             grants: Grants::default(),
             cg_slots,
+            cg_offset: 0,
             cg_share: 1.0,
             sr_slots,
             first_up,
@@ -668,10 +677,12 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         self.in_cell = true;
     }
 
-    /// A configured grant of `share` of an uplink slot every `slots` slots (a shared
-    /// cell's UE; checked by [`crate::cell::ConfiguredGrant::validate`]).
-    pub(crate) fn set_configured_grant(&mut self, slots: u64, share: f64) {
+    /// A configured grant of `share` of an uplink slot every `slots` slots from `offset`
+    /// after the first uplink slot (a shared cell's UE; checked by
+    /// [`crate::cell::ConfiguredGrant::validate`]).
+    pub(crate) fn set_configured_grant(&mut self, slots: u64, offset: u64, share: f64) {
         self.cg_slots = slots;
+        self.cg_offset = offset;
         self.cg_share = share;
     }
 
@@ -776,10 +787,8 @@ impl<P: LinkPacket + 'static> Cellular<P> {
 
     /// Whether uplink slot `n` is one of the UE's configured-grant occasions.
     fn is_cg(&self, n: u64) -> bool {
-        self.cg_slots > 0
-            && n >= self.first_up
-            && (n - self.first_up).is_multiple_of(self.cg_slots)
-            && self.weight(n) > 0.0
+        let first = self.first_up + self.cg_offset;
+        self.cg_slots > 0 && n >= first && (n - first).is_multiple_of(self.cg_slots) && self.weight(n) > 0.0
     }
 
     /// The share of uplink slot `n` the UE's configured grant takes (0: not an occasion).

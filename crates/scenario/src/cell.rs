@@ -72,21 +72,27 @@ pub(crate) fn add_cell(
             ));
         }
         nodes.push(n);
-        let configured_grant = match (ue.configured_grant, ue.configured_grant_share) {
-            (None, None) => None,
-            (None, Some(_)) => {
-                return Err(cx.at(
-                    &join(&up, &[key("configured_grant_share")]),
-                    "a share belongs to a configured grant: set `configured_grant` (its period) too",
-                ))
+        let configured_grant = match ue.configured_grant {
+            None => {
+                let orphan = [
+                    ("configured_grant_offset", ue.configured_grant_offset.is_some()),
+                    ("configured_grant_share", ue.configured_grant_share.is_some()),
+                ];
+                if let Some((k, _)) = orphan.iter().find(|o| o.1) {
+                    return Err(cx.at(
+                        &join(&up, &[key(k)]),
+                        format!("`{k}` belongs to a configured grant: set `configured_grant` (its period) too"),
+                    ));
+                }
+                None
             }
-            (Some(period), share) => {
+            Some(period) => {
                 let cg = ConfiguredGrant {
                     period,
-                    share: share.unwrap_or(1.0),
+                    offset: ue.configured_grant_offset.unwrap_or(Dur::ZERO),
+                    share: ue.configured_grant_share.unwrap_or(1.0),
                 };
-                cg.validate(ran.slot)
-                    .map_err(|(k, m)| cx.at(&join(&up, &[key(k)]), m))?;
+                cg.validate(&ran).map_err(|(k, m)| cx.at(&join(&up, &[key(k)]), m))?;
                 Some(cg)
             }
         };

@@ -164,6 +164,9 @@ fn link(sc: &Scenario, l: &Link) -> String {
         let ue = m.from.checked_sub(1).and_then(|u| c.ues.get(u));
         if let Some(cg) = ue.and_then(|u| u.configured_grant) {
             let _ = write!(s, ", configured grant of {} of a slot every {}", cg.share, cg.period);
+            if !cg.offset.is_zero() {
+                let _ = write!(s, " from {} after the first uplink slot", cg.offset);
+            }
         }
     }
     if l.bottleneck {

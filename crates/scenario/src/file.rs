@@ -121,6 +121,8 @@ pub struct UeTable {
     pub reverse_trace: Option<String>,
     /// A configured uplink grant every this period (a whole number of slots).
     pub configured_grant: Option<Dur>,
+    /// Its first occasion this long after the first uplink slot (whole slots, default 0).
+    pub configured_grant_offset: Option<Dur>,
     /// The share of the slot's resources the configured grant takes (default 1).
     pub configured_grant_share: Option<f64>,
 }

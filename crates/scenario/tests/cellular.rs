@@ -223,16 +223,20 @@ fn a_cell_gives_each_ue_a_downlink_and_an_uplink_across_one_shared_model() {
         cfg.ues[1].configured_grant,
         Some(l4s_link::ConfiguredGrant {
             period: l4s_core::Dur::from_millis(2),
+            offset: l4s_core::Dur::ZERO,
             share: 1.0
         })
     );
     let cg = cell(
-        "",
-        "rate = \"30Mbit\"\nconfigured_grant = \"2ms\"\nconfigured_grant_share = 0.25",
+        "ran = { slot = \"1ms\" }",
+        "rate = \"30Mbit\"\nconfigured_grant = \"2ms\"\nconfigured_grant_offset = \"1ms\"\nconfigured_grant_share = 0.25",
     )
     .unwrap();
     let cfg = cg.links[0].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
-    assert_eq!(cfg.ues[1].configured_grant.map(|g| g.share), Some(0.25));
+    assert_eq!(
+        cfg.ues[1].configured_grant.map(|g| (g.offset, g.share)),
+        Some((l4s_core::Dur::from_millis(1), 0.25))
+    );
     // The default scheduler is proportional fair over 100 ms.
     let pf = cell("", "rate = \"30Mbit\"").unwrap();
     let cfg = pf.links[0].medium.as_ref().and_then(|m| m.cell.clone()).unwrap();
@@ -297,9 +301,27 @@ fn bad_cell_parameters_name_their_key() {
         ),
         (
             "",
+            "rate = \"30Mbit\"\nconfigured_grant_offset = \"1ms\"",
+            "topology.cell[0].ues[1].configured_grant_offset",
+            "set `configured_grant`",
+        ),
+        (
+            "ran = { slot = \"1ms\", tdd = \"DDDSU\" }",
+            "rate = \"30Mbit\"\nconfigured_grant = \"5ms\"\nconfigured_grant_offset = \"2ms\"",
+            "topology.cell[0].ues[1].configured_grant_offset",
+            "without uplink",
+        ),
+        (
+            "",
+            "rate = \"30Mbit\"\nconfigured_grant = \"5ms\"\nconfigured_grant_offset = \"5ms\"",
+            "topology.cell[0].ues[1].configured_grant_offset",
+            "below the period",
+        ),
+        (
+            "",
             "rate = \"30Mbit\"\nconfigured_grant = \"5ms\"\nconfigured_grant_share = 0.5\n[[topology.cell.ues]]\nnode = \"c\"\nrate = \"1Mbit\"\nconfigured_grant = \"5ms\"\nconfigured_grant_share = 0.6\n[[topology.nodes]]\nname = \"c\"",
             "topology.cell[0].ues",
-            "at most 1; found 1.1",
+            "adding up to 1.1; expected at most 1",
         ),
         (
             "ran = { slot = \"3ms\" }",
