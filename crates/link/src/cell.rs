@@ -630,12 +630,6 @@ impl<P: LinkPacket + 'static> Cell<P> {
         // The first slot some direction may use, once the slots up to now are served.
         let wake = loop {
             let Some(n) = self.dirs.iter().filter_map(|d| d.next_slot()).min() else {
-                // Nothing to send: the slots up to now pass unused (their blocks were built
-                // before anything that arrives now), as on a link of one UE.
-                self.next = self.next.max(self.dirs[0].slot_after(now));
-                for d in &mut self.dirs {
-                    d.pass(self.next);
-                }
                 break None;
             };
             let n = n.max(self.next);
@@ -668,6 +662,12 @@ impl<P: LinkPacket + 'static> Cell<P> {
                 d.pass(n + 1);
             }
         };
+        // The slots up to now that nothing needed pass unused: their blocks were built
+        // before anything that arrives now, as on a link of one UE.
+        self.next = self.next.max(self.dirs[0].slot_after(now));
+        for d in &mut self.dirs {
+            d.pass(self.next);
+        }
         // The queues that moved report their drops and ask for their timers.
         let next = self.next;
         let ues = self.ues();
@@ -1275,10 +1275,10 @@ mod tests {
         }
     }
 
-    /// A cell that has been idle serves a new packet in the first slot that starts after it
-    /// came, as a link of one UE does: the slots before were built without it. (It once
-    /// served the slot after the last one it had served, long past, so the packet left
-    /// before it came.)
+    /// A cell that has been idle, or busy only with a phone waiting for its SR occasion,
+    /// serves a new packet in the first slot that starts after it came, as a link of one UE
+    /// does: the slots before were built without it. (It once served the slot after the
+    /// last one it had served, long past, so the packet left before it came.)
     #[test]
     fn an_idle_cell_serves_a_packet_in_a_slot_after_it_came() {
         let mut c = cell(CellScheduler::RoundRobin, vec![(rate(20), rate(20))]);
@@ -1301,6 +1301,15 @@ mod tests {
                 (3, Time::from_millis(42)),
             ]
         );
+        // An uplink packet waits for its SR occasion (slot 65) when a downlink one comes.
+        let offers = vec![
+            (Time::from_micros(60_300), 1, 0, pkt(4)),
+            (Time::from_micros(62_700), 0, 1, pkt(5)),
+        ];
+        let mut c = cell(CellScheduler::RoundRobin, vec![(rate(20), rate(20))]);
+        let out = drive(&mut c, offers, Time::from_secs(1), &mut Seen::default());
+        let at: Vec<_> = out.iter().map(|o| (o.2.id, o.0)).collect();
+        assert_eq!(at, [(5, Time::from_millis(64)), (4, Time::from_millis(69))]);
     }
 
     #[test]

@@ -323,6 +323,7 @@ impl Sim {
                     self.q.push(at.max(now), Ev::Link(l as u32, timer));
                 }
                 Action::Deliver { port, pkt, due } => {
+                    debug_assert!(due >= now, "link {l} delivered a packet due at {due} at {now}");
                     let Some(&to) = self.links[l].port_nodes.get(port) else {
                         self.unroutable += 1;
                         self.payloads.free(pkt.payload);
