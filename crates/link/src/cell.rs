@@ -48,18 +48,17 @@
 //! **Configured grants** (TS 38.321 §5.8.2; TS 38.331 `ConfiguredGrantConfig`): a UE may
 //! be given one of its own ([`ConfiguredGrant`]): `share` of the resources of an uplink slot
 //! every `period`, from `offset` after the pattern's first uplink slot (0 on a link of one
-//! UE). The
-//! base station reserves them in every occasion before it grants anything else, whether
-//! the UE has data then or not, since it cannot know in advance (a UE with nothing to send
-//! skips the occasion, §5.4.3.1.3); the proportional-fair average counts them as given. A UE
-//! that holds one never sends an SR: data that finds its buffer empty waits for the next
-//! occasion, whose block carries a BSR as any other. If the base station also grants the
-//! UE in an occasion (its reports showed more than the grant carries), the dynamic grant
-//! overrides the configured one (§5.4.1): it is sized to the UE's need but never below the
-//! configured share, whose resources it takes over. The shares of the UEs whose occasions
-//! fall in one uplink slot may add up to at most 1. The configured grant's size follows
-//! the UE's channel as a dynamic grant's does, where a type 1 grant's MCS is fixed by RRC:
-//! the model has no link adaptation to differ from.
+//! UE). The base station reserves them in every occasion before it grants anything else,
+//! whether the UE has data then or not, since it cannot know in advance (a UE with nothing
+//! to send skips the occasion, §5.4.3.1.3); the proportional-fair average counts them as
+//! given. A UE that holds one never sends an SR: data that finds its buffer empty waits for
+//! the next occasion, whose block carries a BSR as any other. If the base station also
+//! grants the UE in an occasion (its reports showed more than the grant carries), the
+//! dynamic grant overrides the configured one (§5.4.1): it is sized to the UE's need but
+//! never below the configured share, whose resources it takes over. The shares of the UEs
+//! whose occasions fall in one uplink slot may add up to at most 1. The configured grant's
+//! size follows the UE's channel as a dynamic grant's does, where a type 1 grant's MCS is
+//! fixed by RRC: the model has no link adaptation to differ from.
 //!
 //! `share` (a UE's probability of a slot, standing for other users) and a configured grant
 //! for every UE (`ran.configured_grant`) belong to a cellular link of one UE; a cell
@@ -515,14 +514,20 @@ impl<P: LinkPacket + 'static> Cell<P> {
                 let d = &mut self.dirs[n + u];
                 d.absorb_reports(dci);
                 let (estimate, reports) = d.grant_need();
-                any |= estimate > 0 || reports || d.sr_grant_slot().is_some();
+                any |= estimate > 0 || reports || d.sr_grant_slot().is_some() || d.cg_share_at(x) > 0.0;
             }
             if !any {
                 // Nothing to grant until a report or an SR comes: skip to the slots decided
-                // at `t`.
-                let k = self.dirs[n].slot_after(t + self.k2).max(x + 1);
+                // at `t`, or to the next configured-grant occasion (its reservation counts
+                // in the proportional-fair average).
+                let mut k = self.dirs[n].slot_after(t + self.k2).max(x + 1);
+                for u in 0..n {
+                    if let Some(c) = self.dirs[n + u].next_cg_from(x) {
+                        k = k.min(c);
+                    }
+                }
                 self.decided = k;
-                return;
+                continue;
             }
             self.decided = x + 1;
             let mut left = 1.0;

@@ -1040,14 +1040,23 @@ impl<P: LinkPacket + 'static> Cellular<P> {
             }
             best = best.min(x);
         }
-        if self.cg_slots > 0 {
-            let mut x = n;
-            while !self.is_cg(x) {
-                x = self.usable_from(x + 1);
-            }
+        if let Some(x) = self.next_cg_from(n) {
             best = best.min(x);
         }
         (best != u64::MAX).then(|| best.max(n))
+    }
+
+    /// The first configured-grant occasion at or after slot `n`, if the UE has a configured
+    /// grant (one that reaches an uplink slot, as validated).
+    pub(crate) fn next_cg_from(&self, n: u64) -> Option<u64> {
+        if self.cg_slots == 0 {
+            return None;
+        }
+        let mut x = self.usable_from(n);
+        while !self.is_cg(x) {
+            x = self.usable_from(x + 1);
+        }
+        Some(x)
     }
 
     /// Uplink slot `n` has come: send an SR if one is due, and send data if the slot is
