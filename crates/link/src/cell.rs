@@ -56,7 +56,8 @@
 //! grants the UE in an occasion (its reports showed more than the grant carries), the
 //! dynamic grant overrides the configured one (§5.4.1): it is sized to the UE's need but
 //! never below the configured share, whose resources it takes over. The shares of the UEs
-//! whose occasions fall in one uplink slot may add up to at most 1. The configured grant's
+//! whose occasions fall in one uplink slot may add up to at most 1, and a grant that
+//! answers an SR has at most what they leave of its slot. The configured grant's
 //! size follows the UE's channel as a dynamic grant's does, where a type 1 grant's MCS is
 //! fixed by RRC: the model has no link adaptation to differ from.
 //!
@@ -540,14 +541,19 @@ impl<P: LinkPacket + 'static> Cell<P> {
                     self.up.given[u] += cg * d.block(x).0;
                 }
             }
+            // What the reservations leave is the most a grant that answers an SR can have.
+            let open = left;
             for u in 0..n {
                 let d = &mut self.dirs[n + u];
                 if d.sr_grant_slot() != Some(x) {
                     continue;
                 }
                 let full = d.block(x).0;
-                let bytes = d.sr_block(x).0;
-                let share = if full > 0.0 { bytes / full } else { f64::INFINITY };
+                let mut bytes = d.sr_block(x).0;
+                let mut share = if full > 0.0 { bytes / full } else { f64::INFINITY };
+                if share > open && open > SHARE_EPSILON {
+                    (share, bytes) = (open, open * full);
+                }
                 if share > left {
                     let later = d.usable_from(x + 1);
                     d.move_sr_grant(later);
@@ -1277,6 +1283,29 @@ mod tests {
             let st = c.queue_link_stats(q).expect("uplink").0;
             assert_eq!(st.scheduling_requests, 0);
             assert_eq!(st.configured_grants_used, 500);
+        }
+    }
+
+    /// Two saturated uplinks of equal channels (8 Mbit/s), one with a configured grant of
+    /// half of every slot. Proportional fair counts the reservation as given and evens the
+    /// two out; round robin gives the rest of each slot in turn, so the one with the grant
+    /// has 0.5 + 0.5/2 of the resources. (The other's first grant, the one that answers its
+    /// SR, has what the reservation leaves: a full block never fitted, and it never got one.)
+    #[test]
+    fn proportional_fair_counts_a_configured_grant_as_given() {
+        for (s, want) in [(PF, [4.0, 4.0]), (CellScheduler::RoundRobin, [6.0, 2.0])] {
+            let mut c = cell(s, vec![(rate(10), rate(8)), (rate(10), rate(8))]);
+            c.dirs[2].set_configured_grant(1, 0, 0.5);
+            saturated(&mut c, &[(1, 0), (2, 0)], 10_000, 1, 5);
+            for (u, want) in want.iter().enumerate() {
+                let st = c.queue_link_stats(2 + u).expect("uplink").0;
+                let mb = st.block_bytes_used as f64 * 8.0 / 1e6 / 5.0;
+                eprintln!(
+                    "{s:?} UE {u}: {mb:.3} Mbit/s, {} occasions used",
+                    st.configured_grants_used
+                );
+                assert!((mb - want).abs() < 0.15, "{s:?} UE {u}: {mb} Mbit/s, expected {want}");
+            }
         }
     }
 
