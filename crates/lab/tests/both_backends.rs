@@ -1101,17 +1101,13 @@ size = "1514B"
     });
 }
 
-/// A cell of two phones: a game's input (200-byte packets 120 a second, so at every phase
-/// of the slots) goes up from one
-/// beside an upload that fills the other's uplink. Without a configured grant each input
-/// packet finds the phone's buffer empty and asks: an SR at the next occasion (every 5 ms),
-/// the grant 1 ms later, the slot K2 = 2 after it. With one (a quarter of every other
-/// 1 ms slot) it waits for the next occasion only, and the upload keeps 1 - 0.25/2 of the
-/// uplink, in the simulator and live (the same cell model drives the testbed's medium).
-#[test]
-fn a_configured_grant_spares_a_phones_input_the_request_in_a_shared_cell_live_as_in_the_simulator() {
-    let text = r#"[scenario]
-name = "cell-cg"
+/// A cell of two phones (`phones`) on base station `gnb`, 2 ms from a `server` and 2 ms
+/// each way beyond the radio, round robin, 1 ms FDD slots, with `queue` (its `aqm` or
+/// `ue_aqm` line), for 8 s after a 2 s warm-up: the text up to its UEs, which follow.
+fn two_phone_cell(name: &str, phones: [&str; 2], queue: &str) -> String {
+    format!(
+        r#"[scenario]
+name = "{name}"
 duration = "8s"
 warmup = "2s"
 [topology]
@@ -1121,9 +1117,9 @@ name = "server"
 [[topology.nodes]]
 name = "gnb"
 [[topology.nodes]]
-name = "gamer"
+name = "{}"
 [[topology.nodes]]
-name = "uploader"
+name = "{}"
 [[topology.links]]
 from = "server"
 to = "gnb"
@@ -1133,8 +1129,26 @@ name = "cell"
 base_station = "gnb"
 scheduler = "rr"
 delay = "2ms"
-ue_aqm = { kind = "fifo", limit = 200 }
-ran = { slot = "1ms" }
+{queue}
+ran = {{ slot = "1ms" }}"#,
+        phones[0], phones[1]
+    )
+}
+
+/// A cell of two phones: a game's input (200-byte packets 120 a second, so at every phase
+/// of the slots) goes up from one
+/// beside an upload that fills the other's uplink. Without a configured grant each input
+/// packet finds the phone's buffer empty and asks: an SR at the next occasion (every 5 ms),
+/// the grant 1 ms later, the slot K2 = 2 after it. With one (a quarter of every other
+/// 1 ms slot) it waits for the next occasion only, and the upload keeps 1 - 0.25/2 of the
+/// uplink, in the simulator and live (the same cell model drives the testbed's medium).
+#[test]
+fn a_configured_grant_spares_a_phones_input_the_request_in_a_shared_cell_live_as_in_the_simulator() {
+    let text = two_phone_cell(
+        "cell-cg",
+        ["gamer", "uploader"],
+        r#"ue_aqm = { kind = "fifo", limit = 200 }"#,
+    ) + r#"
 [[topology.cell.ues]]
 node = "gamer"
 rate = "40Mbit"
@@ -1230,31 +1244,8 @@ size = "1514B"
 #[test]
 fn two_phones_share_one_cell_live_as_in_the_simulator() {
     let sc = scenario(
-        r#"[scenario]
-name = "cell-rr"
-duration = "8s"
-warmup = "2s"
-[topology]
-type = "custom"
-[[topology.nodes]]
-name = "server"
-[[topology.nodes]]
-name = "gnb"
-[[topology.nodes]]
-name = "far"
-[[topology.nodes]]
-name = "near"
-[[topology.links]]
-from = "server"
-to = "gnb"
-delay = "2ms"
-[[topology.cell]]
-name = "cell"
-base_station = "gnb"
-scheduler = "rr"
-delay = "2ms"
-aqm = { kind = "fifo", limit = 200 }
-ran = { slot = "1ms" }
+        &(two_phone_cell("cell-rr", ["far", "near"], r#"aqm = { kind = "fifo", limit = 200 }"#)
+            + r#"
 [[topology.cell.ues]]
 node = "far"
 rate = "10Mbit"
@@ -1275,7 +1266,7 @@ from = "server"
 to = "near"
 pps = 4000
 size = "1514B"
-"#,
+"#),
     );
     let figures = |s: &l4s_metrics::summary::Summary| {
         let mbps = |n: &str| s.flows.iter().find(|f| f.name == n).unwrap().throughput_bps / 1e6;
