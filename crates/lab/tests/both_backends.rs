@@ -174,17 +174,20 @@ app = { response = "8kB", think = "20ms" }
         (c.count, c.time_ms.mean, c.time_ms.p90, c.time_ms.p99)
     };
     // The tails a probe takes in about 2 RTT wait for the RTO without: the flow without
-    // probes takes longer on average and has RTOs in its p99, the one with probes has none
-    // in its p90. (Measured: simulated, seeds 1-3, mean 42.1-53.3 ms with probes against
-    // 63.9-85.6 ms without; live, three runs, 57.9-72.3 against 88.9-94.8 ms, p90 97-127 ms
-    // with probes, p99 597-848 ms without.)
-    let check = |s: &l4s_metrics::summary::Summary| -> Result<(), String> {
+    // probes has RTOs in its p99, the one with probes none in its p90, and in the
+    // simulator (seed 1) the one without takes longer on average. (Measured: simulated,
+    // seeds 1-3, mean 42.1-53.3 ms with probes against 63.9-85.6 ms without; live, four
+    // runs, 57.9-72.8 against 74.6-94.8 ms, p90 97-127 ms with probes, p99 590-848 ms
+    // without. The live means are not asserted: a few RTOs in some 300 responses make
+    // them, and one run that the host did not hold back measured 72.8 against 74.6 ms.
+    // Live, the kernel's own count of probes is asserted instead, below.)
+    let check = |s: &l4s_metrics::summary::Summary, means: bool| -> Result<(), String> {
         let ((n_on, on, p90_on, _), (n_off, off, _, p99_off)) = (times(s, "tlp"), times(s, "no-tlp"));
         let report = format!(
             "responses with probes: {n_on}, mean {on:.1} ms, p90 {p90_on:.1} ms; without: {n_off}, mean {off:.1} ms, p99 {p99_off:.1} ms"
         );
         println!("{report}");
-        (n_on >= 200 && n_off >= 200 && off > 1.15 * on && p90_on < 200.0 && p99_off > 250.0)
+        (n_on >= 200 && n_off >= 200 && (!means || off > 1.15 * on) && p90_on < 200.0 && p99_off > 250.0)
             .then_some(())
             .ok_or(report)
     };
@@ -196,24 +199,31 @@ app = { response = "8kB", think = "20ms" }
         "{e}"
     );
     let (sim, _) = Simulator.run(sc.clone(), Outputs::default(), &mut |_| {}).unwrap();
-    check(&sim).unwrap();
+    check(&sim, true).unwrap();
     if !root() {
         return;
     }
-    // The sysctl as each server's namespace has it, read while the run goes on.
+    // The sysctl as each server's namespace has it, and the probes its kernel has sent
+    // (TcpExt TCPLossProbes), read while the run goes on.
     let servers: Vec<(String, usize)> = sc.flows.iter().map(|f| (f.name.clone(), f.src)).collect();
     let id = RunId::generate();
     let mut seen: Vec<(String, String)> = Vec::new();
+    let mut probes = vec![None; servers.len()];
     let mut live = Live {
         run_id: Some(id.clone()),
         ..Live::default()
     };
     let mut read = |_| {
-        if seen.is_empty() {
-            for (name, node) in &servers {
-                let ns = l4s_fwd::netns::Netns::named(&format!("{}n{node}", id.prefix()));
+        for (k, (name, node)) in servers.iter().enumerate() {
+            let ns = l4s_fwd::netns::Netns::named(&format!("{}n{node}", id.prefix()));
+            if seen.len() < servers.len() {
                 let v = ns.read_sysctl("net/ipv4/tcp_early_retrans").unwrap();
                 seen.push((name.clone(), v.trim().to_string()));
+            }
+            // The namespace is gone once the run is over: keep the last count read.
+            if let Ok(Some(n)) = ns.run(|| loss_probes(&std::fs::read_to_string("/proc/thread-self/net/netstat").ok()?))
+            {
+                probes[k] = Some(n);
             }
         }
     };
@@ -226,12 +236,23 @@ app = { response = "8kB", think = "20ms" }
             ("no-tlp".to_string(), "0".to_string())
         ]
     );
+    println!("loss probes sent live: {probes:?} (tlp, no-tlp)");
+    assert!(probes[0].is_some_and(|n| n >= 5), "{probes:?}");
+    assert_eq!(probes[1], Some(0));
     // A run that misses the bands on a host that held it back is measured again.
-    match check(&first) {
+    match check(&first, false) {
         Ok(()) => {}
-        Err(_) if first.testbed.as_ref().is_some_and(|t| t.disrupted) => live_until_measured(&sc, check),
+        Err(_) if first.testbed.as_ref().is_some_and(|t| t.disrupted) => live_until_measured(&sc, |s| check(s, false)),
         Err(e) => panic!("{e}"),
     }
+}
+
+/// TcpExt TCPLossProbes of a `/proc/net/netstat` text: a line of names, then one of values.
+fn loss_probes(netstat: &str) -> Option<u64> {
+    let mut lines = netstat.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (lines.next()?, lines.next()?);
+    let k = names.split_whitespace().position(|n| n == "TCPLossProbes")?;
+    values.split_whitespace().nth(k)?.parse().ok()
 }
 
 /// An initial window other than Linux's 10 segments (`app.initial_cwnd`, a `tcp` flow's
