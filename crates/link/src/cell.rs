@@ -65,7 +65,7 @@
 //! for every UE (`ran.configured_grant`) belong to a cellular link of one UE; a cell
 //! refuses them ([`CellConfig::validate`]).
 
-use crate::cellular::{whole_slots, Cellular, RanCapacity, RanConfig, RanDirection};
+use crate::cellular::{gcd, whole_slots, Cellular, RanCapacity, RanConfig, RanDirection};
 use crate::stage::Origin;
 use crate::{Action, Departure, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Observer, Port, QueueInfo, Timer};
 use l4s_aqm::{AqmConfig, QueueId, QueueStats};
@@ -208,11 +208,7 @@ fn cg_peak(ran: &RanConfig, cgs: &[ConfiguredGrant]) -> (f64, Option<u64>) {
 }
 
 fn lcm(a: u64, b: u64) -> u64 {
-    let (mut x, mut y) = (a, b);
-    while y != 0 {
-        (x, y) = (y, x % y);
-    }
-    (a / x.max(1)).saturating_mul(b)
+    (a / gcd(a, b).max(1)).saturating_mul(b)
 }
 
 /// A cell: the radio configuration all its UEs share, the scheduler, the UEs, the delay

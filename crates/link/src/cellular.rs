@@ -375,6 +375,14 @@ pub fn parse_tdd(s: &str) -> Result<Vec<SlotKind>, String> {
     Ok(out)
 }
 
+/// The greatest common divisor of `a` and `b` (`a` when `b` is 0).
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// Whether `d` is a whole, non-zero number of slots.
 pub(crate) fn whole_slots(d: Dur, slot: Dur) -> bool {
     !d.is_zero() && d.as_nanos().is_multiple_of(slot.as_nanos())
@@ -452,25 +460,21 @@ impl RanConfig {
         let w = self.weights(RanDirection::Downlink);
         let slot = self.slot.as_nanos();
         let period = w.len() as u64 * slot;
-        let (mut a, mut b) = (period, drx.cycle.as_nanos());
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        (0..period / a).any(|k| {
+        (0..period / gcd(period, drx.cycle.as_nanos())).any(|k| {
             let from = k * drx.cycle.as_nanos() + drx.offset.as_nanos();
             (0..drx.on_duration.as_nanos().div_ceil(slot))
                 .any(|i| w[((from / slot + i) % w.len() as u64) as usize] > 0.0)
         })
     }
 
-    /// The weight of each slot of the pattern for `dir` (1 for a full slot), one entry for
-    /// FDD.
     /// The first uplink slot of the pattern: SR and configured-grant occasions count from
     /// it (0 for FDD).
     pub(crate) fn first_up(&self) -> u64 {
         self.tdd.iter().position(|k| *k == SlotKind::Up).unwrap_or(0) as u64
     }
 
+    /// The weight of each slot of the pattern for `dir` (1 for a full slot), one entry for
+    /// FDD.
     pub(crate) fn weights(&self, dir: RanDirection) -> Vec<f64> {
         if self.tdd.is_empty() {
             return vec![1.0];
