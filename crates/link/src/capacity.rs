@@ -16,6 +16,10 @@
 //! seed gives the same trace on every platform and in every release.
 
 use crate::trace::{Trace, TraceError, OPPORTUNITY_BYTES};
+
+/// Most milliseconds [`CapacityProcess::rates`] gives (8 bytes each, 512 MiB in all): a
+/// run of 18 h 38 min.
+pub const MAX_RATE_MS: usize = 64 << 20;
 use l4s_core::{Dur, Rate, Rng};
 
 /// One state of a [`CapacityProcess::Markov`] process.
@@ -73,9 +77,15 @@ pub enum CapacityProcess {
 impl CapacityProcess {
     /// Check the parameters: the key that is wrong and what was expected.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        // The process is sampled once a millisecond: a step, period or stay shorter than
+        // that has no meaning here (and a stay of nanoseconds would take a million draws
+        // per sample).
         let positive = |k: &'static str, d: Dur| {
-            if d.is_zero() {
-                Err((k, "expected a duration above zero".to_string()))
+            if d < Dur::from_millis(1) {
+                Err((
+                    k,
+                    format!("expected at least 1ms (the process is sampled every millisecond), found {d}"),
+                ))
             } else {
                 Ok(())
             }
@@ -102,6 +112,7 @@ impl CapacityProcess {
                 if steps.windows(2).any(|w| w[1].0 <= w[0].0) {
                     return Err(("steps", "steps must be in increasing time order".into()));
                 }
+                positive("period", *period)?;
                 if *period <= steps[steps.len() - 1].0 {
                     return Err(("period", "the period must be longer than the last step's offset".into()));
                 }
@@ -131,8 +142,14 @@ impl CapacityProcess {
                 if states.len() < 2 {
                     return Err(("states", "expected at least two states".into()));
                 }
-                if states.iter().any(|s| s.mean_stay.is_zero()) {
-                    return Err(("states", "every state needs a mean stay above zero".into()));
+                if let Some(s) = states.iter().find(|s| s.mean_stay < Dur::from_millis(1)) {
+                    return Err((
+                        "states",
+                        format!(
+                            "every state needs a mean stay of at least 1ms (the process is sampled every millisecond), found {}",
+                            s.mean_stay
+                        ),
+                    ));
                 }
                 if states.iter().all(|s| s.rate.bits_per_sec() == 0) {
                     return Err(("states", "at least one state needs a rate above zero".into()));
@@ -163,27 +180,58 @@ impl CapacityProcess {
     }
 
     /// The capacity, in bit/s, for each millisecond of `length` (the rate in force in
-    /// that millisecond; a sawtooth at its middle).
-    pub fn rates(&self, length: Dur, seed: u64) -> Vec<f64> {
-        let n = (length.as_nanos() / 1_000_000) as usize;
+    /// that millisecond; a sawtooth at its middle). At most [`MAX_RATE_MS`] milliseconds:
+    /// a cellular link holds them all for the run.
+    pub fn rates(&self, length: Dur, seed: u64) -> Result<Vec<f64>, TraceError> {
+        let n = length.as_nanos() / 1_000_000;
+        if n > MAX_RATE_MS as u64 {
+            return Err(TraceError {
+                line: None,
+                message: format!(
+                    "a rate for each of more than {MAX_RATE_MS} milliseconds (a run of at most {})",
+                    Dur::from_millis(MAX_RATE_MS as u64)
+                ),
+            });
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        self.each_ms(n, seed, |_, r| {
+            out.push(r);
+            true
+        });
+        Ok(out)
+    }
+
+    /// Call `f` with each millisecond's index and rate, in bit/s, for the first `n`
+    /// milliseconds, until it returns false. Nothing is held per millisecond, so a caller
+    /// that stops early pays for what it read.
+    fn each_ms(&self, n: u64, seed: u64, mut f: impl FnMut(u64, f64) -> bool) {
         let mut rng = Rng::new(seed);
         let bps = |r: &Rate| r.bits_per_sec() as f64;
-        let mut out = Vec::with_capacity(n);
         match self {
-            CapacityProcess::Constant { rate } => out.resize(n, bps(rate)),
+            CapacityProcess::Constant { rate } => {
+                for k in 0..n {
+                    if !f(k, bps(rate)) {
+                        return;
+                    }
+                }
+            }
             CapacityProcess::Steps { steps, period } => {
                 let p = period.as_nanos() / 1_000_000;
-                for k in 0..n as u64 {
+                for k in 0..n {
                     let at = Dur::from_millis(k % p.max(1));
                     let r = steps.iter().rev().find(|s| s.0 <= at).map_or(0.0, |s| bps(&s.1));
-                    out.push(r);
+                    if !f(k, r) {
+                        return;
+                    }
                 }
             }
             CapacityProcess::Sawtooth { low, high, period } => {
                 let p = period.as_nanos() as f64 / 1e6;
                 for k in 0..n {
                     let x = ((k as f64 + 0.5) % p) / p;
-                    out.push(bps(low) + (bps(high) - bps(low)) * x);
+                    if !f(k, bps(low) + (bps(high) - bps(low)) * x) {
+                        return;
+                    }
                 }
             }
             CapacityProcess::Gaussian {
@@ -193,25 +241,29 @@ impl CapacityProcess {
                 min,
                 max,
             } => {
-                let s = (step.as_nanos() / 1_000_000).max(1) as usize;
+                let s = (step.as_nanos() / 1_000_000).max(1);
                 let mut r = 0.0;
                 for k in 0..n {
                     if k % s == 0 {
                         r = (bps(mean) + bps(std_dev) * normal(&mut rng)).clamp(bps(min), bps(max));
                     }
-                    out.push(r);
+                    if !f(k, r) {
+                        return;
+                    }
                 }
             }
             CapacityProcess::Markov { states } => {
                 let mut state = 0;
                 let mut left = stay(&mut rng, states[0].mean_stay);
-                for _ in 0..n {
+                for k in 0..n {
                     while left <= 0.0 {
                         let next = rng.below(states.len() as u64 - 1) as usize;
                         state = if next >= state { next + 1 } else { next };
                         left += stay(&mut rng, states[state].mean_stay);
                     }
-                    out.push(bps(&states[state].rate));
+                    if !f(k, bps(&states[state].rate)) {
+                        return;
+                    }
                     left -= 1.0;
                 }
             }
@@ -223,36 +275,47 @@ impl CapacityProcess {
                 min,
                 max,
             } => {
-                let s = (step.as_nanos() / 1_000_000).max(1) as usize;
+                let s = (step.as_nanos() / 1_000_000).max(1);
                 let mu = bps(median).ln();
                 let mut x = mu;
                 for k in 0..n {
                     if k > 0 && k % s == 0 {
                         x = mu + phi * (x - mu) + sigma * normal(&mut rng);
                     }
-                    out.push(x.exp().clamp(bps(min), bps(max)));
+                    if !f(k, x.exp().clamp(bps(min), bps(max))) {
+                        return;
+                    }
                 }
             }
         }
-        out
     }
 
     /// The delivery opportunities of `length` of this process drawn with `seed` (see the
-    /// module documentation).
+    /// module documentation). A trace counts its times in whole milliseconds in 32 bits,
+    /// so `length` is at most `u32::MAX` ms (49.7 days); a process that would give more than
+    /// [`crate::trace::MAX_OPPORTUNITIES`] stops there, and the trace refuses it.
     pub fn trace(&self, length: Dur, seed: u64) -> Result<Trace, TraceError> {
+        let n = length.as_nanos() / 1_000_000;
+        if n >= u64::from(u32::MAX) {
+            return Err(TraceError {
+                line: None,
+                message: format!(
+                    "times beyond {}, which a trace cannot count in its 32-bit milliseconds,",
+                    Dur::from_millis(u64::from(u32::MAX) - 1)
+                ),
+            });
+        }
         let mut credit = 0.0;
         let per = f64::from(OPPORTUNITY_BYTES);
         let mut ms = Vec::new();
-        for (k, r) in self.rates(length, seed).into_iter().enumerate() {
+        self.each_ms(n, seed, |k, r| {
             credit += r / 8.0 / 1000.0;
             while credit >= per {
                 ms.push(k as u32 + 1);
                 credit -= per;
             }
-            if ms.len() > crate::trace::MAX_OPPORTUNITIES {
-                break;
-            }
-        }
+            ms.len() <= crate::trace::MAX_OPPORTUNITIES
+        });
         Trace::new(ms)
     }
 }
@@ -293,7 +356,7 @@ mod tests {
             steps: vec![(Dur::ZERO, Rate::mbps(20)), (Dur::from_secs(1), Rate::mbps(5))],
             period: Dur::from_secs(2),
         };
-        let r = sq.rates(Dur::from_secs(4), 1);
+        let r = sq.rates(Dur::from_secs(4), 1).unwrap();
         assert_eq!((r[0], r[999], r[1000], r[1999], r[2000]), (20e6, 20e6, 5e6, 5e6, 20e6));
         let t = sq.trace(Dur::from_secs(4), 1).unwrap();
         assert!((t.mean_rate().bits_per_sec() as f64 / 12.5e6 - 1.0).abs() < 0.005);
@@ -302,7 +365,7 @@ mod tests {
             high: Rate::mbps(15),
             period: Dur::from_secs(1),
         };
-        let r = saw.rates(Dur::from_secs(2), 1);
+        let r = saw.rates(Dur::from_secs(2), 1).unwrap();
         assert!((r[0] - 5.005e6).abs() < 1.0 && (r[999] - 14.995e6).abs() < 1.0 && (r[1000] - 5.005e6).abs() < 1.0);
         assert!((mean(&r) - 10e6).abs() < 1e3);
     }
@@ -316,7 +379,7 @@ mod tests {
             min: Rate::mbps(5),
             max: Rate::mbps(20),
         };
-        let r = p.rates(Dur::from_secs(1000), 7);
+        let r = p.rates(Dur::from_secs(1000), 7).unwrap();
         assert!(r.iter().all(|&x| (5e6..=20e6).contains(&x)));
         // Constant within each 100 ms step.
         assert!(r.chunks(100).all(|c| c.iter().all(|&x| x == c[0])));
@@ -349,7 +412,7 @@ mod tests {
                 },
             ],
         };
-        let r = p.rates(Dur::from_secs(20_000), 3);
+        let r = p.rates(Dur::from_secs(20_000), 3).unwrap();
         // Each state is entered equally often, so its share of time is its mean stay's:
         // 2/3.5, 1/3.5 and 0.5/3.5.
         let share = |v: f64| r.iter().filter(|&&x| x == v).count() as f64 / r.len() as f64;
@@ -385,7 +448,7 @@ mod tests {
             min: Rate::kbps(1),
             max: Rate::gbps(10),
         };
-        let r = p.rates(Dur::from_secs(1000), 11);
+        let r = p.rates(Dur::from_secs(1000), 11).unwrap();
         let x: Vec<f64> = r.iter().step_by(100).map(|v| v.ln()).collect();
         assert_eq!(x.len(), 10_000);
         let m = mean(&x);
@@ -411,6 +474,7 @@ mod tests {
         };
         assert!(clipped
             .rates(Dur::from_secs(100), 1)
+            .unwrap()
             .iter()
             .all(|&v| (5e6..=20e6).contains(&v)));
     }
@@ -446,5 +510,62 @@ mod tests {
             period: Dur::from_secs(2),
         };
         assert_eq!(steps.validate().unwrap_err().0, "steps");
+    }
+
+    #[test]
+    fn steps_periods_and_stays_under_a_millisecond_are_refused() {
+        // Sampled every millisecond: a stay of nanoseconds took a million draws a sample
+        // (a 30 s run did not finish in 30 s); such input is now refused by name.
+        let markov = |stay: Dur| CapacityProcess::Markov {
+            states: vec![
+                MarkovState {
+                    rate: Rate::mbps(20),
+                    mean_stay: Dur::from_secs(1),
+                },
+                MarkovState {
+                    rate: Rate::mbps(5),
+                    mean_stay: stay,
+                },
+            ],
+        };
+        let e = markov(Dur::from_nanos(1)).validate().unwrap_err();
+        assert_eq!(e.0, "states");
+        assert!(e.1.contains("at least 1ms") && e.1.contains("1ns"), "{}", e.1);
+        assert!(markov(Dur::from_millis(1)).validate().is_ok());
+        let ar = |step: Dur| CapacityProcess::Ar1 {
+            median: Rate::mbps(10),
+            sigma: 0.1,
+            phi: 0.5,
+            step,
+            min: Rate::mbps(1),
+            max: Rate::mbps(50),
+        };
+        assert_eq!(ar(Dur::from_micros(999)).validate().unwrap_err().0, "step");
+        assert!(ar(Dur::from_millis(1)).validate().is_ok());
+        let saw = CapacityProcess::Sawtooth {
+            low: Rate::mbps(5),
+            high: Rate::mbps(20),
+            period: Dur::from_micros(500),
+        };
+        assert_eq!(saw.validate().unwrap_err().0, "period");
+        let steps = CapacityProcess::Steps {
+            steps: vec![(Dur::ZERO, Rate::mbps(5))],
+            period: Dur::from_micros(500),
+        };
+        assert_eq!(steps.validate().unwrap_err().0, "period");
+    }
+
+    #[test]
+    fn a_run_too_long_for_a_trace_is_refused_before_anything_is_drawn() {
+        let p = CapacityProcess::Constant { rate: Rate::mbps(20) };
+        // Once, the rates of such a run were allocated before the trace's limits were
+        // checked: the process aborted asking for 147 TB.
+        let e = p.trace(Dur::from_nanos(u64::MAX), 1).unwrap_err();
+        assert!(e.message.contains("32-bit milliseconds"), "{}", e.message);
+        let e = p.rates(Dur::from_nanos(u64::MAX), 1).unwrap_err();
+        assert!(e.message.contains("more than 67108864 milliseconds"), "{}", e.message);
+        let e = p.rates(Dur::from_millis(MAX_RATE_MS as u64 + 1), 1).unwrap_err();
+        assert!(e.message.contains("more than 67108864 milliseconds"), "{}", e.message);
+        assert_eq!(p.rates(Dur::from_millis(1500), 1).unwrap().len(), 1500);
     }
 }

@@ -97,6 +97,9 @@ const MEAN_PACKET: f64 = 200.0;
 /// Width of a minislot (Hz).
 const MINISLOT_HZ: f64 = 400e3;
 
+/// Longest MAP interval a scenario may ask for.
+pub const MAX_MAP_INTERVAL: Dur = Dur::from_millis(100);
+
 /// The upstream channel and service flow of one cable modem; see the module documentation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DocsisUpstream {
@@ -301,6 +304,14 @@ impl DocsisUpstream {
                     "expected bits per second per hertz in (0, 16], found {}",
                     self.spectral_efficiency
                 ),
+            ));
+        }
+        // Well beyond the 1-2 ms CMTSs use; the scheduler walks a MAP's frames, so an
+        // interval of years (a typo) would take as long as its frames to plan.
+        if self.map_interval > MAX_MAP_INTERVAL {
+            return Err((
+                "map_interval",
+                format!("expected at most {MAX_MAP_INTERVAL}, found {}", self.map_interval),
             ));
         }
         let d = self.derived();
@@ -1204,6 +1215,20 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(bad.validate().unwrap_err().0, "map_interval");
+        // So is one of years (a run with it never got past its first MAP); 100 ms is the
+        // longest.
+        let bad = DocsisUpstream {
+            map_interval: Dur::from_nanos(u64::MAX),
+            ..Default::default()
+        };
+        let e = bad.validate().unwrap_err();
+        assert_eq!(e.0, "map_interval");
+        assert!(e.1.contains("at most 100ms"), "{}", e.1);
+        let longest = DocsisUpstream {
+            map_interval: MAX_MAP_INTERVAL,
+            ..Default::default()
+        };
+        assert!(longest.validate().is_ok());
         let bad = DocsisUpstream {
             max_sustained_rate: Some(Rate::mbps(50)),
             peak_rate: Some(Rate::mbps(20)),

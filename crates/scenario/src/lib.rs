@@ -103,7 +103,10 @@ impl Scenario {
             // A cellular link serves a process at its rate in each millisecond, not in
             // whole delivery opportunities (see `l4s_link::cellular`).
             if self.links[i].ran.is_some() {
-                self.links[i].rates = Some(std::sync::Arc::new(p.rates(self.duration, seed)));
+                let rates = p
+                    .rates(self.duration, seed)
+                    .map_err(|e| format!("link {}: its capacity process gives {e}", self.links[i].name))?;
+                self.links[i].rates = Some(std::sync::Arc::new(rates));
             }
             self.links[i].rate = Some(t.mean_rate());
             self.links[i].trace = Some(std::sync::Arc::new(t));

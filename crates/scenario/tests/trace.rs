@@ -199,6 +199,14 @@ fn bad_capacity_processes_name_their_key() {
             "capacity = { process = \"constant\", rate = \"5Mbit\" }\nrate = \"5Mbit\"",
             "topology.rate: a direction with a `capacity` takes its capacity from it: remove `rate`",
         ),
+        (
+            "capacity = { process = \"markov\", states = [{ rate = \"20Mbit\", mean_stay = \"1s\" }, { rate = \"5Mbit\", mean_stay = \"1ns\" }] }",
+            "topology.capacity.states: every state needs a mean stay of at least 1ms (the process is sampled every millisecond), found 1ns",
+        ),
+        (
+            "capacity = { process = \"gaussian\", mean = \"10Mbit\", std_dev = \"3Mbit\", step = \"500us\", min = \"5Mbit\", max = \"20Mbit\" }",
+            "topology.capacity.step: expected at least 1ms (the process is sampled every millisecond), found 500us",
+        ),
     ] {
         let e = load(&d, topo).unwrap_err();
         assert!(e.contains(says), "{topo}: {e}\n  expected: {says}");
@@ -222,5 +230,23 @@ fn harq_is_read_and_checked_with_its_key() {
     );
     let e = load(&d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"0ms\" }").unwrap_err();
     assert!(e.contains("topology.harq.rtt:"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_run_longer_than_a_trace_counts_is_refused_at_once() {
+    // The process is drawn for the whole run when the scenario is loaded: a duration of
+    // centuries once made it ask for 147 TB, and the process aborted.
+    let d = dir("too-long");
+    let f = d.join("s.toml");
+    let text = DUMBBELL
+        .replace("duration = \"3s\"", "duration = \"18446744073709551615ns\"")
+        .replace("TOPO", "capacity = { process = \"constant\", rate = \"5Mbit\" }");
+    std::fs::write(&f, &text).unwrap();
+    let e = l4s_scenario::load_file(&f).unwrap_err().to_string();
+    assert!(
+        e.contains("topology.capacity: the process gives times beyond 4294967.294s, which a trace cannot count in its 32-bit milliseconds,"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
