@@ -53,6 +53,16 @@ fn positive_dur(key: &str, d: Dur) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// A controller's update period: at least 1 µs, the unit Linux takes it in
+/// (`TCA_DUALPI2_TUPDATE`, `TCA_PIE_TUPDATE`; sch_dualpi2 and sch_pie refuse 0). Shorter
+/// ones would wake the run a thousand times or more per microsecond.
+pub(crate) fn update_period(key: &str, d: Dur) -> Result<(), ConfigError> {
+    if d < Dur::from_micros(1) {
+        return err(key, format!("expected at least 1us, such as \"15ms\", found {d}"));
+    }
+    Ok(())
+}
+
 fn positive_f64(key: &str, v: f64) -> Result<(), ConfigError> {
     if !v.is_finite() || v <= 0.0 {
         return err(key, format!("expected a finite number greater than zero, found {v}"));
@@ -328,7 +338,7 @@ impl DualPi2Config {
             return err("mtu", "expected a frame size in bytes greater than zero, such as 1514");
         }
         let derived = derive_from_rtt(self.max_rtt, self.typical_rtt)?;
-        positive_dur("tupdate", self.tupdate)?;
+        update_period("tupdate", self.tupdate)?;
         positive_dur("target", self.target)?;
         for (key, v) in [("alpha", self.alpha), ("beta", self.beta)] {
             if let Some(v) = v {
@@ -574,7 +584,7 @@ impl Default for PieConfig {
 impl PieConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         positive_dur("target", self.target)?;
-        positive_dur("tupdate", self.tupdate)?;
+        update_period("tupdate", self.tupdate)?;
         positive_f64("alpha", self.alpha)?;
         positive_f64("beta", self.beta)?;
         if self.alpha > 32.0 {
@@ -734,7 +744,7 @@ impl Default for ClassicEcnConfig {
 impl ClassicEcnConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         positive_dur("target", self.target)?;
-        positive_dur("tupdate", self.tupdate)?;
+        update_period("tupdate", self.tupdate)?;
         positive_f64("alpha", self.alpha)?;
         positive_f64("beta", self.beta)?;
         if self.limit == 0 {

@@ -199,11 +199,8 @@ impl DocsisDualqConfig {
                 return e(k, "expected at least 1 byte".into());
             }
         }
-        for (k, d) in [
-            ("target", self.target),
-            ("tupdate", self.tupdate),
-            ("max_th", self.max_th),
-        ] {
+        crate::config::update_period("tupdate", self.tupdate)?;
+        for (k, d) in [("target", self.target), ("max_th", self.max_th)] {
             if d.is_zero() {
                 return e(k, "expected a duration greater than zero".into());
             }

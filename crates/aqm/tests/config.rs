@@ -40,6 +40,14 @@ fn dualpi2_impossible_values_name_the_key() {
             },
             "tupdate",
         ),
+        // Below Linux's unit: a run with 1 ns did not end in 60 s of a 1.5 s scenario.
+        (
+            DualPi2Config {
+                tupdate: Dur::from_nanos(999),
+                ..d()
+            },
+            "tupdate",
+        ),
         (
             DualPi2Config {
                 target: Dur::ZERO,
@@ -267,6 +275,22 @@ fn baseline_impossible_values_name_the_key() {
         ),
         "tupdate"
     );
+    assert_eq!(
+        key_of(
+            PieConfig {
+                tupdate: Dur::from_nanos(1),
+                ..p()
+            }
+            .validate()
+        ),
+        "tupdate"
+    );
+    assert!(PieConfig {
+        tupdate: Dur::from_micros(1),
+        ..p()
+    }
+    .validate()
+    .is_ok());
     assert_eq!(
         key_of(
             PieConfig {

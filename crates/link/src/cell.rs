@@ -65,7 +65,7 @@
 //! for every UE (`ran.configured_grant`) belong to a cellular link of one UE; a cell
 //! refuses them ([`CellConfig::validate`]).
 
-use crate::cellular::{gcd, whole_slots, Cellular, RanCapacity, RanConfig, RanDirection};
+use crate::cellular::{gcd, whole_slots, Cellular, RanCapacity, RanConfig, RanDirection, MAX_CONFIGURED_GRANT};
 use crate::stage::Origin;
 use crate::{Action, Departure, Io, Link, LinkPacket, LinkStats, Loss, LossKind, Observer, Port, QueueInfo, Timer};
 use l4s_aqm::{AqmConfig, QueueId, QueueStats};
@@ -115,11 +115,11 @@ impl ConfiguredGrant {
     /// was expected.
     pub fn validate(&self, ran: &RanConfig) -> Result<(), (&'static str, String)> {
         let slot = ran.slot;
-        if !whole_slots(self.period, slot) {
+        if !whole_slots(self.period, slot) || self.period > MAX_CONFIGURED_GRANT {
             return Err((
                 "configured_grant",
                 format!(
-                    "expected a period of a whole number of {slot} slots, found {}",
+                    "expected a period of a whole number of {slot} slots, at most {MAX_CONFIGURED_GRANT} (TS 38.331), found {}",
                     self.period
                 ),
             ));

@@ -383,6 +383,16 @@ pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
+/// The SR periodicities of TS 38.331 `SchedulingRequestResourceConfig`
+/// (`periodicityAndOffset`) that are whole slots: `sl1` to `sl640` (`sym2` and `sym6or7`
+/// recur within a slot, which the model's slot grid cannot show).
+pub const SR_PERIOD_SLOTS: [u64; 13] = [1, 2, 4, 5, 8, 10, 16, 20, 40, 80, 160, 320, 640];
+
+/// The longest configured-grant period of TS 38.331 `ConfiguredGrantConfig`
+/// (`periodicity`: 640 × 14 symbols at 15 kHz, 5120 × 14 at 120 kHz; `periodicityExt`:
+/// up to 640 slots at 15 kHz, 5120 at 120 kHz): 640 ms at every numerology.
+pub const MAX_CONFIGURED_GRANT: Dur = Dur::from_millis(640);
+
 /// Whether `d` is a whole, non-zero number of slots.
 pub(crate) fn whole_slots(d: Dur, slot: Dur) -> bool {
     !d.is_zero() && d.as_nanos().is_multiple_of(slot.as_nanos())
@@ -428,10 +438,17 @@ impl RanConfig {
             }
         }
         let u = &self.uplink;
-        if !whole_slots(u.sr_period, self.slot) {
+        if !(whole_slots(u.sr_period, self.slot)
+            && SR_PERIOD_SLOTS.contains(&(u.sr_period.as_nanos() / self.slot.as_nanos())))
+        {
             return Err((
                 "sr_period",
-                format!("expected a whole number of {} slots, found {}", self.slot, u.sr_period),
+                format!(
+                    "expected one of TS 38.331's SR periodicities, {} slots of {}; found {}",
+                    SR_PERIOD_SLOTS.map(|n| n.to_string()).join(", "),
+                    self.slot,
+                    u.sr_period
+                ),
             ));
         }
         if u.k2 > 32 {
@@ -444,10 +461,13 @@ impl RanConfig {
             ));
         }
         if let Some(p) = u.configured_grant {
-            if !whole_slots(p, self.slot) {
+            if !whole_slots(p, self.slot) || p > MAX_CONFIGURED_GRANT {
                 return Err((
                     "configured_grant",
-                    format!("expected a period of a whole number of {} slots, found {p}", self.slot),
+                    format!(
+                        "expected a period of a whole number of {} slots, at most {MAX_CONFIGURED_GRANT} (TS 38.331), found {p}",
+                        self.slot
+                    ),
                 ));
             }
         }
@@ -1757,6 +1777,23 @@ mod tests {
         };
         assert_eq!(bad(&|c| c.slot = Dur::from_micros(300)), "slot");
         assert_eq!(bad(&|c| c.uplink.sr_period = Dur::from_micros(700)), "sr_period");
+        // Whole slots, but not one of TS 38.331's periodicities (a period of years once
+        // made a run take as long as its slots to reach the first occasion).
+        assert_eq!(bad(&|c| c.uplink.sr_period = Dur::from_millis(3)), "sr_period");
+        assert_eq!(bad(&|c| c.uplink.sr_period = Dur::from_millis(1280)), "sr_period");
+        assert_eq!(bad(&|c| c.uplink.sr_period = Dur::from_secs(999_999_999)), "sr_period");
+        for sl in SR_PERIOD_SLOTS {
+            let mut c = RanConfig {
+                slot: Dur::from_micros(500),
+                ..Default::default()
+            };
+            c.uplink.sr_period = Dur::from_micros(500 * sl);
+            assert!(c.validate().is_ok(), "{sl} slots");
+        }
+        assert_eq!(
+            bad(&|c| c.uplink.configured_grant = Some(Dur::from_millis(641))),
+            "configured_grant"
+        );
         assert_eq!(bad(&|c| c.share = 0.0), "share");
         assert_eq!(bad(&|c| c.uplink.k2 = 40), "k2");
         assert_eq!(bad(&|c| c.uplink.sr_grant = Some(0)), "sr_grant");
