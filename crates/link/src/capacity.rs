@@ -16,11 +16,11 @@
 //! seed gives the same trace on every platform and in every release.
 
 use crate::trace::{Trace, TraceError, OPPORTUNITY_BYTES};
+use l4s_core::{Dur, Rate, Rng};
 
 /// Most milliseconds [`CapacityProcess::rates`] gives (8 bytes each, 512 MiB in all): a
 /// run of 18 h 38 min.
 pub const MAX_RATE_MS: usize = 64 << 20;
-use l4s_core::{Dur, Rate, Rng};
 
 /// One state of a [`CapacityProcess::Markov`] process.
 #[derive(Clone, Debug, PartialEq)]
