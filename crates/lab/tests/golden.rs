@@ -6,6 +6,13 @@
 //!
 //! A change that is meant to change results regenerates the file with
 //! `L4S_GOLDEN_WRITE=1 cargo test -p l4s-lab --test golden` and says why in its commit.
+//!
+//! The same runs must also end with no flow whose ECN validation failed, as
+//! `validation_no_false_failure.rs` asserts at seed 2: the shipped scenarios have no
+//! fault, so a failure would be a sender mistaking congestion marking for mangling, and
+//! regenerating the digests must not make one the expected result.
+
+mod common;
 
 use l4s_lab::{run_text, NoProgress, RunOptions, Simulator};
 use sha2::{Digest, Sha256};
@@ -27,8 +34,8 @@ const FILES: [&str; 4] = [
     "distributions.csv",
 ];
 
-/// `name file -> digest` for every run.
-fn digests(tmp: &Path) -> BTreeMap<String, String> {
+/// `name file -> digest` for every run, and the flows whose ECN validation failed.
+fn digests(tmp: &Path) -> (BTreeMap<String, String>, Vec<String>) {
     // Scenarios are named relative to the repository (as the README runs them), and so
     // are the trace files they name. This binary's only test.
     std::env::set_current_dir(root()).unwrap();
@@ -40,9 +47,11 @@ fn digests(tmp: &Path) -> BTreeMap<String, String> {
     files.sort();
     assert!(files.len() >= 9, "shipped scenarios not found: {files:?}");
     let mut out = BTreeMap::new();
+    let mut failed = Vec::new();
     for f in files {
         let rel = format!("scenarios/{}", f.file_name().unwrap().to_string_lossy());
         let text = std::fs::read_to_string(&f).unwrap();
+        common::assert_no_fault(&rel, &text);
         for seed in [None, Some(7)] {
             let tag = seed.map(|s| s.to_string()).unwrap_or_else(|| "default".into());
             let opts = RunOptions {
@@ -55,6 +64,7 @@ fn digests(tmp: &Path) -> BTreeMap<String, String> {
             let runs = run_text(&text, Path::new(&rel), &mut Simulator, &opts, &mut NoProgress)
                 .unwrap_or_else(|e| panic!("{rel}: {e}"));
             for r in runs.runs {
+                failed.extend(common::validation_failures(&rel, &tag, &r));
                 let name = format!(
                     "{rel}{}@seed={tag}",
                     r.variant.as_ref().map(|v| format!("[{v}]")).unwrap_or_default()
@@ -66,7 +76,7 @@ fn digests(tmp: &Path) -> BTreeMap<String, String> {
             }
         }
     }
-    out
+    (out, failed)
 }
 
 #[test]
@@ -74,8 +84,14 @@ fn shipped_scenarios_give_the_committed_results() {
     let tmp = std::env::temp_dir().join(format!("l4s-golden-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let path = root().join("tests/golden/sim.sha256");
-    let got = digests(&tmp);
+    let (got, failed) = digests(&tmp);
     let _ = std::fs::remove_dir_all(&tmp);
+    assert!(
+        failed.is_empty(),
+        "{} flows of the shipped scenarios' healthy runs failed ECN validation:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
     let text: String = got.iter().map(|(k, v)| format!("{v}  {k}\n")).collect();
     if std::env::var_os("L4S_GOLDEN_WRITE").is_some() {
         std::fs::write(&path, text).unwrap();

@@ -1,9 +1,41 @@
-//! What the campaign tests share: a small scenario with an L4S and a classic variant
-//! (runs of a few milliseconds) and a campaign over it of 32 runs (2 rates x 2 drawn RTTs
-//! x 2 groups x 2 seeds x 2 variants).
+//! What the tests of the runner share: for the campaign tests, a small scenario with an
+//! L4S and a classic variant (runs of a few milliseconds) and a campaign over it of 32
+//! runs (2 rates x 2 drawn RTTs x 2 groups x 2 seeds x 2 variants); for the tests that run
+//! every shipped scenario (golden, validation), the check that none has a fault and the
+//! flows of a run whose ECN validation failed.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+
+/// Panics if scenario text `text` (file `rel`) has a fault (`fault = {...}` on a link, or
+/// set by a variant) outside comments: the shipped scenarios are healthy paths, where an
+/// ECN validation failure can only be a sender's mistake.
+pub fn assert_no_fault(rel: &str, text: &str) {
+    let has_fault = text
+        .lines()
+        .any(|l| l.split('#').next().unwrap_or("").contains("fault"));
+    assert!(!has_fault, "{rel} has a fault: the shipped scenarios are healthy paths");
+}
+
+/// One line for each flow of `run` (of file `rel` at seed `tag`) whose ECN validation
+/// failed: on a healthy path, a sender that took congestion marking for mangling.
+pub fn validation_failures(rel: &str, tag: &str, run: &l4s_lab::Run) -> Vec<String> {
+    run.summary
+        .flows
+        .iter()
+        .filter(|fl| fl.ecn_validation == "failed")
+        .map(|fl| {
+            format!(
+                "{rel}{}@seed={tag}: '{}' ({}) at {:?} s: {}",
+                run.variant.as_ref().map(|v| format!("[{v}]")).unwrap_or_default(),
+                fl.name,
+                fl.cc,
+                fl.ecn_failed_at_s,
+                fl.ecn_failure.as_deref().unwrap_or("?")
+            )
+        })
+        .collect()
+}
 
 pub const SCENARIO: &str = r#"[scenario]
 name = "tiny"
