@@ -18,8 +18,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
 python -m pip install -q --upgrade "maturin>=1.7,<2" "pytest>=7" "pandas>=2" "pyarrow>=14" "numpy>=1.26" "polars>=0.20" "ray>=2.9" "matplotlib>=3.7"
-# The native module, built by maturin in the release profile (as `pip install ./python`
-# does for a user). Cargo's test profile cannot be used here: it builds the library as a
-# test executable, which Python cannot load.
-python -m pip install -q --no-build-isolation --force-reinstall --no-deps ./python
+# The native module, built by maturin in the `dev` profile, whose settings are the test
+# profile's (Cargo.toml): it links the libraries `cargo test` built above, where the
+# release profile (what `pip install ./python` uses for a user) built every dependency
+# again, for minutes. Cargo's test profile itself cannot be used here: `cargo rustc
+# --profile test` builds the library as a test executable, which Python cannot load.
+MATURIN_PEP517_ARGS="--profile dev" python -m pip install -q --no-build-isolation --force-reinstall --no-deps ./python
 python -m pytest python/tests -q
