@@ -473,13 +473,14 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
         "{}",
         notes.0[1]
     );
-    // Timers that fire whatever the traffic count too: a 1 ns PI update, or a rate
-    // schedule that repeats every 2 ns, makes a 60 s run of a 20 Mbit/s link take hours.
+    // Timers that fire whatever the traffic count too: a 1 us PI update (the shortest a
+    // scenario may ask for) makes a 100 000 s run of a 20 Mbit/s link take hours more
+    // than its packets do, and a rate schedule that repeats every 2 ns a 60 s one.
     for (what, text) in [
         (
             "tupdate",
-            TINY.replace("duration = \"3s\"", "duration = \"60s\"")
-                .replace("{ kind = \"dualpi2\" }", "{ kind = \"dualpi2\", tupdate = \"1ns\" }"),
+            TINY.replace("duration = \"3s\"", "duration = \"100000s\"")
+                .replace("{ kind = \"dualpi2\" }", "{ kind = \"dualpi2\", tupdate = \"1us\" }"),
         ),
         (
             "schedule",
