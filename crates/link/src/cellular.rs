@@ -1168,12 +1168,9 @@ impl<P: LinkPacket + 'static> Cellular<P> {
         self.stats.blocks += 1;
         let mut arrives = end;
         if let Some(h) = self.cfg.harq {
-            let mut k = 0u64;
-            while self.harq_rng.chance(h.bler) {
-                k += 1;
-            }
+            let (k, extra) = h.draw(&mut self.harq_rng);
             self.stats.harq_retransmissions += k;
-            arrives = end + Dur(h.rtt.as_nanos() * k);
+            arrives = end + extra;
         }
         while budget > 0 {
             if self.tx.is_none() {

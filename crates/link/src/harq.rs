@@ -24,28 +24,55 @@ use std::collections::VecDeque;
 /// numbers below it.
 pub const RELEASE: Timer = 0x100;
 
+/// The longest HARQ round trip taken. NR over a geostationary satellite has the longest
+/// there is: 3GPP TR 38.821 puts the GEO round-trip delay at up to 541.46 ms, which is why
+/// Release 17 allows 32 HARQ processes and HARQ feedback to be disabled. Terrestrial radio's
+/// round trips are a few milliseconds.
+pub const MAX_RTT: Dur = Dur::from_secs(1);
+
+/// The highest block error rate taken. A block needs on average `bler/(1 − bler)`
+/// retransmissions, each drawn in turn; at 0.99 that is 99, far beyond any link adaptation's
+/// target (about 10 %), and closer to 1 the draws of one block would never end.
+pub const MAX_BLER: f64 = 0.99;
+
 /// HARQ parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HarqConfig {
-    /// Probability that a transmission of a block fails, in [0, 1).
+    /// Probability that a transmission of a block fails, in [0, [`MAX_BLER`]].
     pub bler: f64,
-    /// The HARQ round trip a retransmission adds.
+    /// The HARQ round trip a retransmission adds, at most [`MAX_RTT`].
     pub rtt: Dur,
 }
 
 impl HarqConfig {
     /// Check the parameters; the error names the key and what was expected.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        if !(0.0..1.0).contains(&self.bler) {
+        if !(0.0..=MAX_BLER).contains(&self.bler) {
             return Err((
                 "bler",
-                format!("expected a block error rate in [0, 1), found {}", self.bler),
+                format!("expected a block error rate in [0, {MAX_BLER}], found {}", self.bler),
             ));
         }
-        if self.rtt.is_zero() {
-            return Err(("rtt", "expected a HARQ round trip above zero, such as \"8ms\"".into()));
+        if self.rtt.is_zero() || self.rtt > MAX_RTT {
+            return Err((
+                "rtt",
+                format!(
+                    "expected a HARQ round trip above zero and at most {MAX_RTT}, such as \"8ms\", found {}",
+                    self.rtt
+                ),
+            ));
         }
         Ok(())
+    }
+
+    /// Draw how many times a block is sent again (each transmission fails with `bler`,
+    /// independently) and the delay that adds, `k·rtt`.
+    pub fn draw(&self, rng: &mut Rng) -> (u64, Dur) {
+        let mut k = 0u64;
+        while rng.chance(self.bler) {
+            k += 1;
+        }
+        (k, Dur(self.rtt.as_nanos().saturating_mul(k)))
     }
 
     /// Mean delay HARQ adds to a block: `rtt·bler/(1 − bler)`.
@@ -91,12 +118,8 @@ impl<P: LinkPacket + 'static> Harq<P> {
             let extra = match self.block {
                 Some((t, extra)) if t == due => extra,
                 _ => {
-                    let mut k = 0u64;
-                    while self.rng.chance(self.cfg.bler) {
-                        k += 1;
-                    }
+                    let (k, extra) = self.cfg.draw(&mut self.rng);
                     self.retransmissions += k;
-                    let extra = Dur(self.cfg.rtt.as_nanos() * k);
                     self.block = Some((due, extra));
                     extra
                 }
@@ -239,7 +262,15 @@ mod tests {
         let c = |bler, rtt| HarqConfig { bler, rtt };
         assert_eq!(c(1.0, Dur::from_millis(8)).validate().unwrap_err().0, "bler");
         assert_eq!(c(-0.1, Dur::from_millis(8)).validate().unwrap_err().0, "bler");
+        assert_eq!(c(0.991, Dur::from_millis(8)).validate().unwrap_err().0, "bler");
+        assert_eq!(c(f64::NAN, Dur::from_millis(8)).validate().unwrap_err().0, "bler");
         assert_eq!(c(0.1, Dur::ZERO).validate().unwrap_err().0, "rtt");
+        // 584 years overflowed `k·rtt` before it was refused.
+        let (key, msg) = c(0.1, Dur(u64::MAX)).validate().unwrap_err();
+        assert_eq!(key, "rtt");
+        assert!(msg.contains("at most 1s"), "{msg}");
+        assert_eq!(c(0.1, MAX_RTT + Dur(1)).validate().unwrap_err().0, "rtt");
         assert!(c(0.0, Dur::from_millis(4)).validate().is_ok());
+        assert!(c(MAX_BLER, MAX_RTT).validate().is_ok());
     }
 }

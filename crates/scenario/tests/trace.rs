@@ -225,11 +225,18 @@ fn harq_is_read_and_checked_with_its_key() {
     assert!(sc.links[1].harq.is_none());
     let e = load(&d, "rate = \"10Mbit\"\nharq = { bler = 1.0, rtt = \"8ms\" }").unwrap_err();
     assert!(
-        e.contains("topology.harq.bler: expected a block error rate in [0, 1)"),
+        e.contains("topology.harq.bler: expected a block error rate in [0, 0.99]"),
         "{e}"
     );
     let e = load(&d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"0ms\" }").unwrap_err();
     assert!(e.contains("topology.harq.rtt:"), "{e}");
+    // 584 years made `k·rtt` overflow in a build with overflow checks.
+    let long = "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"18446744073709551615ns\" }";
+    let e = load(&d, long).unwrap_err();
+    assert!(
+        e.contains("topology.harq.rtt: expected a HARQ round trip above zero and at most 1s"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
