@@ -32,6 +32,10 @@ pub struct QueueEnd {
     pub radio: Option<RadioSummary>,
     /// Queue Protection: see [`queue_protection_summary`].
     pub queue_protection: Option<QueueProtectionSummary>,
+    /// The flows (scenario indices, sorted) whose data packets the backend saw this queue
+    /// forward, where it kept them; otherwise the summary takes them from the routes when
+    /// the queue is its link's only one.
+    pub data_flows: Option<Vec<usize>>,
 }
 
 /// The summary of Queue Protection's counters, with each sanctioned flow named by
@@ -328,6 +332,23 @@ pub fn summary(
             overlimit_drops: tot.overlimit_drops,
             mean_probability: q.mean_probability().map(round6),
             subqueues,
+            // The routes say which flows cross a link, not which of a link's several queues
+            // (a Wi-Fi station's) their packets take: that only a backend that saw them knows.
+            data_flows: match &end.data_flows {
+                Some(seen) => Some(
+                    seen.iter()
+                        .filter_map(|&f| sc.flows.get(f))
+                        .map(|f| f.name.clone())
+                        .collect(),
+                ),
+                None => (queues.iter().filter(|(_, e)| e.link == end.link).count() == 1).then(|| {
+                    sc.flows
+                        .iter()
+                        .filter(|f| sc.routes.path(f.src, f.dst).any(|l| l == end.link))
+                        .map(|f| f.name.clone())
+                        .collect()
+                }),
+            },
             radio: end.radio.clone(),
             capacity: capacity_summary(spec, window),
             queue_protection: end.queue_protection.clone(),

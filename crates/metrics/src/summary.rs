@@ -502,6 +502,12 @@ pub struct QueueSummary {
     pub mean_probability: Option<f64>,
     /// Per sub-queue ("L" and "C" for DualPI2; "single" otherwise).
     pub subqueues: BTreeMap<String, SubQueueSummary>,
+    /// The flows whose data packets the routes send through this queue, in scenario order
+    /// (their feedback goes the other way). Absent for a queue that is one of several of its
+    /// link (the routes do not say which of them a packet takes), and in summaries written
+    /// before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_flows: Option<Vec<String>>,
     /// The radio side of a cellular link, or of a link with HARQ, over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub radio: Option<RadioSummary>,

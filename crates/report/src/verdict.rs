@@ -479,20 +479,28 @@ fn l4s_marked_but_queued(cx: &Context) -> Option<Warning> {
     )
 }
 
-/// `ecn-bleached` (losses): ECN bleached or remarked before a DualPI2 queue. When the path
-/// has a DualPI2 queue, L4S flows sent ECT(1) with enough packets that lost packets but got
-/// no CE mark: DualPI2 marks ECT(1) long before it drops, so if they cross it their ECN
-/// field was bleached to Not-ECT or remarked to ECT(0) on the way (a classifier, tunnel or
-/// middlebox). Without a DualPI2 queue, losses without CE are what a FIFO does.
+/// `ecn-bleached` (losses): ECN bleached or remarked before a DualPI2 queue. L4S flows
+/// sent ECT(1) with enough packets that lost packets but got no CE mark while their data
+/// crossed a DualPI2 queue: DualPI2 marks ECT(1) long before it drops, so their ECN field
+/// was bleached to Not-ECT or remarked to ECT(0) on the way (a classifier, tunnel or
+/// middlebox). Without a DualPI2 queue, losses without CE are what a FIFO does. A queue
+/// that does not say which flows cross it (`data_flows` absent: one of several queues of
+/// a link, or a summary written before the field) counts as crossed by every flow.
 fn ect1_lost_without_ce(cx: &Context) -> Option<Warning> {
-    if !cx.s.queues.iter().any(|q| q.aqm == "dualpi2") {
+    let dualpi2: Vec<&QueueSummary> = cx.s.queues.iter().filter(|q| q.aqm == "dualpi2").collect();
+    if dualpi2.is_empty() {
         return None;
     }
+    let crosses_dualpi2 = |f: &FlowSummary| {
+        dualpi2
+            .iter()
+            .any(|q| q.data_flows.as_ref().is_none_or(|d| d.contains(&f.name)))
+    };
     listed(
         "ecn-bleached",
         Severity::Bad,
         cx.judged_l4s()
-            .filter(|f| f.ecn == "ect1" && f.ce_packets == 0 && f.lost_packets > 0),
+            .filter(|f| f.ecn == "ect1" && f.ce_packets == 0 && f.lost_packets > 0 && crosses_dualpi2(f)),
         |f| format!("'{}' lost {} packets, 0 CE", f.name, count(f.lost_packets)),
         |lost_unmarked| {
             format!(
@@ -507,34 +515,50 @@ fn ect1_lost_without_ce(cx: &Context) -> Option<Warning> {
 
 /// `ecn-bleached` (empty L queue), checked for each queue `q`: a DualPI2 queue that
 /// dequeued at least [`MIN_PACKETS`] classified none of them into its L4S (L) queue,
-/// although the L4S flows sent ECT(1) delivered at least [`MIN_PACKETS`] between them.
-/// DualPI2 classifies on the ECT(1) codepoint (RFC 9332 §2.3), so if those packets cross
-/// `q` their codepoint was remarked before it.
+/// although the L4S flows sent ECT(1) whose data crosses it delivered at least
+/// [`MIN_PACKETS`] between them. DualPI2 classifies on the ECT(1) codepoint (RFC 9332
+/// §2.3), so their codepoint was remarked before it. A queue that only the flows'
+/// feedback crosses (the reverse direction of a bottleneck) is not judged. A queue that
+/// does not say which flows cross it (`data_flows` absent: one of several queues of a
+/// link, or a summary written before the field) is judged against every L4S flow, and
+/// the warning says so.
 fn dualpi2_l_queue_empty(cx: &Context, q: &QueueSummary) -> Option<Warning> {
     if q.aqm != "dualpi2" {
         return None;
     }
     let lq = q.subqueues.get("L")?;
-    let ect1_sent: u64 = cx
+    let crossing: Vec<&FlowSummary> = cx
         .l4s
         .iter()
-        .filter(|f| f.ecn == "ect1")
-        .map(|f| f.received_packets)
-        .fold(0, u64::saturating_add);
+        .copied()
+        .filter(|f| f.ecn == "ect1" && q.data_flows.as_ref().is_none_or(|d| d.contains(&f.name)))
+        .collect();
+    let ect1_sent: u64 = crossing.iter().map(|f| f.received_packets).fold(0, u64::saturating_add);
     let fires = lq.enqueued_packets == 0 && q.dequeued_packets >= MIN_PACKETS && ect1_sent >= MIN_PACKETS;
     if !fires {
         return None;
     }
-    Some(Warning {
-        code: "ecn-bleached",
-        severity: Severity::Bad,
-        text: format!(
+    let text = if q.data_flows.is_some() {
+        format!(
+            "DualPI2 queue '{}' put no packet in its L4S (L) queue, although {} delivered {} ECT(1) packets \
+             across it: their ECT(1) codepoint was remarked before it.",
+            q.name,
+            names(&crossing),
+            count(ect1_sent)
+        )
+    } else {
+        format!(
             "DualPI2 queue '{}' put no packet in its L4S (L) queue, although {} delivered {} ECT(1) \
              packets. If they cross this queue, their ECT(1) codepoint was remarked before it.",
             q.name,
-            names(&cx.l4s),
+            names(&crossing),
             count(ect1_sent)
-        ),
+        )
+    };
+    Some(Warning {
+        code: "ecn-bleached",
+        severity: Severity::Bad,
+        text,
     })
 }
 
@@ -1244,6 +1268,56 @@ mod tests {
         let v = verdict(&s, None);
         assert_eq!(codes(&v), vec!["ecn-bleached"]);
         assert!(v.warnings[0].text.contains("put no packet in its L4S (L) queue"));
+    }
+
+    #[test]
+    fn a_queue_only_feedback_crosses_is_not_called_bleached() {
+        // The reverse direction of a DualPI2 bottleneck carries the flows' ACKs, which are
+        // Not-ECT, and none of their data: its L queue stays empty however many ECT(1)
+        // packets the forward direction carried (`bench-l4s-wired` was called a PROBLEM
+        // for it).
+        let mut s = synth::healthy_dualpi2();
+        let names: Vec<String> = s.flows.iter().map(|f| f.name.clone()).collect();
+        let mut rev = s.queues[0].clone();
+        rev.name = "bottleneck-reverse".into();
+        rev.subqueues.get_mut("L").unwrap().enqueued_packets = 0;
+        rev.data_flows = Some(vec![]);
+        s.queues[0].data_flows = Some(names.clone());
+        s.queues.push(rev);
+        let v = verdict(&s, None);
+        assert!(!v.has("ecn-bleached"), "{:?}", v.warnings);
+        assert_eq!(v.level, Level::Good);
+        // The same queue crossed by the L4S flows' data is judged, and says so plainly.
+        s.queues.last_mut().unwrap().data_flows = Some(names);
+        let v = verdict(&s, None);
+        assert_eq!(codes(&v), vec!["ecn-bleached"]);
+        let t = &v.warnings[0].text;
+        assert!(
+            t.starts_with("DualPI2 queue 'bottleneck-reverse' put no packet in its L4S (L) queue"),
+            "{t}"
+        );
+        assert!(
+            t.ends_with("across it: their ECT(1) codepoint was remarked before it."),
+            "{t}"
+        );
+        // Without `data_flows` (one of several queues of a link, or an older summary) every
+        // L4S flow counts, as before.
+        s.queues.last_mut().unwrap().data_flows = None;
+        let v = verdict(&s, None);
+        assert!(v.warnings[0].text.contains("If they cross this queue"));
+
+        // Losses without CE are evidence only for flows whose data crosses a DualPI2 queue.
+        let mut s = synth::healthy_dualpi2();
+        s.flows[0].ce_packets = 0;
+        s.flows[0].ce_fraction = 0.0;
+        s.flows[0].lost_packets = 120;
+        assert!(verdict(&s, None).has("ecn-bleached"));
+        for q in &mut s.queues {
+            q.data_flows = Some(vec![]);
+        }
+        assert!(!verdict(&s, None).has("ecn-bleached"));
+        s.queues[0].data_flows = Some(vec![s.flows[0].name.clone()]);
+        assert!(verdict(&s, None).has("ecn-bleached"));
     }
 
     #[test]

@@ -92,6 +92,7 @@ impl Sim {
                                 queue_protection: model
                                     .queue_protection(i)
                                     .map(|s| l4s_measure::summary::queue_protection_summary(&s, name_of)),
+                                data_flows: q.data_flows.as_ref().map(|v| v.iter().map(|&f| f as usize).collect()),
                             },
                         )
                     })

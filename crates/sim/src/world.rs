@@ -57,6 +57,9 @@ pub(crate) struct QueueRt {
     /// The radio counters of the queue's own direction (one UE's of a cell) when the
     /// window opened.
     pub radio_base: Option<l4s_link::LinkStats>,
+    /// The flows whose data packets this queue forwarded, sorted: kept for a queue that is
+    /// one of several of its model (a Wi-Fi station's), where the routes cannot tell.
+    pub data_flows: Option<Vec<u32>>,
 }
 
 pub(crate) struct FlowRt {
@@ -125,6 +128,7 @@ impl Sim {
                 None => l4s_link::build(&l.config(scenario.duration), rng),
             };
             let reported = l.medium.as_ref().map_or(&l.name, |m| &m.name);
+            let several = model.queues().len() > 1;
             let queues = model
                 .queues()
                 .iter()
@@ -134,6 +138,7 @@ impl Sim {
                     window_base: Vec::new(),
                     snap_base: Vec::new(),
                     radio_base: None,
+                    data_flows: several.then(Vec::new),
                 })
                 .collect();
             let (owner, ports, port_nodes) = match &l.medium {
@@ -684,6 +689,13 @@ impl Observer<Packet> for LinkObs<'_> {
         if let Some(q) = self.queues.get_mut(d.queue) {
             q.meter
                 .on_dequeue(now, d.sub, d.sojourn, d.serialisation, d.pkt.size, d.marked);
+            if let Some(seen) = q.data_flows.as_mut() {
+                if d.pkt.forward && d.pkt.is_data {
+                    if let Err(i) = seen.binary_search(&d.pkt.flow) {
+                        seen.insert(i, d.pkt.flow);
+                    }
+                }
+            }
         }
         if let Some(cap) = self.capture.as_mut() {
             let f = &self.flows[d.pkt.flow as usize];

@@ -95,3 +95,26 @@ fn same_seed_same_bytes() {
     let c = serde_json::to_vec(&run_toml(&other)).unwrap();
     assert_ne!(a, c);
 }
+
+#[test]
+fn the_reverse_bottleneck_carries_no_flow_s_data_and_is_not_called_bleached() {
+    // The reverse direction of the DualPI2 bottleneck carries only the ACKs (Not-ECT), so
+    // its L queue stays empty: the verdict once called that a PROBLEM, ECT(1) remarked
+    // before it, on the shipped `bench-l4s-wired`.
+    let s = run_file("scenarios/bench-l4s-wired.toml");
+    let data = |q: &str| {
+        queue(&s, q)
+            .data_flows
+            .clone()
+            .expect("a link's only queue: from the routes")
+    };
+    assert_eq!(data("bottleneck"), ["prague", "cubic"]);
+    assert_eq!(data("bottleneck-reverse"), Vec::<String>::new());
+    assert_eq!(data("prague.src->left"), ["prague"]);
+    assert_eq!(data("left->prague.src"), Vec::<String>::new());
+    let rev = queue(&s, "bottleneck-reverse");
+    assert!(rev.dequeued_packets > 100_000, "{} ACKs", rev.dequeued_packets);
+    assert_eq!(rev.subqueues["L"].enqueued_packets, 0);
+    let v = l4s_report::verdict(&s, None);
+    assert_eq!(v.level, l4s_report::Level::Good, "{}: {:?}", v.headline, v.warnings);
+}

@@ -223,3 +223,25 @@ fn wifi7_mlo_is_reproducible() {
     assert!(!j.to_string().contains("\"links\""), "{j}");
     assert!(!j.to_string().contains("\"channel\""), "{j}");
 }
+
+#[test]
+fn each_station_queue_names_the_flows_whose_data_it_carried_and_is_not_called_bleached() {
+    // The phones upload; the laptop downloads the game and the OS update. The access point's
+    // queues of the phones carry only the uploads' ACKs (Not-ECT), so their L queues stay
+    // empty: the verdict once called that ECT(1) remarked before them, because the routes
+    // say only that the L4S flows cross the downlink, not which station's queue.
+    let sc = load("scenarios/wifi-multi-client.toml", "l4s", &[], "60s");
+    let s = run(sc);
+    let data = |q: &str| queue(&s, q).data_flows.clone().expect("tracked by the simulator");
+    assert_eq!(data("wifi/down/laptop/BE"), ["game", "os-update"]);
+    for phone in ["phone1", "phone2", "phone3"] {
+        let down = queue(&s, &format!("wifi/down/{phone}/BE"));
+        assert!(down.dequeued_packets > 1000, "{phone}: {} ACKs", down.dequeued_packets);
+        assert_eq!(down.subqueues["L"].enqueued_packets, 0);
+        assert_eq!(data(&format!("wifi/down/{phone}/BE")), Vec::<String>::new());
+        let n = phone.trim_start_matches("phone");
+        assert_eq!(data(&format!("wifi/up/{phone}/BE")), [format!("upload{n}")]);
+    }
+    let v = l4s_report::verdict(&s, None);
+    assert!(!v.warnings.iter().any(|w| w.code == "ecn-bleached"), "{:?}", v.warnings);
+}

@@ -270,6 +270,9 @@ pub(super) fn summary(
                         .queue_protection
                         .get(&q.link)
                         .map(|s| l4s_measure::summary::queue_protection_summary(s, name_of)),
+                    // The forwarder does not tell flows apart; the routes say for a link's
+                    // only queue.
+                    data_flows: None,
                 },
             )
         })
