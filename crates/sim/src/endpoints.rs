@@ -1,7 +1,7 @@
 //! The endpoints of a flow, behind one enum so that the event loop dispatches without
 //! trait objects and each endpoint keeps its own header type.
 
-use crate::packet::Payload;
+use crate::packet::{Payload, PayloadId, Payloads};
 use l4s_apps::{AppReceiver, AppSender};
 use l4s_core::{Dur, Ecn, Time};
 use l4s_media::{MediaHeader, MediaReceiver, MediaSender};
@@ -24,9 +24,11 @@ pub enum Ep {
     AppR(Box<AppReceiver>),
 }
 
-/// A packet an endpoint emitted, before the simulator wraps it.
+/// A packet an endpoint emitted, before the simulator wraps it: its transport header is
+/// already in the [`Payloads`] slab, put there as it came out of the endpoint (one copy of
+/// the header fewer than handing it on by value).
 pub struct Out {
-    pub payload: Payload,
+    pub payload: PayloadId,
     pub size: u32,
     pub ecn: Ecn,
     pub is_data: bool,
@@ -116,65 +118,65 @@ impl Ep {
     }
 
     #[inline]
-    pub fn poll(&mut self, now: Time) -> Option<Out> {
+    pub fn poll(&mut self, now: Time, slab: &mut Payloads) -> Option<Out> {
         match self {
             Ep::TcpS(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: t.header.len > 0,
-                payload: Payload::Tcp(t.header),
+                payload: slab.insert(Payload::Tcp(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::TcpR(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: t.header.len > 0,
-                payload: Payload::Tcp(t.header),
+                payload: slab.insert(Payload::Tcp(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::UdpS(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: true,
-                payload: Payload::UdpPrague(t.header),
+                payload: slab.insert(Payload::UdpPrague(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::UdpR(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: false,
-                payload: Payload::UdpPrague(t.header),
+                payload: slab.insert(Payload::UdpPrague(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::ProbeS(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: true,
-                payload: Payload::Probe(t.header),
+                payload: slab.insert(Payload::Probe(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::ProbeR(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: false,
-                payload: Payload::Probe(t.header),
+                payload: slab.insert(Payload::Probe(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::MediaS(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: matches!(t.header, MediaHeader::Data(_)),
-                payload: Payload::Media(t.header),
+                payload: slab.insert(Payload::Media(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::MediaR(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: false,
-                payload: Payload::Media(t.header),
+                payload: slab.insert(Payload::Media(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::AppS(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: t.header.is_data(),
-                payload: Payload::App(t.header),
+                payload: slab.insert(Payload::App(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),
             Ep::AppR(e) => e.poll_transmit(now).map(|t| Out {
                 is_data: false,
-                payload: Payload::App(t.header),
+                payload: slab.insert(Payload::App(t.header)),
                 size: t.size,
                 ecn: t.ecn,
             }),

@@ -459,7 +459,9 @@ impl Sim {
             let Some(ep) = self.flows[f].ep[side].as_mut() else {
                 return;
             };
-            let Some(out) = ep.poll(now) else { break };
+            let Some(out) = ep.poll(now, &mut self.payloads) else {
+                break;
+            };
             self.emit(f, side, out);
         }
         let fl = &mut self.flows[f];
@@ -509,7 +511,7 @@ impl Sim {
         if forward && out.is_data {
             fl.meter.on_send(now, out.ecn);
         }
-        let payload = self.payloads.insert(out.payload);
+        let payload = out.payload;
         let pkt = Packet {
             id: self.next_id,
             flow: f as u32,
