@@ -163,7 +163,7 @@ pub trait LinkPacket: QueuePacket {
 }
 
 /// What a link asks of its driver.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Action<P> {
     /// `pkt` leaves the link at `port`. `due` is when it leaves in the model; a driver that
     /// was woken late hands it on now and may count the lateness.

@@ -66,7 +66,7 @@ pub fn flow_hash(flow: FlowId, forward: bool) -> u32 {
     ((flow as u64 * 2 + forward as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Packet {
     /// Unique in the run, in order of creation.
     pub id: u64,

@@ -320,7 +320,9 @@ impl Sim {
         }
         let mut i = mark;
         while i < self.actions.len() {
-            let a = std::mem::replace(&mut self.actions[i], TAKEN);
+            // Copied out rather than replaced by a placeholder: the buffer is cut back to
+            // `mark` at the end anyway.
+            let a = self.actions[i];
             i += 1;
             match a {
                 Action::Wake { timer, at } => {
@@ -666,12 +668,6 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
     }
     (0..links.len()).filter(|&l| early[l]).collect()
 }
-
-/// A placeholder for an action already taken out of the buffer.
-const TAKEN: Action<Packet> = Action::Wake {
-    timer: 0,
-    at: Time::ZERO,
-};
 
 /// What the simulator measures of a link's queue and losses: the queue's sojourn and busy
 /// time, the flows' drops, the pcap of a bottleneck's egress and the packet timeline.
