@@ -106,8 +106,11 @@ impl Default for Pending {
 }
 
 impl Pending {
+    /// Takes the entry's fields rather than an `Entry`: built by the caller, an entry was
+    /// read back in 16-byte words straddling the 8-byte stores that had just written it.
     #[inline]
-    fn push(&mut self, e: Entry) {
+    fn push(&mut self, at: u64, seq: u64, ev: Ev) {
+        let e = Entry { at, seq, ev };
         match self {
             Pending::Sorted(v) if v.len() < FEW => {
                 // After every entry due later, before every entry due earlier: looked for
@@ -186,11 +189,7 @@ impl EventQueue {
     pub fn push(&mut self, at: Time, ev: Ev) {
         debug_assert!(!matches!(ev, Ev::Endpoint(..)), "endpoint timers are armed");
         self.seq += 1;
-        self.pending.push(Entry {
-            at: at.as_nanos(),
-            seq: self.seq,
-            ev,
-        });
+        self.pending.push(at.as_nanos(), self.seq, ev);
     }
 
     #[cfg(test)]
@@ -216,7 +215,7 @@ impl EventQueue {
         s.deadline = Some(key);
         if s.queued.first().is_none_or(|q| key < *q) {
             s.queued.insert(0, key);
-            self.pending.push(Entry { at, seq: key.1, ev });
+            self.pending.push(at, key.1, ev);
         }
     }
 
@@ -247,11 +246,7 @@ impl EventQueue {
             if let Some(d) = s.deadline {
                 if s.queued.first().is_none_or(|q| d < *q) {
                     s.queued.insert(0, d);
-                    self.pending.push(Entry {
-                        at: d.0,
-                        seq: d.1,
-                        ev: e.ev,
-                    });
+                    self.pending.push(d.0, d.1, e.ev);
                 }
             }
         }
