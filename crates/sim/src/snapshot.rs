@@ -97,7 +97,7 @@ impl Sim {
                 Some(l4s_measure::summary::wifi_access_delays(
                     name,
                     &now,
-                    link.wifi_base.as_ref(),
+                    link.wifi_base.as_deref(),
                 ))
             })
             .flatten()

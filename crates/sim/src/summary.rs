@@ -109,7 +109,7 @@ impl Sim {
                 summary.wifi.push(l4s_measure::summary::wifi_summary(
                     name,
                     &now,
-                    link.wifi_base.as_ref(),
+                    link.wifi_base.as_deref(),
                     window.secs(),
                 ));
             }

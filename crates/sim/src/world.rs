@@ -34,10 +34,11 @@ pub(crate) struct LinkRt {
     pub queues: Vec<QueueRt>,
     /// Recorded by `--pcap` (the scenario's bottleneck links).
     pub capture: bool,
-    /// The model's counters when the window opened.
-    pub stats_base: l4s_link::LinkStats,
+    /// The model's counters when the window opened (boxed, as the next one: read once a
+    /// run, they kept the fields read for every packet hundreds of bytes apart).
+    pub stats_base: Box<l4s_link::LinkStats>,
     /// A Wi-Fi BSS's counters when the window opened.
-    pub wifi_base: Option<l4s_link::wifi::BssStats>,
+    pub wifi_base: Option<Box<l4s_link::wifi::BssStats>>,
     /// The model delivers each packet when its serialisation starts, and the simulator
     /// hands it at once to the next link ([`Sim::hand_on`]).
     pub handoff: bool,
@@ -162,7 +163,7 @@ impl Sim {
                 queues,
                 model,
                 capture: l.bottleneck,
-                stats_base: Default::default(),
+                stats_base: Box::default(),
                 wifi_base: None,
                 handoff: false,
                 pass: None,
@@ -588,8 +589,8 @@ impl Sim {
                 q.window_base = link.model.queue_stats(i);
                 q.radio_base = link.model.queue_link_stats(i).map(|s| s.0);
             }
-            link.stats_base = link.model.stats();
-            link.wifi_base = link.model.wifi_stats();
+            *link.stats_base = link.model.stats();
+            link.wifi_base = link.model.wifi_stats().map(Box::new);
         }
     }
 
