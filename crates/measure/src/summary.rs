@@ -289,6 +289,22 @@ pub fn summary(
         let rate = l.rate.map_or(u64::MAX, |r| r.bits_per_sec());
         (!l.bottleneck, if l.bottleneck { rate } else { 0 })
     });
+    // Per scenario link: how many of `queues` belong to it, and the flows (in scenario
+    // order) whose data the routes send over it; once, not per queue.
+    let mut queues_on = vec![0usize; sc.links.len()];
+    for (_, e) in queues {
+        if let Some(n) = queues_on.get_mut(e.link) {
+            *n += 1;
+        }
+    }
+    let mut data_over: Vec<Vec<usize>> = vec![Vec::new(); sc.links.len()];
+    for (i, f) in sc.flows.iter().enumerate() {
+        for l in sc.routes.path(f.src, f.dst) {
+            if let Some(v) = data_over.get_mut(l) {
+                v.push(i);
+            }
+        }
+    }
     let mut out_queues = Vec::new();
     for (q, end) in order {
         let spec = &sc.links[end.link];
@@ -341,13 +357,8 @@ pub fn summary(
                         .map(|f| f.name.clone())
                         .collect(),
                 ),
-                None => (queues.iter().filter(|(_, e)| e.link == end.link).count() == 1).then(|| {
-                    sc.flows
-                        .iter()
-                        .filter(|f| sc.routes.path(f.src, f.dst).any(|l| l == end.link))
-                        .map(|f| f.name.clone())
-                        .collect()
-                }),
+                None => (queues_on.get(end.link) == Some(&1))
+                    .then(|| data_over[end.link].iter().map(|&f| sc.flows[f].name.clone()).collect()),
             },
             radio: end.radio.clone(),
             capacity: capacity_summary(spec, window),
