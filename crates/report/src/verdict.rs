@@ -496,19 +496,37 @@ fn ect1_lost_without_ce(cx: &Context) -> Option<Warning> {
             .iter()
             .any(|q| q.data_flows.as_ref().is_none_or(|d| d.contains(&f.name)))
     };
+    let flagged: Vec<&FlowSummary> = cx
+        .judged_l4s()
+        .filter(|f| f.ecn == "ect1" && f.ce_packets == 0 && f.lost_packets > 0 && crosses_dualpi2(f))
+        .collect();
+    // Every flagged flow is listed in a DualPI2 queue's `data_flows`: no "if" left.
+    let known = flagged.iter().all(|f| {
+        dualpi2
+            .iter()
+            .any(|q| q.data_flows.as_ref().is_some_and(|d| d.contains(&f.name)))
+    });
     listed(
         "ecn-bleached",
         Severity::Bad,
-        cx.judged_l4s()
-            .filter(|f| f.ecn == "ect1" && f.ce_packets == 0 && f.lost_packets > 0 && crosses_dualpi2(f)),
+        flagged,
         |f| format!("'{}' lost {} packets, 0 CE", f.name, count(f.lost_packets)),
         |lost_unmarked| {
-            format!(
-                "ECT(1) flows lost packets but none arrived CE-marked although the path has a DualPI2 queue, which \
-                 marks ECT(1) long before it drops: {}. If these flows cross that queue, their ECN field was bleached \
-                 to Not-ECT or remarked to ECT(0) before it (a classifier, tunnel or middlebox).",
-                lost_unmarked
-            )
+            if known {
+                format!(
+                    "ECT(1) flows lost packets but none arrived CE-marked although their data crosses a DualPI2 \
+                     queue, which marks ECT(1) long before it drops: {}. Their ECN field was bleached to Not-ECT \
+                     or remarked to ECT(0) before it (a classifier, tunnel or middlebox).",
+                    lost_unmarked
+                )
+            } else {
+                format!(
+                    "ECT(1) flows lost packets but none arrived CE-marked although the path has a DualPI2 queue, \
+                     which marks ECT(1) long before it drops: {}. If these flows cross that queue, their ECN field \
+                     was bleached to Not-ECT or remarked to ECT(0) before it (a classifier, tunnel or middlebox).",
+                    lost_unmarked
+                )
+            }
         },
     )
 }
@@ -1317,7 +1335,12 @@ mod tests {
         }
         assert!(!verdict(&s, None).has("ecn-bleached"));
         s.queues[0].data_flows = Some(vec![s.flows[0].name.clone()]);
-        assert!(verdict(&s, None).has("ecn-bleached"));
+        let v = verdict(&s, None);
+        assert_eq!(codes(&v), vec!["ecn-bleached"]);
+        let t = &v.warnings[0].text;
+        assert!(t.contains("although their data crosses a DualPI2 queue"), "{t}");
+        assert!(t.contains("Their ECN field was bleached"), "{t}");
+        assert!(!t.contains("If these flows"), "{t}");
     }
 
     #[test]
