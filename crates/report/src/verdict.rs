@@ -479,6 +479,12 @@ fn l4s_marked_but_queued(cx: &Context) -> Option<Warning> {
     )
 }
 
+/// Whether queue `q` carries flow `f`'s data, as its `data_flows` says; `None` where it
+/// does not say (one of several queues of a link, or a summary written before the field).
+fn carries(q: &QueueSummary, f: &FlowSummary) -> Option<bool> {
+    q.data_flows.as_ref().map(|d| d.contains(&f.name))
+}
+
 /// `ecn-bleached` (losses): ECN bleached or remarked before a DualPI2 queue. L4S flows
 /// sent ECT(1) with enough packets that lost packets but got no CE mark while their data
 /// crossed a DualPI2 queue: DualPI2 marks ECT(1) long before it drops, so their ECN field
@@ -491,21 +497,15 @@ fn ect1_lost_without_ce(cx: &Context) -> Option<Warning> {
     if dualpi2.is_empty() {
         return None;
     }
-    let crosses_dualpi2 = |f: &FlowSummary| {
-        dualpi2
-            .iter()
-            .any(|q| q.data_flows.as_ref().is_none_or(|d| d.contains(&f.name)))
-    };
+    let crosses_dualpi2 = |f: &FlowSummary| dualpi2.iter().any(|q| carries(q, f) != Some(false));
     let flagged: Vec<&FlowSummary> = cx
         .judged_l4s()
         .filter(|f| f.ecn == "ect1" && f.ce_packets == 0 && f.lost_packets > 0 && crosses_dualpi2(f))
         .collect();
     // Every flagged flow is listed in a DualPI2 queue's `data_flows`: no "if" left.
-    let known = flagged.iter().all(|f| {
-        dualpi2
-            .iter()
-            .any(|q| q.data_flows.as_ref().is_some_and(|d| d.contains(&f.name)))
-    });
+    let known = flagged
+        .iter()
+        .all(|f| dualpi2.iter().any(|q| carries(q, f) == Some(true)));
     listed(
         "ecn-bleached",
         Severity::Bad,
@@ -549,7 +549,7 @@ fn dualpi2_l_queue_empty(cx: &Context, q: &QueueSummary) -> Option<Warning> {
         .l4s
         .iter()
         .copied()
-        .filter(|f| f.ecn == "ect1" && q.data_flows.as_ref().is_none_or(|d| d.contains(&f.name)))
+        .filter(|f| f.ecn == "ect1" && carries(q, f) != Some(false))
         .collect();
     let ect1_sent: u64 = crossing.iter().map(|f| f.received_packets).fold(0, u64::saturating_add);
     let fires = lq.enqueued_packets == 0 && q.dequeued_packets >= MIN_PACKETS && ect1_sent >= MIN_PACKETS;
