@@ -8,7 +8,7 @@ use crate::Window;
 use l4s_apps::Completion;
 use l4s_core::{Dur, Ecn, Time};
 use l4s_media::{FrameDone, FrameMeter, FrameMeterConfig, MediaSenderStats};
-use l4s_metrics::LatencyHist;
+use l4s_metrics::{IntervalDelays, LatencyHist};
 use l4s_transport::EndpointStats;
 
 /// How a backend knows a flow's lost data packets.
@@ -24,7 +24,7 @@ pub enum LossCount {
 }
 
 /// Since the last snapshot (the whole run, not only the window).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct FlowInterval {
     pub bytes: u64,
     pub packets: u64,
@@ -32,22 +32,8 @@ pub struct FlowInterval {
     pub sent: u64,
     pub arrived_of_sent: u64,
     pub dropped: u64,
-    /// One-way delays (2 significant digits).
-    pub owd: LatencyHist,
-}
-
-impl Default for FlowInterval {
-    fn default() -> Self {
-        FlowInterval {
-            bytes: 0,
-            packets: 0,
-            ce: 0,
-            sent: 0,
-            arrived_of_sent: 0,
-            dropped: 0,
-            owd: LatencyHist::coarse(),
-        }
-    }
+    /// One-way delays (as a histogram of 2 significant digits gives them).
+    pub owd: IntervalDelays,
 }
 
 impl FlowInterval {

@@ -83,6 +83,7 @@ impl Snapshots {
     /// meter's next interval.
     pub fn flow_row(&mut self, t: Time, name: &str, m: &mut FlowMeter) {
         let secs = self.interval.as_secs_f64();
+        let owd = m.interval.owd.figures(0.99);
         let st = &m.sender;
         let iv = &m.interval;
         let ce = if iv.packets > 0 {
@@ -90,10 +91,9 @@ impl Snapshots {
         } else {
             0.0
         };
-        let h = &iv.owd;
         // Delay columns stay empty when nothing arrived in the interval.
         let d = |ns: f64| {
-            if h.is_empty() {
+            if owd.count == 0 {
                 String::new()
             } else {
                 fixed(ns / 1e6, 3).to_string()
@@ -140,10 +140,10 @@ impl Snapshots {
             fixed(iv.bytes as f64 * 8.0 / secs, 0),
             iv.packets,
             fixed(ce, 6),
-            d(h.min_ns() as f64),
-            d(h.mean_ns()),
-            d(h.quantile_ns(0.99) as f64),
-            d(h.max_ns() as f64),
+            d(owd.min_ns as f64),
+            d(owd.mean_ns),
+            d(owd.quantile_ns as f64),
+            d(owd.max_ns as f64),
             m.interval_lost(),
             st.cwnd,
             fixed(st.srtt.as_millis_f64(), 3),

@@ -138,8 +138,8 @@ impl LatencyHist {
             sum_ns: 0,
         }
     }
-    /// A smaller histogram (2 significant digits, ≤ 1 % error) for per-interval
-    /// snapshots, which are reset often.
+    /// A smaller histogram (2 significant digits, ≤ 1 % error): what the per-interval
+    /// delays of the snapshots report ([`IntervalDelays`], which keeps one).
     pub fn coarse() -> LatencyHist {
         LatencyHist {
             h: Counts::new(2),
@@ -229,6 +229,133 @@ impl LatencyHist {
             p999: ms(self.quantile_ns(0.999)),
             p9999: ms(self.quantile_ns(0.9999)),
             max: ms(self.max_ns),
+        }
+    }
+}
+
+/// Samples an [`IntervalDelays`] keeps before it records into its histogram instead: 64 KiB
+/// per flow at most, more than 100 ms of a 1 Gbit/s flow of full-size packets.
+const INTERVAL_SAMPLES: usize = 8192;
+
+/// The delays of one snapshot interval: their count, minimum, mean, a quantile and maximum,
+/// each exactly as a [`LatencyHist::coarse`] of the same samples gives it, at a fraction of
+/// its cost per sample.
+///
+/// A coarse histogram costs a bucket update per sample, and a clearing and a scan of its
+/// buckets per interval, though an interval of a flow holds a few hundred samples. While an
+/// interval's samples fit in [`INTERVAL_SAMPLES`] they are kept as they are, and the figures
+/// are worked out from them when asked: the quantile is the bucket of the sample of the
+/// histogram's rank ([`hdrhistogram::Histogram::value_at_quantile`]: rank ⌈q·n⌉, at least 1),
+/// reported at the top of its bucket, as the histogram reports it; the minimum at the bottom
+/// of its bucket; the mean and the maximum exact. Buckets are found with the histogram's own
+/// arithmetic. An interval with more samples goes on in the histogram itself. Either way the
+/// memory is bounded by the interval, not the run.
+#[derive(Clone, Debug)]
+pub struct IntervalDelays {
+    /// The interval's samples in ns, while they fit.
+    samples: Vec<u64>,
+    /// The samples once there were too many to keep; its buckets also serve to find those
+    /// of the kept samples.
+    hist: LatencyHist,
+    spilled: bool,
+}
+
+/// Figures of an [`IntervalDelays`], in ns (all 0 for an empty interval).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IntervalFigures {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub quantile_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Default for IntervalDelays {
+    fn default() -> Self {
+        IntervalDelays {
+            samples: Vec::new(),
+            hist: LatencyHist::coarse(),
+            spilled: false,
+        }
+    }
+}
+
+impl IntervalDelays {
+    #[inline]
+    pub fn record(&mut self, d: Dur) {
+        if !self.spilled && self.samples.len() < INTERVAL_SAMPLES {
+            self.samples.push(d.as_nanos());
+        } else {
+            self.spill();
+            self.hist.record(d);
+        }
+    }
+
+    /// Go on in the histogram, with the samples kept so far.
+    #[cold]
+    fn spill(&mut self) {
+        if !self.spilled {
+            self.spilled = true;
+            for &ns in &self.samples {
+                self.hist.record(Dur::from_nanos(ns));
+            }
+            self.samples.clear();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty() && self.hist.is_empty()
+    }
+
+    /// The interval's figures, with quantile `q` (0..=1) as [`LatencyHist::quantile_ns`].
+    pub fn figures(&mut self, q: f64) -> IntervalFigures {
+        if self.spilled {
+            let h = &self.hist;
+            return IntervalFigures {
+                count: h.count(),
+                min_ns: h.min_ns(),
+                mean_ns: h.mean_ns(),
+                quantile_ns: h.quantile_ns(q),
+                max_ns: h.max_ns(),
+            };
+        }
+        let n = self.samples.len();
+        if n == 0 {
+            return IntervalFigures::default();
+        }
+        let (mut min, mut max, mut sum) = (u64::MAX, 0u64, 0u128);
+        for &ns in &self.samples {
+            min = min.min(ns);
+            max = max.max(ns);
+            sum += u128::from(ns);
+        }
+        // What the histogram records (`LatencyHist::record`): clamped, so that a zero counts.
+        let bucketed = |ns: u64| ns.clamp(1, HIGHEST_NS);
+        // As `value_at_quantile`: capped at 1.
+        let q = if q > 1.0 { 1.0 } else { q };
+        let rank = ((q * n as f64).ceil() as u64).max(1).min(n as u64) as usize;
+        let (_, &mut at, _) = self.samples.select_nth_unstable(rank - 1);
+        let h = &self.hist.h;
+        let top = if q == 0.0 {
+            with_counts!(h, h => h.lowest_equivalent(bucketed(at)))
+        } else {
+            with_counts!(h, h => h.highest_equivalent(bucketed(at)))
+        };
+        IntervalFigures {
+            count: n as u64,
+            min_ns: with_counts!(h, h => h.lowest_equivalent(bucketed(min))),
+            mean_ns: sum as f64 / n as f64,
+            quantile_ns: top.min(max),
+            max_ns: max,
+        }
+    }
+
+    /// Start a new interval.
+    pub fn clear(&mut self) {
+        self.samples.clear();
+        if self.spilled {
+            self.hist.clear();
+            self.spilled = false;
         }
     }
 }
@@ -386,6 +513,74 @@ mod tests {
         assert!(small.h.is_wide());
         assert_eq!(small.count(), 9_500_000_001);
         assert_eq!(small.cdf_points(), w.cdf_points());
+    }
+
+    /// The figures of a coarse histogram of the same samples.
+    fn coarse_figures(samples: &[u64], q: f64) -> IntervalFigures {
+        let mut h = LatencyHist::coarse();
+        for &ns in samples {
+            h.record(Dur::from_nanos(ns));
+        }
+        if h.is_empty() {
+            return IntervalFigures::default();
+        }
+        IntervalFigures {
+            count: h.count(),
+            min_ns: h.min_ns(),
+            mean_ns: h.mean_ns(),
+            quantile_ns: h.quantile_ns(q),
+            max_ns: h.max_ns(),
+        }
+    }
+
+    #[test]
+    fn interval_delays_give_what_a_coarse_histogram_gives() {
+        let mut rng = l4s_core::Rng::new(7);
+        let mut iv = IntervalDelays::default();
+        let qs = [0.0, 0.01, 0.5, 0.9, 0.99, 0.999, 1.0, 1.5, -0.5];
+        // Sizes on both sides of the kept samples' limit, and intervals one after another
+        // (kept, spilled, kept again) through the same value.
+        for (round, n) in [0, 1, 2, 3, 7, 100, 801, 8191, 8192, 8193, 20_000, 5, 0, 1000]
+            .into_iter()
+            .enumerate()
+        {
+            let samples: Vec<u64> = (0..n)
+                .map(|i| match (round + i) % 7 {
+                    // Zero (recorded as 1 ns), the clamp at an hour and beyond it, ties.
+                    0 => 0,
+                    1 => HIGHEST_NS + rng.next_u64() % 1000,
+                    2 => 5_000_000,
+                    3 => 1 + rng.next_u64() % 1000,
+                    _ => 1_000_000 + rng.next_u64() % 40_000_000,
+                })
+                .collect();
+            for &ns in &samples {
+                iv.record(Dur::from_nanos(ns));
+            }
+            assert_eq!(iv.is_empty(), n == 0);
+            assert_eq!(iv.spilled, n > INTERVAL_SAMPLES, "{n}");
+            for q in qs {
+                let got = iv.figures(q);
+                let want = coarse_figures(&samples, q);
+                assert_eq!(got, want, "{n} samples, q {q}");
+            }
+            iv.clear();
+            assert!(iv.is_empty());
+        }
+        // 98 samples of 1 ms and 2 of 2 ms: the 99th of 100 is 2 ms, whose bucket's top
+        // (2 007 039 ns: 8192-ns buckets there) the maximum caps; the median is the top of
+        // the 1 ms bucket (4096-ns buckets from 999 424 ns), the minimum its bottom.
+        let mut iv = IntervalDelays::default();
+        for i in 0..100u64 {
+            iv.record(Dur::from_micros(if i < 98 { 1000 } else { 2000 }));
+        }
+        let f = iv.figures(0.99);
+        assert_eq!(
+            (f.count, f.min_ns, f.quantile_ns, f.max_ns),
+            (100, 999_424, 2_000_000, 2_000_000)
+        );
+        assert!((f.mean_ns - 1_020_000.0).abs() < 1e-6);
+        assert_eq!(iv.figures(0.5).quantile_ns, 1_003_519);
     }
 
     #[test]

@@ -26,4 +26,4 @@ pub mod results;
 pub mod summary;
 pub mod table;
 
-pub use hist::{LatencyHist, Percentiles};
+pub use hist::{IntervalDelays, IntervalFigures, LatencyHist, Percentiles};
