@@ -184,9 +184,15 @@ impl ResultsDir {
     }
     /// Write a whole file.
     pub fn write(&self, file: &str, bytes: &[u8]) -> io::Result<()> {
+        self.write_unsynced(file, bytes)?.sync_all()
+    }
+    /// Write a whole file, readable at once, and return it without waiting for it to reach
+    /// the disk: the caller syncs it ([`fs::File::sync_all`]) before [`ResultsDir::commit`],
+    /// while it does other work.
+    pub fn write_unsynced(&self, file: &str, bytes: &[u8]) -> io::Result<fs::File> {
         let mut f = fs::File::create(self.path(file))?;
         f.write_all(bytes)?;
-        f.sync_all()
+        Ok(f)
     }
     /// Move the finished directory into place, replacing an earlier l4s-lab result (checked
     /// again now: a file a user put there while the run went keeps it from being replaced).
