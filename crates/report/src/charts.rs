@@ -135,11 +135,18 @@ impl Axis {
     /// Position of `v` in 0..1 along the axis (outside for values out of range; NaN for
     /// non-positive values on a log axis).
     pub fn frac(&self, v: f64) -> f64 {
-        if self.scale == Scale::Log10 && v <= 0.0 {
-            return f64::NAN;
-        }
+        self.fracs()(v)
+    }
+    /// [`Axis::frac`] with the axis's ends transformed once, for many values (on a log axis
+    /// each end is a logarithm).
+    fn fracs(&self) -> impl Fn(f64) -> f64 + '_ {
         let (a, b) = (self.t(self.min), self.t(self.max));
-        (self.t(v) - a) / (b - a)
+        move |v| {
+            if self.scale == Scale::Log10 && v <= 0.0 {
+                return f64::NAN;
+            }
+            (self.t(v) - a) / (b - a)
+        }
     }
     /// The value at position `f` (0..1) along the axis: the inverse of [`Axis::frac`].
     pub fn at(&self, f: f64) -> f64 {
@@ -315,8 +322,9 @@ impl Chart {
     fn panel(&self, s: &mut String, id: &str, x_axis: &Axis, (t, b): (f64, f64), x_labels: bool) {
         let ph = b - t;
         let (l, r) = (MARGIN_LEFT, WIDTH - MARGIN_RIGHT);
-        let px = |v: f64| l + x_axis.frac(v) * (r - l);
-        let py = |v: f64| b - self.y.frac(v) * (b - t);
+        let (fx, fy) = (x_axis.fracs(), self.y.fracs());
+        let px = |v: f64| l + fx(v) * (r - l);
+        let py = |v: f64| b - fy(v) * (b - t);
         let _ = write!(
             s,
             "<defs><clipPath id=\"clip-{id}\"><rect x=\"{l}\" y=\"{t:.1}\" width=\"{:.1}\" height=\"{ph:.1}\"/></clipPath></defs>",
@@ -657,7 +665,8 @@ type MinMax = ((f64, f64), (f64, f64));
 /// Points with a non-finite coordinate, or non-positive on a log axis, are dropped. A series
 /// that already fits (≤ 2 points per column) is returned unchanged.
 pub fn downsample_line(pts: &[(f64, f64)], x: &Axis, y: &Axis, cols: usize) -> Vec<(f64, f64)> {
-    let ok = |p: &(f64, f64)| x.frac(p.0).is_finite() && y.frac(p.1).is_finite();
+    let (fx, fy) = (x.fracs(), y.fracs());
+    let ok = |p: &(f64, f64)| fx(p.0).is_finite() && fy(p.1).is_finite();
     let cols = cols.max(1);
     if pts.len() <= 2 * cols {
         return pts.iter().copied().filter(ok).collect();
@@ -665,7 +674,7 @@ pub fn downsample_line(pts: &[(f64, f64)], x: &Axis, y: &Axis, cols: usize) -> V
     // (min point, max point) per column.
     let mut bins: Vec<Option<MinMax>> = vec![None; cols];
     for p in pts.iter().filter(|p| ok(p)) {
-        let c = col_of(x.frac(p.0), cols);
+        let c = col_of(fx(p.0), cols);
         let e = bins[c].get_or_insert((*p, *p));
         if p.1 < e.0 .1 {
             e.0 = *p;
@@ -704,7 +713,8 @@ pub fn downsample_band(
     mean: bool,
 ) -> (Points, Points) {
     let cols = cols.max(1);
-    let ok = |p: &(f64, f64)| x.frac(p.0).is_finite() && y.frac(p.1).is_finite();
+    let (fx, fy) = (x.fracs(), y.fracs());
+    let ok = |p: &(f64, f64)| fx(p.0).is_finite() && fy(p.1).is_finite();
     if lo.len() <= cols && hi.len() <= cols {
         return (
             lo.iter().copied().filter(ok).collect(),
@@ -715,7 +725,7 @@ pub fn downsample_band(
         // (sum x, n, agg y, sum y)
         let mut bins: Vec<(f64, usize, f64, f64)> = vec![(0.0, 0, f64::NAN, 0.0); cols];
         for p in pts.iter().filter(|p| ok(p)) {
-            let c = col_of(x.frac(p.0), cols);
+            let c = col_of(fx(p.0), cols);
             let b = &mut bins[c];
             b.0 += p.0;
             b.1 += 1;
