@@ -498,14 +498,27 @@ fn convert(csv: &Path, out: &Path) -> Result<(), String> {
             return Err(format!("{}:1: column `{h}` appears twice", csv.display()));
         }
     }
-    // One pass when every column but the name columns is numeric, as in the files l4s
-    // writes; a cell that is not a number sends it back for a first pass that finds the
-    // text columns (each pass parses every cell, and a pass was about a third of the time).
     let names: Vec<bool> = header
         .iter()
         .map(|h| CSV_STRING_COLUMNS.contains(&h.as_str()))
         .collect();
-    if write_columns(csv, out, (&header, &names), true, rd, rec)? {
+    // One pass when the first row tells the text columns, as in the files l4s writes: a
+    // column is text if it is a name column or its first cell is not a number, and the
+    // others must hold only numbers; a later cell that is not a number sends it back for a
+    // first pass that finds the text columns (each pass parses every cell, and a pass was
+    // about a third of the time).
+    let first = next_record(csv, &mut rd, &mut rec)?;
+    let guess: Vec<bool> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            *n || first.is_some()
+                && rec
+                    .get(i)
+                    .is_some_and(|c| !c.trim().is_empty() && c.trim().parse::<f64>().is_err())
+        })
+        .collect();
+    if write_columns(csv, out, (&header, &guess), true, rd, (rec, first))? {
         return Ok(());
     }
     let text = text_columns(csv, header.len())?;
@@ -513,19 +526,20 @@ fn convert(csv: &Path, out: &Path) -> Result<(), String> {
     let mut rd = csv_reader(csv)?;
     let mut rec = csv::StringRecord::new();
     next_record(csv, &mut rd, &mut rec)?;
-    write_columns(csv, out, (&header, &is_str), false, rd, rec).map(|_| ())
+    write_columns(csv, out, (&header, &is_str), false, rd, (rec, None)).map(|_| ())
 }
 
-/// Write the rows after the header that `rd` has read to `out`, the columns marked in
-/// `is_str` as utf8 and the others as float64. `optimistic`: the numeric columns were
-/// assumed, not checked; a cell in one that is not a number stops the writing (`false`).
+/// Write the rows after the header to `out`, the columns marked in `is_str` as utf8 and the
+/// others as float64: the row in `rec` if it starts on line `pending`, then those `rd` reads.
+/// `optimistic`: the numeric columns were assumed, not checked; a cell in one that is not a
+/// number stops the writing (`false`).
 fn write_columns(
     csv: &Path,
     out: &Path,
     (header, is_str): (&[String], &[bool]),
     optimistic: bool,
     mut rd: csv::Reader<File>,
-    mut rec: csv::StringRecord,
+    (mut rec, mut pending): (csv::StringRecord, Option<u64>),
 ) -> Result<bool, String> {
     let schema = Arc::new(Schema::new(
         header
@@ -565,7 +579,14 @@ fn write_columns(
         let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| format!("{}: {e}", out.display()))?;
         writer.write(&batch).map_err(wr)
     };
-    while let Some(line) = next_record(csv, &mut rd, &mut rec)? {
+    loop {
+        let line = match pending.take() {
+            Some(line) => line,
+            None => match next_record(csv, &mut rd, &mut rec)? {
+                Some(line) => line,
+                None => break,
+            },
+        };
         if rec.len() != header.len() {
             return Err(format!(
                 "{}:{line}: {} fields, the header has {}",

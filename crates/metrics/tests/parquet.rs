@@ -400,6 +400,47 @@ fn csv_mixed_column_becomes_text() {
     fs::remove_file(&out).unwrap();
 }
 
+/// The first row tells a text column (one pass); a later number in it stays text, and a
+/// column whose first cell is empty or a number but a later one is not is text as well
+/// (the second way, with a pass that finds the text columns first). Both as two passes would.
+#[test]
+fn csv_text_columns_found_from_the_first_row_or_by_a_first_pass() {
+    let csv = tmp("guess.csv");
+    let out = tmp("guess.parquet");
+    let strings = |b: &arrow_array::RecordBatch, n: &str| -> Vec<Option<String>> {
+        let c = b.column_by_name(n).unwrap();
+        let a = c.as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
+        a.iter().map(|v| v.map(str::to_string)).collect()
+    };
+    for (text, mode, late) in [
+        // `mode` text from its first cell; `late` all numbers.
+        ("t,mode,late\n1,abc,1\n2,5,\n", vec![Some("abc"), Some("5")], None),
+        // `late` empty, then a number, then text: found by the first pass.
+        (
+            "t,mode,late\n1,abc,\n2,5,7\n3,x,y\n",
+            vec![Some("abc"), Some("5"), Some("x")],
+            Some(vec![None, Some("7"), Some("y")]),
+        ),
+    ] {
+        fs::write(&csv, text).unwrap();
+        csv_to_parquet(&csv, &out).unwrap();
+        let b = read_all(&out);
+        assert_eq!(b.schema().field(0).data_type(), &DataType::Float64, "{text:?}");
+        assert_eq!(b.schema().field(1).data_type(), &DataType::Utf8, "{text:?}");
+        let want: Vec<Option<String>> = mode.iter().map(|v| v.map(str::to_string)).collect();
+        assert_eq!(strings(&b, "mode"), want, "{text:?}");
+        match late {
+            None => assert_eq!(b.schema().field(2).data_type(), &DataType::Float64, "{text:?}"),
+            Some(l) => {
+                let want: Vec<Option<String>> = l.iter().map(|v| v.map(str::to_string)).collect();
+                assert_eq!(strings(&b, "late"), want, "{text:?}");
+            }
+        }
+    }
+    fs::remove_file(&csv).unwrap();
+    fs::remove_file(&out).unwrap();
+}
+
 #[test]
 fn csv_errors_name_file_and_line() {
     let csv = tmp("bad.csv");
