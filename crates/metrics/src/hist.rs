@@ -243,7 +243,7 @@ const INTERVAL_SAMPLES: usize = 8192;
 ///
 /// A coarse histogram costs a bucket update per sample, and a clearing and a scan of its
 /// buckets per interval, though an interval of a flow holds a few hundred samples. While an
-/// interval's samples fit in [`INTERVAL_SAMPLES`] they are kept as they are, and the figures
+/// interval holds at most 8192 samples they are kept as they are, and the figures
 /// are worked out from them when asked: the quantile is the bucket of the sample of the
 /// histogram's rank ([`hdrhistogram::Histogram::value_at_quantile`]: rank ⌈q·n⌉, at least 1),
 /// reported at the top of its bucket, as the histogram reports it; the minimum at the bottom
