@@ -280,6 +280,22 @@ impl Default for IntervalDelays {
     }
 }
 
+impl LatencyHist {
+    /// Count, minimum, mean, quantile `q` and maximum, as [`IntervalDelays`] reports them.
+    fn figures(&self, q: f64) -> IntervalFigures {
+        if self.is_empty() {
+            return IntervalFigures::default();
+        }
+        IntervalFigures {
+            count: self.count(),
+            min_ns: self.min_ns(),
+            mean_ns: self.mean_ns(),
+            quantile_ns: self.quantile_ns(q),
+            max_ns: self.max_ns(),
+        }
+    }
+}
+
 impl IntervalDelays {
     #[inline]
     pub fn record(&mut self, d: Dur) {
@@ -310,14 +326,7 @@ impl IntervalDelays {
     /// The interval's figures, with quantile `q` (0..=1) as [`LatencyHist::quantile_ns`].
     pub fn figures(&mut self, q: f64) -> IntervalFigures {
         if self.spilled {
-            let h = &self.hist;
-            return IntervalFigures {
-                count: h.count(),
-                min_ns: h.min_ns(),
-                mean_ns: h.mean_ns(),
-                quantile_ns: h.quantile_ns(q),
-                max_ns: h.max_ns(),
-            };
+            return self.hist.figures(q);
         }
         let n = self.samples.len();
         if n == 0 {
@@ -521,16 +530,7 @@ mod tests {
         for &ns in samples {
             h.record(Dur::from_nanos(ns));
         }
-        if h.is_empty() {
-            return IntervalFigures::default();
-        }
-        IntervalFigures {
-            count: h.count(),
-            min_ns: h.min_ns(),
-            mean_ns: h.mean_ns(),
-            quantile_ns: h.quantile_ns(q),
-            max_ns: h.max_ns(),
-        }
+        h.figures(q)
     }
 
     #[test]
