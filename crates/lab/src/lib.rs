@@ -440,6 +440,32 @@ fn run_applied(
     progress: &mut dyn Progress,
     variant_set: Option<&str>,
 ) -> Result<Run, Error> {
+    let ran = simulate(sc, backend, opts, out, progress)?;
+    let run = ran.write(scenario_text, opts, variant_set)?;
+    progress.finished(&run);
+    Ok(run)
+}
+
+/// A run whose results are not written yet ([`Ran::write`]): its results directory, open,
+/// with the files the run itself wrote (the time series, the distributions), and the
+/// summary. Dropped unwritten, the directory goes and nothing is left.
+pub(crate) struct Ran {
+    dir: ResultsDir,
+    out: PathBuf,
+    summary: Summary,
+    stats: RunStats,
+    started: std::time::SystemTime,
+    elapsed: std::time::Duration,
+}
+
+/// The first half of [`run_applied`]: check, open the results directory and run.
+pub(crate) fn simulate(
+    sc: Scenario,
+    backend: &mut dyn Backend,
+    opts: &RunOptions,
+    out: &Path,
+    progress: &mut dyn Progress,
+) -> Result<Ran, Error> {
     if opts.pcap && backend.name() != "sim" {
         return Err(Error::input(
             "--pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)",
@@ -488,84 +514,113 @@ fn run_applied(
     progress.started(sc.duration, backend.name());
     let wall = Instant::now();
     let started = std::time::SystemTime::now();
-    let (mut summary, stats) = backend.run(sc, outputs, &mut |t| progress.time(t))?;
-    let elapsed = wall.elapsed();
-    // The verdict, from the summary alone: summary.json must not depend on which outputs
-    // were written (a campaign's lean run stores the same summary as the run alone).
-    // report.html gives the same findings and adds per-interval detail from the time
-    // series when they were written.
-    summary.verdict = Some(l4s_report::verdict(&summary, None).to_summary());
-    let json =
-        serde_json::to_vec_pretty(&summary).map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;
-    let mut info = run_info(&stats, started, elapsed, &opts.command);
-    if let (Some(set), Some(o)) = (variant_set, info.as_object_mut()) {
-        o.insert("variant_set".into(), set.into());
-    }
-    let info = serde_json::to_vec_pretty(&info).unwrap_or_default();
-    // Written now, for the report to read; synced to the disk on a thread of their own while
-    // the report and the Parquet copies are made (three waits for the disk, 0.3 to 0.9 ms
-    // each here and more on a busy disk, were on the way to the end of every run), and in
-    // any case before the directory is committed.
-    let mut unsynced = vec![dir.write_unsynced("summary.json", &json).map_err(cannot)?];
-    if let Some(t) = scenario_text {
-        unsynced.push(dir.write_unsynced("scenario.toml", t).map_err(cannot)?);
-    }
-    unsynced.push(dir.write_unsynced("run-info.json", &info).map_err(cannot)?);
-    let sync = || unsynced.iter().try_for_each(|f| f.sync_all());
-    // The time series and distributions also as Parquet, for pandas and polars, on a
-    // thread of their own while the report is built: both only read the CSVs.
-    let parquet = || -> Result<(), Error> {
-        for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
-            let csv = dir.path(&format!("{name}.csv"));
-            if csv.exists() {
-                l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
-                    .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
-            }
-        }
-        Ok(())
-    };
-    // The report reads only the results directory, as `l4s report DIR` does later. A
-    // report that cannot be built does not cost the results: they are kept and the failure
-    // is reported.
-    let report = || {
-        opts.report
-            .then(|| l4s_report::write_report(dir.dir()).map_err(|e| e.to_string()))
-    };
-    let (synced, parquet, report) = std::thread::scope(|s| {
-        let f = s.spawn(sync);
-        let p = s.spawn(parquet);
-        let r = report();
-        (f.join(), p.join(), r)
-    });
-    synced
-        .unwrap_or_else(|_| Err(std::io::Error::other("syncing the results failed (a bug)")))
-        .map_err(cannot)?;
-    parquet.unwrap_or_else(|_| Err(Error::output("the Parquet conversion failed (a bug)".to_string())))?;
-    let png = (opts.png && report.as_ref().is_some_and(|r| r.is_ok())).then(|| {
-        l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)
-            .map_err(|e| e.to_string())
-    });
-    // Without the CSVs (a campaign's lean runs) only once the report has read them.
-    if !opts.keep_csv {
-        for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
-            let csv = dir.path(&format!("{name}.csv"));
-            if csv.exists() {
-                std::fs::remove_file(&csv).map_err(cannot)?;
-            }
-        }
-    }
-    let written = dir.commit().map_err(cannot)?;
-    let run = Run {
-        variant: None,
-        report: report.map(|r| r.map(|_| written.join("report.html"))),
-        png: png.map(|r| r.map(|_| written.join("png"))),
-        dir: written,
+    let (summary, stats) = backend.run(sc, outputs, &mut |t| progress.time(t))?;
+    Ok(Ran {
+        dir,
+        out: out.to_path_buf(),
         summary,
         stats,
-        wall: elapsed,
-    };
-    progress.finished(&run);
-    Ok(run)
+        started,
+        elapsed: wall.elapsed(),
+    })
+}
+
+impl Ran {
+    /// The second half of [`run_applied`]: the verdict, `summary.json` and the files beside
+    /// it, the Parquet copies and the report, every file synced, and the directory
+    /// committed. Takes no backend: a campaign writes one run's results while the next runs.
+    pub(crate) fn write(
+        self,
+        scenario_text: Option<&[u8]>,
+        opts: &RunOptions,
+        variant_set: Option<&str>,
+    ) -> Result<Run, Error> {
+        let Ran {
+            dir,
+            out,
+            mut summary,
+            stats,
+            started,
+            elapsed,
+        } = self;
+        let out = out.as_path();
+        let cannot = |e: std::io::Error| Error::output(format!("cannot write results to {}: {e}", out.display()));
+        // The verdict, from the summary alone: summary.json must not depend on which outputs
+        // were written (a campaign's lean run stores the same summary as the run alone).
+        // report.html gives the same findings and adds per-interval detail from the time
+        // series when they were written.
+        summary.verdict = Some(l4s_report::verdict(&summary, None).to_summary());
+        let json = serde_json::to_vec_pretty(&summary)
+            .map_err(|e| Error::output(format!("cannot serialise the summary: {e}")))?;
+        let mut info = run_info(&stats, started, elapsed, &opts.command);
+        if let (Some(set), Some(o)) = (variant_set, info.as_object_mut()) {
+            o.insert("variant_set".into(), set.into());
+        }
+        let info = serde_json::to_vec_pretty(&info).unwrap_or_default();
+        // Written now, for the report to read; synced to the disk on a thread of their own while
+        // the report and the Parquet copies are made (three waits for the disk, 0.3 to 0.9 ms
+        // each here and more on a busy disk, were on the way to the end of every run), and in
+        // any case before the directory is committed.
+        let mut unsynced = vec![dir.write_unsynced("summary.json", &json).map_err(cannot)?];
+        if let Some(t) = scenario_text {
+            unsynced.push(dir.write_unsynced("scenario.toml", t).map_err(cannot)?);
+        }
+        unsynced.push(dir.write_unsynced("run-info.json", &info).map_err(cannot)?);
+        let sync = || unsynced.iter().try_for_each(|f| f.sync_all());
+        // The time series and distributions also as Parquet, for pandas and polars, on a
+        // thread of their own while the report is built: both only read the CSVs.
+        let parquet = || -> Result<(), Error> {
+            for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+                let csv = dir.path(&format!("{name}.csv"));
+                if csv.exists() {
+                    l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
+                        .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
+                }
+            }
+            Ok(())
+        };
+        // The report reads only the results directory, as `l4s report DIR` does later. A
+        // report that cannot be built does not cost the results: they are kept and the failure
+        // is reported.
+        let report = || {
+            opts.report
+                .then(|| l4s_report::write_report(dir.dir()).map_err(|e| e.to_string()))
+        };
+        let (synced, parquet, report) = std::thread::scope(|s| {
+            let f = s.spawn(sync);
+            let p = s.spawn(parquet);
+            let r = report();
+            (f.join(), p.join(), r)
+        });
+        synced
+            .unwrap_or_else(|_| Err(std::io::Error::other("syncing the results failed (a bug)")))
+            .map_err(cannot)?;
+        parquet.unwrap_or_else(|_| Err(Error::output("the Parquet conversion failed (a bug)".to_string())))?;
+        let png = (opts.png && report.as_ref().is_some_and(|r| r.is_ok())).then(|| {
+            l4s_report::write_pngs(dir.dir(), &dir.dir().join("png"), l4s_report::DEFAULT_PNG_SCALE)
+                .map_err(|e| e.to_string())
+        });
+        // Without the CSVs (a campaign's lean runs) only once the report has read them.
+        if !opts.keep_csv {
+            for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+                let csv = dir.path(&format!("{name}.csv"));
+                if csv.exists() {
+                    std::fs::remove_file(&csv).map_err(cannot)?;
+                }
+            }
+        }
+        let written = dir.commit().map_err(cannot)?;
+        let run = Run {
+            variant: None,
+            report: report.map(|r| r.map(|_| written.join("report.html"))),
+            png: png.map(|r| r.map(|_| written.join("png"))),
+            dir: written,
+            summary,
+            stats,
+            wall: elapsed,
+        };
+        Ok(run)
+    }
 }
 
 /// `run-info.json`: facts about this execution that would break byte-identical summaries

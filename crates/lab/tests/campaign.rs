@@ -402,7 +402,7 @@ fn stopping_a_campaign_starts_no_new_run_and_a_restart_finishes_it() {
     struct StopAfter(usize, std::sync::Arc<std::sync::atomic::AtomicBool>);
     impl campaign::CampaignProgress for StopAfter {
         fn finished(&mut self, _: &campaign::PlannedRun, _: &Result<std::time::Duration, l4s_lab::Error>) {
-            self.0 -= 1;
+            self.0 = self.0.saturating_sub(1);
             if self.0 == 0 {
                 self.1.store(true, std::sync::atomic::Ordering::SeqCst);
             }
@@ -414,12 +414,15 @@ fn stopping_a_campaign_starts_no_new_run_and_a_restart_finishes_it() {
     };
     let out = campaign::run(&f, &mut Simulator, &o, &mut StopAfter(5, stop.clone())).unwrap();
     assert!(out.interrupted);
-    assert_eq!((out.ran, out.done), (5, 5));
-    assert_eq!(out.tables.index_rows, 5, "the tables hold what is done");
+    // A run's results are written while the next one simulates, so the fifth is told
+    // finished once the sixth has run: that one was under way when the stop came, and it
+    // is kept. No seventh starts.
+    assert_eq!((out.ran, out.done), (6, 6));
+    assert_eq!(out.tables.index_rows, 6, "the tables hold what is done");
     let st = campaign::status(&store).unwrap();
-    assert_eq!((st.done, st.missing), (5, 27));
+    assert_eq!((st.done, st.missing), (6, 26));
     let out = campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap();
-    assert_eq!((out.ran, out.already_done, out.done), (27, 5, 32));
+    assert_eq!((out.ran, out.already_done, out.done), (26, 6, 32));
 }
 
 /// The simulator under another name: the executor treats it as a testbed whose runs take
@@ -477,9 +480,11 @@ fn on_a_testbed_a_pair_split_by_more_than_the_gap_is_run_again_whole() {
             stop: Some(stop.clone()),
             ..opts(&store, 1)
         };
+        // Half a pair done, as a testbed leaves it when stopped after its first run (the
+        // simulator would have run the second while the first was written).
+        let first = campaign::run(&f, &mut FakeLive, &o, &mut StopNow(stop)).unwrap();
         let mut live = FakeLive;
         let backend: &mut dyn l4s_lab::Backend = if backend_live { &mut live } else { &mut Simulator };
-        let first = campaign::run(&f, backend, &o, &mut StopNow(stop)).unwrap();
         assert_eq!((first.unique_runs, first.ran), (2, 1), "one pair of two runs, one done");
         let (_, plan) = campaign::load(&f).unwrap();
         let done_key = &plan.runs[0].key;
@@ -495,4 +500,90 @@ fn on_a_testbed_a_pair_split_by_more_than_the_gap_is_run_again_whole() {
             assert_eq!(info, info2, "the done run is kept");
         }
     }
+}
+
+/// The simulator, logging each run it starts and failing the `fail`-th.
+struct Logged {
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    runs: usize,
+    fail: usize,
+}
+impl l4s_lab::Backend for Logged {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+    fn preflight(&self, _: &l4s_scenario::Scenario) -> Result<(), l4s_lab::Error> {
+        Ok(())
+    }
+    fn run(
+        &mut self,
+        sc: l4s_scenario::Scenario,
+        outputs: l4s_lab::Outputs,
+        progress: &mut dyn FnMut(l4s_core::Time),
+    ) -> Result<(l4s_metrics::summary::Summary, l4s_lab::RunStats), l4s_lab::Error> {
+        self.runs += 1;
+        self.log.lock().unwrap().push(format!("run {}", self.runs));
+        if self.runs == self.fail {
+            return Err(l4s_lab::Error::new(ErrorKind::Run, "the planned failure"));
+        }
+        Simulator.run(sc, outputs, progress)
+    }
+}
+
+#[test]
+fn a_run_is_written_while_the_next_one_runs_and_every_run_is_told_in_order() {
+    let (d, f) = setup("pipelined", CAMPAIGN);
+    let store = d.join("store");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>, Vec<String>);
+    impl campaign::CampaignProgress for Told {
+        fn finished(&mut self, r: &campaign::PlannedRun, res: &Result<std::time::Duration, l4s_lab::Error>) {
+            self.0.lock().unwrap().push(format!("told {}", res.is_ok()));
+            self.1.push(r.key.clone());
+        }
+    }
+    let mut backend = Logged {
+        log: log.clone(),
+        runs: 0,
+        fail: 3,
+    };
+    let mut told = Told(log.clone(), Vec::new());
+    let out = campaign::run(&f, &mut backend, &opts(&store, 1), &mut told).unwrap();
+    let (_, plan) = campaign::load(&f).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    let keys: Vec<String> = plan
+        .runs
+        .iter()
+        .filter(|r| seen.insert(r.key.clone()))
+        .map(|r| r.key.clone())
+        .collect();
+    assert_eq!(keys.len(), 32);
+    assert_eq!(told.1, keys, "every run is told, in the order of the plan");
+    assert_eq!((out.ran, out.done, out.failed.len()), (31, 31, 1));
+    assert_eq!(out.failed[0].0, keys[2], "the third run failed");
+    assert!(
+        !campaign::store::run_dir(&store, &keys[2]).exists(),
+        "a failed run leaves no folder"
+    );
+    let log = log.lock().unwrap().clone();
+    // Run k + 1 starts before run k is told (its results were being written); the failed
+    // run is told at once, after the run before it, and the run after it has none to wait
+    // for.
+    let mut expect = vec!["run 1".to_string()];
+    for k in 2..=32 {
+        expect.push(format!("run {k}"));
+        match k {
+            3 => {
+                expect.push("told true".into());
+                expect.push("told false".into());
+            }
+            4 => {}
+            _ => expect.push("told true".into()),
+        }
+    }
+    expect.push("told true".into());
+    assert_eq!(log, expect);
+    // What is stored is what a run alone writes (the test above compares the files).
+    let again = campaign::run(&f, &mut Simulator, &opts(&store, 1), &mut NoCampaignProgress).unwrap();
+    assert_eq!((again.ran, again.already_done, again.done), (1, 31, 32));
 }

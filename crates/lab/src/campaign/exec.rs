@@ -5,7 +5,7 @@ use super::plan::{Plan, PlannedRun};
 use super::spec::Spec;
 use super::store::Store;
 use super::tables::{self, Tables};
-use crate::{run_scenario, Backend, Error, ErrorKind, NoProgress, RunOptions, Simulator};
+use crate::{apply_overrides, run_scenario, Backend, Error, ErrorKind, NoProgress, Ran, RunOptions, Simulator};
 use l4s_core::Dur;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -119,14 +119,21 @@ pub fn run_spec(
             (Some(gap), name) if name != "sim" => session.with_stale_partners(&todo, gap),
             _ => todo,
         };
-        for &i in &todo {
-            if stop.load(Ordering::SeqCst) {
-                break;
+        let mut done = |i: usize, res: Result<Duration, Error>| {
+            let r = &session.plan.runs[i];
+            session.record(r, &res);
+            progress.finished(r, &res);
+        };
+        if backend.name() == "sim" {
+            session.pipelined(todo.into_iter(), backend, &stop, &mut done);
+        } else {
+            // A live run has the host to itself: nothing is written beside it.
+            for i in todo {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                done(i, session.run_here(&session.plan.runs[i], backend));
             }
-            let r = session.plan.runs[i].clone();
-            let res = session.run_here(&r, backend);
-            session.record(&r, &res);
-            progress.finished(&r, &res);
         }
     } else {
         let next = AtomicUsize::new(0);
@@ -135,16 +142,12 @@ pub fn run_spec(
             for _ in 0..jobs.min(todo.len()) {
                 let tx = tx.clone();
                 let (next, todo, session, stop) = (&next, &todo, &session, &stop);
-                s.spawn(move || loop {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(&ri) = todo.get(i) else { break };
-                    let res = session.run_here(&session.plan.runs[ri], &mut Simulator);
-                    if tx.send((ri, res)).is_err() {
-                        break;
-                    }
+                s.spawn(move || {
+                    let runs = std::iter::from_fn(|| todo.get(next.fetch_add(1, Ordering::SeqCst)).copied());
+                    session.pipelined(runs, &mut Simulator, stop, &mut |ri, res| {
+                        // The receiver outlives every worker.
+                        let _ = tx.send((ri, res));
+                    });
                 });
             }
             drop(tx);
@@ -293,28 +296,59 @@ impl Session {
 
     /// Run `r` on this machine into its folder of the store.
     pub fn run_here(&self, r: &PlannedRun, backend: &mut dyn Backend) -> Result<Duration, Error> {
+        self.simulate_here(r, backend)?.write(self)
+    }
+
+    /// The first half of [`Session::run_here`]: run `r`, its results not written yet.
+    fn simulate_here(&self, r: &PlannedRun, backend: &mut dyn Backend) -> Result<Simulated, Error> {
         let text = self.plan.run_text(r);
-        let sc = l4s_scenario::load_str(&text, Path::new(&self.plan.scenario_file))?;
-        let t = Instant::now();
-        run_scenario(
-            sc,
-            Some(text.as_bytes()),
-            backend,
-            &self.run_opts,
-            &self.store.run_dir(&r.key),
-            &mut NoProgress,
-        )
-        .map_err(|e| {
-            Error::new(
-                if e.kind == ErrorKind::Input {
-                    ErrorKind::Run
-                } else {
-                    e.kind
-                },
-                e.message,
-            )
-        })?;
-        Ok(t.elapsed())
+        let mut sc = l4s_scenario::load_str(&text, Path::new(&self.plan.scenario_file))?;
+        let t0 = Instant::now();
+        apply_overrides(&mut sc, self.run_opts.seed, self.run_opts.duration)
+            .and_then(|()| {
+                crate::simulate(
+                    sc,
+                    backend,
+                    &self.run_opts,
+                    &self.store.run_dir(&r.key),
+                    &mut NoProgress,
+                )
+            })
+            .map(|ran| Simulated { ran, text, t0 })
+            .map_err(run_error)
+    }
+
+    /// Run `runs` one after the other with `backend` (the simulator), each run's results
+    /// written on a thread of their own while the next one runs: writing them waits mostly
+    /// for the disk (a few `fsync`s, from a fraction of a millisecond to several on a busy
+    /// disk), and a run's directory is still committed only once every file in it is synced.
+    /// `done` hears of every run in the order of `runs`, once it is committed or failed.
+    fn pipelined(
+        &self,
+        runs: impl Iterator<Item = usize>,
+        backend: &mut dyn Backend,
+        stop: &AtomicBool,
+        done: &mut dyn FnMut(usize, Result<Duration, Error>),
+    ) {
+        std::thread::scope(|s| {
+            let mut writing: Option<(usize, std::thread::ScopedJoinHandle<'_, Result<Duration, Error>>)> = None;
+            for i in runs {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let ran = self.simulate_here(&self.plan.runs[i], backend);
+                if let Some((w, h)) = writing.take() {
+                    done(w, joined(h));
+                }
+                match ran {
+                    Ok(ran) => writing = Some((i, s.spawn(move || ran.write(self)))),
+                    Err(e) => done(i, Err(e)),
+                }
+            }
+            if let Some((w, h)) = writing {
+                done(w, joined(h));
+            }
+        });
     }
 
     /// Store the files of `r` run elsewhere ([`run_to_files`]): written beside the run's
@@ -388,6 +422,42 @@ impl Session {
             dir: self.dir,
         })
     }
+}
+
+/// A run of the campaign simulated, its results not written yet.
+struct Simulated {
+    ran: Ran,
+    text: String,
+    t0: Instant,
+}
+
+impl Simulated {
+    /// Write the results into the run's folder of `session`'s store and commit it; the
+    /// run's wall time, from the start of its simulation.
+    fn write(self, session: &Session) -> Result<Duration, Error> {
+        self.ran
+            .write(Some(self.text.as_bytes()), &session.run_opts, None)
+            .map_err(run_error)?;
+        Ok(self.t0.elapsed())
+    }
+}
+
+/// What a thread that wrote a run's results came to.
+fn joined(h: std::thread::ScopedJoinHandle<'_, Result<Duration, Error>>) -> Result<Duration, Error> {
+    h.join()
+        .unwrap_or_else(|_| Err(Error::output("writing a run's results failed (a bug)")))
+}
+
+/// A run's scenario was checked when the campaign was planned: what fails now is the run.
+fn run_error(e: Error) -> Error {
+    Error::new(
+        if e.kind == ErrorKind::Input {
+            ErrorKind::Run
+        } else {
+            e.kind
+        },
+        e.message,
+    )
 }
 
 /// Run one effective scenario (a run's text, [`Plan::run_text`]) with the options of a
