@@ -66,7 +66,7 @@
 
 use crate::stage::{apply_fault, insert_by_due, DelayLine, Queue};
 use crate::{Departure, Fault, Io, Link, LinkPacket, LinkStats, Port, QueueInfo, RateSchedule, Timer};
-use l4s_aqm::{AqmConfig, QueueId, QueueStats};
+use l4s_aqm::{AqmConfig, Dequeued, QueueId, QueueStats};
 use l4s_core::{Dur, Rate, Rng, Time};
 use std::collections::VecDeque;
 
@@ -148,7 +148,11 @@ impl<P: LinkPacket + 'static> Wired<P> {
     /// Start serialising the next packet if the queue has one.
     fn start_tx(&mut self, io: &mut Io<'_, P>) {
         let now = io.now;
-        if let Some(d) = self.queue.qdisc.dequeue(now, &mut self.queue.drops) {
+        // Read where the queue discipline returned it, field by field: moved out whole, it was
+        // copied in 16-byte words that straddled the callee's own stores, and the copy waited
+        // for them.
+        let dequeued = self.queue.qdisc.dequeue(now, &mut self.queue.drops);
+        if let Some(d) = &dequeued {
             let arrival = Time(now.as_nanos().saturating_sub(d.sojourn.as_nanos()));
             let catch_up_from = Time(now.as_nanos().saturating_sub(self.max_lag.as_nanos()));
             if self.free_at >= arrival && catch_up_from > self.free_at {
@@ -168,20 +172,22 @@ impl<P: LinkPacket + 'static> Wired<P> {
                 serialisation,
                 marked: d.marked,
             });
+        }
+        if let Some(Dequeued { pkt, .. }) = dequeued {
             if self.early_out {
-                io.deliver(1, d.pkt, self.free_at + self.delay);
+                io.deliver(1, pkt, self.free_at + self.delay);
                 self.wake_tx(io);
             } else if self.delay.is_zero() {
                 // The packet being serialised waits on the line (empty otherwise, as the
                 // link has no delay) for the wake-up that ends it.
-                self.line.hold(d.pkt, self.free_at);
+                self.line.hold(pkt, self.free_at);
                 self.wake_tx(io);
             } else if self.deferred {
                 // Left on the line until a call at or after its arrival.
-                self.line.hold(d.pkt, self.free_at + self.delay);
+                self.line.hold(pkt, self.free_at + self.delay);
                 self.wake_tx(io);
             } else {
-                self.line.push(d.pkt, self.free_at + self.delay, io, ARRIVE);
+                self.line.push(pkt, self.free_at + self.delay, io, ARRIVE);
                 self.wake_tx(io);
             }
         }
