@@ -425,12 +425,28 @@ fn stopping_a_campaign_starts_no_new_run_and_a_restart_finishes_it() {
     assert_eq!((out.ran, out.already_done, out.done), (26, 6, 32));
 }
 
-/// The simulator under another name: the executor treats it as a testbed whose runs take
-/// real time (one at a time, `gap` applies).
-struct FakeLive;
-impl l4s_lab::Backend for FakeLive {
+/// The simulator under another name (`"live"`: the executor treats it as a testbed whose
+/// runs take real time, one at a time, and `gap` applies), logging each run it starts and
+/// failing the `fail`-th (none with 0).
+struct Wrapped {
+    name: &'static str,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    runs: usize,
+    fail: usize,
+}
+impl Wrapped {
+    fn live() -> Wrapped {
+        Wrapped {
+            name: "live",
+            log: Default::default(),
+            runs: 0,
+            fail: 0,
+        }
+    }
+}
+impl l4s_lab::Backend for Wrapped {
     fn name(&self) -> &'static str {
-        "live"
+        self.name
     }
     fn preflight(&self, _: &l4s_scenario::Scenario) -> Result<(), l4s_lab::Error> {
         Ok(())
@@ -441,6 +457,11 @@ impl l4s_lab::Backend for FakeLive {
         outputs: l4s_lab::Outputs,
         progress: &mut dyn FnMut(l4s_core::Time),
     ) -> Result<(l4s_metrics::summary::Summary, l4s_lab::RunStats), l4s_lab::Error> {
+        self.runs += 1;
+        self.log.lock().unwrap().push(format!("run {}", self.runs));
+        if self.runs == self.fail {
+            return Err(l4s_lab::Error::new(ErrorKind::Run, "the planned failure"));
+        }
         Simulator.run(sc, outputs, progress)
     }
 }
@@ -482,8 +503,8 @@ fn on_a_testbed_a_pair_split_by_more_than_the_gap_is_run_again_whole() {
         };
         // Half a pair done, as a testbed leaves it when stopped after its first run (the
         // simulator would have run the second while the first was written).
-        let first = campaign::run(&f, &mut FakeLive, &o, &mut StopNow(stop)).unwrap();
-        let mut live = FakeLive;
+        let first = campaign::run(&f, &mut Wrapped::live(), &o, &mut StopNow(stop)).unwrap();
+        let mut live = Wrapped::live();
         let backend: &mut dyn l4s_lab::Backend = if backend_live { &mut live } else { &mut Simulator };
         assert_eq!((first.unique_runs, first.ran), (2, 1), "one pair of two runs, one done");
         let (_, plan) = campaign::load(&f).unwrap();
@@ -502,34 +523,6 @@ fn on_a_testbed_a_pair_split_by_more_than_the_gap_is_run_again_whole() {
     }
 }
 
-/// The simulator, logging each run it starts and failing the `fail`-th.
-struct Logged {
-    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    runs: usize,
-    fail: usize,
-}
-impl l4s_lab::Backend for Logged {
-    fn name(&self) -> &'static str {
-        "sim"
-    }
-    fn preflight(&self, _: &l4s_scenario::Scenario) -> Result<(), l4s_lab::Error> {
-        Ok(())
-    }
-    fn run(
-        &mut self,
-        sc: l4s_scenario::Scenario,
-        outputs: l4s_lab::Outputs,
-        progress: &mut dyn FnMut(l4s_core::Time),
-    ) -> Result<(l4s_metrics::summary::Summary, l4s_lab::RunStats), l4s_lab::Error> {
-        self.runs += 1;
-        self.log.lock().unwrap().push(format!("run {}", self.runs));
-        if self.runs == self.fail {
-            return Err(l4s_lab::Error::new(ErrorKind::Run, "the planned failure"));
-        }
-        Simulator.run(sc, outputs, progress)
-    }
-}
-
 #[test]
 fn a_run_is_written_while_the_next_one_runs_and_every_run_is_told_in_order() {
     let (d, f) = setup("pipelined", CAMPAIGN);
@@ -542,7 +535,8 @@ fn a_run_is_written_while_the_next_one_runs_and_every_run_is_told_in_order() {
             self.1.push(r.key.clone());
         }
     }
-    let mut backend = Logged {
+    let mut backend = Wrapped {
+        name: "sim",
         log: log.clone(),
         runs: 0,
         fail: 3,
