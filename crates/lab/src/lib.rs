@@ -557,10 +557,10 @@ impl Ran {
             o.insert("variant_set".into(), set.into());
         }
         let info = serde_json::to_vec_pretty(&info).unwrap_or_default();
-        // Written now, for the report to read; synced to the disk on a thread of their own while
-        // the report and the Parquet copies are made (three waits for the disk, 0.3 to 0.9 ms
-        // each here and more on a busy disk, were on the way to the end of every run), and in
-        // any case before the directory is committed.
+        // Written now, for the report to read; synced to the disk on a thread of their own
+        // while the report and the Parquet copies are made (three waits for the disk, 0.3 to
+        // 0.9 ms each here and more on a busy disk, were on the way to the end of every run),
+        // and in any case before the directory is committed.
         let mut unsynced = vec![dir.write_unsynced("summary.json", &json).map_err(cannot)?];
         if let Some(t) = scenario_text {
             unsynced.push(dir.write_unsynced("scenario.toml", t).map_err(cannot)?);
