@@ -8,7 +8,7 @@
 //! (target: the outputs at most 10 % of the run). Then a campaign's lean run (summary and
 //! distributions only, as Parquet; no snapshots, no report), started, run and written into
 //! its directory, against the same simulation alone (target: at most 5 % more).
-//! `--quick` (or L4S_BENCH_QUICK=1) runs 10 s, twice.
+//! `--quick` (or L4S_BENCH_QUICK=1) runs 20 s, twice.
 
 use l4s_lab::{Backend, NoProgress, Outputs, RunOptions, Simulator};
 use std::path::Path;
@@ -17,7 +17,8 @@ use std::time::Instant;
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick") || std::env::var("L4S_BENCH_QUICK").is_ok();
     let (reps, duration) = if quick {
-        (2, Some(l4s_core::Dur::from_secs(10)))
+        // Beyond the scenario's 10 s warm-up.
+        (2, Some(l4s_core::Dur::from_secs(20)))
     } else {
         (
             std::env::var("L4S_BENCH_REPS")
