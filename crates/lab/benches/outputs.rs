@@ -40,14 +40,8 @@ fn main() {
         command: Vec::new(),
         ..RunOptions::default()
     };
-    let lean_opts = RunOptions {
-        command: Vec::new(),
-        snapshot_interval: l4s_core::Dur::ZERO,
-        report: false,
-        keep_csv: false,
-        lock_out: false,
-        ..RunOptions::default()
-    };
+    // What a campaign with no `[outputs]` gives each of its runs.
+    let lean_opts = l4s_lab::campaign::spec::OutputsSpec::default().run_options(Vec::new());
     let (mut alone, mut whole, mut shares) = (f64::MAX, f64::MAX, Vec::new());
     let (mut lean_best, mut lean_extra) = (f64::MAX, Vec::new());
     let simulate = || {

@@ -451,7 +451,6 @@ fn run_applied(
 /// summary. Dropped unwritten, the directory goes and nothing is left.
 pub(crate) struct Ran {
     dir: ResultsDir,
-    out: PathBuf,
     summary: Summary,
     stats: RunStats,
     started: std::time::SystemTime,
@@ -517,7 +516,6 @@ pub(crate) fn simulate(
     let (summary, stats) = backend.run(sc, outputs, &mut |t| progress.time(t))?;
     Ok(Ran {
         dir,
-        out: out.to_path_buf(),
         summary,
         stats,
         started,
@@ -537,13 +535,13 @@ impl Ran {
     ) -> Result<Run, Error> {
         let Ran {
             dir,
-            out,
             mut summary,
             stats,
             started,
             elapsed,
         } = self;
-        let out = out.as_path();
+        // Named in errors, up to the commit that moves the directory there.
+        let out = dir.target().to_path_buf();
         let cannot = |e: std::io::Error| Error::output(format!("cannot write results to {}: {e}", out.display()));
         // The verdict, from the summary alone: summary.json must not depend on which outputs
         // were written (a campaign's lean run stores the same summary as the run alone).

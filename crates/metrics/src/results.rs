@@ -174,6 +174,10 @@ impl ResultsDir {
             lock,
         })
     }
+    /// Where the directory goes when committed.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
     /// The (temporary) directory being written.
     pub fn dir(&self) -> &Path {
         &self.tmp

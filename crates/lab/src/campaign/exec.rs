@@ -217,24 +217,7 @@ impl Session {
                 todo.push(i);
             }
         }
-        let run_opts = RunOptions {
-            seed: None,
-            duration: None,
-            snapshot_interval: spec.outputs.snapshots.unwrap_or(Dur::ZERO),
-            pcap: false,
-            pcap_ipv6: false,
-            packets: spec.outputs.packets,
-            report: spec.outputs.report,
-            png: false,
-            out: None,
-            variants: Vec::new(),
-            command: opts.command.clone(),
-            keep_csv: false,
-            lock_out: false,
-            set: Vec::new(),
-            // A campaign stops between runs: a run cut short is never stored as done.
-            stop: None,
-        };
+        let run_opts = spec.outputs.run_options(opts.command.clone());
         Ok(Session {
             spec,
             plan,

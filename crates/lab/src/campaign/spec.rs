@@ -177,6 +177,32 @@ pub struct OutputsSpec {
     pub packets: bool,
 }
 
+impl OutputsSpec {
+    /// The options of each run of a campaign with these outputs: what `[outputs]` asks for
+    /// beside the summary and the distributions, kept only as Parquet, into a store the
+    /// campaign has locked as a whole. `command` is recorded in each `run-info.json`.
+    pub fn run_options(&self, command: Vec<String>) -> crate::RunOptions {
+        crate::RunOptions {
+            seed: None,
+            duration: None,
+            snapshot_interval: self.snapshots.unwrap_or(Dur::ZERO),
+            pcap: false,
+            pcap_ipv6: false,
+            packets: self.packets,
+            report: self.report,
+            png: false,
+            out: None,
+            variants: Vec::new(),
+            command,
+            keep_csv: false,
+            lock_out: false,
+            set: Vec::new(),
+            // A campaign stops between runs: a run cut short is never stored as done.
+            stop: None,
+        }
+    }
+}
+
 impl Spec {
     /// The same campaign `k` times larger, toward a field study's size: `k` times the
     /// sampled draws (homes) when it samples, otherwise `k` times the seeds. Its name (and
