@@ -187,6 +187,13 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     fn tso_segs(&self) -> Option<u32> {
         None
     }
+    /// [`CongestionControl::pacing_rate`] and [`CongestionControl::tso_segs`] in one call, for
+    /// a transport that asks for both after each change; a controller whose burst follows
+    /// from its pacing rate (Prague's) works the rate out once. The values must be those of
+    /// the two calls.
+    fn pacing_and_tso_segs(&self, srtt: Dur, bytes_in_flight: u64) -> (Option<Rate>, Option<u32>) {
+        (self.pacing_rate(srtt, bytes_in_flight), self.tso_segs())
+    }
     /// A smaller segment size the controller wants (Prague below ~1 Mbit/s); `None` = path MSS.
     fn mss(&self) -> Option<u32> {
         None

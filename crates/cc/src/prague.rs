@@ -455,14 +455,33 @@ impl Prague {
         if s <= 0.0 {
             return MIN_RATE;
         }
-        // max(frac_cwnd >> CWND_UNIT, tcp_packets_in_flight): whole packets.
-        let inflight = (inflight_bytes as f64 / f64::from(self.mss)).ceil();
-        (self.mtu() * self.frac_cwnd.floor().max(inflight) / s).max(MIN_RATE)
+        // max(frac_cwnd >> CWND_UNIT, tcp_packets_in_flight): whole packets. In integers
+        // where that is exact (the float forms call into libm on x86-64's baseline): a
+        // quotient of integers below 2^40 cannot round onto or across a whole number.
+        let inflight = if inflight_bytes < 1 << 40 && self.mss > 0 {
+            inflight_bytes.div_ceil(u64::from(self.mss)) as f64
+        } else {
+            (inflight_bytes as f64 / f64::from(self.mss)).ceil()
+        };
+        let whole = if (0.0..4_503_599_627_370_496.0).contains(&self.frac_cwnd) {
+            self.frac_cwnd as u64 as f64
+        } else {
+            self.frac_cwnd.floor()
+        };
+        (self.mtu() * whole.max(inflight) / s).max(MIN_RATE)
     }
 
     /// Burst size in packets (`prague_burst_shift` = 12: 2^-12 s of data, ≥ 1).
     pub fn burst_pkts(&self, now: Time) -> u64 {
         ((self.pacing_rate_at(now) / self.mtu()) as u64 >> self.cfg.burst_shift).max(1)
+    }
+
+    /// [`Prague::burst_pkts`] at the pacing rate `rate` (B/s), as [`CongestionControl::tso_segs`]
+    /// gives it.
+    fn burst_of(&self, rate: f64) -> u32 {
+        ((rate / self.mtu()) as u64 >> self.cfg.burst_shift)
+            .max(1)
+            .min(u64::from(u32::MAX)) as u32
     }
 }
 
@@ -673,6 +692,15 @@ impl CongestionControl for Prague {
             return None;
         }
         Some(self.burst_pkts(self.last_ack_time).min(u64::from(u32::MAX)) as u32)
+    }
+    fn pacing_and_tso_segs(&self, srtt: Dur, bytes_in_flight: u64) -> (Option<Rate>, Option<u32>) {
+        if self.fallback.is_some() || self.srtt.is_zero() {
+            // Before the first ACK the two are taken from different RTTs and flights.
+            return (self.pacing_rate(srtt, bytes_in_flight), self.tso_segs());
+        }
+        // As Linux's `prague_update_pacing_rate` sets both from one rate.
+        let rate = self.pacing_rate_at(self.last_ack_time);
+        (Some(Rate::from_bytes_per_sec(rate)), Some(self.burst_of(rate)))
     }
     fn mss(&self) -> Option<u32> {
         if self.fallback.is_none() && self.mss < self.cfg.mss {
@@ -1146,6 +1174,34 @@ mod tests {
             fresh.pacing_rate(srtt, 10 * u64::from(MSS)),
             fresh.pacing_rate(srtt, 20 * u64::from(MSS))
         );
+    }
+
+    #[test]
+    fn pacing_and_tso_segs_are_the_two_calls_in_one() {
+        // Slow start, window mode, rate mode under heavy marking, and the Reno fallback.
+        let check = |p: &Prague, at: &str| {
+            for (srtt, flight) in [(Dur::ZERO, 0), (Dur::from_millis(25), 3 * u64::from(MSS))] {
+                let both = p.pacing_and_tso_segs(srtt, flight);
+                assert_eq!(both, (p.pacing_rate(srtt, flight), p.tso_segs()), "{at}");
+            }
+        };
+        for marking in [0.01, 0.05, 0.6] {
+            let mut p = Prague::new(cfg());
+            check(&p, "fresh");
+            let mut clock = AckClock::new(u64::from(MSS), Dur::from_millis(25));
+            clock.paced = true;
+            let mut rng = Rng::new(5);
+            let mut rate_mode = false;
+            for ms in (5..=2000).step_by(5) {
+                clock.run_until(&mut p, Time::from_millis(ms), |_| rng.chance(marking));
+                check(&p, &format!("{marking} at {ms} ms"));
+                rate_mode |= p.in_rate_mode();
+            }
+            assert_eq!(rate_mode, marking > 0.5, "{marking}");
+        }
+        let mut p = Prague::new(cfg());
+        p.on_ecn_negotiated(EcnMode::Classic);
+        check(&p, "fallback");
     }
 
     #[test]

@@ -70,7 +70,7 @@ impl Dur {
         } else if s >= u64::MAX as f64 / 1e9 {
             Dur::MAX
         } else {
-            Dur((s * 1e9).round() as u64)
+            Dur(round_positive(s * 1e9))
         }
     }
     pub const fn as_nanos(self) -> u64 {
@@ -215,7 +215,7 @@ impl Rate {
         if bps.is_nan() || bps <= 0.0 {
             Rate(0)
         } else {
-            Rate((bps * 8.0).round().min(u64::MAX as f64) as u64)
+            Rate(round_positive(bps * 8.0))
         }
     }
     pub const fn bits_per_sec(self) -> u64 {
@@ -320,8 +320,54 @@ impl<'de> Deserialize<'de> for Rate {
     }
 }
 
+/// `x.round() as u64` for `x > 0` (not NaN), saturating at `u64::MAX`, without the call into
+/// libm that `f64::round` is on x86-64's baseline (no SSE4.1 `roundsd`): the integer part
+/// and the fraction are exact (below 2^52 the subtraction is; above, `x` is an integer),
+/// and a fraction of one half rounds away from zero, as `round` does.
+#[inline]
+fn round_positive(x: f64) -> u64 {
+    if x >= 18_446_744_073_709_551_616.0 {
+        return u64::MAX;
+    }
+    let whole = x as u64;
+    whole + u64::from(x - whole as f64 >= 0.5)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn round_positive_is_round_as_u64() {
+        let mut xs = vec![
+            1e-300,
+            0.25,
+            0.5,
+            0.49999999999999994,
+            0.5000000000000001,
+            1.5,
+            2.5,
+            4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            9.223372036854776e18,
+            (u64::MAX as f64).next_down(),
+            u64::MAX as f64,
+            f64::MAX,
+            f64::INFINITY,
+        ];
+        let mut r = crate::Rng::new(7);
+        for _ in 0..200_000 {
+            let e = (r.next_u64() % 70) as i32 - 4;
+            xs.push(r.next_f64() * 2f64.powi(e));
+            // Ties and their neighbours.
+            let t = (r.next_u64() % (1 << 40)) as f64 + 0.5;
+            xs.extend([t, t.next_down(), t.next_up()]);
+        }
+        for x in xs {
+            let want = x.round().min(u64::MAX as f64) as u64;
+            assert_eq!(super::round_positive(x), want, "{x:e}");
+        }
+    }
+
     use super::*;
     #[test]
     fn arithmetic_saturates() {

@@ -397,6 +397,7 @@ impl TcpSender {
         self.bif == 0 || self.bif + len as u64 <= self.cc.cwnd()
     }
 
+    #[inline]
     fn pacing_rate(&self) -> Option<Rate> {
         if !self.cfg.pacing {
             return None;
@@ -824,16 +825,30 @@ impl Cc {
         }
     }
 
+    #[inline]
     fn pacing_rate(&self, srtt: Dur, bytes_in_flight: u64) -> Option<Rate> {
         match self.pacing.get() {
             Some((e, r, b, rate)) if e == self.epoch && r == srtt && b.is_none_or(|b| b == bytes_in_flight) => rate,
+            _ => self.ask_pacing_rate(srtt, bytes_in_flight),
+        }
+    }
+
+    /// The pacing rate from the controller, kept; with the burst size, unless kept for this
+    /// epoch: a sender that paces asks for both after each change, and Prague's come from
+    /// one rate. Out of line, so that the kept rate's test inlines where it is asked.
+    #[inline(never)]
+    fn ask_pacing_rate(&self, srtt: Dur, bytes_in_flight: u64) -> Option<Rate> {
+        let rate = match self.tso.get() {
+            Some((e, _)) if e == self.epoch => self.inner.pacing_rate(srtt, bytes_in_flight),
             _ => {
-                let rate = self.inner.pacing_rate(srtt, bytes_in_flight);
-                let flight = self.inner.pacing_reads_flight().then_some(bytes_in_flight);
-                self.pacing.set(Some((self.epoch, srtt, flight, rate)));
+                let (rate, tso) = self.inner.pacing_and_tso_segs(srtt, bytes_in_flight);
+                self.tso.set(Some((self.epoch, tso)));
                 rate
             }
-        }
+        };
+        let flight = self.inner.pacing_reads_flight().then_some(bytes_in_flight);
+        self.pacing.set(Some((self.epoch, srtt, flight, rate)));
+        rate
     }
 
     fn tso_segs(&self) -> Option<u32> {
