@@ -800,9 +800,10 @@ impl Endpoint for TcpSender {
 /// controller read it ([`CongestionControl::pacing_reads_flight`]), and the rate.
 type PacingKept = (u64, Dur, Option<u64>, Option<Rate>);
 
-/// The congestion controller, with its pacing rate and burst size kept until it may have
-/// changed: the sender asks for them several times per segment (to send, to pace, for
-/// the next wake-up), and Prague's rate takes some arithmetic. Any mutable access to the
+/// The congestion controller, with its pacing rate, burst size, window and segment size kept
+/// until it may have changed: the sender asks for them several times per segment (to send,
+/// to pace, for the next wake-up), each a call through the trait object, and Prague's rate
+/// takes some arithmetic. Any mutable access to the
 /// controller ([`DerefMut`](std::ops::DerefMut)) forgets them; the rate is also keyed by
 /// the RTT it was asked with, and by the flight if the controller reads it. The values are the controller's own, unchanged.
 struct Cc {
@@ -813,6 +814,8 @@ struct Cc {
     pacing: std::cell::Cell<Option<PacingKept>>,
     /// epoch → TSO segments.
     tso: std::cell::Cell<Option<(u64, Option<u32>)>>,
+    /// epoch → window and segment size, asked for several times per segment sent.
+    window: std::cell::Cell<Option<(u64, u64, Option<u32>)>>,
 }
 
 impl Cc {
@@ -822,7 +825,33 @@ impl Cc {
             epoch: 0,
             pacing: Default::default(),
             tso: Default::default(),
+            window: Default::default(),
         }
+    }
+
+    /// The controller's [`CongestionControl::cwnd`], kept for the epoch.
+    #[inline]
+    fn cwnd(&self) -> u64 {
+        match self.window.get() {
+            Some((e, cwnd, _)) if e == self.epoch => cwnd,
+            _ => self.ask_window().0,
+        }
+    }
+
+    /// The controller's [`CongestionControl::mss`], kept for the epoch.
+    #[inline]
+    fn mss(&self) -> Option<u32> {
+        match self.window.get() {
+            Some((e, _, mss)) if e == self.epoch => mss,
+            _ => self.ask_window().1,
+        }
+    }
+
+    #[inline(never)]
+    fn ask_window(&self) -> (u64, Option<u32>) {
+        let (cwnd, mss) = (self.inner.cwnd(), self.inner.mss());
+        self.window.set(Some((self.epoch, cwnd, mss)));
+        (cwnd, mss)
     }
 
     #[inline]
