@@ -803,9 +803,10 @@ type PacingKept = (u64, Dur, Option<u64>, Option<Rate>);
 /// The congestion controller, with its pacing rate, burst size, window and segment size kept
 /// until it may have changed: the sender asks for them several times per segment (to send,
 /// to pace, for the next wake-up), each a call through the trait object, and Prague's rate
-/// takes some arithmetic. Any mutable access to the
-/// controller ([`DerefMut`](std::ops::DerefMut)) forgets them; the rate is also keyed by
-/// the RTT it was asked with, and by the flight if the controller reads it. The values are the controller's own, unchanged.
+/// takes some arithmetic. Any mutable access to the controller
+/// ([`DerefMut`](std::ops::DerefMut)) forgets them; the rate is also keyed by the RTT it was
+/// asked with, and by the flight if the controller reads it. The values are the
+/// controller's own, unchanged.
 struct Cc {
     inner: Box<dyn CongestionControl>,
     /// Counts mutable accesses.
