@@ -473,15 +473,12 @@ impl Prague {
 
     /// Burst size in packets (`prague_burst_shift` = 12: 2^-12 s of data, ≥ 1).
     pub fn burst_pkts(&self, now: Time) -> u64 {
-        ((self.pacing_rate_at(now) / self.mtu()) as u64 >> self.cfg.burst_shift).max(1)
+        self.burst_of(self.pacing_rate_at(now))
     }
 
-    /// [`Prague::burst_pkts`] at the pacing rate `rate` (B/s), as [`CongestionControl::tso_segs`]
-    /// gives it.
-    fn burst_of(&self, rate: f64) -> u32 {
-        ((rate / self.mtu()) as u64 >> self.cfg.burst_shift)
-            .max(1)
-            .min(u64::from(u32::MAX)) as u32
+    /// [`Prague::burst_pkts`] at the pacing rate `rate` (B/s).
+    fn burst_of(&self, rate: f64) -> u64 {
+        ((rate / self.mtu()) as u64 >> self.cfg.burst_shift).max(1)
     }
 }
 
@@ -700,7 +697,8 @@ impl CongestionControl for Prague {
         }
         // As Linux's `prague_update_pacing_rate` sets both from one rate.
         let rate = self.pacing_rate_at(self.last_ack_time);
-        (Some(Rate::from_bytes_per_sec(rate)), Some(self.burst_of(rate)))
+        let burst = self.burst_of(rate).min(u64::from(u32::MAX)) as u32;
+        (Some(Rate::from_bytes_per_sec(rate)), Some(burst))
     }
     fn mss(&self) -> Option<u32> {
         if self.fallback.is_none() && self.mss < self.cfg.mss {
