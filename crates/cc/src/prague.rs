@@ -254,7 +254,9 @@ impl Prague {
     fn frac_to_snd_cwnd(&self) -> u64 {
         let c = self.frac_cwnd.ceil();
         if c.is_finite() && c > MIN_CWND as f64 {
-            c.min(u64::MAX as f64 / 2.0) as u64
+            // Below 2^63, where a signed conversion is one instruction (an unsigned one
+            // from f64 is several on x86-64's baseline) and gives the same number.
+            c.min(u64::MAX as f64 / 2.0) as i64 as u64
         } else {
             MIN_CWND
         }
@@ -464,7 +466,8 @@ impl Prague {
             (inflight_bytes as f64 / f64::from(self.mss)).ceil()
         };
         let whole = if (0.0..4_503_599_627_370_496.0).contains(&self.frac_cwnd) {
-            self.frac_cwnd as u64 as f64
+            // Truncation below 2^52 through i64: one instruction each way, exact.
+            self.frac_cwnd as i64 as f64
         } else {
             self.frac_cwnd.floor()
         };

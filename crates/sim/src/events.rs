@@ -72,8 +72,8 @@ impl Ord for Entry {
 struct Slot {
     /// When it fires, under which sequence number.
     deadline: Option<Key>,
-    /// Its entries in the queue, earliest first (a few at most: an entry is pushed only
-    /// ahead of all of them).
+    /// Its entries in the queue, latest first (a few at most: an entry is pushed only
+    /// ahead of all of them), so that the earliest comes and goes at the end.
     queued: Vec<Key>,
 }
 
@@ -213,8 +213,8 @@ impl EventQueue {
         self.seq += 1;
         let key = (at, self.seq);
         s.deadline = Some(key);
-        if s.queued.first().is_none_or(|q| key < *q) {
-            s.queued.insert(0, key);
+        if s.queued.last().is_none_or(|q| key < *q) {
+            s.queued.push(key);
             self.pending.push(at, key.1, ev);
         }
     }
@@ -233,9 +233,9 @@ impl EventQueue {
             let s = &mut self.slots[slot(f, side)];
             let key = e.key();
             // The queue gives a slot's entries in order: this one is its first.
-            debug_assert_eq!(s.queued.first(), Some(&key));
-            if s.queued.first() == Some(&key) {
-                s.queued.remove(0);
+            debug_assert_eq!(s.queued.last(), Some(&key));
+            if s.queued.last() == Some(&key) {
+                s.queued.pop();
             }
             if s.deadline == Some(key) {
                 s.deadline = None;
@@ -244,8 +244,8 @@ impl EventQueue {
             // The deadline moved later (or went): unless an entry of the slot is already
             // due by then, one goes where it now is.
             if let Some(d) = s.deadline {
-                if s.queued.first().is_none_or(|q| d < *q) {
-                    s.queued.insert(0, d);
+                if s.queued.last().is_none_or(|q| d < *q) {
+                    s.queued.push(d);
                     self.pending.push(d.0, d.1, e.ev);
                 }
             }
