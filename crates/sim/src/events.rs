@@ -232,7 +232,7 @@ impl EventQueue {
             };
             let s = &mut self.slots[slot(f, side)];
             let key = e.key();
-            // The queue gives a slot's entries in order: this one is its first.
+            // The queue gives a slot's entries in order: this one is its earliest, the last.
             debug_assert_eq!(s.queued.last(), Some(&key));
             if s.queued.last() == Some(&key) {
                 s.queued.pop();
