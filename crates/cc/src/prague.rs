@@ -254,13 +254,12 @@ impl Prague {
     fn frac_to_snd_cwnd(&self) -> u64 {
         let c = self.frac_cwnd.ceil();
         if c.is_finite() && c > MIN_CWND as f64 {
-            // Below 2^63 a signed conversion gives the same number in one instruction
-            // (an unsigned one from f64 is several on x86-64's baseline).
-            let c = c.min(u64::MAX as f64 / 2.0);
+            // At most 2^63. Below it a signed conversion gives the same number in one
+            // instruction (an unsigned one from f64 is several on x86-64's baseline).
             if c < 9_223_372_036_854_775_808.0 {
                 c as i64 as u64
             } else {
-                c as u64
+                1 << 63
             }
         } else {
             MIN_CWND
