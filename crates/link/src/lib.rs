@@ -144,6 +144,7 @@ pub use fault::{Fault, FaultKind};
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
 pub use harq::{Harq, HarqConfig};
 pub use schedule::RateSchedule;
+pub use stage::insert_by_due;
 pub use trace::{Trace, TraceError, TraceLink};
 pub use wired::Wired;
 
@@ -390,7 +391,22 @@ pub trait Link<P: LinkPacket> {
     fn pass_through(&self) -> Option<Dur> {
         None
     }
+    /// The constant delay of a model that does nothing but delay, and delivers packets one
+    /// at a time (no rate, queue, fault or loss, nothing counted, not delivering early): a
+    /// packet given to it by [`Link::send`] or by [`Link::send_at`] due at `due` reaches
+    /// port 1 at `delay` after `max(now, due)`, behind every packet due no later, and the
+    /// model asks for one wake-up ([`DELAY_LINE_ARRIVE`]) when a packet becomes the first
+    /// due, then, at each wake-up at which the first is due, asks for the next one's
+    /// before it delivers the first. The driver may keep such a line itself, without
+    /// calling the model, as long as it asks for the same wake-ups (the simulator does so
+    /// for a wire into its packets' destination). `None` for any other model.
+    fn delay_line(&self) -> Option<Dur> {
+        None
+    }
 }
+
+/// The wake-up of a [`Link::delay_line`]'s first packet.
+pub const DELAY_LINE_ARRIVE: Timer = wired::ARRIVE;
 
 /// A link that carries nothing: every packet put on it is reported lost on the wire, and it
 /// has no queue. The simulator gives it to a link whose packets another link's model

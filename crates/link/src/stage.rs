@@ -57,7 +57,7 @@ impl Origin {
 
 /// Put `pkt`, due at `due`, into `q` (ordered by due time) behind every packet due no
 /// later, searching from the back, where it nearly always goes. Its position.
-pub(crate) fn insert_by_due<P>(q: &mut VecDeque<(Time, P)>, due: Time, pkt: P) -> usize {
+pub fn insert_by_due<P>(q: &mut VecDeque<(Time, P)>, due: Time, pkt: P) -> usize {
     match q.back() {
         Some((last, _)) if *last > due => {
             let at = q.iter().rposition(|(d, _)| *d <= due).map_or(0, |i| i + 1);

@@ -427,6 +427,13 @@ impl<P: LinkPacket + 'static> Link<P> for Wired<P> {
             .then_some(self.delay)
     }
 
+    fn delay_line(&self) -> Option<Dur> {
+        // `send` and `send_at` → `propagate` → `DelayLine::insert` at `max(now, due) +
+        // delay`; the wake-up → `DelayLine::arrive`. Without a rate nothing else runs.
+        (!self.early_out && self.base_rate.is_none() && self.fault.is_none() && !self.delay.is_zero())
+            .then_some(self.delay)
+    }
+
     fn handle_timeout(&mut self, timer: Timer, at: Time, io: &mut Io<'_, P>) {
         if self.deferred {
             if self.inbox_wake == Some(at) {
@@ -1006,6 +1013,81 @@ mod early_tests {
 
     /// 1000-byte packets from port 0 to 1, as (given, due, id) in milliseconds, for
     /// [`drive_early`].
+    #[test]
+    fn a_wire_that_only_delays_keeps_its_line_as_delay_line_says() {
+        let ms = Time::from_millis;
+        let mut line = delay_line(None);
+        assert_eq!(line.delay_line(), Some(Dur::from_millis(5)));
+        // Every call's actions, as (wake-up time or delivery time, packet delivered).
+        let mut seen = Seen::default();
+        let mut call = |now: u64, f: &mut dyn FnMut(&mut Wired<Pkt>, &mut Io<'_, Pkt>)| {
+            let mut actions = Vec::new();
+            f(&mut line, &mut Io::new(ms(now), &mut actions, &mut seen));
+            actions
+                .into_iter()
+                .map(|a| match a {
+                    Action::Wake { timer, at } => {
+                        assert_eq!(timer, crate::DELAY_LINE_ARRIVE);
+                        (at.as_nanos() / 1_000_000, None)
+                    }
+                    Action::Deliver { port, pkt, due } => {
+                        assert_eq!(port, 1);
+                        (due.as_nanos() / 1_000_000, Some(pkt.id))
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        // Given at 0 ms, due at 4: at port 1 at 9, the first, so a wake-up.
+        assert_eq!(
+            call(0, &mut |w, io| w.send_at(0, 1, pkt(0, 100), ms(4), io)),
+            [(9, None)]
+        );
+        // Given at 1 ms, due at 2: at 7, the new first.
+        assert_eq!(
+            call(1, &mut |w, io| w.send_at(0, 1, pkt(1, 100), ms(2), io)),
+            [(7, None)]
+        );
+        // Sent at 1 ms: at 6, the new first.
+        assert_eq!(call(1, &mut |w, io| w.send(0, 1, pkt(2, 100), io)), [(6, None)]);
+        // Given at 1 ms, due at 0 (past): it comes now, at 6 too, behind the one due no
+        // later. Then one at 13, behind everything.
+        assert_eq!(call(1, &mut |w, io| w.send_at(0, 1, pkt(3, 100), ms(0), io)), []);
+        assert_eq!(call(1, &mut |w, io| w.send_at(0, 1, pkt(4, 100), ms(8), io)), []);
+        // At each wake-up the first due leaves, after the next one's wake-up is asked for.
+        let arrive = |w: &mut Wired<Pkt>, io: &mut Io<'_, Pkt>| w.handle_timeout(crate::DELAY_LINE_ARRIVE, io.now, io);
+        assert_eq!(call(6, &mut |w, io| arrive(w, io)), [(6, None), (6, Some(2))]);
+        assert_eq!(call(6, &mut |w, io| arrive(w, io)), [(7, None), (6, Some(3))]);
+        assert_eq!(call(7, &mut |w, io| arrive(w, io)), [(9, None), (7, Some(1))]);
+        // A wake-up that finds nothing due does nothing.
+        assert_eq!(call(7, &mut |w, io| arrive(w, io)), []);
+        assert_eq!(call(9, &mut |w, io| arrive(w, io)), [(13, None), (9, Some(0))]);
+        assert_eq!(call(13, &mut |w, io| arrive(w, io)), [(13, Some(4))]);
+        // Not a wire that delivers early, has a serialiser, a fault, or no delay.
+        let mut early = delay_line(None);
+        assert!(early.deliver_early());
+        assert_eq!(early.delay_line(), None);
+        let bleach = Fault {
+            kind: FaultKind::Bleach,
+            start: Dur::from_secs(10),
+        };
+        assert_eq!(delay_line(Some(bleach)).delay_line(), None);
+        let wire = |rate: Option<Rate>, delay: u64| {
+            let w: Wired<Pkt> = Wired::new(
+                rate,
+                Dur::from_millis(delay),
+                &fifo(10),
+                None,
+                RateSchedule::default(),
+                Dur::ZERO,
+                Rng::new(1),
+            );
+            w.delay_line()
+        };
+        assert_eq!(wire(Some(Rate::mbps(10)), 5), None);
+        assert_eq!(wire(None, 0), None);
+        assert_eq!(wire(None, 5), Some(Dur::from_millis(5)));
+    }
+
     fn early_offers(offers: &[(u64, u64, u64)]) -> Vec<(Time, Time, Port, Port, Pkt)> {
         offers
             .iter()

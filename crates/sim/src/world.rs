@@ -46,6 +46,15 @@ pub(crate) struct LinkRt {
     /// that no link hands packets on to early: a packet put on it goes to the next link at
     /// once, due this much later, as the model would hand it on, without calling the model.
     pub pass: Option<l4s_core::Dur>,
+    /// A wire that only delays ([`Link::delay_line`]) into its packets' destination: the
+    /// simulator keeps its line, with the model's wake-ups, without calling the model.
+    pub line: Option<Line>,
+}
+
+/// The packets on a [`Link::delay_line`] the simulator keeps, by due time at port 1.
+pub(crate) struct Line {
+    delay: l4s_core::Dur,
+    q: std::collections::VecDeque<(Time, Packet)>,
 }
 
 /// One queue of a link and its measurement.
@@ -106,6 +115,10 @@ pub struct Sim {
     pub(crate) snapshots: Option<l4s_measure::snapshot::Snapshots>,
     pub(crate) capture: Option<crate::capture::Capture>,
     pub(crate) tracker: Option<crate::timeline::Tracker>,
+    /// The order of every event processed, folded into one number (tests compare runs
+    /// event by event with it).
+    #[cfg(test)]
+    trail: u64,
 }
 
 impl Sim {
@@ -167,6 +180,7 @@ impl Sim {
                 wifi_base: None,
                 handoff: false,
                 pass: None,
+                line: None,
             });
         }
         let early = plan_handoffs(&scenario, &mut links);
@@ -217,6 +231,8 @@ impl Sim {
             snapshots: None,
             capture: None,
             tracker: None,
+            #[cfg(test)]
+            trail: 0,
         };
         // The window opens before anything else happening at the same instant, so that a
         // zero warm-up counts the very first packet.
@@ -259,6 +275,8 @@ impl Sim {
         let mut n: u32 = 0;
         while let Some((t, ev)) = self.q.pop_until(self.end) {
             self.now = t;
+            #[cfg(test)]
+            self.fold_trail(t, ev);
             n = n.wrapping_add(1);
             if (n & 0xffff == 0 || t >= next_progress)
                 && stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
@@ -293,6 +311,22 @@ impl Sim {
 
     pub fn events_processed(&self) -> u64 {
         self.q.popped
+    }
+
+    #[cfg(test)]
+    fn fold_trail(&mut self, t: Time, ev: Ev) {
+        let (kind, a, b) = match ev {
+            Ev::Link(l, timer) => (0, u64::from(l), u64::from(timer)),
+            Ev::Endpoint(f, side) => (1, u64::from(f), u64::from(side)),
+            Ev::FlowStart(f) => (2, u64::from(f), 0),
+            Ev::FlowStop(f) => (3, u64::from(f), 0),
+            Ev::WindowStart => (4, 0, 0),
+            Ev::Sample => (5, 0, 0),
+            Ev::Snapshot => (6, 0, 0),
+        };
+        for x in [t.as_nanos(), kind, a, b] {
+            self.trail = (self.trail ^ x).wrapping_mul(0x0000_0100_0000_01b3);
+        }
     }
 
     // ---- links ----
@@ -356,8 +390,43 @@ impl Sim {
             self.payloads.free(pkt.payload);
             return;
         };
+        if self.links[l].line.is_some() {
+            return self.line_enter(l, due, pkt);
+        }
         let (from, to) = self.links[l].ports;
         self.with_link(l, |model, io| model.send_at(from, to, pkt, due, io));
+    }
+
+    /// A packet that comes at `came` (now, or later when handed on early) onto link `l`'s
+    /// line ([`LinkRt::line`]): due `delay` after, behind the packets due no later, with a
+    /// wake-up if it is the first due, as the model asks for it.
+    #[inline(never)]
+    fn line_enter(&mut self, l: usize, came: Time, pkt: Packet) {
+        let now = self.now;
+        let Some(line) = self.links[l].line.as_mut() else {
+            return;
+        };
+        let due = came.max(now) + line.delay;
+        if l4s_link::insert_by_due(&mut line.q, due, pkt) == 0 {
+            self.q.push(due, Ev::Link(l as u32, l4s_link::DELAY_LINE_ARRIVE));
+        }
+    }
+
+    /// The wake-up of link `l`'s line: if its first packet is due, ask for the next one's
+    /// wake-up, then hand the first to the far node (as the model does, one per wake-up).
+    fn line_arrive(&mut self, l: usize) {
+        let now = self.now;
+        let link = &mut self.links[l];
+        let Some(line) = link.line.as_mut() else { return };
+        if line.q.front().is_none_or(|(due, _)| *due > now) {
+            return;
+        }
+        let Some((_, pkt)) = line.q.pop_front() else { return };
+        if let Some(&(next, _)) = line.q.front() {
+            self.q.push(next, Ev::Link(l as u32, l4s_link::DELAY_LINE_ARRIVE));
+        }
+        let to = link.to;
+        self.node_receive(to, pkt);
     }
 
     /// Once, before the run: let the links that take packets early leave their own steps
@@ -386,6 +455,9 @@ impl Sim {
     }
 
     fn link_timer(&mut self, l: usize, timer: Timer) {
+        if timer == l4s_link::DELAY_LINE_ARRIVE && self.links[l].line.is_some() {
+            return self.line_arrive(l);
+        }
         let at = self.now;
         self.with_link(l, |model, io| model.handle_timeout(timer, at, io));
     }
@@ -400,6 +472,9 @@ impl Sim {
         }
         if let Some(delay) = self.links[l].pass {
             return self.pass_on(l, delay, pkt);
+        }
+        if self.links[l].line.is_some() {
+            return self.line_enter(l, self.now, pkt);
         }
         let (owner, (from, to)) = (self.links[l].owner as usize, self.links[l].ports);
         self.with_link(owner, |model, io| model.send(from, to, pkt, io));
@@ -667,7 +742,33 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
             link.pass = link.model.pass_through();
         }
     }
-    (0..links.len()).filter(|&l| early[l]).collect()
+    // A wire that only delays, into the destination of every packet it carries: the
+    // simulator keeps its line (and it needs no catching up).
+    let mut last = vec![None::<bool>; links.len()];
+    for f in &scenario.flows {
+        for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
+            for a in scenario.routes.path(src, dst) {
+                let into_dst = scenario.links[a].to == dst;
+                last[a] = Some(last[a].unwrap_or(true) && into_dst);
+            }
+        }
+    }
+    for (a, link) in links.iter_mut().enumerate() {
+        if last[a] == Some(true)
+            && scenario.links[a].medium.is_none()
+            && !link.ideal
+            && !link.handoff
+            && link.port_nodes.get(1) == Some(&link.to)
+        {
+            link.line = link.model.delay_line().map(|delay| Line {
+                delay,
+                q: std::collections::VecDeque::new(),
+            });
+        }
+    }
+    (0..links.len())
+        .filter(|&l| early[l] && links[l].line.is_none())
+        .collect()
 }
 
 /// What the simulator measures of a link's queue and losses: the queue's sojourn and busy
@@ -775,13 +876,13 @@ start = "300ms"
         l4s_scenario::load_str(&text, std::path::Path::new("pass.toml")).unwrap()
     }
 
-    fn run(sc: Scenario) -> (Option<Dur>, u64, String) {
+    fn run(sc: Scenario) -> (Option<Dur>, (u64, u64), String) {
         let mut sim = Sim::new(sc, None, None).unwrap();
         let pass = sim.links[0].pass;
         sim.run(&mut |_| {});
         let s = sim.summary();
         let json = serde_json::to_string(&(&s.flows, &s.queues)).unwrap();
-        (pass, sim.events_processed(), json)
+        (pass, (sim.events_processed(), sim.trail), json)
     }
 
     #[test]
@@ -792,8 +893,117 @@ start = "300ms"
         let (called, events_called, slow) = run(net(r#"fault = { kind = "bleach", start = "0s" }"#));
         assert_eq!(pass, Some(Dur::from_millis(7)));
         assert_eq!(called, None);
+        // The same events in the same order, and the same results.
         assert_eq!(events, events_called);
-        assert!(events > 10_000, "{events} events");
+        assert!(events.0 > 10_000, "{events:?} events");
+        assert_eq!(fast, slow);
+    }
+
+    /// Senders `a1` and `a2` reach `r` over wires with a rate and different delays, which
+    /// hand their packets on early; `r` reaches `b` over a wire that only delays, into the
+    /// destination of everything it carries (`final_wire` written on it), and the senders
+    /// over wires that only delay.
+    fn merging(final_wire: &str) -> Scenario {
+        let text = format!(
+            r#"[scenario]
+name = "line"
+duration = "6s"
+warmup = "1s"
+seed = 5
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "a1"
+[[topology.nodes]]
+name = "a2"
+[[topology.nodes]]
+name = "r"
+[[topology.nodes]]
+name = "b"
+[[topology.links]]
+bidirectional = false
+from = "a1"
+to = "r"
+rate = "20Mbit"
+delay = "9ms"
+aqm = {{ kind = "dualpi2" }}
+[[topology.links]]
+bidirectional = false
+from = "a2"
+to = "r"
+rate = "30Mbit"
+delay = "2ms"
+[[topology.links]]
+bidirectional = false
+from = "r"
+to = "b"
+delay = "4ms"
+{final_wire}
+[[topology.links]]
+bidirectional = false
+from = "b"
+to = "r"
+rate = "10Mbit"
+delay = "4ms"
+[[topology.links]]
+bidirectional = false
+from = "r"
+to = "a1"
+delay = "9ms"
+[[topology.links]]
+bidirectional = false
+from = "r"
+to = "a2"
+delay = "2ms"
+[[flows]]
+name = "cubic"
+type = "tcp"
+cc = "cubic"
+from = "a1"
+to = "b"
+[[flows]]
+name = "reno"
+type = "tcp"
+cc = "reno"
+from = "a2"
+to = "b"
+start = "200ms"
+[[flows]]
+name = "reno2"
+type = "tcp"
+cc = "reno"
+from = "a2"
+to = "b"
+start = "700ms"
+"#
+        );
+        l4s_scenario::load_str(&text, std::path::Path::new("line.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_wire_into_the_destination_that_only_delays_is_kept_as_its_model_would_keep_it() {
+        let run = |sc: Scenario| {
+            let mut sim = Sim::new(sc, None, None).unwrap();
+            let lines: Vec<bool> = sim.links.iter().map(|l| l.line.is_some()).collect();
+            let early = sim.early.clone();
+            sim.run(&mut |_| {});
+            let s = sim.summary();
+            let json = serde_json::to_string(&(&s.flows, &s.queues)).unwrap();
+            (lines, early, (sim.events_processed(), sim.trail), json)
+        };
+        // The same wire, once with a fault that clears the ECN field of packets that carry
+        // none (every flow here is Not-ECT): it changes nothing, but the model must then
+        // be called.
+        let (lines, early, events, fast) = run(merging(""));
+        let (lines_called, _, events_called, slow) = run(merging(r#"fault = { kind = "bleach", start = "0s" }"#));
+        // r→b, r→a1 and r→a2; not the wires into the router.
+        assert_eq!(lines, [false, false, true, false, true, true]);
+        assert_eq!(lines_called, [false, false, false, false, true, true]);
+        // Lines need no catching up: only the wires with a rate are.
+        assert_eq!(early, [0, 1, 3]);
+        // The same events in the same order, and the same results.
+        assert_eq!(events, events_called);
+        assert!(events.0 > 10_000, "{events:?} events");
         assert_eq!(fast, slow);
     }
 }
