@@ -876,27 +876,44 @@ start = "300ms"
         l4s_scenario::load_str(&text, std::path::Path::new("pass.toml")).unwrap()
     }
 
-    fn run(sc: Scenario) -> (Option<Dur>, (u64, u64), String) {
+    /// What a run of `sc` did: how its links were planned, its events (their number and
+    /// the fold of their order) and its flows' and queues' results.
+    struct Ran {
+        pass: Vec<Option<Dur>>,
+        lines: Vec<bool>,
+        early: Vec<usize>,
+        events: (u64, u64),
+        results: String,
+    }
+
+    fn run(sc: Scenario) -> Ran {
         let mut sim = Sim::new(sc, None, None).unwrap();
-        let pass = sim.links[0].pass;
+        let pass = sim.links.iter().map(|l| l.pass).collect();
+        let lines = sim.links.iter().map(|l| l.line.is_some()).collect();
+        let early = sim.early.clone();
         sim.run(&mut |_| {});
         let s = sim.summary();
-        let json = serde_json::to_string(&(&s.flows, &s.queues)).unwrap();
-        (pass, (sim.events_processed(), sim.trail), json)
+        Ran {
+            pass,
+            lines,
+            early,
+            events: (sim.events_processed(), sim.trail),
+            results: serde_json::to_string(&(&s.flows, &s.queues)).unwrap(),
+        }
     }
 
     #[test]
     fn a_wire_that_only_delays_is_passed_through_as_its_model_would_hand_on() {
         // The same wire, once with a fault that clears the ECN field of packets that carry
         // none: it changes nothing, but the model must then be called.
-        let (pass, events, fast) = run(net(""));
-        let (called, events_called, slow) = run(net(r#"fault = { kind = "bleach", start = "0s" }"#));
-        assert_eq!(pass, Some(Dur::from_millis(7)));
-        assert_eq!(called, None);
+        let fast = run(net(""));
+        let slow = run(net(r#"fault = { kind = "bleach", start = "0s" }"#));
+        assert_eq!(fast.pass[0], Some(Dur::from_millis(7)));
+        assert_eq!(slow.pass[0], None);
         // The same events in the same order, and the same results.
-        assert_eq!(events, events_called);
-        assert!(events.0 > 10_000, "{events:?} events");
-        assert_eq!(fast, slow);
+        assert_eq!(fast.events, slow.events);
+        assert!(fast.events.0 > 10_000, "{:?} events", fast.events);
+        assert_eq!(fast.results, slow.results);
     }
 
     /// Senders `a1` and `a2` reach `r` over wires with a rate and different delays, which
@@ -982,28 +999,19 @@ start = "700ms"
 
     #[test]
     fn a_wire_into_the_destination_that_only_delays_is_kept_as_its_model_would_keep_it() {
-        let run = |sc: Scenario| {
-            let mut sim = Sim::new(sc, None, None).unwrap();
-            let lines: Vec<bool> = sim.links.iter().map(|l| l.line.is_some()).collect();
-            let early = sim.early.clone();
-            sim.run(&mut |_| {});
-            let s = sim.summary();
-            let json = serde_json::to_string(&(&s.flows, &s.queues)).unwrap();
-            (lines, early, (sim.events_processed(), sim.trail), json)
-        };
         // The same wire, once with a fault that clears the ECN field of packets that carry
         // none (every flow here is Not-ECT): it changes nothing, but the model must then
         // be called.
-        let (lines, early, events, fast) = run(merging(""));
-        let (lines_called, _, events_called, slow) = run(merging(r#"fault = { kind = "bleach", start = "0s" }"#));
+        let fast = run(merging(""));
+        let slow = run(merging(r#"fault = { kind = "bleach", start = "0s" }"#));
         // r→b, r→a1 and r→a2; not the wires into the router.
-        assert_eq!(lines, [false, false, true, false, true, true]);
-        assert_eq!(lines_called, [false, false, false, false, true, true]);
+        assert_eq!(fast.lines, [false, false, true, false, true, true]);
+        assert_eq!(slow.lines, [false, false, false, false, true, true]);
         // Lines need no catching up: only the wires with a rate are.
-        assert_eq!(early, [0, 1, 3]);
+        assert_eq!(fast.early, [0, 1, 3]);
         // The same events in the same order, and the same results.
-        assert_eq!(events, events_called);
-        assert!(events.0 > 10_000, "{events:?} events");
-        assert_eq!(fast, slow);
+        assert_eq!(fast.events, slow.events);
+        assert!(fast.events.0 > 10_000, "{:?} events", fast.events);
+        assert_eq!(fast.results, slow.results);
     }
 }
