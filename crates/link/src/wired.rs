@@ -1011,8 +1011,6 @@ mod early_tests {
         assert_eq!(with(None, 0, None, true), None);
     }
 
-    /// 1000-byte packets from port 0 to 1, as (given, due, id) in milliseconds, for
-    /// [`drive_early`].
     #[test]
     fn a_wire_that_only_delays_keeps_its_line_as_delay_line_says() {
         let ms = Time::from_millis;
@@ -1088,6 +1086,8 @@ mod early_tests {
         assert_eq!(wire(None, 5), Some(Dur::from_millis(5)));
     }
 
+    /// 1000-byte packets from port 0 to 1, as (given, due, id) in milliseconds, for
+    /// [`drive_early`].
     fn early_offers(offers: &[(u64, u64, u64)]) -> Vec<(Time, Time, Port, Port, Pkt)> {
         offers
             .iter()

@@ -712,6 +712,9 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
     let mut can: Vec<Option<bool>> = vec![None; links.len()];
     // Links that follow one another on some flow's path.
     let mut followed: Vec<(usize, usize)> = Vec::new();
+    // None: no flow crosses the link; Some(true): it is the last of every path it is on,
+    // into the destination of every packet it carries.
+    let mut last: Vec<Option<bool>> = vec![None; links.len()];
     for f in &scenario.flows {
         for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
             let mut path = scenario.routes.path(src, dst).peekable();
@@ -720,6 +723,7 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
                 let next = path.peek().copied();
                 let on = scenario.links[a].medium.is_none() && next.is_some_and(|b| early[b]);
                 can[a] = Some(can[a].unwrap_or(true) && on);
+                last[a] = Some(last[a].unwrap_or(true) && next.is_none());
                 followed.extend(next.map(|b| (a, b)));
             }
         }
@@ -744,15 +748,6 @@ fn plan_handoffs(scenario: &Scenario, links: &mut [LinkRt]) -> Vec<usize> {
     }
     // A wire that only delays, into the destination of every packet it carries: the
     // simulator keeps its line (and it needs no catching up).
-    let mut last = vec![None::<bool>; links.len()];
-    for f in &scenario.flows {
-        for (src, dst) in [(f.src, f.dst), (f.dst, f.src)] {
-            for a in scenario.routes.path(src, dst) {
-                let into_dst = scenario.links[a].to == dst;
-                last[a] = Some(last[a].unwrap_or(true) && into_dst);
-            }
-        }
-    }
     for (a, link) in links.iter_mut().enumerate() {
         if last[a] == Some(true)
             && scenario.links[a].medium.is_none()
