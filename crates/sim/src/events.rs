@@ -192,6 +192,20 @@ impl EventQueue {
         self.pending.push(at.as_nanos(), self.seq, ev);
     }
 
+    /// Take the next sequence number, as a push would, for an entry that goes into the
+    /// queue later ([`EventQueue::push_keyed`]) or that another entry stands for until then.
+    pub fn take_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Push a one-off event under the sequence number [`EventQueue::take_seq`] gave it.
+    pub fn push_keyed(&mut self, at: Time, seq: u64, ev: Ev) {
+        debug_assert!(!matches!(ev, Ev::Endpoint(..)), "endpoint timers are armed");
+        debug_assert!(seq <= self.seq, "a sequence number taken");
+        self.pending.push(at.as_nanos(), seq, ev);
+    }
+
     #[cfg(test)]
     fn deadline(&self, flow: u32, side: u8) -> Option<Time> {
         self.slots[slot(flow, side)].deadline.map(|(at, _)| Time(at))
