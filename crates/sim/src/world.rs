@@ -1017,6 +1017,16 @@ start = "300ms"
         results: String,
     }
 
+    impl Ran {
+        /// The same events in the same order (at least `events` of them), and the same
+        /// results.
+        fn same_as(&self, other: &Ran, events: u64) {
+            assert_eq!(self.events, other.events);
+            assert!(self.events.0 > events, "{:?} events", self.events);
+            assert_eq!(self.results, other.results);
+        }
+    }
+
     fn run(sc: Scenario) -> Ran {
         run_lines(sc, true)
     }
@@ -1055,10 +1065,7 @@ start = "300ms"
         let slow = run(net(r#"fault = { kind = "bleach", start = "0s" }"#));
         assert_eq!(fast.pass[0], Some(Dur::from_millis(7)));
         assert_eq!(slow.pass[0], None);
-        // The same events in the same order, and the same results.
-        assert_eq!(fast.events, slow.events);
-        assert!(fast.events.0 > 10_000, "{:?} events", fast.events);
-        assert_eq!(fast.results, slow.results);
+        fast.same_as(&slow, 10_000);
     }
 
     /// Senders `a1` and `a2` reach `r` over wires with a rate and different delays, which
@@ -1154,10 +1161,7 @@ start = "700ms"
         assert_eq!(slow.lines, [false, false, false, false, true, true]);
         // Lines need no catching up: only the wires with a rate are.
         assert_eq!(fast.early, [0, 1, 3]);
-        // The same events in the same order, and the same results.
-        assert_eq!(fast.events, slow.events);
-        assert!(fast.events.0 > 10_000, "{:?} events", fast.events);
-        assert_eq!(fast.results, slow.results);
+        fast.same_as(&slow, 10_000);
     }
 
     #[test]
@@ -1210,10 +1214,7 @@ start = "600ms"
         );
         assert_eq!(merged.merged, [true]);
         assert_eq!(apart.merged, [false]);
-        // The same events in the same order, and the same results.
-        assert_eq!(merged.events, apart.events);
-        assert!(merged.events.0 > 20_000, "{:?} events", merged.events);
-        assert_eq!(merged.results, apart.results);
+        merged.same_as(&apart, 20_000);
     }
 
     #[test]
@@ -1286,9 +1287,7 @@ start = "50ms"
             merged.groups
         );
         assert!(!merged.merged[line("sta->d1").unwrap() as usize]);
-        assert_eq!(merged.events, apart.events);
-        assert!(merged.events.0 > 10_000, "{:?} events", merged.events);
-        assert_eq!(merged.results, apart.results);
+        merged.same_as(&apart, 10_000);
     }
 
     /// An event of [`script`]: its time, the line it woke (`usize::MAX` for another
