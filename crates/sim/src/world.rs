@@ -450,8 +450,7 @@ impl Sim {
                     // in now if it is the group's first.
                     line.head_seq = self.q.take_seq();
                     if first {
-                        self.q
-                            .push_keyed(due, line.head_seq, Ev::Link(l as u32, l4s_link::DELAY_LINE_ARRIVE));
+                        self.q.push_keyed(due, line.head_seq, line_wake(l as u32));
                     }
                 }
                 return;
@@ -463,7 +462,7 @@ impl Sim {
             return;
         };
         if l4s_link::insert_by_due(&mut line.q, due, pkt) == 0 {
-            self.q.push(due, Ev::Link(l as u32, l4s_link::DELAY_LINE_ARRIVE));
+            self.q.push(due, line_wake(l as u32));
         }
     }
 
@@ -494,7 +493,7 @@ impl Sim {
             }
             if let Some(&(next, m, _)) = g.fifo.front() {
                 let seq = self.links[m as usize].line.as_ref().map_or(0, |line| line.head_seq);
-                self.q.push_keyed(next, seq, Ev::Link(m, l4s_link::DELAY_LINE_ARRIVE));
+                self.q.push_keyed(next, seq, line_wake(m));
             }
             return Some((to, pkt));
         }
@@ -503,7 +502,7 @@ impl Sim {
         }
         let (_, pkt) = line.q.pop_front()?;
         if let Some(&(next, _)) = line.q.front() {
-            self.q.push(next, Ev::Link(l as u32, l4s_link::DELAY_LINE_ARRIVE));
+            self.q.push(next, line_wake(l as u32));
         }
         Some((to, pkt))
     }
@@ -521,8 +520,7 @@ impl Sim {
             };
             if line.held > 0 {
                 if i > 0 {
-                    self.q
-                        .push_keyed(due, line.head_seq, Ev::Link(l, l4s_link::DELAY_LINE_ARRIVE));
+                    self.q.push_keyed(due, line.head_seq, line_wake(l));
                 }
                 line.held = 0;
             }
@@ -795,6 +793,12 @@ impl Sim {
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.scenario.links.iter().position(|l| l.name == name)
     }
+}
+
+/// The event that wakes link `l`'s delay line, kept by the simulator.
+#[inline]
+fn line_wake(l: u32) -> Ev {
+    Ev::Link(l, l4s_link::DELAY_LINE_ARRIVE)
 }
 
 /// Which links hand their packets on as their serialisation starts: those whose every
@@ -1164,6 +1168,12 @@ start = "700ms"
         fast.same_as(&slow, 10_000);
     }
 
+    /// The scenario in `text`, and its runs with the lines merged in groups and apart.
+    fn merged_and_apart(text: &str) -> (Scenario, Ran, Ran) {
+        let sc = || l4s_scenario::load_str(text, std::path::Path::new("lines.toml")).unwrap();
+        (sc(), run_lines(sc(), true), run_lines(sc(), false))
+    }
+
     #[test]
     fn lines_fed_by_one_link_share_one_entry_in_the_event_queue_and_change_nothing() {
         // Four flows through a dumbbell: the senders' access wires (6 ms, the receivers'
@@ -1199,11 +1209,9 @@ type = "tcp"
 cc = "reno"
 start = "600ms"
 "#;
-        let sc = || l4s_scenario::load_str(text, std::path::Path::new("lines.toml")).unwrap();
-        let merged = run_lines(sc(), true);
-        let apart = run_lines(sc(), false);
+        let (sc, merged, apart) = merged_and_apart(text);
         // One group of four lines, merged to the end.
-        let names: Vec<_> = sc().links.iter().map(|l| l.name.clone()).collect();
+        let names: Vec<_> = sc.links.iter().map(|l| l.name.clone()).collect();
         let grouped: Vec<_> = (0..names.len())
             .filter(|&l| merged.groups[l] == Some(0))
             .map(|l| &names[l])
@@ -1277,10 +1285,8 @@ from = "server"
 to = "d2"
 start = "50ms"
 "#;
-        let sc = || l4s_scenario::load_str(text, std::path::Path::new("ties.toml")).unwrap();
-        let merged = run_lines(sc(), true);
-        let apart = run_lines(sc(), false);
-        let line = |l: &str| merged.groups[sc().links.iter().position(|k| k.name == l).unwrap()];
+        let (sc, merged, apart) = merged_and_apart(text);
+        let line = |l: &str| merged.groups[sc.links.iter().position(|k| k.name == l).unwrap()];
         assert!(
             line("sta->d1").is_some() && line("sta->d1") == line("sta->d2"),
             "{:?}",
