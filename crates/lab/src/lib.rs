@@ -558,31 +558,51 @@ impl Ran {
         // Written now, for the report to read; synced to the disk on a thread of their own
         // while the report and the Parquet copies are made (three waits for the disk, 0.3 to
         // 0.9 ms each here and more on a busy disk, were on the way to the end of every run),
-        // and in any case before the directory is committed.
-        let mut unsynced = vec![dir.write_unsynced("summary.json", &json).map_err(cannot)?];
+        // with the files the run itself wrote (the time series and distributions, when they
+        // are kept, the packet records and the capture). The commit syncs whatever is not.
+        dir.write_unsynced("summary.json", &json).map_err(cannot)?;
+        let mut unsynced = vec!["summary.json", "run-info.json"];
         if let Some(t) = scenario_text {
-            unsynced.push(dir.write_unsynced("scenario.toml", t).map_err(cannot)?);
+            dir.write_unsynced("scenario.toml", t).map_err(cannot)?;
+            unsynced.push("scenario.toml");
         }
-        unsynced.push(dir.write_unsynced("run-info.json", &info).map_err(cannot)?);
-        let sync = || unsynced.iter().try_for_each(|f| f.sync_all());
+        dir.write_unsynced("run-info.json", &info).map_err(cannot)?;
+        if opts.keep_csv {
+            unsynced.extend(["snapshots-flows.csv", "snapshots-queues.csv", "distributions.csv"]);
+        }
+        unsynced.extend(["packets.parquet", "bottleneck.pcap"]);
+        let sync = || {
+            unsynced
+                .iter()
+                .filter(|f| dir.path(f).exists())
+                .try_for_each(|f| dir.sync(f))
+        };
         // The time series and distributions also as Parquet, for pandas and polars, on a
         // thread of their own while the report is built: both only read the CSVs.
         let parquet = || -> Result<(), Error> {
             for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
                 let csv = dir.path(&format!("{name}.csv"));
                 if csv.exists() {
-                    l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&format!("{name}.parquet")))
+                    let file = format!("{name}.parquet");
+                    // Synced by the conversion.
+                    l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&file))
                         .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
+                    dir.synced(&file);
                 }
             }
             Ok(())
         };
         // The report reads only the results directory, as `l4s report DIR` does later. A
         // report that cannot be built does not cost the results: they are kept and the failure
-        // is reported.
+        // is reported. It is written synced (`write_file_atomic`).
         let report = || {
-            opts.report
-                .then(|| l4s_report::write_report(dir.dir()).map_err(|e| e.to_string()))
+            opts.report.then(|| {
+                let r = l4s_report::write_report(dir.dir()).map_err(|e| e.to_string());
+                if r.is_ok() {
+                    dir.synced("report.html");
+                }
+                r
+            })
         };
         let (synced, parquet, report) = std::thread::scope(|s| {
             let f = s.spawn(sync);

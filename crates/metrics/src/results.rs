@@ -1,19 +1,25 @@
 //! Writing a results directory so that it is complete or absent, never half-written.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Marker file that identifies a directory as l4s-lab results (so that we only ever
 /// replace our own output).
 pub const MARKER: &str = "summary.json";
 
 /// Write one file so that it is complete or absent: into a temporary sibling (hidden, named
-/// after the process), then renamed into place; the temporary file is removed on failure.
+/// after the process), synced to the disk, then renamed into place (so that a crash leaves
+/// the old file or the new one whole, never a renamed file whose data had not reached the
+/// disk); the temporary file is removed on failure.
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let r = fs::write(&tmp, bytes).and_then(|_| fs::rename(&tmp, path));
+    let r = fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .and_then(|_| fs::rename(&tmp, path));
     if r.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -94,8 +100,22 @@ pub fn foreign_content(dir: &Path) -> Option<String> {
 pub struct ResultsDir {
     tmp: PathBuf,
     target: PathBuf,
+    /// The folder that holds `target`, synced after the rename.
+    parent: PathBuf,
     committed: bool,
     lock: Option<(fs::File, PathBuf)>,
+    /// Files (relative to `tmp`) known to be on the disk: [`ResultsDir::commit`] syncs the
+    /// others.
+    synced: Mutex<HashSet<PathBuf>>,
+}
+
+/// Make the file or folder at `path` reach the disk (`fsync`). A folder on a filesystem
+/// that cannot sync folders (`EINVAL`) is taken as synced: there is nothing more to ask.
+fn sync_path(path: &Path) -> io::Result<()> {
+    match fs::File::open(path)?.sync_all() {
+        Err(e) if e.raw_os_error() == Some(22) && path.is_dir() => Ok(()),
+        r => r,
+    }
 }
 
 /// Lock `path` (created if missing) for this process, or say who holds it. The file is
@@ -170,8 +190,10 @@ impl ResultsDir {
         Ok(ResultsDir {
             tmp,
             target: target.to_path_buf(),
+            parent,
             committed: false,
             lock,
+            synced: Mutex::new(HashSet::new()),
         })
     }
     /// Where the directory goes when committed.
@@ -186,25 +208,61 @@ impl ResultsDir {
     pub fn path(&self, file: &str) -> PathBuf {
         self.tmp.join(file)
     }
-    /// Write a whole file.
+    /// Write a whole file and sync it to the disk.
     pub fn write(&self, file: &str, bytes: &[u8]) -> io::Result<()> {
-        self.write_unsynced(file, bytes)?.sync_all()
+        self.write_unsynced(file, bytes)?.sync_all()?;
+        self.synced(file);
+        Ok(())
     }
     /// Write a whole file, readable at once, and return it without waiting for it to reach
-    /// the disk: the caller syncs it ([`fs::File::sync_all`]) before [`ResultsDir::commit`],
-    /// while it does other work.
+    /// the disk: [`ResultsDir::sync`] it while doing other work, or [`ResultsDir::commit`]
+    /// will.
     pub fn write_unsynced(&self, file: &str, bytes: &[u8]) -> io::Result<fs::File> {
         let mut f = fs::File::create(self.path(file))?;
         f.write_all(bytes)?;
         Ok(f)
     }
+    /// Sync `file`, written by anyone, to the disk now (on a thread of the caller's, beside
+    /// other work), so that [`ResultsDir::commit`] need not wait for it.
+    pub fn sync(&self, file: &str) -> io::Result<()> {
+        sync_path(&self.path(file))?;
+        self.synced(file);
+        Ok(())
+    }
+    /// `file` was synced to the disk by the code that wrote it (as
+    /// [`write_file_atomic`] and the Parquet writers do): [`ResultsDir::commit`] need not
+    /// sync it again.
+    pub fn synced(&self, file: &str) {
+        self.synced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(PathBuf::from(file));
+    }
     /// Move the finished directory into place, replacing an earlier l4s-lab result (checked
     /// again now: a file a user put there while the run went keeps it from being replaced).
-    pub fn commit(mut self) -> io::Result<PathBuf> {
-        self.write(
+    ///
+    /// Before the mark that completes the directory is written, every file in it reaches the
+    /// disk: those not synced yet ([`ResultsDir::sync`]), whoever wrote them. Then each
+    /// folder that names them and the mark, and after the rename the folder that holds it:
+    /// so a crash leaves the earlier results or these whole, and a run reported as written
+    /// stays written.
+    pub fn commit(self) -> io::Result<PathBuf> {
+        self.commit_syncing(&mut sync_path)
+    }
+
+    /// [`ResultsDir::commit`], with `sync` as the way a file or folder reaches the disk.
+    fn commit_syncing(mut self, sync: &mut dyn FnMut(&Path) -> io::Result<()>) -> io::Result<PathBuf> {
+        let done = std::mem::take(&mut *self.synced.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut folders = Vec::new();
+        sync_files(&self.tmp, Path::new(""), &done, &mut folders, sync)?;
+        // What counts is that the mark is there, which the sync of its folder makes last.
+        self.write_unsynced(
             OWNER_MARK,
             b"l4s-lab results: l4s may replace this directory while it holds only its own files\n",
         )?;
+        for folder in folders.iter().rev() {
+            sync(folder)?;
+        }
         if self.target.exists() {
             if let Some(why) = foreign_content(&self.target) {
                 return Err(io::Error::new(io::ErrorKind::AlreadyExists, why));
@@ -217,13 +275,39 @@ impl ResultsDir {
             }
             fs::rename(&self.target, &old)?;
             fs::rename(&self.tmp, &self.target)?;
+            self.committed = true;
+            sync(&self.parent)?;
             let _ = fs::remove_dir_all(&old);
         } else {
             fs::rename(&self.tmp, &self.target)?;
+            self.committed = true;
+            sync(&self.parent)?;
         }
-        self.committed = true;
         Ok(self.target.clone())
     }
+}
+
+/// Sync each file below `dir` (at `rel` inside the results) that is not in `done`, in the
+/// order of their names, and list `dir` and the folders below it, outermost first.
+fn sync_files(
+    dir: &Path,
+    rel: &Path,
+    done: &HashSet<PathBuf>,
+    folders: &mut Vec<PathBuf>,
+    sync: &mut dyn FnMut(&Path) -> io::Result<()>,
+) -> io::Result<()> {
+    folders.push(dir.to_path_buf());
+    let mut entries: Vec<fs::DirEntry> = fs::read_dir(dir)?.collect::<io::Result<_>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = rel.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            sync_files(&e.path(), &name, done, folders, sync)?;
+        } else if !done.contains(&name) {
+            sync(&e.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// Remove `.NAME.tmp-PID` directories (and `.NAME.tmp-PID.old`, the earlier results a
@@ -386,6 +470,78 @@ mod tests {
         fs::create_dir_all(&left).unwrap();
         drop(ResultsDir::create_with(&target, false).unwrap());
         assert!(left.exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn every_file_reaches_the_disk_before_the_mark_and_the_rename_after_it() {
+        let base = std::env::temp_dir().join(format!("l4s-results-sync-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let target = base.join("run");
+        let r = ResultsDir::create(&target).unwrap();
+        let tmp = r.dir().to_path_buf();
+        // Synced by the directory (`write`, `sync`) or by its writer (`synced`); written
+        // behind its back, as the run's time series, the report and the charts are.
+        r.write(MARKER, b"{}").unwrap();
+        fs::write(r.path("snapshots-flows.csv"), "t\n1\n").unwrap();
+        fs::write(r.path("distributions.csv"), "t\n2\n").unwrap();
+        r.sync("distributions.csv").unwrap();
+        fs::write(r.path("distributions.parquet"), "x").unwrap();
+        r.synced("distributions.parquet");
+        fs::create_dir_all(r.path("png")).unwrap();
+        fs::write(r.path("png").join("c.png"), "p").unwrap();
+        fs::write(r.path("report.html"), "<p>").unwrap();
+        let mut seen = Vec::new();
+        let out = r
+            .commit_syncing(&mut |p| {
+                // The rename comes after everything but the last sync, of its folder.
+                seen.push((p.to_path_buf(), target.exists()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(out, target);
+        let want: Vec<(PathBuf, bool)> = vec![
+            (tmp.join("png").join("c.png"), false),
+            (tmp.join("report.html"), false),
+            (tmp.join("snapshots-flows.csv"), false),
+            (tmp.join("png"), false),
+            (tmp.clone(), false),
+            (base.clone(), true),
+        ];
+        assert_eq!(seen, want);
+        for f in [
+            MARKER,
+            "report.html",
+            "snapshots-flows.csv",
+            "distributions.csv",
+            "distributions.parquet",
+            OWNER_MARK,
+        ] {
+            assert!(target.join(f).is_file(), "{f}");
+        }
+        // A sync that fails stops the commit, and nothing is moved into place.
+        let r = ResultsDir::create(&target).unwrap();
+        r.write(MARKER, b"{\"a\":2}").unwrap();
+        fs::write(r.path("snapshots-queues.csv"), "t\n").unwrap();
+        let e = r
+            .commit_syncing(&mut |p| {
+                if p.ends_with("snapshots-queues.csv") {
+                    Err(io::Error::other("disk full"))
+                } else {
+                    Ok(())
+                }
+            })
+            .unwrap_err();
+        assert_eq!(e.to_string(), "disk full");
+        assert_eq!(fs::read_to_string(target.join(MARKER)).unwrap(), "{}");
+        assert!(!target.join("snapshots-queues.csv").exists());
+        // The real commit syncs through the filesystem, folders included.
+        let r = ResultsDir::create(&target).unwrap();
+        r.write(MARKER, b"{\"a\":3}").unwrap();
+        fs::create_dir_all(r.path("png")).unwrap();
+        fs::write(r.path("png").join("c.png"), "p").unwrap();
+        r.commit().unwrap();
+        assert_eq!(fs::read_to_string(target.join(MARKER)).unwrap(), "{\"a\":3}");
         fs::remove_dir_all(&base).unwrap();
     }
 
