@@ -409,10 +409,17 @@ impl Drop for ResultsDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An empty folder of this test process's own under the system's temporary folder.
+    fn fresh(tag: &str) -> PathBuf {
+        let base = std::env::temp_dir().join(format!("l4s-results-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        base
+    }
+
     #[test]
     fn the_sweep_removes_dead_runs_leftovers_and_nothing_else() {
-        let base = std::env::temp_dir().join(format!("l4s-results-sweep-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = fresh("sweep");
         let sc = base.join("xr");
         fs::create_dir_all(&sc).unwrap();
         // A dead process's unfinished variant (pid 0 is never a user process) and its old
@@ -443,8 +450,7 @@ mod tests {
 
     #[test]
     fn two_runs_into_one_directory_do_not_mix_and_dead_runs_leftovers_go() {
-        let base = std::env::temp_dir().join(format!("l4s-results-lock-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = fresh("lock");
         let target = base.join("run");
         let first = ResultsDir::create(&target).unwrap();
         let e = ResultsDir::create(&target).err().expect("second writer refused");
@@ -475,8 +481,7 @@ mod tests {
 
     #[test]
     fn every_file_reaches_the_disk_before_the_mark_and_the_rename_after_it() {
-        let base = std::env::temp_dir().join(format!("l4s-results-sync-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = fresh("sync");
         let target = base.join("run");
         let r = ResultsDir::create(&target).unwrap();
         let tmp = r.dir().to_path_buf();
@@ -547,8 +552,7 @@ mod tests {
 
     #[test]
     fn commit_or_nothing() {
-        let base = std::env::temp_dir().join(format!("l4s-results-test-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = fresh("test");
         let target = base.join("run");
         {
             let r = ResultsDir::create(&target).unwrap();
