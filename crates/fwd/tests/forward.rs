@@ -24,30 +24,39 @@ struct RateRun {
     /// gave the forwarder, not the forwarder's doing (a sender held back by other work
     /// offers its frames late, in bursts the queue partly drops).
     starved: f64,
-    /// The share of the run's link time the pacer forfeited (woken more than `max_lag`
-    /// late with frames waiting).
+    /// The share of the time the link had frames to send (as for `err`) that it stood idle
+    /// with a frame waiting: link time the pacer forfeited, woken more than `max_lag` late.
+    /// Taken from the same frames and window as `err`, so the two add up.
     forfeited: f64,
     /// Frames handed on over 1 ms late.
     late: u64,
 }
 
-/// How long the A→B link stood idle between `from` and `to` with no frame arrived (by its
-/// kernel receive time) to send: FIFO order means the next frame it sent was the first
-/// waiting, so a gap before a frame that arrived after the link went free is starvation.
-fn starved_time(records: &[PacketRecord], from: Time, to: Time) -> Dur {
-    let mut starved = 0;
+/// How long the A→B link stood idle between `from` and `to`: with no frame arrived (by
+/// its kernel receive time) to send, and with one waiting. FIFO order means the next frame
+/// it sent was the first waiting, so a gap before a frame that arrived after the link went
+/// free is starvation up to the frame's arrival; the rest of a gap, with the frame there,
+/// is link time the pacer forfeited when the host woke it more than `max_lag` late.
+fn idle_time(records: &[PacketRecord], from: Time, to: Time) -> (Dur, Dur) {
+    let (mut starved, mut held) = (0, 0);
     let mut free: Option<Time> = None;
     for r in records
         .iter()
         .filter(|r| r.direction == 0 && r.decision != Decision::Drop)
     {
         let start = Time(r.time.as_nanos() - r.serialisation.as_nanos());
-        if let Some(free) = free.filter(|&f| f >= from && start <= to && r.arrival > f) {
-            starved += r.arrival.min(start).since(free).as_nanos();
+        if let Some(free) = free.filter(|&f| f >= from && start <= to) {
+            if r.arrival > free {
+                starved += r.arrival.min(start).since(free).as_nanos();
+            }
+            let ready = r.arrival.max(free);
+            if start > ready {
+                held += start.since(ready).as_nanos();
+            }
         }
         free = Some(r.time);
     }
-    Dur::from_nanos(starved)
+    (Dur::from_nanos(starved), Dur::from_nanos(held))
 }
 
 /// Count datagrams at B over a window after a warm-up, through a FIFO link overloaded by
@@ -99,15 +108,17 @@ fn rate_check(mbps: u64) -> RateRun {
     let (first, last) = (first.unwrap(), last.unwrap());
     let secs = (last - first).as_secs_f64();
     let at = |d: Duration| clock_start + Dur::from_nanos(d.as_nanos() as u64);
-    let starved = starved_time(&records, at(first), at(last)).as_secs_f64();
+    let (starved, held) = idle_time(&records, at(first), at(last));
+    let (starved, held) = (starved.as_secs_f64(), held.as_secs_f64());
     let got = n as f64 * 1514.0 * 8.0 / (secs - starved);
     let err = got / rate.bits_per_sec() as f64 - 1.0;
     let d = &stats.directions[0];
     eprintln!(
-        "{mbps} Mbit/s: delivered {:.3} Mbit/s ({:+.3} %) over {:.3} s with frames to send of a {secs:.3} s window, received {all}, rx {} tx {} drops {:?}",
+        "{mbps} Mbit/s: delivered {:.3} Mbit/s ({:+.3} %) over {:.3} s with frames to send of a {secs:.3} s window ({:.3} % of it forfeited), received {all}, rx {} tx {} drops {:?}",
         got / 1e6,
         err * 100.0,
         secs - starved,
+        held / (secs - starved) * 100.0,
         d.rx_packets,
         d.tx_packets,
         d.queues.iter().map(|q| q.drops).collect::<Vec<_>>()
@@ -135,7 +146,7 @@ fn rate_check(mbps: u64) -> RateRun {
     RateRun {
         err,
         starved: starved / secs,
-        forfeited: d.pacer_forfeit_ns as f64 / 1e9 / 3.5,
+        forfeited: held / (secs - starved),
         late: d.lateness.over_1ms,
     }
 }
