@@ -25,8 +25,9 @@ struct RateRun {
     /// offers its frames late, in bursts the queue partly drops).
     starved: f64,
     /// The share of the time the link had frames to send (as for `err`) that it stood idle
-    /// with a frame waiting: link time the pacer forfeited, woken more than `max_lag` late.
-    /// Taken from the same frames and window as `err`, so the two add up.
+    /// with a frame waiting, at most the link time the pacer counted as forfeited (woken
+    /// more than `max_lag` late). Taken from the same frames and window as `err`, so the
+    /// two add up.
     forfeited: f64,
     /// Frames handed on over 1 ms late.
     late: u64,
@@ -114,7 +115,7 @@ fn rate_check(mbps: u64) -> RateRun {
     let err = got / rate.bits_per_sec() as f64 - 1.0;
     let d = &stats.directions[0];
     eprintln!(
-        "{mbps} Mbit/s: delivered {:.3} Mbit/s ({:+.3} %) over {:.3} s with frames to send of a {secs:.3} s window ({:.3} % of it forfeited), received {all}, rx {} tx {} drops {:?}",
+        "{mbps} Mbit/s: delivered {:.3} Mbit/s ({:+.3} %) over {:.3} s with frames to send of a {secs:.3} s window (idle {:.3} % of it with a frame waiting), received {all}, rx {} tx {} drops {:?}",
         got / 1e6,
         err * 100.0,
         secs - starved,
@@ -146,7 +147,10 @@ fn rate_check(mbps: u64) -> RateRun {
     RateRun {
         err,
         starved: starved / secs,
-        forfeited: held / (secs - starved),
+        // No more than the pacer itself counted as forfeited: idle time with a frame
+        // waiting that it does not own to (a pacer that falls behind on its own) is not
+        // excused.
+        forfeited: held.min(d.pacer_forfeit_ns as f64 / 1e9) / (secs - starved),
         late: d.lateness.over_1ms,
     }
 }
