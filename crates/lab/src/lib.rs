@@ -40,7 +40,7 @@ pub use error::{Error, ErrorKind, Location};
 pub use l4s_measure::{Outputs, SnapshotSinks};
 
 use l4s_core::{Dur, Time};
-use l4s_metrics::results::ResultsDir;
+use l4s_metrics::results::{ResultsDir, TABLES};
 use l4s_metrics::summary::Summary;
 use l4s_scenario::Scenario;
 use std::io::Write;
@@ -488,16 +488,17 @@ pub(crate) fn simulate(
             dir.path(name),
         )?)))
     };
+    let [flows_csv, queues_csv, distributions_csv] = TABLES.map(|t| format!("{t}.csv"));
     let mut outputs = Outputs {
-        distributions: Some(open("distributions.csv").map_err(cannot)?),
+        distributions: Some(open(&distributions_csv).map_err(cannot)?),
         stop: opts.stop.clone(),
         ..Default::default()
     };
     if !opts.snapshot_interval.is_zero() {
         outputs.snapshots = Some((
             opts.snapshot_interval,
-            open("snapshots-flows.csv").map_err(cannot)?,
-            open("snapshots-queues.csv").map_err(cannot)?,
+            open(&flows_csv).map_err(cannot)?,
+            open(&queues_csv).map_err(cannot)?,
         ));
     }
     if opts.packets {
@@ -561,16 +562,16 @@ impl Ran {
         // with the files the run itself wrote (the time series and distributions, when they
         // are kept, the packet records and the capture). The commit syncs whatever is not.
         dir.write_unsynced("summary.json", &json).map_err(cannot)?;
-        let mut unsynced = vec!["summary.json", "run-info.json"];
+        let mut unsynced = vec!["summary.json".to_string(), "run-info.json".to_string()];
         if let Some(t) = scenario_text {
             dir.write_unsynced("scenario.toml", t).map_err(cannot)?;
-            unsynced.push("scenario.toml");
+            unsynced.push("scenario.toml".to_string());
         }
         dir.write_unsynced("run-info.json", &info).map_err(cannot)?;
         if opts.keep_csv {
-            unsynced.extend(["snapshots-flows.csv", "snapshots-queues.csv", "distributions.csv"]);
+            unsynced.extend(TABLES.map(|t| format!("{t}.csv")));
         }
-        unsynced.extend(["packets.parquet", "bottleneck.pcap"]);
+        unsynced.extend(["packets.parquet", "bottleneck.pcap"].map(String::from));
         let sync = || {
             unsynced
                 .iter()
@@ -580,7 +581,7 @@ impl Ran {
         // The time series and distributions also as Parquet, for pandas and polars, on a
         // thread of their own while the report is built: both only read the CSVs.
         let parquet = || -> Result<(), Error> {
-            for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+            for name in TABLES {
                 let csv = dir.path(&format!("{name}.csv"));
                 if csv.exists() {
                     let file = format!("{name}.parquet");
@@ -620,7 +621,7 @@ impl Ran {
         });
         // Without the CSVs (a campaign's lean runs) only once the report has read them.
         if !opts.keep_csv {
-            for name in ["snapshots-flows", "snapshots-queues", "distributions"] {
+            for name in TABLES {
                 let csv = dir.path(&format!("{name}.csv"));
                 if csv.exists() {
                     std::fs::remove_file(&csv).map_err(cannot)?;

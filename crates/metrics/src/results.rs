@@ -30,6 +30,10 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// but l4s's own files beside it ([`OWN_FILES`]), a directory may be replaced by a new run.
 pub const OWNER_MARK: &str = ".l4s-results";
 
+/// The tables a run writes as CSV while it runs and copies to Parquet after it (file names
+/// without the extension): the flows' and the queues' time series and the distributions.
+pub const TABLES: [&str; 3] = ["snapshots-flows", "snapshots-queues", "distributions"];
+
 /// What l4s writes in a results directory. A directory that holds anything else (a user's
 /// notes, plots, a thesis) is never replaced or deleted.
 pub const OWN_FILES: &[&str] = &[
@@ -113,7 +117,8 @@ pub struct ResultsDir {
 /// that cannot sync folders (`EINVAL`) is taken as synced: there is nothing more to ask.
 fn sync_path(path: &Path) -> io::Result<()> {
     match fs::File::open(path)?.sync_all() {
-        Err(e) if e.raw_os_error() == Some(22) && path.is_dir() => Ok(()),
+        // EINVAL: a filesystem that cannot sync folders.
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput && path.is_dir() => Ok(()),
         r => r,
     }
 }
@@ -210,17 +215,16 @@ impl ResultsDir {
     }
     /// Write a whole file and sync it to the disk.
     pub fn write(&self, file: &str, bytes: &[u8]) -> io::Result<()> {
-        self.write_unsynced(file, bytes)?.sync_all()?;
+        let mut f = fs::File::create(self.path(file))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
         self.synced(file);
         Ok(())
     }
-    /// Write a whole file, readable at once, and return it without waiting for it to reach
-    /// the disk: [`ResultsDir::sync`] it while doing other work, or [`ResultsDir::commit`]
-    /// will.
-    pub fn write_unsynced(&self, file: &str, bytes: &[u8]) -> io::Result<fs::File> {
-        let mut f = fs::File::create(self.path(file))?;
-        f.write_all(bytes)?;
-        Ok(f)
+    /// Write a whole file, readable at once, without waiting for it to reach the disk:
+    /// [`ResultsDir::sync`] it while doing other work, or [`ResultsDir::commit`] will.
+    pub fn write_unsynced(&self, file: &str, bytes: &[u8]) -> io::Result<()> {
+        fs::write(self.path(file), bytes)
     }
     /// Sync `file`, written by anyone, to the disk now (on a thread of the caller's, beside
     /// other work), so that [`ResultsDir::commit`] need not wait for it.
@@ -415,6 +419,16 @@ mod tests {
         let base = std::env::temp_dir().join(format!("l4s-results-{tag}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&base);
         base
+    }
+
+    #[test]
+    fn every_table_in_both_forms_is_ours_to_replace() {
+        for t in TABLES {
+            for ext in ["csv", "parquet"] {
+                let f = format!("{t}.{ext}");
+                assert!(OWN_FILES.contains(&f.as_str()), "{f} missing from OWN_FILES");
+            }
+        }
     }
 
     #[test]
