@@ -474,6 +474,7 @@ pub(crate) struct QueueTrack {
     pub queue: usize,
     pub id: QueueId,
     pub hist: Histogram<u64>,
+    /// The sojourns since the last status line ([`new_interval_hist`]).
     pub interval: Histogram<u64>,
     pub last_marks: u64,
     pub last_drops: u64,
@@ -485,7 +486,7 @@ impl QueueTrack {
             queue,
             id,
             hist: new_hist(),
-            interval: new_hist(),
+            interval: new_interval_hist(),
             last_marks: 0,
             last_drops: 0,
         }
@@ -557,6 +558,16 @@ impl QueueTrack {
 pub(crate) fn new_hist() -> Histogram<u64> {
     // 1 ns to 100 s, 3 significant digits.
     Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant bounds are valid")
+}
+
+/// A status line's sojourn histogram: 1 ns to 100 s as [`new_hist`], with 2 significant
+/// digits (p50 and p99 within 1 %, as the simulator's snapshot p99). Reading its quantiles
+/// and resetting it for the next interval happen inside the forwarding loop, between two
+/// packets: at 3 digits it held 28 672 counters (224 KiB), and a status line took 1 to 4 ms
+/// on this project's test machine, every 100 ms in a live run, long enough to hold back the
+/// packets due meanwhile (`LATE>1ms`). At 2 digits it holds 3 968 (31 KiB).
+pub(crate) fn new_interval_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 2).expect("constant bounds are valid")
 }
 
 pub(crate) type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
@@ -1094,6 +1105,29 @@ mod tests {
         tcp[12] = 5 << 4;
         let len = f.len();
         Frame::new(f.into_boxed_slice(), len, Time::ZERO).expect("a valid frame")
+    }
+
+    #[test]
+    fn a_status_lines_sojourns_are_within_one_percent_from_a_small_histogram() {
+        let mut t = QueueTrack::new(0, QueueId::Single);
+        // 1 to 1000 us, one each; then one of 100 s, the top of the range.
+        for us in 1..=1000u64 {
+            t.interval.record(us * 1000).unwrap();
+        }
+        t.interval.record(100_000_000_000).unwrap();
+        // What the forwarding loop reads and clears between two packets every interval.
+        assert!(
+            t.interval.distinct_values() <= 4096,
+            "{} counters",
+            t.interval.distinct_values()
+        );
+        let (p50, p99) = t.take_interval();
+        for (got, want) in [(p50, 501_000.0), (p99, 991_000.0)] {
+            let err = (got.as_nanos() as f64 - want).abs() / want;
+            assert!(err <= 0.01, "{got:?} against {want} ns: {:.2} %", err * 100.0);
+        }
+        assert!(t.interval.is_empty(), "the next interval starts empty");
+        assert_eq!(t.take_interval(), (Dur::ZERO, Dur::ZERO));
     }
 
     #[test]
