@@ -563,9 +563,9 @@ pub(crate) fn new_hist() -> Histogram<u64> {
 /// A status line's sojourn histogram: 1 ns to 100 s as [`new_hist`], with 2 significant
 /// digits (p50 and p99 within 1 %, as the simulator's snapshot p99). Reading its quantiles
 /// and resetting it for the next interval happen inside the forwarding loop, between two
-/// packets: at 3 digits it held 28 672 counters (224 KiB), and a status line took 1 to 4 ms
-/// on this project's test machine, every 100 ms in a live run, long enough to hold back the
-/// packets due meanwhile (`LATE>1ms`). At 2 digits it holds 3 968 (31 KiB).
+/// packets (every 100 ms in a live run): at 3 digits it held 28 672 counters (224 KiB), and
+/// a status line took 1 to 4 ms in a test build on this project's test machine, holding
+/// back the packets due meanwhile. At 2 digits it holds 3 968 (31 KiB).
 pub(crate) fn new_interval_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000_000, 2).expect("constant bounds are valid")
 }
