@@ -474,7 +474,7 @@ pub(crate) struct QueueTrack {
     pub queue: usize,
     pub id: QueueId,
     pub hist: Histogram<u64>,
-    /// The sojourns since the last status line ([`new_interval_hist`]).
+    /// The sojourns since the last status line ([`INTERVAL_DIGITS`]).
     pub interval: Histogram<u64>,
     pub last_marks: u64,
     pub last_drops: u64,
@@ -485,8 +485,8 @@ impl QueueTrack {
         QueueTrack {
             queue,
             id,
-            hist: new_hist(),
-            interval: new_interval_hist(),
+            hist: sojourn_hist(WHOLE_RUN_DIGITS),
+            interval: sojourn_hist(INTERVAL_DIGITS),
             last_marks: 0,
             last_drops: 0,
         }
@@ -555,20 +555,22 @@ impl QueueTrack {
     }
 }
 
-pub(crate) fn new_hist() -> Histogram<u64> {
-    // 1 ns to 100 s, 3 significant digits.
-    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant bounds are valid")
+/// A queue's sojourn histogram, 1 ns to 100 s. The whole run's ([`WHOLE_RUN_DIGITS`]) feeds
+/// the statistics at the end; a status line's ([`INTERVAL_DIGITS`]) covers one interval.
+pub(crate) fn sojourn_hist(significant_digits: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000_000, significant_digits).expect("constant bounds are valid")
 }
 
-/// A status line's sojourn histogram: 1 ns to 100 s as [`new_hist`], with 2 significant
-/// digits (p50 and p99 within 1 %, as the simulator's snapshot p99). Reading its quantiles
-/// and resetting it for the next interval happen inside the forwarding loop, between two
-/// packets (every 100 ms in a live run): at 3 digits it held 28 672 counters (224 KiB), and
-/// a status line took 1 to 4 ms in a test build on this project's test machine, holding
-/// back the packets due meanwhile. At 2 digits it holds 3 968 (31 KiB).
-pub(crate) fn new_interval_hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 100_000_000_000, 2).expect("constant bounds are valid")
-}
+/// Significant digits of a queue's whole-run sojourn histogram.
+pub(crate) const WHOLE_RUN_DIGITS: u8 = 3;
+
+/// Significant digits of a status line's sojourn histogram: p50 and p99 within 1 %, as the
+/// simulator's snapshot p99. Reading its quantiles and resetting it for the next interval
+/// happen inside the forwarding loop, between two packets (every 100 ms in a live run): at 3
+/// digits it held 28 672 counters (224 KiB), and a status line took 1 to 4 ms in a test
+/// build on this project's test machine, holding back the packets due meanwhile. At 2
+/// digits it holds 3 968 (31 KiB).
+pub(crate) const INTERVAL_DIGITS: u8 = 2;
 
 pub(crate) type Sink<'a> = Option<&'a mut dyn FnMut(&PacketRecord)>;
 
@@ -845,8 +847,9 @@ impl Direction {
         }
         let stats = if queued { self.link.queue_stats(0) } else { Vec::new() };
         let queues = self.tracks.iter_mut().map(|t| t.status(&stats)).collect();
-        let late = self.output.lateness.over_1ms() - self.last_late;
-        self.last_late = self.output.lateness.over_1ms();
+        let late_now = self.output.lateness.over_1ms();
+        let late = late_now - self.last_late;
+        self.last_late = late_now;
         DirectionStatus {
             name: self.name.clone(),
             rate: self.link.rate(0, 1),

@@ -88,14 +88,9 @@ fn router_follows_a_repeating_rate_schedule_from_the_command_line() {
         bed.r
             .spawn("fwd", move || {
                 run(&cfg, &stop, &mut |st| {
-                    let now = monotonic_now().as_nanos();
-                    let _ = origin.compare_exchange(
-                        u64::MAX,
-                        now - st.elapsed.as_nanos(),
-                        Ordering::SeqCst,
-                        Ordering::SeqCst,
-                    );
-                    earliest.fetch_min(now - st.elapsed.as_nanos(), Ordering::SeqCst);
+                    let started = monotonic_now().as_nanos() - st.elapsed.as_nanos();
+                    let _ = origin.compare_exchange(u64::MAX, started, Ordering::SeqCst, Ordering::SeqCst);
+                    earliest.fetch_min(started, Ordering::SeqCst);
                     eprintln!("{st}");
                     statuses.lock().unwrap().push(st.clone());
                 })

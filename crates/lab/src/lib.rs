@@ -40,7 +40,7 @@ pub use error::{Error, ErrorKind, Location};
 pub use l4s_measure::{Outputs, SnapshotSinks};
 
 use l4s_core::{Dur, Time};
-use l4s_metrics::results::{ResultsDir, TABLES};
+use l4s_metrics::results::{table_file, ResultsDir, TABLES};
 use l4s_metrics::summary::Summary;
 use l4s_scenario::Scenario;
 use std::io::Write;
@@ -488,7 +488,7 @@ pub(crate) fn simulate(
             dir.path(name),
         )?)))
     };
-    let [flows_csv, queues_csv, distributions_csv] = TABLES.map(|t| format!("{t}.csv"));
+    let [flows_csv, queues_csv, distributions_csv] = TABLES.map(|t| table_file(t, "csv"));
     let mut outputs = Outputs {
         distributions: Some(open(&distributions_csv).map_err(cannot)?),
         stop: opts.stop.clone(),
@@ -569,7 +569,7 @@ impl Ran {
         }
         dir.write_unsynced("run-info.json", &info).map_err(cannot)?;
         if opts.keep_csv {
-            unsynced.extend(TABLES.map(|t| format!("{t}.csv")));
+            unsynced.extend(TABLES.map(|t| table_file(t, "csv")));
         }
         unsynced.extend(["packets.parquet", "bottleneck.pcap"].map(String::from));
         let sync = || {
@@ -582,9 +582,9 @@ impl Ran {
         // thread of their own while the report is built: both only read the CSVs.
         let parquet = || -> Result<(), Error> {
             for name in TABLES {
-                let csv = dir.path(&format!("{name}.csv"));
+                let csv = dir.path(&table_file(name, "csv"));
                 if csv.exists() {
-                    let file = format!("{name}.parquet");
+                    let file = table_file(name, "parquet");
                     // Synced by the conversion.
                     l4s_metrics::parquet::csv_to_parquet(&csv, &dir.path(&file))
                         .map_err(|e| Error::output(format!("cannot write results to {}: {e}", out.display())))?;
@@ -622,7 +622,7 @@ impl Ran {
         // Without the CSVs (a campaign's lean runs) only once the report has read them.
         if !opts.keep_csv {
             for name in TABLES {
-                let csv = dir.path(&format!("{name}.csv"));
+                let csv = dir.path(&table_file(name, "csv"));
                 if csv.exists() {
                     std::fs::remove_file(&csv).map_err(cannot)?;
                 }

@@ -34,6 +34,11 @@ pub const OWNER_MARK: &str = ".l4s-results";
 /// without the extension): the flows' and the queues' time series and the distributions.
 pub const TABLES: [&str; 3] = ["snapshots-flows", "snapshots-queues", "distributions"];
 
+/// The file name of one of [`TABLES`] in one form: `ext` is `"csv"` or `"parquet"`.
+pub fn table_file(table: &str, ext: &str) -> String {
+    format!("{table}.{ext}")
+}
+
 /// What l4s writes in a results directory. A directory that holds anything else (a user's
 /// notes, plots, a thesis) is never replaced or deleted.
 pub const OWN_FILES: &[&str] = &[
@@ -425,7 +430,7 @@ mod tests {
     fn every_table_in_both_forms_is_ours_to_replace() {
         for t in TABLES {
             for ext in ["csv", "parquet"] {
-                let f = format!("{t}.{ext}");
+                let f = table_file(t, ext);
                 assert!(OWN_FILES.contains(&f.as_str()), "{f} missing from OWN_FILES");
             }
         }
