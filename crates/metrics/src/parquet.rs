@@ -559,10 +559,20 @@ fn write_columns(
         })
         .collect();
     let file = File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
-        .set_max_row_group_row_count(Some(CSV_BATCH_ROWS))
-        .build();
+        .set_max_row_group_row_count(Some(CSV_BATCH_ROWS));
+    // Number columns written plain, not dictionary-encoded: a time series' numbers rarely
+    // repeat enough to pay for a dictionary, and each column's dictionary encoder allocates
+    // its hash table up front. On `dumbbell-dualpi2`'s three tables (60 s) the copies took
+    // 9.3-9.7 ms in a fresh process with 770 page faults, and 5.1-5.4 ms with 441 without
+    // them; the three files came out 1 % smaller. Name columns keep their dictionary.
+    for (h, s) in header.iter().zip(is_str) {
+        if !*s {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(h.as_str()), false);
+        }
+    }
+    let props = props.build();
     let wr = |e: ::parquet::errors::ParquetError| format!("{}: {e}", out.display());
     let mut writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(props)).map_err(wr)?;
     let mut buffered = 0;

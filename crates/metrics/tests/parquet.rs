@@ -377,6 +377,56 @@ fn csv_round_trip_with_empty_cells() {
     fs::remove_file(&out).unwrap();
 }
 
+/// Names keep a dictionary; numbers are written without one (a time series' numbers seldom
+/// repeat enough to pay for it, and its encoder's table was most of a copy's page faults).
+#[test]
+fn csv_copies_keep_a_dictionary_for_names_only() {
+    let csv = tmp("dictionary.csv");
+    let out = tmp("dictionary.parquet");
+    let mut text = String::from("time_s,flow,throughput_bps\n");
+    for i in 0..1000 {
+        // Two names and two rates, over and over: a dictionary would fit every column.
+        text.push_str(&format!(
+            "{}.{:03},flow-{},{}\n",
+            i / 10,
+            i % 10 * 100,
+            i % 2,
+            1_000_000 * (i % 2)
+        ));
+    }
+    fs::write(&csv, text).unwrap();
+    csv_to_parquet(&csv, &out).unwrap();
+    let meta = ParquetRecordBatchReaderBuilder::try_new(File::open(&out).unwrap())
+        .unwrap()
+        .metadata()
+        .clone();
+    let rg = meta.row_group(0);
+    let dictionary = |name: &str| {
+        let c = rg
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == name)
+            .unwrap_or_else(|| panic!("no column {name}"));
+        c.dictionary_page_offset().is_some()
+    };
+    assert!(dictionary("flow"), "the name column keeps its dictionary");
+    assert!(
+        !dictionary("time_s") && !dictionary("throughput_bps"),
+        "numbers are plain"
+    );
+    let b = read_all(&out);
+    let rate = b
+        .column_by_name("throughput_bps")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap()
+        .clone();
+    assert_eq!((b.num_rows(), rate.value(998), rate.value(999)), (1000, 0.0, 1e6));
+    fs::remove_file(&csv).unwrap();
+    fs::remove_file(&out).unwrap();
+}
+
 /// A column with any non-numeric cell is text (e.g. `ecn_mode`), the others numbers.
 #[test]
 fn csv_mixed_column_becomes_text() {
