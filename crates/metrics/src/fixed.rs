@@ -4,11 +4,12 @@
 //!
 //! The standard formatter rounds the float's exact binary value to `N` decimals (ties to
 //! even), which costs it an exact multi-precision conversion for every number. For the
-//! numbers these writers print (below 2^32 once scaled by 10^N) a float multiplication
-//! gives the same digits whenever the scaled value is not within 10^-5 of a tie: its
-//! rounding error is below 2^-21, so it cannot cross the rounding boundary. The rest
-//! (near-ties, large or non-finite values) go to the standard formatter, so the text is
-//! the same byte for byte in every case.
+//! numbers these writers print (below 2^32 - 1 once scaled by 10^N) one float
+//! multiplication gives the same digits: its rounding error is below 2^-21, so it cannot
+//! cross a rounding boundary unless the scaled value is within 10^-5 of a tie, and there
+//! the error itself, which a fused multiply-add gives exactly, tells on which side the
+//! exact value lies. Large and non-finite values go to the standard formatter, so the text
+//! is the same byte for byte in every case.
 
 use std::fmt;
 
@@ -65,7 +66,7 @@ const BUF: usize = 24;
 /// Largest number of decimals the fast path takes.
 const MAX_DECIMALS: u8 = 9;
 
-const POW10: [u64; MAX_DECIMALS as usize + 1] = [
+const POW10: [u32; MAX_DECIMALS as usize + 1] = [
     1,
     10,
     100,
@@ -84,30 +85,44 @@ fn digits(v: f64, decimals: u8, buf: &mut [u8; BUF]) -> Option<usize> {
     if decimals > MAX_DECIMALS {
         return None;
     }
-    let scale = POW10[usize::from(decimals)];
     // Powers of ten up to 10^9 are exact in an f64, so this is one rounding of the exact
     // product.
-    let t = v.abs() * scale as f64;
-    // Also for NaN.
-    if t.is_nan() || t >= 4_294_967_296.0 {
+    let scale = f64::from(POW10[usize::from(decimals)]);
+    let t = v.abs() * scale;
+    // Also for NaN. Below 2^32 - 1 the rounded value fits a `u32`, whose divisions by ten
+    // the compiler turns into multiplications.
+    if t.is_nan() || t >= 4_294_967_295.0 {
         return None;
     }
-    let whole = t.floor();
+    // Truncation is the floor of a number that is not negative; exact.
+    let whole = t as u32;
     // Exact (Sterbenz: whole <= t < 2 * whole, or whole is 0).
-    let frac = t - whole;
-    if (frac - 0.5).abs() < 1e-5 {
-        return None;
-    }
-    let mut n = whole as u64 + u64::from(frac > 0.5);
-    let mut i = BUF;
-    if decimals > 0 {
-        let mut f = n % scale;
-        n /= scale;
-        for _ in 0..decimals {
-            i -= 1;
-            buf[i] = b'0' + (f % 10) as u8;
-            f /= 10;
+    let frac = t - f64::from(whole);
+    let up = if (frac - 0.5).abs() < 1e-5 {
+        // Near a tie the product's rounding can decide: its error is exactly
+        // `|v| * scale - t` (a product's error is a double, and here `t` is at least 0.49,
+        // far from underflow), so the exact scaled value is `whole + frac + err`. `frac -
+        // 0.5` is exact (Sterbenz), so the comparison with `-err` is exact too. An exact tie
+        // rounds to even, as the standard formatter does.
+        let err = v.abs().mul_add(scale, -t);
+        let above = frac - 0.5;
+        if above == -err {
+            whole % 2 == 1
+        } else {
+            above > -err
         }
+    } else {
+        frac > 0.5
+    };
+    let mut n = whole + u32::from(up);
+    let mut i = BUF;
+    // The decimals from the last, the point, then the integer part (at least one digit).
+    for _ in 0..decimals {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    if decimals > 0 {
         i -= 1;
         buf[i] = b'.';
     }
@@ -208,14 +223,20 @@ mod tests {
             // Ties and their neighbours: k + 1/2 units of the last decimal, and the floats
             // on either side of it.
             let scale = 10f64.powi(i32::from(d));
-            let tie = ((mix(&mut s) % 1_000_000) as f64 + 0.5) / scale;
-            for t in [
-                tie,
-                f64::from_bits(tie.to_bits() + 1),
-                f64::from_bits(tie.to_bits() - 1),
-            ] {
-                check(t, d);
-                check(-t, d);
+            // Small and large units (up to the fast path's limit), where the product's
+            // rounding error is largest.
+            for units in [mix(&mut s) % 1_000_000, mix(&mut s) % 4_294_967_294] {
+                let tie = (units as f64 + 0.5) / scale;
+                for t in [
+                    tie,
+                    f64::from_bits(tie.to_bits() + 1),
+                    f64::from_bits(tie.to_bits() - 1),
+                    f64::from_bits(tie.to_bits() + 2),
+                    f64::from_bits(tie.to_bits() - 2),
+                ] {
+                    check(t, d);
+                    check(-t, d);
+                }
             }
         }
     }
