@@ -285,6 +285,13 @@ impl Chart {
 
     /// Render as an `<svg>` element. `id` must be unique in the page (clip path id).
     pub fn to_svg(&self, id: &str) -> String {
+        let mut s = String::with_capacity(16 * 1024);
+        self.write_svg(id, &mut s);
+        s
+    }
+
+    /// [`Chart::to_svg`] appended to `s`: a page writes its charts straight into itself.
+    pub fn write_svg(&self, id: &str, s: &mut String) {
         let title = self.title_lines();
         let extra = 17.0 * (title.len() as f64 - 1.0);
         let legend = self.legend_layout(36.0 + extra);
@@ -293,7 +300,6 @@ impl Chart {
         // A panel below: 14 px apart, the x axis labelled under it only.
         let lower = self.below.as_ref().map(|c| (c, b + 14.0, b + 14.0 + c.plot_height));
         let height = lower.map_or(b, |l| l.2) + 48.0;
-        let mut s = String::with_capacity(16 * 1024);
         let _ = write!(
             s,
             "<svg class=\"chart\" viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" role=\"img\" aria-label=\"{}\">",
@@ -310,12 +316,11 @@ impl Chart {
             );
         }
         s.push_str(&legend.0);
-        self.panel(&mut s, id, &self.x, (t, b), lower.is_none());
+        self.panel(s, id, &self.x, (t, b), lower.is_none());
         if let Some((c, t2, b2)) = lower {
-            c.panel(&mut s, &format!("{id}-below"), &self.x, (t2, b2), true);
+            c.panel(s, &format!("{id}-below"), &self.x, (t2, b2), true);
         }
         s.push_str("</svg>");
-        s
     }
 
     /// Draw this chart's plot area between `t` and `b` px on the x axis `x`: shading,

@@ -9,6 +9,7 @@ use crate::verdict::{verdict, Verdict, SAMPLES_P999, SAMPLES_P9999};
 use crate::ReportError;
 use l4s_metrics::Percentiles;
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// The chart rules (every selector starts with `svg `): the page's CSS and the `<style>` of a
@@ -490,18 +491,20 @@ struct Charts<'a> {
     out: &'a mut String,
     n: usize,
     prefix: &'a str,
-    /// Every chart embedded so far, in page order: (title, inline svg).
-    figures: Vec<(String, String)>,
+    /// Every chart embedded so far, in page order: (title, where its inline svg is in `out`).
+    figures: Vec<(String, Range<usize>)>,
 }
 
 impl Charts<'_> {
     fn push(&mut self, c: &Chart) {
         self.n += 1;
         let id = format!("{}{}", self.prefix, self.n);
-        let svg = c.to_svg(&id);
-        self.out.push_str(&svg);
+        // Straight into the page: a chart's own string, copied in and kept beside it, held
+        // every chart twice (a report's page faults were a quarter in this).
+        let start = self.out.len();
+        c.write_svg(&id, self.out);
+        self.figures.push((c.title.clone(), start..self.out.len()));
         self.out.push('\n');
-        self.figures.push((c.title.clone(), svg));
     }
     fn missing(&mut self, text: &str) {
         let _ = write!(self.out, "<p class=\"missing\">{}</p>", esc(text));
@@ -515,11 +518,15 @@ pub fn render_results(res: &Results) -> String {
 
 /// The charts of the report of `res`, in page order: (title, inline svg exactly as embedded).
 pub(crate) fn report_figures(res: &Results) -> Vec<(String, String)> {
-    render_with_figures(res).1
+    let (page, figures) = render_with_figures(res);
+    figures
+        .into_iter()
+        .map(|(title, at)| (title, page.get(at).unwrap_or_default().to_string()))
+        .collect()
 }
 
 /// The report and the charts it embeds, so that the PNG export draws the very same charts.
-fn render_with_figures(res: &Results) -> (String, Vec<(String, String)>) {
+fn render_with_figures(res: &Results) -> (String, Vec<(String, Range<usize>)>) {
     let s = &res.summary;
     let sc = &s.scenario;
     let pal = palette_for([res]);
