@@ -449,10 +449,9 @@ struct Figures<'a> {
 impl Figures<'_> {
     fn push(&mut self, c: &Chart) {
         let id = format!("k{}", self.list.len() + 1);
-        let svg = c.to_svg(&id);
-        self.out.push_str(&svg);
-        self.out.push('\n');
-        self.list.push((c.title.clone(), svg));
+        let at = crate::charts::embed(self.out, c, &id);
+        self.list
+            .push((c.title.clone(), self.out.get(at).unwrap_or_default().to_string()));
     }
 }
 

@@ -657,6 +657,18 @@ impl Chart {
     }
 }
 
+/// Embed chart `c` in the page `out` as inline SVG with `id`, then a line break: where its
+/// SVG is in `out`, for a page that keeps its figures (the PNG export draws them again).
+/// Written straight into the page: a chart built in a string of its own, copied in and
+/// kept beside it, was held twice.
+pub(crate) fn embed(out: &mut String, c: &Chart, id: &str) -> std::ops::Range<usize> {
+    let start = out.len();
+    c.write_svg(id, out);
+    let end = out.len();
+    out.push('\n');
+    start..end
+}
+
 fn area_path(
     s: &mut String,
     lo: &[(f64, f64)],

@@ -262,10 +262,8 @@ pub fn render_compare_with(
     };
     let mut figs: Vec<(String, String)> = Vec::new();
     let mut push = |out: &mut String, c: &crate::charts::Chart| {
-        let svg = c.to_svg(&format!("k{}", figs.len() + 1));
-        out.push_str(&svg);
-        out.push('\n');
-        figs.push((c.title.clone(), svg));
+        let at = crate::charts::embed(out, c, &format!("k{}", figs.len() + 1));
+        figs.push((c.title.clone(), out.get(at).unwrap_or_default().to_string()));
     };
     for c in figures::cdf_ccdf_axes(
         "one-way delay per flow (ms)",

@@ -499,12 +499,8 @@ impl Charts<'_> {
     fn push(&mut self, c: &Chart) {
         self.n += 1;
         let id = format!("{}{}", self.prefix, self.n);
-        // Straight into the page: a chart's own string, copied in and kept beside it, held
-        // every chart twice (a report's page faults were a quarter in this).
-        let start = self.out.len();
-        c.write_svg(&id, self.out);
-        self.figures.push((c.title.clone(), start..self.out.len()));
-        self.out.push('\n');
+        let at = crate::charts::embed(self.out, c, &id);
+        self.figures.push((c.title.clone(), at));
     }
     fn missing(&mut self, text: &str) {
         let _ = write!(self.out, "<p class=\"missing\">{}</p>", esc(text));
