@@ -257,7 +257,7 @@ fn parse_series(path: &Path, text: &str, key: &str, cols: &[&str]) -> Result<Vec
         },
         |(ti, ki, idx), line, row| {
             let (ti, ki) = (*ti, *ki);
-            let name: &str = &row[ki];
+            let name = csv::field(path, line, key, &row[ki])?;
             let si = if last < out.len() && out[last].name == name {
                 last
             } else if let Some(i) = by_name.get(name) {
@@ -355,8 +355,8 @@ impl Distributions {
                     )))
                 }
             };
-            let v = csv::num(&path, *line, "value_ms", &row[vi])?;
-            let c = csv::num(&path, *line, "cdf", &row[ci])?;
+            let v = csv::num(&path, *line, "value_ms", row[vi].as_bytes())?;
+            let c = csv::num(&path, *line, "cdf", row[ci].as_bytes())?;
             if v.is_nan() || c.is_nan() {
                 return Err(bad("value_ms and cdf must both be numbers".into()));
             }
