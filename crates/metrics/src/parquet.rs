@@ -38,6 +38,7 @@
 //! every other column float64; an empty
 //! cell is null.
 
+use crate::fixed::plain_decimal;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -463,6 +464,13 @@ fn next_record(csv: &Path, rd: &mut csv::Reader<File>, rec: &mut csv::StringReco
     }
 }
 
+/// A cell as a number, as `str::parse` reads it (a plain decimal without its general
+/// algorithm: [`plain_decimal`]).
+#[inline]
+fn number(c: &str) -> Option<f64> {
+    plain_decimal(c.as_bytes()).or_else(|| c.parse().ok())
+}
+
 /// Which columns hold a non-empty cell that does not parse as a number.
 fn text_columns(csv: &Path, width: usize) -> Result<Vec<bool>, String> {
     let mut rd = csv_reader(csv)?;
@@ -472,7 +480,7 @@ fn text_columns(csv: &Path, width: usize) -> Result<Vec<bool>, String> {
     while next_record(csv, &mut rd, &mut rec)?.is_some() {
         for (t, cell) in text.iter_mut().zip(rec.iter()) {
             let c = cell.trim();
-            if !c.is_empty() && c.parse::<f64>().is_err() {
+            if !c.is_empty() && number(c).is_none() {
                 *t = true;
             }
         }
@@ -515,7 +523,7 @@ fn convert(csv: &Path, out: &Path) -> Result<(), String> {
             *n || first.is_some()
                 && rec
                     .get(i)
-                    .is_some_and(|c| !c.trim().is_empty() && c.trim().parse::<f64>().is_err())
+                    .is_some_and(|c| !c.trim().is_empty() && number(c.trim()).is_none())
         })
         .collect();
     if write_columns(csv, out, (&header, &guess), true, rd, (rec, first))? {
@@ -610,11 +618,11 @@ fn write_columns(
             match col {
                 CsvColumn::Str(b) => b.append_option((!c.is_empty()).then_some(cell)),
                 CsvColumn::Num(b) if c.is_empty() => b.append_null(),
-                CsvColumn::Num(b) => match c.parse::<f64>() {
-                    Ok(v) => b.append_value(v),
-                    Err(_) if optimistic => return Ok(false),
+                CsvColumn::Num(b) => match number(c) {
+                    Some(v) => b.append_value(v),
+                    None if optimistic => return Ok(false),
                     // The first pass made every column with a non-number a text column.
-                    Err(_) => b.append_null(),
+                    None => b.append_null(),
                 },
             }
         }
