@@ -7,19 +7,6 @@ use crate::ReportError;
 use l4s_metrics::fixed::plain_decimal;
 use std::path::Path;
 
-/// A parsed CSV file: the header and the rows with their line numbers.
-#[derive(Debug)]
-pub(crate) struct Table {
-    pub header: Vec<String>,
-    pub rows: Vec<(usize, Vec<String>)>,
-}
-
-impl Table {
-    pub fn col(&self, name: &str) -> Option<usize> {
-        self.header.iter().position(|h| h == name)
-    }
-}
-
 /// Stream the rows of `text` (the content of `path`): `header` is called once with the
 /// trimmed header names and returns what `row` needs from it; `row` is then called with that,
 /// each row's 1-based line number and its fields. Every row must have as many fields as the
@@ -78,7 +65,7 @@ pub(crate) fn scan<H>(
     let h = header(&names)?;
     while read(&mut rd, &mut rec)? {
         let n = line_of(&rec);
-        if rec.len() == 1 && field(path, n, "first", &rec[0])?.trim().is_empty() {
+        if rec.len() == 1 && field(path, n, "1", &rec[0])?.trim().is_empty() {
             continue; // blank line
         }
         if rec.len() != names.len() {
@@ -90,30 +77,6 @@ pub(crate) fn scan<H>(
         row(&h, n, &rec)?;
     }
     Ok(())
-}
-
-/// Parse a whole (small) file into a [`Table`].
-pub(crate) fn parse(path: &Path, text: &str) -> Result<Table, ReportError> {
-    let mut t = Table {
-        header: Vec::new(),
-        rows: Vec::new(),
-    };
-    let mut rows = Vec::new();
-    scan(
-        path,
-        text,
-        |h| {
-            t.header = h.to_vec();
-            Ok(())
-        },
-        |_, n, r| {
-            let cells = r.iter().map(|c| field(path, n, "any", c).map(str::to_string));
-            rows.push((n, cells.collect::<Result<_, _>>()?));
-            Ok(())
-        },
-    )?;
-    t.rows = rows;
-    Ok(t)
 }
 
 /// The text of a field of column `col` on line `line`.
@@ -176,6 +139,38 @@ pub(crate) fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A parsed CSV file: the header and the rows with their line numbers.
+    #[derive(Debug)]
+    struct Table {
+        header: Vec<String>,
+        rows: Vec<(usize, Vec<String>)>,
+    }
+
+    /// Parse a whole (small) file into a [`Table`].
+    fn parse(path: &Path, text: &str) -> Result<Table, ReportError> {
+        let mut t = Table {
+            header: Vec::new(),
+            rows: Vec::new(),
+        };
+        let mut rows = Vec::new();
+        scan(
+            path,
+            text,
+            |h| {
+                t.header = h.to_vec();
+                Ok(())
+            },
+            |_, n, r| {
+                let cells = r.iter().map(|c| field(path, n, "any", c).map(str::to_string));
+                rows.push((n, cells.collect::<Result<_, _>>()?));
+                Ok(())
+            },
+        )?;
+        t.rows = rows;
+        Ok(t)
+    }
+
     #[test]
     fn quotes_and_errors() {
         let p = Path::new("x.csv");

@@ -326,56 +326,62 @@ impl Distributions {
         let Some((path, text)) = read_optional(&dir.join("distributions.csv"))? else {
             return Ok(None);
         };
-        let t = csv::parse(&path, &text)?;
-        let need = |name: &str| {
-            t.col(name).ok_or_else(|| ReportError::Csv {
-                path: path.clone(),
-                line: 1,
-                reason: format!("header has no `{name}` column (expected kind,name,value_ms,cdf)"),
-            })
-        };
-        let (ki, ni, vi, ci) = (need("kind")?, need("name")?, need("value_ms")?, need("cdf")?);
         let mut d = Distributions::default();
-        for (line, row) in &t.rows {
-            let bad = |reason: String| ReportError::Csv {
-                path: path.clone(),
-                line: *line,
-                reason,
-            };
-            let kind = match row[ki].trim() {
-                "owd" => DistKind::Owd,
-                "rtt" => DistKind::Rtt,
-                "sojourn" => DistKind::Sojourn,
-                "frame_delay" => DistKind::FrameDelay,
-                "access_delay" => DistKind::AccessDelay,
-                other => {
-                    return Err(bad(format!(
-                        "column kind: expected owd, rtt, sojourn, frame_delay or access_delay, found {:?}",
-                        csv::truncate(other, 40)
-                    )))
+        csv::scan(
+            &path,
+            &text,
+            |h| {
+                let need = |name: &str| {
+                    h.iter().position(|x| x == name).ok_or_else(|| ReportError::Csv {
+                        path: path.clone(),
+                        line: 1,
+                        reason: format!("header has no `{name}` column (expected kind,name,value_ms,cdf)"),
+                    })
+                };
+                Ok((need("kind")?, need("name")?, need("value_ms")?, need("cdf")?))
+            },
+            |&(ki, ni, vi, ci), line, row| {
+                let bad = |reason: String| ReportError::Csv {
+                    path: path.clone(),
+                    line,
+                    reason,
+                };
+                let kind = match csv::field(&path, line, "kind", &row[ki])?.trim() {
+                    "owd" => DistKind::Owd,
+                    "rtt" => DistKind::Rtt,
+                    "sojourn" => DistKind::Sojourn,
+                    "frame_delay" => DistKind::FrameDelay,
+                    "access_delay" => DistKind::AccessDelay,
+                    other => {
+                        return Err(bad(format!(
+                            "column kind: expected owd, rtt, sojourn, frame_delay or access_delay, found {:?}",
+                            csv::truncate(other, 40)
+                        )))
+                    }
+                };
+                let v = csv::num(&path, line, "value_ms", &row[vi])?;
+                let c = csv::num(&path, line, "cdf", &row[ci])?;
+                if v.is_nan() || c.is_nan() {
+                    return Err(bad("value_ms and cdf must both be numbers".into()));
                 }
-            };
-            let v = csv::num(&path, *line, "value_ms", row[vi].as_bytes())?;
-            let c = csv::num(&path, *line, "cdf", row[ci].as_bytes())?;
-            if v.is_nan() || c.is_nan() {
-                return Err(bad("value_ms and cdf must both be numbers".into()));
-            }
-            if !(0.0..=1.0).contains(&c) {
-                return Err(bad(format!("column cdf: {c} is outside 0..1")));
-            }
-            if v < 0.0 {
-                return Err(bad(format!("column value_ms: {v} is negative")));
-            }
-            let name = &row[ni];
-            match d.items.iter_mut().find(|x| x.kind == kind && x.name == *name) {
-                Some(x) => x.points.push((v, c)),
-                None => d.items.push(Distribution {
-                    kind,
-                    name: name.clone(),
-                    points: vec![(v, c)],
-                }),
-            }
-        }
+                if !(0.0..=1.0).contains(&c) {
+                    return Err(bad(format!("column cdf: {c} is outside 0..1")));
+                }
+                if v < 0.0 {
+                    return Err(bad(format!("column value_ms: {v} is negative")));
+                }
+                let name = csv::field(&path, line, "name", &row[ni])?;
+                match d.items.iter_mut().find(|x| x.kind == kind && x.name == name) {
+                    Some(x) => x.points.push((v, c)),
+                    None => d.items.push(Distribution {
+                        kind,
+                        name: name.to_string(),
+                        points: vec![(v, c)],
+                    }),
+                }
+                Ok(())
+            },
+        )?;
         for x in &mut d.items {
             x.points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
         }
