@@ -354,6 +354,25 @@ fn bad_inputs_give_errors_that_name_the_file_and_line() {
         "{e}"
     );
 
+    // Valid JSON that is not a summary: no version, or one that is not a number.
+    for text in ["[1]", "{\"flows\":[]}", "3"] {
+        fs::write(dir.join("summary.json"), text).unwrap();
+        let e = expect_err(&dir);
+        assert!(
+            e.to_string().contains("no schema_version: not an l4s-lab summary.json"),
+            "{text}: {e}"
+        );
+    }
+    fs::write(
+        dir.join("summary.json"),
+        good.replace("\"schema_version\":1", "\"schema_version\":null"),
+    )
+    .unwrap();
+    let e = expect_err(&dir);
+    assert!(e.to_string().contains("schema_version null is not supported"), "{e}");
+    fs::write(dir.join("summary.json"), format!("{good} x")).unwrap();
+    assert!(expect_err(&dir).to_string().contains("not valid JSON"));
+
     fs::write(dir.join("summary.json"), good.replace("\"flows\":[", "\"flowz\":[")).unwrap();
     assert!(expect_err(&dir).to_string().contains("does not match schema 1"));
 
