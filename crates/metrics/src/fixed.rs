@@ -89,6 +89,18 @@ const POW10: [u32; MAX_DECIMALS as usize + 1] = [
     1_000_000_000,
 ];
 
+/// "00", "01", ... "99".
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Write `v` rounded to `decimals` at the end of `buf`; the index where the text starts,
 /// or `None` where only the exact conversion can tell the digits.
 fn digits(v: f64, decimals: u8, buf: &mut [u8; BUF]) -> Option<usize> {
@@ -136,13 +148,20 @@ fn digits(v: f64, decimals: u8, buf: &mut [u8; BUF]) -> Option<usize> {
         i -= 1;
         buf[i] = b'.';
     }
-    loop {
+    // Two digits at a time, from a table.
+    while n >= 100 {
+        let pair = 2 * (n % 100) as usize;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = 2 * n as usize;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[i] = b'0' + n as u8;
     }
     // The standard formatter keeps the sign of a negative number that rounds to zero
     // ("-0.0"), and of -0.0 itself.
