@@ -79,6 +79,16 @@ pub(crate) fn scan<H>(
     Ok(())
 }
 
+/// Where column `name` is in the header `h`, or an error on line 1 that names it, with
+/// `hint` in brackets after it.
+pub(crate) fn column(path: &Path, h: &[String], name: &str, hint: &str) -> Result<usize, ReportError> {
+    h.iter().position(|x| x == name).ok_or_else(|| ReportError::Csv {
+        path: path.to_path_buf(),
+        line: 1,
+        reason: format!("header has no `{name}` column ({hint})"),
+    })
+}
+
 /// The text of a field of column `col` on line `line`.
 pub(crate) fn field<'a>(path: &Path, line: usize, col: &str, cell: &'a [u8]) -> Result<&'a str, ReportError> {
     std::str::from_utf8(cell).map_err(|_| ReportError::Csv {

@@ -242,16 +242,8 @@ fn parse_series(path: &Path, text: &str, key: &str, cols: &[&str]) -> Result<Vec
         path,
         text,
         |h| {
-            let need = |name: &str| {
-                h.iter().position(|x| x == name).ok_or_else(|| ReportError::Csv {
-                    path: path.to_path_buf(),
-                    line: 1,
-                    reason: format!(
-                        "header has no `{name}` column (found: {})",
-                        csv::truncate(&h.join(","), 200)
-                    ),
-                })
-            };
+            let found = format!("found: {}", csv::truncate(&h.join(","), 200));
+            let need = |name: &str| csv::column(path, h, name, &found);
             let idx: Vec<Option<usize>> = cols.iter().map(|c| h.iter().position(|x| x == c)).collect();
             Ok((need("time_s")?, need(key)?, idx))
         },
@@ -331,13 +323,7 @@ impl Distributions {
             &path,
             &text,
             |h| {
-                let need = |name: &str| {
-                    h.iter().position(|x| x == name).ok_or_else(|| ReportError::Csv {
-                        path: path.clone(),
-                        line: 1,
-                        reason: format!("header has no `{name}` column (expected kind,name,value_ms,cdf)"),
-                    })
-                };
+                let need = |name: &str| csv::column(&path, h, name, "expected kind,name,value_ms,cdf");
                 Ok((need("kind")?, need("name")?, need("value_ms")?, need("cdf")?))
             },
             |&(ki, ni, vi, ci), line, row| {
