@@ -183,6 +183,30 @@ impl Ep {
         }
     }
 
+    /// [`Ep::poll`], and when there is nothing to send, [`Ep::poll_timeout`] after it
+    /// ([`Endpoint::poll_transmit_or_timeout`]).
+    #[inline]
+    pub fn poll_or_timeout(&mut self, now: Time, slab: &mut Payloads) -> Result<Out, Option<Time>> {
+        match self {
+            Ep::TcpS(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: t.header.len > 0,
+                payload: slab.insert(Payload::Tcp(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::TcpR(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: t.header.len > 0,
+                payload: slab.insert(Payload::Tcp(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            _ => match self.poll(now, slab) {
+                Some(out) => Ok(out),
+                None => Err(self.poll_timeout()),
+            },
+        }
+    }
+
     #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         each!(self, e => e.poll_timeout())

@@ -632,20 +632,17 @@ impl Sim {
         if side == 1 {
             self.collect_app_events(f);
         }
-        loop {
+        let timeout = loop {
             let Some(ep) = self.flows[f].ep[side].as_mut() else {
                 return;
             };
-            let Some(out) = ep.poll(now, &mut self.payloads) else {
-                break;
-            };
-            self.emit(f, side, out);
-        }
-        let fl = &mut self.flows[f];
-        let Some(ep) = fl.ep[side].as_ref() else {
-            return;
+            match ep.poll_or_timeout(now, &mut self.payloads) {
+                Ok(out) => self.emit(f, side, out),
+                Err(timeout) => break timeout,
+            }
         };
-        let at = ep.poll_timeout().map(|t| {
+        let fl = &self.flows[f];
+        let at = timeout.map(|t| {
             // Never schedule in the past; a timer that fires at the same instant twice
             // without progress is put 1 ns later so a stuck endpoint cannot hang the run.
             let at = t.max(now);

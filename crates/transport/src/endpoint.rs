@@ -120,6 +120,18 @@ pub trait Endpoint {
     /// When [`Endpoint::handle_timeout`] should next be called (retransmission, delayed
     /// ACK or pacing release). `None` if nothing is pending.
     fn poll_timeout(&self) -> Option<Time>;
+    /// [`Endpoint::poll_transmit`], and when it has nothing to send, the
+    /// [`Endpoint::poll_timeout`] asked right after it: a caller that drains an endpoint
+    /// and then sets its timer calls this until it returns `Err`. An endpoint may answer
+    /// from what the failed poll already found out, but must answer exactly as the two
+    /// calls would.
+    #[inline]
+    fn poll_transmit_or_timeout(&mut self, now: Time) -> Result<Transmit<Self::Header>, Option<Time>> {
+        match self.poll_transmit(now) {
+            Some(t) => Ok(t),
+            None => Err(self.poll_timeout()),
+        }
+    }
     /// Timers due at `now` fire.
     fn handle_timeout(&mut self, now: Time);
     /// The application stops offering new data (flow stop time); in-flight data may still

@@ -174,9 +174,19 @@ impl<H: Clone, S: Endpoint<Header = H>, R: Endpoint<Header = H>> Net<H, S, R> {
     fn flush(&mut self) {
         loop {
             let mut any = false;
-            while let Some(t) = self.s.poll_transmit(self.now) {
-                self.fwd.send(self.now, t);
-                any = true;
+            // The sender drained as the simulator drains it; every answer it gives instead
+            // of a packet must be the one `poll_timeout` gives then.
+            loop {
+                match self.s.poll_transmit_or_timeout(self.now) {
+                    Ok(t) => {
+                        self.fwd.send(self.now, t);
+                        any = true;
+                    }
+                    Err(timeout) => {
+                        assert_eq!(timeout, self.s.poll_timeout(), "the sender's timer at {}", self.now);
+                        break;
+                    }
+                }
             }
             while let Some(t) = self.r.poll_transmit(self.now) {
                 self.rev.send(self.now, t);

@@ -572,18 +572,126 @@ impl TcpSender {
 
     /// Linux `tcp_slow_start_after_idle_check`: new data to send, nothing in flight, and no
     /// data sent for longer than the RTO: the controller restarts its window, once per
-    /// idle period.
-    fn restart_after_idle(&mut self, now: Time) {
+    /// idle period. Whether it restarted the window now.
+    fn restart_after_idle(&mut self, now: Time) -> bool {
         if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_nxt {
-            return;
+            return false;
         }
-        let Some(last) = self.last_data_sent else { return };
+        let Some(last) = self.last_data_sent else { return false };
         let (idle, rto) = (now.since(last), self.rto());
         if idle > rto && self.restarted_after != Some(last) {
             self.restarted_after = Some(last);
             self.cc.on_idle_restart(now, idle, rto);
             self.idle_restarts += 1;
+            return true;
         }
+        false
+    }
+
+    /// The earliest of the retransmission, loss-probe and reordering timers.
+    fn recovery_timeout(&self) -> Option<Time> {
+        earliest(earliest(self.rto_at, self.tlp_at), self.reo_at)
+    }
+
+    /// [`Endpoint::poll_transmit`], and when there is nothing to send now, why: what
+    /// [`Endpoint::poll_timeout`] would then find, so that
+    /// [`Endpoint::poll_transmit_or_timeout`] need not look again.
+    #[inline(always)]
+    fn next_transmit(&mut self, now: Time) -> Result<Transmit<TcpSegment>, Wait> {
+        if self.state == SndState::SynSent {
+            if !self.syn_pending {
+                return Err(Wait::Ask);
+            }
+            self.syn_pending = false;
+            self.syn_sent += 1;
+            self.syn_ecn_flags = self.syn_sent <= self.cfg.ecn_syn_attempts;
+            let mut flags = TcpFlags::SYN;
+            if self.syn_ecn_flags {
+                match self.requested {
+                    EcnMode::Off => {}
+                    EcnMode::Classic => flags = flags | TcpFlags::ECE | TcpFlags::CWR,
+                    EcnMode::Accurate { .. } => flags = flags | TcpFlags::AE | TcpFlags::ECE | TcpFlags::CWR,
+                }
+            }
+            self.syn_at = Some(now + self.syn_rto);
+            self.sent_packets += 1;
+            self.sent_bytes += SYN_SIZE as u64;
+            return Ok(Transmit {
+                header: TcpSegment {
+                    seq: 0,
+                    flags,
+                    ts_val: ts_encode(now),
+                    wnd: u32::MAX,
+                    ..TcpSegment::default()
+                },
+                size: SYN_SIZE,
+                ecn: Ecn::NotEct,
+            });
+        }
+        if self.ack_pending {
+            self.ack_pending = false;
+            let mut flags = TcpFlags::ACK;
+            if self.is_accecn() {
+                // RFC 9768 §3.2.2.1: the ACK of the SYN-ACK feeds back its IP-ECN field.
+                flags = flags.with_ace(handshake_ace(self.synack_ecn));
+            }
+            self.sent_packets += 1;
+            self.sent_bytes += ACK_SIZE as u64;
+            let ecn = self.ack_ecn();
+            self.val.on_send(ecn, 0);
+            return Ok(Transmit {
+                header: TcpSegment {
+                    seq: self.snd_nxt,
+                    ack: 1,
+                    flags,
+                    ts_val: ts_encode(now),
+                    ts_ecr: self.ts_recent,
+                    wnd: u32::MAX,
+                    ..TcpSegment::default()
+                },
+                size: ACK_SIZE,
+                ecn,
+            });
+        }
+        if self.tlp_pending {
+            self.tlp_pending = false;
+            if let Some(t) = self.send_probe(now) {
+                return Ok(t);
+            }
+        }
+        let lost = self.next_lost();
+        let len = match lost {
+            Some(abs) => self.segs[self.idx(abs)].len,
+            None => self.new_data_len(),
+        };
+        // Without a lost segment, `lost_pending` is 0 now (`next_lost`), so that
+        // `poll_timeout` asks `new_data_len`, which gives `len` again unless the window
+        // was restarted; with one it asks about a whole MSS.
+        let known = lost.is_none();
+        if len == 0 {
+            return Err(if known { Wait::Recovery } else { Wait::Ask });
+        }
+        // New data only (`&&` leaves the call out for a retransmission): the window
+        // restarts after an idle period.
+        let known = known && !self.restart_after_idle(now);
+        if !self.cwnd_allows(len) {
+            self.cwnd_validate(true);
+            self.burst_left = 0;
+            return Err(if known { Wait::Recovery } else { Wait::Ask });
+        }
+        if self.pacing_rate().is_some() && self.pace_next > now && !self.in_burst(now) {
+            if self.cfg.paced_is_cwnd_limited {
+                self.cwnd_validate(true);
+            }
+            return Err(if known { Wait::Pacing } else { Wait::Ask });
+        }
+        let t = match lost {
+            Some(abs) => self.retransmit(now, abs),
+            None => self.send_new(now, len),
+        };
+        self.cwnd_validate(self.bif + self.mss_now() as u64 > self.cc.cwnd());
+        self.arm_tlp(now);
+        Ok(t)
     }
 
     fn finished(&self) -> bool {
@@ -592,6 +700,28 @@ impl TcpSender {
             && self.snd_una >= self.app_limit
             && (!self.persistent || self.closed)
     }
+}
+
+/// The earlier of two optional deadlines.
+#[inline]
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// Why [`TcpSender::next_transmit`] has nothing to send now, as far as it tells what
+/// [`Endpoint::poll_timeout`] would answer next.
+enum Wait {
+    /// It does not tell: ask.
+    Ask,
+    /// The earliest recovery timer ([`TcpSender::recovery_timeout`]): no new data, or the
+    /// window is full.
+    Recovery,
+    /// That, or the pacing release if sooner: the window allows the next segment.
+    Pacing,
 }
 
 impl Endpoint for TcpSender {
@@ -616,111 +746,26 @@ impl Endpoint for TcpSender {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit<TcpSegment>> {
-        if self.state == SndState::SynSent {
-            if !self.syn_pending {
-                return None;
-            }
-            self.syn_pending = false;
-            self.syn_sent += 1;
-            self.syn_ecn_flags = self.syn_sent <= self.cfg.ecn_syn_attempts;
-            let mut flags = TcpFlags::SYN;
-            if self.syn_ecn_flags {
-                match self.requested {
-                    EcnMode::Off => {}
-                    EcnMode::Classic => flags = flags | TcpFlags::ECE | TcpFlags::CWR,
-                    EcnMode::Accurate { .. } => flags = flags | TcpFlags::AE | TcpFlags::ECE | TcpFlags::CWR,
-                }
-            }
-            self.syn_at = Some(now + self.syn_rto);
-            self.sent_packets += 1;
-            self.sent_bytes += SYN_SIZE as u64;
-            return Some(Transmit {
-                header: TcpSegment {
-                    seq: 0,
-                    flags,
-                    ts_val: ts_encode(now),
-                    wnd: u32::MAX,
-                    ..TcpSegment::default()
-                },
-                size: SYN_SIZE,
-                ecn: Ecn::NotEct,
-            });
-        }
-        if self.ack_pending {
-            self.ack_pending = false;
-            let mut flags = TcpFlags::ACK;
-            if self.is_accecn() {
-                // RFC 9768 §3.2.2.1: the ACK of the SYN-ACK feeds back its IP-ECN field.
-                flags = flags.with_ace(handshake_ace(self.synack_ecn));
-            }
-            self.sent_packets += 1;
-            self.sent_bytes += ACK_SIZE as u64;
-            let ecn = self.ack_ecn();
-            self.val.on_send(ecn, 0);
-            return Some(Transmit {
-                header: TcpSegment {
-                    seq: self.snd_nxt,
-                    ack: 1,
-                    flags,
-                    ts_val: ts_encode(now),
-                    ts_ecr: self.ts_recent,
-                    wnd: u32::MAX,
-                    ..TcpSegment::default()
-                },
-                size: ACK_SIZE,
-                ecn,
-            });
-        }
-        if self.tlp_pending {
-            self.tlp_pending = false;
-            if let Some(t) = self.send_probe(now) {
-                return Some(t);
-            }
-        }
-        let lost = self.next_lost();
-        let len = match lost {
-            Some(abs) => self.segs[self.idx(abs)].len,
-            None => self.new_data_len(),
-        };
-        if len == 0 {
-            return None;
-        }
-        if lost.is_none() {
-            self.restart_after_idle(now);
-        }
-        if !self.cwnd_allows(len) {
-            self.cwnd_validate(true);
-            self.burst_left = 0;
-            return None;
-        }
-        if self.pacing_rate().is_some() && self.pace_next > now && !self.in_burst(now) {
-            if self.cfg.paced_is_cwnd_limited {
-                self.cwnd_validate(true);
-            }
-            return None;
-        }
-        let t = match lost {
-            Some(abs) => self.retransmit(now, abs),
-            None => self.send_new(now, len),
-        };
-        self.cwnd_validate(self.bif + self.mss_now() as u64 > self.cc.cwnd());
-        self.arm_tlp(now);
-        Some(t)
+        self.next_transmit(now).ok()
+    }
+
+    fn poll_transmit_or_timeout(&mut self, now: Time) -> Result<Transmit<TcpSegment>, Option<Time>> {
+        self.next_transmit(now).map_err(|wait| {
+            let timeout = match wait {
+                Wait::Ask => return self.poll_timeout(),
+                Wait::Recovery => self.recovery_timeout(),
+                Wait::Pacing => earliest(self.recovery_timeout(), Some(self.pace_next)),
+            };
+            debug_assert_eq!(timeout, self.poll_timeout(), "the timer known from the poll");
+            timeout
+        })
     }
 
     fn poll_timeout(&self) -> Option<Time> {
         if self.state == SndState::SynSent {
             return self.syn_at;
         }
-        let mut t: Option<Time> = None;
-        let mut take = |x: Option<Time>| {
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |y| y.min(x)));
-            }
-        };
-        take(self.rto_at);
-        take(self.tlp_at);
-        take(self.reo_at);
+        let t = self.recovery_timeout();
         if self.pacing_rate().is_some() {
             let len = if self.lost_pending > 0 {
                 self.mss_now()
@@ -728,7 +773,7 @@ impl Endpoint for TcpSender {
                 self.new_data_len()
             };
             if len > 0 && self.cwnd_allows(len) {
-                take(Some(self.pace_next));
+                return earliest(t, Some(self.pace_next));
             }
         }
         t
