@@ -588,19 +588,31 @@ impl TcpSender {
         false
     }
 
+    /// What [`Endpoint::poll_timeout`] answers after a poll that had nothing to send for
+    /// the reason `wait`.
+    #[inline]
+    fn timeout_after(&self, wait: Wait) -> Option<Time> {
+        let timeout = match wait {
+            Wait::Ask => return self.poll_timeout(),
+            Wait::Recovery => self.recovery_timeout(),
+            Wait::Pacing => earliest(self.recovery_timeout(), Some(self.pace_next)),
+        };
+        debug_assert_eq!(timeout, self.poll_timeout(), "the timer known from the poll");
+        timeout
+    }
+
     /// The earliest of the retransmission, loss-probe and reordering timers.
     fn recovery_timeout(&self) -> Option<Time> {
         earliest(earliest(self.rto_at, self.tlp_at), self.reo_at)
     }
 
-    /// [`Endpoint::poll_transmit`], and when there is nothing to send now, why: what
-    /// [`Endpoint::poll_timeout`] would then find, so that
-    /// [`Endpoint::poll_transmit_or_timeout`] need not look again.
+    /// [`Endpoint::poll_transmit_or_timeout`]: when there is nothing to send now, the timer
+    /// from what the poll found out ([`TcpSender::timeout_after`]).
     #[inline(always)]
-    fn next_transmit(&mut self, now: Time) -> Result<Transmit<TcpSegment>, Wait> {
+    fn next_transmit(&mut self, now: Time) -> Result<Transmit<TcpSegment>, Option<Time>> {
         if self.state == SndState::SynSent {
             if !self.syn_pending {
-                return Err(Wait::Ask);
+                return Err(self.timeout_after(Wait::Ask));
             }
             self.syn_pending = false;
             self.syn_sent += 1;
@@ -669,7 +681,7 @@ impl TcpSender {
         // was restarted; with one it asks about a whole MSS.
         let known = lost.is_none();
         if len == 0 {
-            return Err(if known { Wait::Recovery } else { Wait::Ask });
+            return Err(self.timeout_after(if known { Wait::Recovery } else { Wait::Ask }));
         }
         // New data only (`&&` leaves the call out for a retransmission): the window
         // restarts after an idle period.
@@ -677,13 +689,13 @@ impl TcpSender {
         if !self.cwnd_allows(len) {
             self.cwnd_validate(true);
             self.burst_left = 0;
-            return Err(if known { Wait::Recovery } else { Wait::Ask });
+            return Err(self.timeout_after(if known { Wait::Recovery } else { Wait::Ask }));
         }
         if self.pacing_rate().is_some() && self.pace_next > now && !self.in_burst(now) {
             if self.cfg.paced_is_cwnd_limited {
                 self.cwnd_validate(true);
             }
-            return Err(if known { Wait::Pacing } else { Wait::Ask });
+            return Err(self.timeout_after(if known { Wait::Pacing } else { Wait::Ask }));
         }
         let t = match lost {
             Some(abs) => self.retransmit(now, abs),
@@ -712,8 +724,8 @@ fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
     }
 }
 
-/// Why [`TcpSender::next_transmit`] has nothing to send now, as far as it tells what
-/// [`Endpoint::poll_timeout`] would answer next.
+/// Why [`TcpSender::next_transmit`] has nothing to send now, as far as that tells what
+/// [`Endpoint::poll_timeout`] answers next.
 enum Wait {
     /// It does not tell: ask.
     Ask,
@@ -750,15 +762,7 @@ impl Endpoint for TcpSender {
     }
 
     fn poll_transmit_or_timeout(&mut self, now: Time) -> Result<Transmit<TcpSegment>, Option<Time>> {
-        self.next_transmit(now).map_err(|wait| {
-            let timeout = match wait {
-                Wait::Ask => return self.poll_timeout(),
-                Wait::Recovery => self.recovery_timeout(),
-                Wait::Pacing => earliest(self.recovery_timeout(), Some(self.pace_next)),
-            };
-            debug_assert_eq!(timeout, self.poll_timeout(), "the timer known from the poll");
-            timeout
-        })
+        self.next_transmit(now)
     }
 
     fn poll_timeout(&self) -> Option<Time> {
