@@ -117,73 +117,7 @@ impl Ep {
         }
     }
 
-    #[inline]
-    pub fn poll(&mut self, now: Time, slab: &mut Payloads) -> Option<Out> {
-        match self {
-            Ep::TcpS(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: t.header.len > 0,
-                payload: slab.insert(Payload::Tcp(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::TcpR(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: t.header.len > 0,
-                payload: slab.insert(Payload::Tcp(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::UdpS(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: true,
-                payload: slab.insert(Payload::UdpPrague(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::UdpR(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: false,
-                payload: slab.insert(Payload::UdpPrague(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::ProbeS(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: true,
-                payload: slab.insert(Payload::Probe(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::ProbeR(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: false,
-                payload: slab.insert(Payload::Probe(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::MediaS(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: matches!(t.header, MediaHeader::Data(_)),
-                payload: slab.insert(Payload::Media(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::MediaR(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: false,
-                payload: slab.insert(Payload::Media(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::AppS(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: t.header.is_data(),
-                payload: slab.insert(Payload::App(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-            Ep::AppR(e) => e.poll_transmit(now).map(|t| Out {
-                is_data: false,
-                payload: slab.insert(Payload::App(t.header)),
-                size: t.size,
-                ecn: t.ecn,
-            }),
-        }
-    }
-
-    /// [`Ep::poll`], and when there is nothing to send, [`Ep::poll_timeout`] after it
+    /// The next packet to send now, or when there is none, when to be called next
     /// ([`Endpoint::poll_transmit_or_timeout`]).
     #[inline]
     pub fn poll_or_timeout(&mut self, now: Time, slab: &mut Payloads) -> Result<Out, Option<Time>> {
@@ -200,10 +134,54 @@ impl Ep {
                 size: t.size,
                 ecn: t.ecn,
             }),
-            _ => match self.poll(now, slab) {
-                Some(out) => Ok(out),
-                None => Err(self.poll_timeout()),
-            },
+            Ep::UdpS(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: true,
+                payload: slab.insert(Payload::UdpPrague(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::UdpR(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: false,
+                payload: slab.insert(Payload::UdpPrague(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::ProbeS(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: true,
+                payload: slab.insert(Payload::Probe(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::ProbeR(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: false,
+                payload: slab.insert(Payload::Probe(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::MediaS(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: matches!(t.header, MediaHeader::Data(_)),
+                payload: slab.insert(Payload::Media(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::MediaR(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: false,
+                payload: slab.insert(Payload::Media(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::AppS(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: t.header.is_data(),
+                payload: slab.insert(Payload::App(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
+            Ep::AppR(e) => e.poll_transmit_or_timeout(now).map(|t| Out {
+                is_data: false,
+                payload: slab.insert(Payload::App(t.header)),
+                size: t.size,
+                ecn: t.ecn,
+            }),
         }
     }
 

@@ -606,13 +606,14 @@ impl TcpSender {
         earliest(earliest(self.rto_at, self.tlp_at), self.reo_at)
     }
 
-    /// [`Endpoint::poll_transmit_or_timeout`]: when there is nothing to send now, the timer
-    /// from what the poll found out ([`TcpSender::timeout_after`]).
+    /// [`Endpoint::poll_transmit`] or [`Endpoint::poll_transmit_or_timeout`], as `A`
+    /// answers: the latter with the timer from what the poll found out when there is
+    /// nothing to send now ([`TcpSender::timeout_after`]).
     #[inline(always)]
-    fn next_transmit(&mut self, now: Time) -> Result<Transmit<TcpSegment>, Option<Time>> {
+    fn next_transmit<A: Answer>(&mut self, now: Time) -> A {
         if self.state == SndState::SynSent {
             if !self.syn_pending {
-                return Err(self.timeout_after(Wait::Ask));
+                return A::wait(self, Wait::Ask);
             }
             self.syn_pending = false;
             self.syn_sent += 1;
@@ -628,7 +629,7 @@ impl TcpSender {
             self.syn_at = Some(now + self.syn_rto);
             self.sent_packets += 1;
             self.sent_bytes += SYN_SIZE as u64;
-            return Ok(Transmit {
+            return A::send(Transmit {
                 header: TcpSegment {
                     seq: 0,
                     flags,
@@ -651,7 +652,7 @@ impl TcpSender {
             self.sent_bytes += ACK_SIZE as u64;
             let ecn = self.ack_ecn();
             self.val.on_send(ecn, 0);
-            return Ok(Transmit {
+            return A::send(Transmit {
                 header: TcpSegment {
                     seq: self.snd_nxt,
                     ack: 1,
@@ -668,7 +669,7 @@ impl TcpSender {
         if self.tlp_pending {
             self.tlp_pending = false;
             if let Some(t) = self.send_probe(now) {
-                return Ok(t);
+                return A::send(t);
             }
         }
         let lost = self.next_lost();
@@ -681,7 +682,7 @@ impl TcpSender {
         // was restarted; with one it asks about a whole MSS.
         let known = lost.is_none();
         if len == 0 {
-            return Err(self.timeout_after(if known { Wait::Recovery } else { Wait::Ask }));
+            return A::wait(self, if known { Wait::Recovery } else { Wait::Ask });
         }
         // New data only (`&&` leaves the call out for a retransmission): the window
         // restarts after an idle period.
@@ -689,13 +690,13 @@ impl TcpSender {
         if !self.cwnd_allows(len) {
             self.cwnd_validate(true);
             self.burst_left = 0;
-            return Err(self.timeout_after(if known { Wait::Recovery } else { Wait::Ask }));
+            return A::wait(self, if known { Wait::Recovery } else { Wait::Ask });
         }
         if self.pacing_rate().is_some() && self.pace_next > now && !self.in_burst(now) {
             if self.cfg.paced_is_cwnd_limited {
                 self.cwnd_validate(true);
             }
-            return Err(self.timeout_after(if known { Wait::Pacing } else { Wait::Ask }));
+            return A::wait(self, if known { Wait::Pacing } else { Wait::Ask });
         }
         let t = match lost {
             Some(abs) => self.retransmit(now, abs),
@@ -703,7 +704,7 @@ impl TcpSender {
         };
         self.cwnd_validate(self.bif + self.mss_now() as u64 > self.cc.cwnd());
         self.arm_tlp(now);
-        Ok(t)
+        A::send(t)
     }
 
     fn finished(&self) -> bool {
@@ -721,6 +722,35 @@ fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, None) => a,
         (None, b) => b,
+    }
+}
+
+/// What [`TcpSender::next_transmit`] answers: [`Endpoint::poll_transmit`]'s or
+/// [`Endpoint::poll_transmit_or_timeout`]'s type, each built where it is returned.
+trait Answer {
+    fn send(t: Transmit<TcpSegment>) -> Self;
+    fn wait(sender: &TcpSender, why: Wait) -> Self;
+}
+
+impl Answer for Option<Transmit<TcpSegment>> {
+    #[inline(always)]
+    fn send(t: Transmit<TcpSegment>) -> Self {
+        Some(t)
+    }
+    #[inline(always)]
+    fn wait(_: &TcpSender, _: Wait) -> Self {
+        None
+    }
+}
+
+impl Answer for Result<Transmit<TcpSegment>, Option<Time>> {
+    #[inline(always)]
+    fn send(t: Transmit<TcpSegment>) -> Self {
+        Ok(t)
+    }
+    #[inline(always)]
+    fn wait(sender: &TcpSender, why: Wait) -> Self {
+        Err(sender.timeout_after(why))
     }
 }
 
@@ -758,7 +788,7 @@ impl Endpoint for TcpSender {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit<TcpSegment>> {
-        self.next_transmit(now).ok()
+        self.next_transmit(now)
     }
 
     fn poll_transmit_or_timeout(&mut self, now: Time) -> Result<Transmit<TcpSegment>, Option<Time>> {
