@@ -327,6 +327,12 @@ fn expect_err(dir: &Path) -> ReportError {
     }
 }
 
+/// Write `text` as the folder's `summary.json` and return the error the report gives.
+fn summary_err(dir: &Path, text: &str) -> String {
+    fs::write(dir.join("summary.json"), text).unwrap();
+    expect_err(dir).to_string()
+}
+
 #[test]
 fn bad_inputs_give_errors_that_name_the_file_and_line() {
     let dir = tmpdir("bad");
@@ -342,39 +348,27 @@ fn bad_inputs_give_errors_that_name_the_file_and_line() {
         "{e}"
     );
 
-    fs::write(
-        dir.join("summary.json"),
-        good.replace("\"schema_version\":1", "\"schema_version\":2"),
-    )
-    .unwrap();
-    let e = expect_err(&dir);
+    let version = |v: &str| good.replace("\"schema_version\":1", &format!("\"schema_version\":{v}"));
+    let e = summary_err(&dir, &version("2"));
     assert!(
-        e.to_string()
-            .contains("schema_version 2 is not supported (this build reads 1)"),
+        e.contains("schema_version 2 is not supported (this build reads 1)"),
         "{e}"
     );
 
     // Valid JSON that is not a summary: no version, or one that is not a number.
     for text in ["[1]", "{\"flows\":[]}", "3"] {
-        fs::write(dir.join("summary.json"), text).unwrap();
-        let e = expect_err(&dir);
+        let e = summary_err(&dir, text);
         assert!(
-            e.to_string().contains("no schema_version: not an l4s-lab summary.json"),
+            e.contains("no schema_version: not an l4s-lab summary.json"),
             "{text}: {e}"
         );
     }
-    fs::write(
-        dir.join("summary.json"),
-        good.replace("\"schema_version\":1", "\"schema_version\":null"),
-    )
-    .unwrap();
-    let e = expect_err(&dir);
-    assert!(e.to_string().contains("schema_version null is not supported"), "{e}");
-    fs::write(dir.join("summary.json"), format!("{good} x")).unwrap();
-    assert!(expect_err(&dir).to_string().contains("not valid JSON"));
-
-    fs::write(dir.join("summary.json"), good.replace("\"flows\":[", "\"flowz\":[")).unwrap();
-    assert!(expect_err(&dir).to_string().contains("does not match schema 1"));
+    let e = summary_err(&dir, &version("null"));
+    assert!(e.contains("schema_version null is not supported"), "{e}");
+    let e = summary_err(&dir, &format!("{good} x"));
+    assert!(e.contains("not valid JSON"), "{e}");
+    let e = summary_err(&dir, &good.replace("\"flows\":[", "\"flowz\":["));
+    assert!(e.contains("does not match schema 1"), "{e}");
 
     fs::write(dir.join("summary.json"), &good).unwrap();
     let cases: [(&str, &str, usize, &str); 8] = [
