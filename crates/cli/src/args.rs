@@ -213,13 +213,10 @@ fn parse_interval_arg(s: &str) -> Result<Dur, String> {
         "0" | "off" | "none" => Ok(Dur::ZERO),
         other => {
             let d = parse_dur(other)?;
-            if d < l4s_lab::MIN_SNAPSHOT_INTERVAL {
-                return Err(format!(
-                    "{other:?}: the time series is written at most every {} (its rows have millisecond times); 0 turns it off",
-                    l4s_lab::MIN_SNAPSHOT_INTERVAL
-                ));
+            match l4s_lab::snapshot_interval_error(d) {
+                Some(why) => Err(format!("{why}; 0 turns it off")),
+                None => Ok(d),
             }
-            Ok(d)
         }
     }
 }

@@ -125,6 +125,11 @@ fn run(a: &RunArgs) -> ExitCode {
             "--out names one results directory: with several scenario files, leave it out (each goes to results/<its name>)",
         ));
     }
+    if a.scenarios.len() > 1 && a.json {
+        return fail(&l4s_lab::Error::input(
+            "--json prints one JSON document for one scenario file: with several, run each with --json on its own (or read each results/<name>/summary.json)",
+        ));
+    }
     // The simulator: the first SIGINT/SIGTERM stops the run at the time reached, whose
     // results are written marked incomplete (exit 130); a second one exits at once. The
     // live testbed installs its own handler in run_one.
@@ -136,6 +141,24 @@ fn run(a: &RunArgs) -> ExitCode {
             Err(e) => return fail(&e),
         }
     };
+    // Every file is checked before the first runs: a mistake in the last must not wait
+    // for the runs before it.
+    if a.scenarios.len() > 1 {
+        let opts = run_options(a, None);
+        let check: Box<dyn Backend> = if a.backend == BackendArg::Live {
+            Box::new(Live {
+                ipv6: a.ipv6,
+                ..Live::default()
+            })
+        } else {
+            Box::new(Simulator)
+        };
+        for f in &a.scenarios {
+            if let Err(e) = l4s_lab::check_file(f, &*check, &opts) {
+                return fail(&e);
+            }
+        }
+    }
     for f in &a.scenarios {
         let code = run_one(a, f, stop.clone());
         if code != ExitCode::SUCCESS {
@@ -143,6 +166,24 @@ fn run(a: &RunArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The runner's options from `l4s run`'s arguments.
+fn run_options(a: &RunArgs, stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> RunOptions {
+    RunOptions {
+        seed: a.seed,
+        duration: a.duration,
+        snapshot_interval: a.snapshot_interval,
+        pcap: a.pcap,
+        pcap_ipv6: a.ipv6,
+        packets: a.packets,
+        png: a.png,
+        out: a.out.clone(),
+        variants: a.variants.clone(),
+        set: args::sets(&a.set, a.warmup),
+        stop,
+        ..RunOptions::default()
+    }
 }
 
 fn run_one(
@@ -159,20 +200,7 @@ fn run_one(
     // results are written marked incomplete (exit 130); a second one exits at once (the
     // results directory is written beside its place, so nothing half-written is left
     // there). The live testbed installs its own handler below.
-    let opts = RunOptions {
-        seed: a.seed,
-        duration: a.duration,
-        snapshot_interval: a.snapshot_interval,
-        pcap: a.pcap,
-        pcap_ipv6: a.ipv6,
-        packets: a.packets,
-        png: a.png,
-        out: a.out.clone(),
-        variants: a.variants.clone(),
-        set: args::sets(&a.set, a.warmup),
-        stop,
-        ..RunOptions::default()
-    };
+    let opts = run_options(a, stop);
     let mut backend: Box<dyn Backend> = if live {
         let run_id = match a.run_id.as_deref().map(l4s_fwd::netns::RunId::parse) {
             None => None,

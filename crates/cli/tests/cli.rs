@@ -1395,6 +1395,28 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("several scenario files"));
+    // A mistake in the last file stops the command before the first runs.
+    let later = d.join("later");
+    std::fs::create_dir_all(&later).unwrap();
+    std::fs::write(later.join("a.toml"), GOOD).unwrap();
+    std::fs::write(later.join("c.toml"), "[scenario\n").unwrap();
+    let o = l4s()
+        .current_dir(&later)
+        .args(["run", "-q", "a.toml", "c.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("c.toml:1: not valid TOML"));
+    assert!(!later.join("results").exists());
+    // --json is one document: for one file.
+    let o = l4s()
+        .current_dir(&d)
+        .args(["run", "--json", "a.toml", "b.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--json prints one JSON document for one scenario file"));
+    assert!(o.stdout.is_empty());
 }
 
 #[test]
@@ -1410,6 +1432,15 @@ fn absurd_intervals_and_durations_get_plain_messages() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("at most every 1ms"));
+    // Rows carry millisecond times: 1.5 ms would step 1, 2, 1, 2 ms.
+    let o = l4s()
+        .arg("run")
+        .arg(&f)
+        .args(["--snapshot-interval", "1.5ms"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected a whole number of milliseconds"));
     let o = l4s()
         .arg("run")
         .arg(&f)

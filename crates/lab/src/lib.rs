@@ -50,6 +50,27 @@ use std::time::Instant;
 /// The shortest interval of the time series: its rows carry millisecond times.
 pub const MIN_SNAPSHOT_INTERVAL: Dur = Dur::from_millis(1);
 
+/// Why `d` cannot be the interval of the time series, if it cannot: the rows carry times in
+/// whole milliseconds, so an interval must be a whole number of them (1.5 ms would give
+/// rows at 0.002, 0.003, 0.004, 0.006 s: uneven steps that are not the interval asked for).
+/// Zero, for no time series, is allowed.
+pub fn snapshot_interval_error(d: Dur) -> Option<String> {
+    if d.is_zero() {
+        return None;
+    }
+    if d < MIN_SNAPSHOT_INTERVAL {
+        return Some(format!(
+            "{d}: the time series is written at most every {MIN_SNAPSHOT_INTERVAL} (its rows have millisecond times)"
+        ));
+    }
+    if !d.as_nanos().is_multiple_of(MIN_SNAPSHOT_INTERVAL.as_nanos()) {
+        return Some(format!(
+            "{d}: expected a whole number of milliseconds (the time series' rows have millisecond times)"
+        ));
+    }
+    None
+}
+
 /// Bottleneck packets the simulator forwards per wall-clock second on a machine of this
 /// project's kind (`cargo bench -p l4s-sim`: 0.95–1.2 M): what the expected wall time of a
 /// long run is estimated from.
@@ -245,14 +266,28 @@ pub fn run_file(
     run_text(&text, path, backend, opts, progress)
 }
 
-/// Run scenario text (`path` names it in messages and results), with its variants.
-pub fn run_text(
-    text: &str,
-    path: &Path,
-    backend: &mut dyn Backend,
-    opts: &RunOptions,
-    progress: &mut dyn Progress,
-) -> Result<Runs, Error> {
+/// Check a scenario file as [`run_file`] would before running it, with the same options
+/// and backend, and run nothing: the file, its variants, the overrides, what the backend
+/// can run, and the results directories it would write. A front end given several files
+/// checks them all first, so that a mistake in the last is not found after hours of the
+/// first.
+pub fn check_file(path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Result<(), Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("{}: cannot read the scenario file: {e}", path.display())))?;
+    plan(&text, path, backend, opts).map(|_| ())
+}
+
+/// What [`run_text`] will run, checked before anything is created.
+enum Plan {
+    /// A scenario without variants, into its results directory.
+    One(Box<Scenario>, PathBuf),
+    /// Variants, each into a folder of `base`.
+    Variants(Vec<(Option<String>, Scenario)>, PathBuf),
+}
+
+/// The runs `text` asks for with these options, and the checks each would make before
+/// running ([`pre_run_check`]); for variants, also the folder that holds them.
+fn plan(text: &str, path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Result<Plan, Error> {
     let mut variants = l4s_scenario::variants_with(text, path, &opts.set)?;
     if !opts.variants.is_empty() {
         let names: Vec<String> = variants.iter().filter_map(|v| v.0.clone()).collect();
@@ -286,11 +321,8 @@ pub fn run_text(
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-        let run = run_applied(sc, Some(text.as_bytes()), backend, opts, &out, progress, None)?;
-        return Ok(Runs {
-            runs: vec![run],
-            compare: None,
-        });
+        pre_run_check(&sc, backend, opts, &out)?;
+        return Ok(Plan::One(Box::new(sc), out));
     }
     // A variant this backend cannot run is refused before any runs, naming those that can.
     let refused: Vec<(String, Error)> = variants
@@ -318,22 +350,87 @@ pub fn run_text(
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&variants[0].1.name));
-    if base.exists() && !base.is_dir() {
+    check_variant_folder(&base)?;
+    for (name, sc) in &variants {
+        pre_run_check(sc, backend, opts, &base.join(name.as_deref().unwrap_or_default()))?;
+    }
+    Ok(Plan::Variants(variants, base))
+}
+
+/// Whether `base` may hold a set of variants: a folder, or nothing yet, that is not one
+/// run's results directory, whose `variants.json` and `compare.html` (which the set
+/// writes) are ours if they are there.
+fn check_variant_folder(base: &Path) -> Result<(), Error> {
+    use l4s_metrics::results::{MARKER, OWNER_MARK};
+    if !base.exists() {
+        return Ok(());
+    }
+    if !base.is_dir() {
         return Err(Error::input(format!(
             "{} exists and is not a directory; choose another --out",
             base.display()
         )));
     }
+    if base.join(OWNER_MARK).exists() || base.join(MARKER).exists() {
+        return Err(Error::input(format!(
+            "{} holds the results of one run ({MARKER}), and a scenario with [[variants]] writes a folder per variant there: move it elsewhere, or choose another --out",
+            base.display()
+        )));
+    }
+    let manifest = base.join(l4s_report::variant_set::MANIFEST);
+    if manifest.exists() && l4s_report::variant_set::VariantSet::read(base).is_none() {
+        return Err(Error::input(format!(
+            "{} exists and is not an l4s-lab variant manifest; choose another --out",
+            manifest.display()
+        )));
+    }
+    let page = base.join(COMPARE_PAGE);
+    if foreign_page(&page) {
+        return Err(Error::input(format!(
+            "{} exists and is not a page l4s-lab wrote: move it elsewhere, or choose another --out",
+            page.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether something is at `path` that is not a page l4s-lab wrote (and so must not be
+/// replaced by one).
+fn foreign_page(path: &Path) -> bool {
+    use std::io::Read;
+    if !path.exists() {
+        return false;
+    }
+    let mut start = Vec::with_capacity(256);
+    let read = std::fs::File::open(path).and_then(|f| f.take(256).read_to_end(&mut start));
+    read.is_err() || !l4s_report::html::is_l4s_page(&start)
+}
+
+/// The comparison page a set of variants writes beside their folders.
+const COMPARE_PAGE: &str = "compare.html";
+
+/// Run scenario text (`path` names it in messages and results), with its variants.
+pub fn run_text(
+    text: &str,
+    path: &Path,
+    backend: &mut dyn Backend,
+    opts: &RunOptions,
+    progress: &mut dyn Progress,
+) -> Result<Runs, Error> {
+    let (variants, base) = match plan(text, path, backend, opts)? {
+        Plan::One(sc, out) => {
+            let run = run_applied(*sc, Some(text.as_bytes()), backend, opts, &out, progress, None)?;
+            return Ok(Runs {
+                runs: vec![run],
+                compare: None,
+            });
+        }
+        Plan::Variants(variants, base) => (variants, base),
+    };
     // The manifest of this set of variants: which runs belong together, and whether the
     // set is complete (an interrupted run leaves it incomplete, its finished variants beside
     // an earlier run's).
     let manifest_path = base.join(l4s_report::variant_set::MANIFEST);
-    if manifest_path.exists() && l4s_report::variant_set::VariantSet::read(&base).is_none() {
-        return Err(Error::input(format!(
-            "{} exists and is not an l4s-lab variant manifest; choose another --out",
-            manifest_path.display()
-        )));
-    }
     let now = std::time::SystemTime::now();
     let mut manifest = l4s_report::variant_set::VariantSet {
         format: 1,
@@ -396,7 +493,7 @@ pub fn run_text(
         }
     }
     let dirs: Vec<PathBuf> = runs.iter().map(|r| r.dir.clone()).collect();
-    let page = base.join("compare.html");
+    let page = base.join(COMPARE_PAGE);
     // The variants' results are written and kept: a comparison that fails now is an
     // output error, not bad input.
     let table = compare(&dirs, &page).map_err(|e| Error::output(e.message))?;
@@ -457,6 +554,34 @@ pub(crate) struct Ran {
     elapsed: std::time::Duration,
 }
 
+/// What a run checks before it makes anything: the options against the backend, that the
+/// backend can run `sc`, and that `out` is nothing or an earlier l4s-lab results directory
+/// holding only its own files ([`ResultsDir::create`] checks that again as it takes it).
+fn pre_run_check(sc: &Scenario, backend: &dyn Backend, opts: &RunOptions, out: &Path) -> Result<(), Error> {
+    if opts.pcap && backend.name() != "sim" {
+        return Err(Error::input(
+            "--pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)",
+        ));
+    }
+    backend.preflight(sc)?;
+    if let Some(why) = snapshot_interval_error(opts.snapshot_interval) {
+        return Err(Error::input(format!("snapshot interval {why}")));
+    }
+    if out.join(l4s_report::variant_set::MANIFEST).is_file() {
+        return Err(Error::input(format!(
+            "{} holds a set of variants ({}), and a scenario without [[variants]] writes one results directory there: move it elsewhere, or choose another --out",
+            out.display(),
+            l4s_report::variant_set::MANIFEST
+        )));
+    }
+    if out.exists() {
+        if let Some(why) = l4s_metrics::results::foreign_content(out) {
+            return Err(Error::input(why));
+        }
+    }
+    Ok(())
+}
+
 /// The first half of [`run_applied`]: check, open the results directory and run.
 pub(crate) fn simulate(
     sc: Scenario,
@@ -465,19 +590,8 @@ pub(crate) fn simulate(
     out: &Path,
     progress: &mut dyn Progress,
 ) -> Result<Ran, Error> {
-    if opts.pcap && backend.name() != "sim" {
-        return Err(Error::input(
-            "--pcap is not available with --backend live (the forwarder's records carry no payload to write; capture on the testbed's interfaces with tcpdump instead)",
-        ));
-    }
     // Refuse what cannot run, and a foreign output path, before spending time running.
-    backend.preflight(&sc)?;
-    if !opts.snapshot_interval.is_zero() && opts.snapshot_interval < MIN_SNAPSHOT_INTERVAL {
-        return Err(Error::input(format!(
-            "snapshot interval {}: the time series is written at most every {MIN_SNAPSHOT_INTERVAL} (its rows have millisecond times)",
-            opts.snapshot_interval
-        )));
-    }
+    pre_run_check(&sc, backend, opts, out)?;
     for n in notices(&sc, opts, backend.name()) {
         progress.notice(&n);
     }
@@ -713,6 +827,12 @@ pub fn compare_with(
     if out.is_dir() {
         return Err(Error::input(format!(
             "--out {} is a directory: give the comparison page's file name, such as compare.html",
+            out.display()
+        )));
+    }
+    if foreign_page(out) {
+        return Err(Error::input(format!(
+            "--out {} exists and is not a page l4s-lab wrote: move it elsewhere, or choose another --out",
             out.display()
         )));
     }

@@ -610,3 +610,101 @@ fn a_wifi_run_reports_airtime_and_access_delay() {
     assert!(html.matches("<rect x=").count() >= 8);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A set of variants and a single run never write into each other's folders, a person's
+/// own page is never replaced by a comparison, and [`l4s_lab::check_file`] finds what a
+/// run would refuse without making anything.
+#[test]
+fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
+    use l4s_lab::{check_file, compare};
+    let d = tmp("folders");
+    let single = &TINY[..TINY.find("[[variants]]").unwrap()];
+    let opts = |out: &Path| RunOptions {
+        out: Some(out.to_path_buf()),
+        report: false,
+        ..RunOptions::default()
+    };
+    let run = |text: &str, out: &Path| {
+        run_text(
+            text,
+            Path::new("tiny.toml"),
+            &mut Simulator,
+            &opts(out),
+            &mut NoProgress,
+        )
+    };
+
+    // Variants into one run's results: refused before anything is written.
+    let same = d.join("same");
+    run(single, &same).unwrap();
+    let summary = std::fs::read(same.join("summary.json")).unwrap();
+    let e = run(TINY, &same).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(e.message.contains("holds the results of one run (summary.json)"), "{e}");
+    assert!(!same.join("l4s").exists() && !same.join("variants.json").exists());
+    assert_eq!(std::fs::read(same.join("summary.json")).unwrap(), summary);
+
+    // One run into a set of variants: refused, the set untouched.
+    let set = d.join("set");
+    run(TINY, &set).unwrap();
+    let manifest = std::fs::read(set.join("variants.json")).unwrap();
+    let e = run(single, &set).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(e.message.contains("holds a set of variants (variants.json)"), "{e}");
+    assert!(!set.join("summary.json").exists());
+    assert_eq!(std::fs::read(set.join("variants.json")).unwrap(), manifest);
+    // The set's own comparison page is replaced by a rerun.
+    run(TINY, &set).unwrap();
+    assert_ne!(std::fs::read(set.join("variants.json")).unwrap(), manifest);
+
+    // A person's compare.html in the folder: refused, nothing written there.
+    let u = d.join("u");
+    std::fs::create_dir_all(&u).unwrap();
+    std::fs::write(u.join("compare.html"), "MY OWN PAGE").unwrap();
+    let e = run(TINY, &u).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(
+        e.message
+            .contains("compare.html exists and is not a page l4s-lab wrote"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(u.join("compare.html")).unwrap(), "MY OWN PAGE");
+    assert_eq!(std::fs::read_dir(&u).unwrap().count(), 1);
+
+    // `compare` replaces a page of ours, never a person's file.
+    let dirs = [set.join("l4s"), set.join("fifo")];
+    let page = d.join("page.html");
+    compare(&dirs, &page).unwrap();
+    compare(&dirs, &page).unwrap();
+    let mine = d.join("mine.html");
+    std::fs::write(&mine, "<!DOCTYPE html>\n<html><title>mine</title>").unwrap();
+    let e = compare(&dirs, &mine).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(e.message.contains("is not a page l4s-lab wrote"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&mine).unwrap(),
+        "<!DOCTYPE html>\n<html><title>mine</title>"
+    );
+
+    // check_file: the run's own checks, and nothing made.
+    let file = d.join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let fresh = d.join("fresh");
+    check_file(&file, &Simulator, &opts(&fresh)).unwrap();
+    assert!(!fresh.exists());
+    let e = check_file(&file, &Simulator, &opts(&same)).unwrap_err();
+    assert!(e.message.contains("holds the results of one run"), "{e}");
+    let odd = RunOptions {
+        snapshot_interval: l4s_core::Dur::from_micros(1500),
+        ..opts(&fresh)
+    };
+    let e = check_file(&file, &Simulator, &odd).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(e.message.contains("expected a whole number of milliseconds"), "{e}");
+    std::fs::write(&file, "[scenario\n").unwrap();
+    let e = check_file(&file, &Simulator, &opts(&fresh)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(e.message.contains("tiny.toml:1"), "{e}");
+    assert!(!fresh.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -79,12 +79,21 @@ pub(crate) fn palette_for<'a>(runs: impl IntoIterator<Item = &'a Results>) -> Pa
     Palette::new(names)
 }
 
+/// How every page l4s-lab writes begins, up to its title (which begins with "l4s-lab ").
+const HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
+
 pub(crate) fn head(out: &mut String, title: &str) {
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body>\n",
-        esc(title)
-    );
+    debug_assert!(title.starts_with("l4s-lab "), "{title}");
+    let _ = writeln!(out, "{HEAD}{}</title><style>{CSS}</style></head><body>", esc(title));
+}
+
+/// Whether a file that begins with `start` is a page l4s-lab wrote (a report, a
+/// comparison or a campaign's page), and so may be replaced by a new one; a person's own
+/// page is not.
+pub fn is_l4s_page(start: &[u8]) -> bool {
+    start
+        .strip_prefix(HEAD.as_bytes())
+        .is_some_and(|rest| rest.starts_with(b"l4s-lab "))
 }
 
 pub(crate) fn verdict_html(out: &mut String, v: &Verdict) {

@@ -428,11 +428,14 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
             None => None,
             Some(s) => {
                 let d = units::parse_dur(s).map_err(|e| spec.err("outputs.snapshots", e))?;
-                if d < Dur::from_millis(1) {
+                if d.is_zero() {
                     return Err(spec.err(
                         "outputs.snapshots",
                         "expected an interval of at least 1ms (or leave the key out for no time series)",
                     ));
+                }
+                if let Some(why) = crate::snapshot_interval_error(d) {
+                    return Err(spec.err("outputs.snapshots", why));
                 }
                 Some(d)
             }
