@@ -1224,6 +1224,22 @@ pub(crate) fn add_custom_link(
     if links.iter().any(|x| x.from == a && x.to == b) {
         return Err(cx.at(lp, format!("there is already a link from {:?} to {:?}", l.from, l.to)));
     }
+    // Queues, snapshots, `set` paths and campaign columns are named after links: two of one
+    // name could not be told apart. A bidirectional link's reverse is "<name>-reverse".
+    let reverse = format!("{name}-reverse");
+    let taken = |n: &str| {
+        links
+            .iter()
+            .any(|x| x.name == n || x.medium.as_ref().is_some_and(|m| m.name == n))
+    };
+    for (n, what) in [(&name, "the name"), (&reverse, "its reverse direction's name")] {
+        if (n == &name || l.bidirectional) && taken(n) {
+            return Err(cx.at(
+                &join(lp, &[key("name")]),
+                format!("{what} {n:?} is already used by another link: give each link a name of its own"),
+            ));
+        }
+    }
     links.push(Link {
         name: name.clone(),
         from: a,

@@ -55,12 +55,15 @@ pub fn variants_with(text: &str, file: &Path, sets: &[(String, String)]) -> Resu
     };
     let mut out = Vec::new();
     for (name, text) in variant_texts(doc, file)? {
+        // Each `--set` key, and the key the loader names in its errors.
+        let mut set_at: Vec<(&str, String)> = Vec::new();
         let text = if sets.is_empty() {
             text
         } else {
             let mut d: DocumentMut = text.parse().map_err(|e| err(file, "", format!("{e}")))?;
             for (k, v) in sets {
-                set_path(&mut d, k, set_value(v)).map_err(|m| err(file, &format!("--set {k}"), m))?;
+                let at = set_path_at(&mut d, k, set_value(v)).map_err(|m| err(file, &format!("--set {k}"), m))?;
+                set_at.push((k.as_str(), at));
             }
             d.to_string()
         };
@@ -69,9 +72,9 @@ pub fn variants_with(text: &str, file: &Path, sets: &[(String, String)]) -> Resu
                 e.message = format!("in variant {name:?}: {}", e.message);
             }
             // The key is not in the file as written: say where it came from.
-            if let Some((k, _)) = sets
+            if let Some((k, _)) = set_at
                 .iter()
-                .find(|(k, _)| !e.key.is_empty() && (e.key.starts_with(k.as_str()) || k.starts_with(e.key.as_str())))
+                .find(|(_, at)| !e.key.is_empty() && (key_within(&e.key, at) || key_within(at, &e.key)))
             {
                 e.message = format!("{} (set by --set {k})", e.message);
             }
@@ -80,6 +83,13 @@ pub fn variants_with(text: &str, file: &Path, sets: &[(String, String)]) -> Resu
         out.push((name, sc));
     }
     Ok(out)
+}
+
+/// Whether key path `a` is `b` or a key inside it (`flows[1].cc` is within `flows[1]`, and
+/// `flows[10]` is not).
+fn key_within(a: &str, b: &str) -> bool {
+    a.strip_prefix(b)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
 }
 
 /// A `--set` value: TOML where it is TOML, else the text as a string.
@@ -177,6 +187,13 @@ pub fn variant_texts(mut doc: DocumentMut, file: &Path) -> Result<Vec<(Option<St
 /// TOML with every untouched key where it was. `flows.<name>` itself set to a table
 /// replaces the flow's keys (its `name` stays): one flow becomes another kind of traffic.
 pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), String> {
+    set_path_at(doc, path, value).map(|_| ())
+}
+
+/// [`set_path`], returning the key it set as the loader's errors name it, with the index
+/// of each array element it picked by name (`flows.p.cc` -> `flows[0].cc`), so that an
+/// error in that key can be traced to the `set` that brought it.
+fn set_path_at(doc: &mut DocumentMut, path: &str, value: Item) -> Result<String, String> {
     let segs: Vec<&str> = path.split('.').collect();
     if segs.iter().any(|s| s.is_empty()) {
         return Err("expected a dotted key path such as \"topology.aqm.kind\"".into());
@@ -189,6 +206,8 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
     }
     let mut tbl: &mut dyn TableLike = doc.as_table_mut();
     let mut i = 0;
+    // The part of the path picked by name, as the loader names it.
+    let mut at = String::new();
     if segs[0] == "flows" {
         let name = *segs
             .get(1)
@@ -197,10 +216,12 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
             .get_mut("flows")
             .and_then(|f| f.as_array_of_tables_mut())
             .ok_or("the scenario has no [[flows]]")?;
-        let t = flows
+        let (k, t) = flows
             .iter_mut()
-            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
+            .enumerate()
+            .find(|(_, t)| t.get("name").and_then(|n| n.as_str()) == Some(name))
             .ok_or_else(|| format!("no flow named {name:?}"))?;
+        at = format!("flows[{k}]");
         if segs.len() == 2 {
             let Some(new) = value.as_table_like() else {
                 return Err(
@@ -217,7 +238,7 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
             for (k, v) in new.iter() {
                 t.insert(k, v.clone());
             }
-            return Ok(());
+            return Ok(at);
         }
         tbl = t;
         i = 2;
@@ -239,10 +260,13 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
                 format!("{}->{}", end("from"), end("to")) == *name
             }
         };
-        tbl = links
+        let (k, t) = links
             .iter_mut()
-            .find(|t| named(t))
+            .enumerate()
+            .find(|(_, t)| named(t))
             .ok_or_else(|| format!("no link named {name:?}"))?;
+        at = format!("topology.links[{k}]");
+        tbl = t;
         i = 3;
     } else if segs.len() >= 2 && segs[0] == "topology" && (segs[1] == "wifi" || segs[1] == "cell") {
         // A Wi-Fi BSS and its stations, or a cell and its UEs: by name ("wifi" or "cell"
@@ -263,10 +287,12 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
             .and_then(|t| t.get_mut(kind))
             .and_then(|l| l.as_array_of_tables_mut())
             .ok_or_else(|| format!("the scenario has no [[topology.{kind}]]"))?;
-        let one = all
+        let (k, one) = all
             .iter_mut()
-            .find(|t| t.get("name").and_then(|n| n.as_str()).unwrap_or(kind) == *name)
+            .enumerate()
+            .find(|(_, t)| t.get("name").and_then(|n| n.as_str()).unwrap_or(kind) == *name)
             .ok_or_else(|| format!("no {what} named {name:?}"))?;
+        at = format!("topology.{kind}[{k}]");
         if segs[3] == members {
             let (Some(node), true) = (segs.get(4), segs.len() >= 6) else {
                 return Err(format!(
@@ -278,16 +304,20 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
                 .get_mut(members)
                 .and_then(|l| l.as_array_of_tables_mut())
                 .ok_or_else(|| format!("{what} {name:?} has no [[topology.{kind}.{members}]]"))?;
-            tbl = list
+            let (m, t) = list
                 .iter_mut()
-                .find(|t| t.get("node").and_then(|n| n.as_str()) == Some(*node))
+                .enumerate()
+                .find(|(_, t)| t.get("node").and_then(|n| n.as_str()) == Some(*node))
                 .ok_or_else(|| format!("{what} {name:?} has no {member} on node {node:?}"))?;
+            at = format!("{at}.{members}[{m}]");
+            tbl = t;
             i = 5;
         } else {
             tbl = one;
             i = 3;
         }
     }
+    let named_end = i;
     while i + 1 < segs.len() {
         let s = segs[i];
         if tbl.get(s).is_none() {
@@ -300,5 +330,9 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
         i += 1;
     }
     tbl.insert(segs[segs.len() - 1], value);
-    Ok(())
+    Ok(if at.is_empty() {
+        path.to_string()
+    } else {
+        format!("{at}.{}", segs[named_end..].join("."))
+    })
 }

@@ -508,3 +508,36 @@ fn an_application_flow_takes_the_controller_parameters_it_can_use() {
         assert!(e.contains(&format!(": {key}: ")) && e.contains(words), "{flow}: {e}");
     }
 }
+
+/// Links are named in queues, snapshots, `set` paths and campaign columns: two links of one
+/// name (or one named as another's reverse direction) are refused at the second's name.
+#[test]
+fn two_links_of_one_name_are_refused() {
+    let text = |second: &str, bidirectional: &str| {
+        format!(
+            "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"custom\"\n[[topology.nodes]]\nname = \"a\"\n[[topology.nodes]]\nname = \"b\"\n[[topology.nodes]]\nname = \"c\"\n[[topology.links]]\nname = \"x\"\nfrom = \"a\"\nto = \"b\"\nrate = \"10Mbit\"\n[[topology.links]]\nname = \"{second}\"\nfrom = \"b\"\nto = \"c\"\nrate = \"5Mbit\"\n{bidirectional}[[flows]]\nname = \"f\"\ntype = \"probe\"\nfrom = \"a\"\nto = \"c\"\n"
+        )
+    };
+    let err = |t: &str| {
+        l4s_scenario::load_str(t, Path::new("dup.toml"))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(&text("x", ""));
+    assert!(
+        e.contains("dup.toml:17: topology.links[1].name: the name \"x\" is already used by another link"),
+        "{e}"
+    );
+    let e = err(&text("x-reverse", ""));
+    assert!(
+        e.contains("the name \"x-reverse\" is already used by another link"),
+        "{e}"
+    );
+    // A one-way link named "x-reverse" beside a bidirectional "x" clashes too; a name
+    // whose reverse would clash only matters when the link has a reverse.
+    let e = err(&text("x-reverse", "bidirectional = false\n"));
+    assert!(e.contains("is already used by another link"), "{e}");
+    let sc = l4s_scenario::load_str(&text("y", ""), Path::new("dup.toml")).unwrap();
+    let names: Vec<&str> = sc.links.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["x", "x-reverse", "y", "y-reverse"]);
+}

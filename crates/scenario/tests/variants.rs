@@ -220,3 +220,32 @@ set = { "topology.links.cell.aqm" = { kind = "fifo", limit = 300 }, "topology.li
         assert!(e.contains(words), "{e}");
     }
 }
+
+/// An error in a key that `--set` brought says so, also where the set path picks a flow by
+/// its name and the loader names it by its index (`flows.bulk.cc` is `flows[1].cc`).
+#[test]
+fn an_error_in_a_key_brought_by_set_names_the_set() {
+    let text = format!("{BASE}\n[[flows]]\nname = \"other\"\ntype = \"tcp\"\ncc = \"cubic\"\n");
+    let err = |k: &str, v: &str| {
+        l4s_scenario::variants_with(&text, Path::new("v.toml"), &[(k.to_string(), v.to_string())])
+            .unwrap_err()
+            .to_string()
+    };
+    for (k, v, key) in [
+        ("flows.bulk.cc", "bbr", "flows[1].cc"),
+        ("topology.rate", "0bit", "topology.rate"),
+        ("flows.bulk", "{ type = \"probe\", pps = 0 }", "flows[1].pps"),
+    ] {
+        let e = err(k, v);
+        assert!(
+            e.contains(key) && e.ends_with(&format!("(set by --set {k})")),
+            "{k}: {e}"
+        );
+    }
+    // A key the file holds and no --set touched is not blamed on one.
+    let bad = text.replace("cc = \"cubic\"", "cc = \"bbr\"");
+    let e = l4s_scenario::variants_with(&bad, Path::new("v.toml"), &[("flows.bulk.cc".into(), "reno".into())])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("flows[2].cc") && !e.contains("set by"), "{e}");
+}
