@@ -1064,6 +1064,44 @@ type = "udp-prague"
         .unwrap();
     assert_eq!(wrong.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("has no `capacity` process"));
+    // A trace has no warm-up: 2 s is drawn though the scenario warms up for 5 s; into a
+    // folder that is made for it.
+    std::fs::write(
+        d.join("warm.toml"),
+        sc.replace("duration = \"20s\"", "duration = \"20s\"\nwarmup = \"5s\""),
+    )
+    .unwrap();
+    let short = d.join("new/short.down");
+    let o = l4s()
+        .args(["trace", "generate"])
+        .arg(d.join("warm.toml"))
+        .args(["--duration", "2s", "--out"])
+        .arg(&short)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = l4s_link::Trace::read(std::fs::read(&short).unwrap().as_slice()).unwrap();
+    assert!(
+        (1_900..=2_000).contains(t.times_ms().last().unwrap()),
+        "{:?}",
+        t.times_ms().last()
+    );
+    // Beyond what 32-bit milliseconds count: the whole reason, with the run's length.
+    let o = l4s()
+        .args(["trace", "generate"])
+        .arg(d.join("cell.toml"))
+        .args(["--duration", "100000h", "--out"])
+        .arg(d.join("long.down"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.trim_end()
+            .ends_with("cannot count in its 32-bit milliseconds over the run's 360000000s"),
+        "{err}"
+    );
+    assert!(!d.join("long.down").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 

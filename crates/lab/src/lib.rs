@@ -878,6 +878,8 @@ pub fn generate_trace(
     out: &Path,
 ) -> Result<std::sync::Arc<l4s_link::Trace>, Error> {
     let mut sc = l4s_scenario::load_file(file)?;
+    // A trace has no warm-up: any duration above zero may be drawn.
+    sc.warmup = Dur::ZERO;
     apply_overrides(&mut sc, seed, duration)?;
     let l = match link {
         Some(name) => sc.links.iter().find(|l| l.name == name).ok_or_else(|| {
@@ -917,7 +919,11 @@ pub fn generate_trace(
 }
 
 /// Write a file the runner makes beside the results (never half-written).
+/// Its folder is made if it is missing, as `--out` makes a results directory's.
 fn write_new(out: &Path, bytes: &[u8]) -> Result<(), Error> {
-    l4s_metrics::results::write_file_atomic(out, bytes)
-        .map_err(|e| Error::output(format!("cannot write {}: {e}", out.display())))
+    let cannot = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", out.display()));
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(cannot)?;
+    }
+    l4s_metrics::results::write_file_atomic(out, bytes).map_err(cannot)
 }

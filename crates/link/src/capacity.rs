@@ -300,7 +300,7 @@ impl CapacityProcess {
             return Err(TraceError {
                 line: None,
                 message: format!(
-                    "times beyond {}, which a trace cannot count in its 32-bit milliseconds,",
+                    "times beyond {}, which a trace cannot count in its 32-bit milliseconds",
                     Dur::from_millis(u64::from(u32::MAX) - 1)
                 ),
             });

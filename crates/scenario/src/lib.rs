@@ -97,15 +97,21 @@ impl Scenario {
         for i in 0..self.links.len() {
             let Some(p) = &self.links[i].capacity else { continue };
             let seed = l4s_core::Rng::derive(self.seed, 0x5000 + i as u64).next_u64();
-            let t = p
-                .trace(self.duration, seed)
-                .map_err(|e| format!("link {}: its capacity process gives {e}", self.links[i].name))?;
+            let t = p.trace(self.duration, seed).map_err(|e| {
+                format!(
+                    "link {}: its capacity process gives {e} over the run's {}",
+                    self.links[i].name, self.duration
+                )
+            })?;
             // A cellular link serves a process at its rate in each millisecond, not in
             // whole delivery opportunities (see `l4s_link::cellular`).
             if self.links[i].ran.is_some() {
-                let rates = p
-                    .rates(self.duration, seed)
-                    .map_err(|e| format!("link {}: its capacity process gives {e}", self.links[i].name))?;
+                let rates = p.rates(self.duration, seed).map_err(|e| {
+                    format!(
+                        "link {}: its capacity process gives {e} over the run's {}",
+                        self.links[i].name, self.duration
+                    )
+                })?;
                 self.links[i].rates = Some(std::sync::Arc::new(rates));
             }
             self.links[i].rate = Some(t.mean_rate());

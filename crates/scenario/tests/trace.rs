@@ -252,7 +252,7 @@ fn a_run_longer_than_a_trace_counts_is_refused_at_once() {
     std::fs::write(&f, &text).unwrap();
     let e = l4s_scenario::load_file(&f).unwrap_err().to_string();
     assert!(
-        e.contains("topology.capacity: the process gives times beyond 4294967.294s, which a trace cannot count in its 32-bit milliseconds,"),
+        e.contains("topology.capacity: the process gives times beyond 4294967.294s, which a trace cannot count in its 32-bit milliseconds over the run's "),
         "{e}"
     );
     let _ = std::fs::remove_dir_all(&d);
