@@ -1328,6 +1328,15 @@ fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
     assert!(reached > 1.0 && reached < 3600.0, "{reached}");
     assert_eq!(s["scenario"]["duration_s"], 3600.0);
     assert!(out.join("report.html").is_file() && out.join("distributions.csv").is_file());
+    // The tables and the report name the window the figures cover, not the one planned.
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains(&format!("statistics over 1.0..{reached:.1} s (stopped early)")),
+        "{said}"
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains(" of 3600 s simulated · statistics over 1–"), "report header");
+    assert!(!page.contains("statistics over 1–3600 s"));
     // Two signals: the second exits at once, leaving no results directory half-written.
     let out2 = d.join("out2");
     let child = l4s()

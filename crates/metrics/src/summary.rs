@@ -637,6 +637,18 @@ pub struct ClassSummary {
 pub type ClassTotals = BTreeMap<String, (u32, f64, crate::LatencyHist, crate::LatencyHist)>;
 
 impl Summary {
+    /// The statistics window the figures cover (s): from the warm-up's end to the run's,
+    /// or, for a run stopped early, to the time it reached (from 0 if that was still in the
+    /// warm-up, whose meters then counted from the start).
+    pub fn stats_window(&self) -> (f64, f64) {
+        let sc = &self.scenario;
+        match self.reached_s.filter(|_| !self.complete) {
+            None => (sc.warmup_s, sc.duration_s),
+            Some(r) if r < sc.warmup_s => (0.0, r),
+            Some(r) => (sc.warmup_s, r),
+        }
+    }
+
     /// Assemble a summary (either backend) from its parts; the classes come from the
     /// per-class totals.
     pub fn assemble(

@@ -65,10 +65,14 @@ pub fn render(rows: &[Vec<String>]) -> String {
 /// The flow and queue tables printed after a run.
 pub fn summary_tables(s: &Summary) -> String {
     let mut out = String::new();
+    let (from, to) = s.stats_window();
     let _ = writeln!(
         out,
-        "{} — {} backend, seed {}, statistics over {:.1}..{:.1} s\n",
-        s.scenario.name, s.scenario.backend, s.scenario.seed, s.scenario.warmup_s, s.scenario.duration_s
+        "{} — {} backend, seed {}, statistics over {from:.1}..{to:.1} s{}\n",
+        s.scenario.name,
+        s.scenario.backend,
+        s.scenario.seed,
+        if s.complete { "" } else { " (stopped early)" }
     );
     let budgets = s.flows.iter().any(|f| f.latency_budget_ms.is_some());
     let mut head: Vec<String> = [

@@ -534,6 +534,7 @@ pub(crate) fn report_figures(res: &Results) -> Vec<(String, String)> {
 fn render_with_figures(res: &Results) -> (String, Vec<(String, Range<usize>)>) {
     let s = &res.summary;
     let sc = &s.scenario;
+    let window = s.stats_window();
     let pal = palette_for([res]);
     let cx = Ctx { res, pal: &pal };
     let v = verdict(s, res.snapshots.as_ref());
@@ -546,9 +547,12 @@ fn render_with_figures(res: &Results) -> (String, Vec<(String, Range<usize>)>) {
         esc(&sc.description),
         esc(&sc.backend),
         sc.seed,
-        fnum(sc.duration_s),
-        fnum(sc.warmup_s),
-        fnum(sc.duration_s),
+        match s.reached_s.filter(|_| !s.complete) {
+            Some(r) => format!("{} of {}", fnum(r), fnum(sc.duration_s)),
+            None => fnum(sc.duration_s),
+        },
+        fnum(window.0),
+        fnum(window.1),
         esc(&sc.file)
     );
     out.push_str("<h2>Verdict</h2>");

@@ -987,8 +987,7 @@ fn incomplete(cx: &Context) -> Option<Warning> {
         return None;
     }
     let sc = &cx.s.scenario;
-    let reached = cx.s.reached_s.unwrap_or(sc.duration_s);
-    let from = if reached < sc.warmup_s { 0.0 } else { sc.warmup_s };
+    let (from, reached) = cx.s.stats_window();
     Some(Warning {
         code: "incomplete",
         severity: Severity::Warn,
