@@ -1335,7 +1335,10 @@ fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
         "{said}"
     );
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(page.contains(" of 3600 s simulated · statistics over 1–"), "report header");
+    assert!(
+        page.contains(" of 3600 s simulated · statistics over 1–"),
+        "report header"
+    );
     assert!(!page.contains("statistics over 1–3600 s"));
     // Two signals: the second exits at once, leaving no results directory half-written.
     let out2 = d.join("out2");

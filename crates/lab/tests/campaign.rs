@@ -74,6 +74,43 @@ fn a_plan_pairs_every_variant_of_a_point_with_one_seed_and_alternates_their_orde
     assert_eq!(again.runs, plan.runs);
 }
 
+/// `campaign.duration` holds for every run, also over a variant that sets its own: the
+/// two runs of a pair have one length.
+#[test]
+fn the_campaigns_duration_holds_over_a_variants_own() {
+    let campaign = CAMPAIGN.replace("seeds = 2\n", "seeds = 2\nduration = \"2500ms\"\n");
+    let (d, f) = setup("duration", &campaign);
+    std::fs::write(
+        d.join("s.toml"),
+        SCENARIO.replace(
+            "name = \"l4s\"\n",
+            "name = \"l4s\"\nset = { \"scenario.duration\" = \"2s\" }\n",
+        ),
+    )
+    .unwrap();
+    let (_, plan) = campaign::load(&f).unwrap();
+    assert_eq!(plan.runs.len(), 32);
+    for r in &plan.runs {
+        let sc = l4s_scenario::load_str(&plan.run_text(r), Path::new("s.toml")).unwrap();
+        assert_eq!(sc.duration, l4s_core::Dur::from_millis(2500), "{r:?}");
+    }
+    // Without it, the variant's own duration stands.
+    std::fs::write(&f, CAMPAIGN).unwrap();
+    let (_, plan) = campaign::load(&f).unwrap();
+    let lengths: std::collections::BTreeSet<u64> = plan
+        .runs
+        .iter()
+        .map(|r| {
+            l4s_scenario::load_str(&plan.run_text(r), Path::new("s.toml"))
+                .unwrap()
+                .duration
+                .as_nanos()
+        })
+        .collect();
+    assert_eq!(lengths.into_iter().collect::<Vec<_>>(), [2_000_000_000, 3_000_000_000]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
     let cases: [(&str, &str, &str, usize, &str); 7] = [

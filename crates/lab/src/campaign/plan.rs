@@ -334,15 +334,27 @@ fn point_texts(
     scen_path: &std::path::Path,
 ) -> Result<Vec<String>, ScenarioError> {
     let mut doc = base.clone();
-    if let Some(d) = &spec.duration {
-        set_path(&mut doc, "scenario.duration", toml_edit::value(d.as_str()))
-            .map_err(|m| spec.err("campaign.duration", m))?;
-    }
     for (table, key, v) in sets {
         set_path(&mut doc, key, to_item(v)).map_err(|m| spec.err_at_param(table, key, m))?;
     }
     let all = l4s_scenario::variant_texts(doc, scen_path)?;
-    Ok(chosen.iter().map(|&i| all[i].1.clone()).collect())
+    chosen
+        .iter()
+        .map(|&i| {
+            let text = &all[i].1;
+            // The campaign's duration holds for every run, over a variant's own `set`
+            // (as `l4s run --duration` does): a pair compares runs of one length.
+            let Some(d) = &spec.duration else {
+                return Ok(text.clone());
+            };
+            let mut v: DocumentMut = text
+                .parse()
+                .map_err(|e| spec.err("campaign.duration", format!("{e}")))?;
+            set_path(&mut v, "scenario.duration", toml_edit::value(d.as_str()))
+                .map_err(|m| spec.err("campaign.duration", m))?;
+            Ok(v.to_string())
+        })
+        .collect()
 }
 
 /// A TOML value as an item that `set_path` can place.
