@@ -4,7 +4,7 @@
 
 use arrow_array::{Array, Float64Array, StringArray};
 use l4s_lab::campaign::{self, report, CampaignOptions, NoCampaignProgress};
-use l4s_lab::Simulator;
+use l4s_lab::{ErrorKind, Simulator};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,6 +173,24 @@ fn the_page_of_a_campaign_holds_its_groups_metrics_charts_and_the_mean_paired_di
     assert!(html.contains("<table data-metric=\"flow.bulk.throughput_bps\">"));
     assert!(!html.contains("<table data-metric=\"flow.bulk.owd_p99_ms\">"));
     assert!(html.contains("throughput of &#39;bulk&#39;"));
+    // A pattern asked for that matches nothing: refused, naming metrics that there are,
+    // and the page stays as it was.
+    let e = report::write_report_with(
+        &store,
+        &report::ReportOptions {
+            metrics: vec!["nomatch.*".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(
+        e.message
+            .contains("--metric nomatch.*: no metric of the completed runs matches")
+            && e.message.contains("flow.bulk."),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(store.join("campaign.html")).unwrap(), html);
     // Not a store: refused, naming the folder.
     let e = campaign::report::write_report(&d, false).unwrap_err();
     assert!(e.message.contains("not an l4s-lab campaign store"), "{e}");

@@ -651,7 +651,11 @@ fn verdicts(out: &mut String, page: &CampaignPage) {
         return;
     };
     if page.metrics.is_empty() {
-        out.push_str("<p class=\"missing\">No metric to compare yet: no pair is complete.</p>");
+        out.push_str(if page.pairs_done == 0 {
+            "<p class=\"missing\">No metric to compare yet: no pair is complete.</p>"
+        } else {
+            "<p class=\"missing\">No metric to compare: none of the completed runs has a metric that the campaign's `metrics` patterns match.</p>"
+        });
         return;
     }
     for g in &page.groups {

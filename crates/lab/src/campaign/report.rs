@@ -150,6 +150,8 @@ fn page_of(dir: &Path, metrics: &[String], active: bool) -> Result<CampaignPage,
     let mut rows: HashMap<&str, Row> = HashMap::new();
     let mut names: Vec<String> = Vec::new();
     let (mut unreadable, mut failed) = (Vec::new(), 0);
+    // Every metric of the first completed run, to name when none is chosen.
+    let mut all: Vec<String> = Vec::new();
     let uniq = plan.unique_runs();
     for r in &uniq {
         if store::run_dir(dir, &r.key).join("summary.json").is_file() {
@@ -158,6 +160,9 @@ fn page_of(dir: &Path, metrics: &[String], active: bool) -> Result<CampaignPage,
                     let row: Row = tables::metrics(&s).into_iter().filter(|(k, _)| chosen(k)).collect();
                     // In the order of the summary (flows in scenario order), each once.
                     for (k, _) in tables::metrics(&s) {
+                        if all.len() < 12 && rows.is_empty() {
+                            all.push(k.clone());
+                        }
                         if row.contains_key(&k) && !names.contains(&k) {
                             names.push(k);
                         }
@@ -238,6 +243,14 @@ fn page_of(dir: &Path, metrics: &[String], active: bool) -> Result<CampaignPage,
             unreadable.len(),
             unreadable[0]
         ));
+    }
+    if !rows.is_empty() && names.is_empty() && !metrics.is_empty() {
+        // Asked for by name: a pattern that matches nothing is a mistake to say at once.
+        return Err(Error::input(format!(
+            "--metric {}: no metric of the completed runs matches; they are the columns of index.parquet, such as {}",
+            patterns.join(", "),
+            all.join(", ")
+        )));
     }
     if !rows.is_empty() && names.is_empty() {
         notes.push(format!(
