@@ -70,6 +70,14 @@ fn friendly(msg: &str) -> String {
              duration), \"10Mbit\" (a rate)"
         );
     }
+    // Text where a count is expected (`packet_size = "1200B"`).
+    if m.starts_with("invalid type: string")
+        && ["u8", "u16", "u32", "u64", "usize", "i32", "i64", "f64", "an integer"]
+            .iter()
+            .any(|t| m.ends_with(&format!("expected {t}")))
+    {
+        return format!("{m}: this key is a plain number, written without quotes or a unit (e.g. 1200)");
+    }
     m
 }
 
@@ -87,7 +95,8 @@ pub(crate) fn join(base: &[Seg], more: &[Seg]) -> Vec<Seg> {
 pub(crate) fn typed<T: DeserializeOwned>(cx: &ErrCtx, at: &[Seg], table: toml::Table) -> Result<T, ScenarioError> {
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let sub = parse_path(&e.path().to_string());
-        let msg = friendly(&e.into_inner().to_string());
+        // The message alone: its Display adds the key again on a line of its own.
+        let msg = friendly(e.into_inner().message());
         // Point at an unknown key itself when the message names it.
         let mut p = join(at, &sub);
         // For an unknown key, point at the key's line but name the table it sits in.

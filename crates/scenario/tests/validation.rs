@@ -448,6 +448,30 @@ fn a_bare_number_for_a_quantity_gets_a_hint() {
     }
 }
 
+/// And text for a plain number gets the other hint, on one line.
+#[test]
+fn text_for_a_plain_number_gets_a_hint_on_one_line() {
+    for (extra, key) in [
+        (
+            "profile = \"video-call\"\nmedia = { packet_size = \"1200B\" }",
+            "flows[0].media.packet_size",
+        ),
+        (
+            "profile = \"video-call\"\nmedia = { fps = \"30\" }",
+            "flows[0].media.fps",
+        ),
+    ] {
+        let e = err(extra, "media");
+        assert!(
+            e.contains(key) && e.ends_with("this key is a plain number, written without quotes or a unit (e.g. 1200)"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+    }
+    let e = err("profile = \"video-call\"\nmedia = { packet_sizes = 3 }", "media");
+    assert!(e.contains("unknown field `packet_sizes`") && !e.contains('\n'), "{e}");
+}
+
 /// A missing duration says which key is missing, not that a value has the wrong type
 /// (issue 13 item 21).
 #[test]
