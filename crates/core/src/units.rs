@@ -20,6 +20,23 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     Some((v, unit.trim()))
 }
 
+/// `v · mult` (`v` read from `s`) as a whole number, or `None` past `u64::MAX`. A number
+/// written in digits alone, times a whole multiplier, is computed exactly: as f64,
+/// `18446744073709551615` (the largest u64) and `18446744073709551616` (one past it) are
+/// the same number, 2^64. Otherwise the f64 product is rounded, and 2^64 and above are past.
+fn whole(s: &str, v: f64, mult: f64) -> Option<u64> {
+    let t = s.trim();
+    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '_')).unwrap_or(t.len());
+    let digits_only = end > 0 && !t[end..].starts_with(['.', 'e', 'E']);
+    if digits_only && mult.fract() == 0.0 && mult < 1e18 {
+        let n: u128 = t[..end].replace('_', "").parse().ok()?;
+        return u64::try_from(n.checked_mul(mult as u128)?).ok();
+    }
+    let x = v * mult;
+    // u64::MAX as f64 is 2^64, one past the largest u64: it too is out of range.
+    (x < u64::MAX as f64).then(|| x.round() as u64)
+}
+
 /// Parse a rate such as `100Mbit`, `1Gbit/s`, `12.5MBps` (bytes), `500kbit`.
 ///
 /// The `bps` spellings with a lower-case `b` (`"20Mbps"`, `"20mbps"`, `"64kbps"`) are
@@ -56,13 +73,9 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
     if bits.is_nan() || bits < 0.0 {
         return Err(format!("expected {expected}, found {s:?}"));
     }
-    if !bits.is_finite() {
-        return Err(format!("rate {s:?} is too large"));
-    }
-    if bits > u64::MAX as f64 {
-        return Err(format!("rate {s:?} is too large"));
-    }
-    Ok(Rate(bits.round() as u64))
+    whole(s, v, mult * if bytes { 8.0 } else { 1.0 })
+        .map(Rate)
+        .ok_or_else(|| format!("rate {s:?} is too large"))
 }
 
 /// Parse a duration such as `20ms`, `1.5s`, `250us`, `100ns`, `2min`.
@@ -85,13 +98,9 @@ pub fn parse_dur(s: &str) -> Result<Dur, String> {
             "expected {expected}, found {s:?} (durations cannot be negative)"
         ));
     }
-    if !ns.is_finite() {
-        return Err(format!("duration {s:?} is too large"));
-    }
-    if ns > u64::MAX as f64 {
-        return Err(format!("duration {s:?} is too large"));
-    }
-    Ok(Dur(ns.round() as u64))
+    whole(s, v, mult)
+        .map(Dur)
+        .ok_or_else(|| format!("duration {s:?} is too large"))
 }
 
 /// Parse a size in bytes such as `1500B`, `1500`, `1.5MB`, `64KiB`.
@@ -112,13 +121,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     if b.is_nan() || b < 0.0 {
         return Err(format!("expected {expected}, found {s:?} (sizes cannot be negative)"));
     }
-    if !b.is_finite() {
-        return Err(format!("size {s:?} is too large"));
-    }
-    if b > u64::MAX as f64 {
-        return Err(format!("size {s:?} is too large"));
-    }
-    Ok(b.round() as u64)
+    whole(s, v, mult).ok_or_else(|| format!("size {s:?} is too large"))
 }
 
 #[cfg(test)]
@@ -165,5 +168,23 @@ mod tests {
         assert_eq!(parse_bytes("1.5MB").unwrap(), 1_500_000);
         assert_eq!(parse_bytes("64KiB").unwrap(), 65_536);
         assert!(parse_bytes("1.5 parsecs").is_err());
+    }
+    /// 2^64 itself is past the largest u64 (as f64 it equals `u64::MAX as f64`): refused,
+    /// not clamped; just below it is taken.
+    #[test]
+    fn two_to_the_64_is_too_large_for_each_kind() {
+        assert!(parse_rate("18446744073709551616bit").unwrap_err().contains("too large"));
+        assert!(parse_dur("18446744073709551616ns").unwrap_err().contains("too large"));
+        assert!(parse_bytes("18446744073709551616B").unwrap_err().contains("too large"));
+        assert_eq!(parse_rate("18446744073709549568bit").unwrap(), Rate(18_446_744_073_709_549_568));
+        // Digits alone are exact: the largest u64 is taken as itself.
+        assert_eq!(parse_dur("18446744073709551615ns").unwrap(), Dur(u64::MAX));
+        assert_eq!(parse_bytes("18_446_744_073_709_551_615B").unwrap(), u64::MAX);
+        assert!(parse_rate("2305843009213693952Bps").unwrap_err().contains("too large"));
+        assert!(parse_dur("99999999999999999999999999999999999999999h").unwrap_err().contains("too large"));
+        assert!(parse_rate("1.8446744073709552e19bit").unwrap_err().contains("too large"));
+        assert!(parse_rate("1e30Mbit").unwrap_err().contains("too large"));
+        assert_eq!(parse_rate("1.5e3kbit").unwrap(), Rate(1_500_000));
+        assert_eq!(parse_dur("0.5us").unwrap(), Dur(500));
     }
 }
