@@ -22,7 +22,7 @@ pub enum CampaignCmd {
     Run {
         /// Campaign file (TOML), e.g. campaigns/dualpi2-sweep.toml
         file: PathBuf,
-        /// Runs at once (default: every core)
+        /// Runs at once (default, or 0: every core)
         #[arg(long, short)]
         jobs: Option<usize>,
         /// The store (default: results/campaigns/<campaign name>)
