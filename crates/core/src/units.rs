@@ -176,13 +176,20 @@ mod tests {
         assert!(parse_rate("18446744073709551616bit").unwrap_err().contains("too large"));
         assert!(parse_dur("18446744073709551616ns").unwrap_err().contains("too large"));
         assert!(parse_bytes("18446744073709551616B").unwrap_err().contains("too large"));
-        assert_eq!(parse_rate("18446744073709549568bit").unwrap(), Rate(18_446_744_073_709_549_568));
+        assert_eq!(
+            parse_rate("18446744073709549568bit").unwrap(),
+            Rate(18_446_744_073_709_549_568)
+        );
         // Digits alone are exact: the largest u64 is taken as itself.
         assert_eq!(parse_dur("18446744073709551615ns").unwrap(), Dur(u64::MAX));
         assert_eq!(parse_bytes("18_446_744_073_709_551_615B").unwrap(), u64::MAX);
         assert!(parse_rate("2305843009213693952Bps").unwrap_err().contains("too large"));
-        assert!(parse_dur("99999999999999999999999999999999999999999h").unwrap_err().contains("too large"));
-        assert!(parse_rate("1.8446744073709552e19bit").unwrap_err().contains("too large"));
+        assert!(parse_dur("99999999999999999999999999999999999999999h")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(parse_rate("1.8446744073709552e19bit")
+            .unwrap_err()
+            .contains("too large"));
         assert!(parse_rate("1e30Mbit").unwrap_err().contains("too large"));
         assert_eq!(parse_rate("1.5e3kbit").unwrap(), Rate(1_500_000));
         assert_eq!(parse_dur("0.5us").unwrap(), Dur(500));
