@@ -596,9 +596,20 @@ pub fn resolve(target: &str) -> Result<SocketAddr, String> {
         return Err("expected HOST[:PORT], found an empty string".into());
     }
     let with_port = if let Ok(a) = t.parse::<SocketAddr>() {
+        if a.port() == 0 {
+            return Err(format!("`{target}`: port 0: expected a port from 1 to 65535"));
+        }
         return Ok(a);
     } else if let Ok(ip) = t.parse::<IpAddr>() {
         return Ok(SocketAddr::new(ip, DEFAULT_PORT));
+    } else if let Some(p) = t
+        .rsplit_once(':')
+        .map(|(_, p)| p)
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|p| p.parse::<u16>().map_or(true, |n| n == 0))
+    {
+        // Digits after the last colon are a port, though not one there can be.
+        return Err(format!("`{target}`: port {p}: expected a port from 1 to 65535"));
     } else if t.starts_with('[') || t.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
         t.to_string()
     } else {
@@ -882,6 +893,11 @@ mod tests {
         assert_eq!(resolve("localhost:99").unwrap().port(), 99);
         assert!(resolve("").is_err());
         assert!(resolve("no-such-host.invalid").is_err());
+        // A port that cannot be is named as such, not looked up as a host.
+        for t in ["127.0.0.1:99999", "localhost:0", "127.0.0.1:0", "[::1]:70000"] {
+            let e = resolve(t).unwrap_err();
+            assert!(e.contains("expected a port from 1 to 65535"), "{t}: {e}");
+        }
     }
 
     fn spawn_reflector(bind: &str) -> (SocketAddr, Arc<AtomicBool>, std::thread::JoinHandle<ReflectorStats>) {
