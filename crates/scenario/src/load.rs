@@ -790,27 +790,29 @@ fn expand_counts(cx: &ErrCtx, flows: &mut Vec<FlowTable>) -> Result<Vec<usize>, 
 fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
     let origin = expand_counts(cx, &mut raw.flows)?;
     let sc = &raw.scenario;
-    let name = match &sc.name {
+    let (name, from_file) = match &sc.name {
         Some(n) if n.trim().is_empty() => return Err(cx.at_str("scenario.name", "expected a non-empty name")),
-        // The name is the default results directory (results/<name>): it must stay one
-        // directory inside results/.
-        Some(n)
-            if n.contains(['/', '\\'])
-                || n.starts_with('.')
-                || n.chars().any(|c| c.is_control()) =>
-        {
-            return Err(cx.at_str(
-                "scenario.name",
-                format!("{n:?}: a name cannot hold '/', '\\' or control characters or start with '.' (it names the results directory, results/<name>)"),
-            ))
-        }
-        Some(n) => n.clone(),
-        None => cx
-            .file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "scenario".into()),
+        Some(n) => (n.clone(), false),
+        None => (
+            cx.file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "scenario".into()),
+            true,
+        ),
     };
+    // The name is the default results directory (results/<name>): it must stay one
+    // directory inside results/, and not a hidden one.
+    if name.contains(['/', '\\']) || name.starts_with('.') || name.chars().any(|c| c.is_control()) {
+        return Err(cx.at_str(
+            "scenario.name",
+            format!(
+                "{name:?}{}: a name cannot hold '/', '\\' or control characters or start with '.' (it names the results directory, results/<name>){}",
+                if from_file { ", the file's name," } else { "" },
+                if from_file { "; give the scenario a `name`" } else { "" }
+            ),
+        ));
+    }
     if sc.duration.is_zero() {
         return Err(cx.at_str("scenario.duration", "expected a duration above zero, such as \"60s\""));
     }

@@ -565,3 +565,33 @@ fn two_links_of_one_name_are_refused() {
     let names: Vec<&str> = sc.links.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, ["x", "x-reverse", "y", "y-reverse"]);
 }
+
+/// The name is the default results directory: one named in the file and one taken from
+/// the file's name obey the same rule (no hidden `results/.x`).
+#[test]
+fn a_scenario_name_from_the_file_name_obeys_the_names_rule() {
+    let text = "[scenario]\nduration = \"3s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n[[flows]]\nname = \"f\"\ntype = \"probe\"\n";
+    let e = l4s_scenario::load_str(text, Path::new(".hidden.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\".hidden\", the file's name,")
+            && e.contains("start with '.'")
+            && e.ends_with("give the scenario a `name`"),
+        "{e}"
+    );
+    let named = text.replace("[scenario]\n", "[scenario]\nname = \".x\"\n");
+    let e = l4s_scenario::load_str(&named, Path::new("ok.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\".x\": a name cannot") && !e.contains("file's name"), "{e}");
+    assert_eq!(
+        l4s_scenario::load_str(text, Path::new("plain.toml")).unwrap().name,
+        "plain"
+    );
+    let fine = text.replace("[scenario]\n", "[scenario]\nname = \"fine\"\n");
+    assert_eq!(
+        l4s_scenario::load_str(&fine, Path::new(".hidden.toml")).unwrap().name,
+        "fine"
+    );
+}
