@@ -306,14 +306,18 @@ fn plan(text: &str, path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Re
         }
         variants.retain(|v| v.0.as_ref().is_some_and(|n| opts.variants.contains(n)));
     }
-    // --seed and --duration, applied and checked once, before anything is created.
-    for (name, sc) in &mut variants {
+    // --seed and --duration, applied and checked once, before anything is created; the
+    // variants hold one copy of each capacity draw they share.
+    for k in 0..variants.len() {
+        let (earlier, rest) = variants.split_at_mut(k);
+        let (name, sc) = &mut rest[0];
         apply_overrides(sc, opts.seed, opts.duration).map_err(|mut e| {
             if let Some(n) = name {
                 e.message = format!("variant {n}: {}", e.message);
             }
             e
         })?;
+        sc.share_draws(earlier.iter().map(|(_, s)| s));
     }
     if variants.len() == 1 && variants[0].0.is_none() {
         let sc = variants.remove(0).1;

@@ -121,6 +121,39 @@ impl Scenario {
         Ok(())
     }
 
+    /// Hold the capacity draws of `earlier` scenarios instead of this one's own where they
+    /// are the same draw: the same process on the link of the same index, with the same
+    /// seed and duration (and a rate per millisecond kept or not alike), is drawn the same
+    /// ([`Scenario::draw_capacities`] is deterministic). The variants of one file then hold
+    /// one copy of a draw they share, which for a long cellular run is most of its memory
+    /// (a rate per millisecond and every delivery opportunity).
+    pub fn share_draws<'a>(&mut self, earlier: impl IntoIterator<Item = &'a Scenario>) {
+        let mut shared = false;
+        for e in earlier {
+            if e.seed != self.seed || e.duration != self.duration || e.links.len() != self.links.len() {
+                continue;
+            }
+            for (mine, theirs) in self.links.iter_mut().zip(&e.links) {
+                let same = mine.capacity.is_some()
+                    && mine.capacity == theirs.capacity
+                    && mine.ran.is_some() == theirs.ran.is_some()
+                    && theirs.trace.is_some();
+                let already = match (&mine.trace, &theirs.trace) {
+                    (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+                    _ => false,
+                };
+                if same && !already {
+                    mine.trace = theirs.trace.clone();
+                    mine.rates = theirs.rates.clone();
+                    shared = true;
+                }
+            }
+        }
+        if shared {
+            self.gather_cells();
+        }
+    }
+
     /// Give each cell of several UEs the capacities its links hold as drawn for this run
     /// (a UE's downlink and uplink are links of their own, each with its capacity).
     fn gather_cells(&mut self) {

@@ -80,6 +80,8 @@ pub fn variants_with(text: &str, file: &Path, sets: &[(String, String)]) -> Resu
             }
             e
         })?;
+        let mut sc = sc;
+        sc.share_draws(out.iter().map(|(_, s)| s));
         out.push((name, sc));
     }
     Ok(out)

@@ -249,3 +249,49 @@ fn an_error_in_a_key_brought_by_set_names_the_set() {
         .to_string();
     assert!(e.contains("flows[2].cc") && !e.contains("set by"), "{e}");
 }
+
+/// The variants of one file hold one copy of a capacity draw they share (the same process
+/// on the same link, seed and duration), and that copy is what each would draw alone.
+#[test]
+fn variants_hold_one_copy_of_a_capacity_draw_they_share() {
+    use std::sync::Arc;
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/cellular-xr.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let v = variants_of(&text, &file).unwrap();
+    let by = |n: &str| &v.iter().find(|x| x.0.as_deref() == Some(n)).unwrap().1;
+    let (l4s, droptail, walk) = (by("l4s"), by("droptail"), by("l4s-walk"));
+    let drawn: Vec<usize> = (0..l4s.links.len())
+        .filter(|&i| l4s.links[i].capacity.is_some())
+        .collect();
+    assert!(!drawn.is_empty());
+    for &i in &drawn {
+        let (a, b, w) = (&l4s.links[i], &droptail.links[i], &walk.links[i]);
+        assert!(
+            Arc::ptr_eq(a.trace.as_ref().unwrap(), b.trace.as_ref().unwrap()),
+            "link {i}"
+        );
+        if a.ran.is_some() {
+            assert!(
+                Arc::ptr_eq(a.rates.as_ref().unwrap(), b.rates.as_ref().unwrap()),
+                "link {i}"
+            );
+        }
+        // Another process is another draw.
+        assert!(
+            !Arc::ptr_eq(a.trace.as_ref().unwrap(), w.trace.as_ref().unwrap()),
+            "link {i}"
+        );
+    }
+    // Loaded alone, a variant draws the same.
+    let texts = l4s_scenario::variant_texts(text.parse().unwrap(), &file).unwrap();
+    let alone = texts.iter().find(|t| t.0.as_deref() == Some("droptail")).unwrap();
+    let alone = l4s_scenario::load_str(&alone.1, &file).unwrap();
+    for &i in &drawn {
+        assert_eq!(alone.links[i].trace, droptail.links[i].trace, "link {i}");
+        assert_eq!(alone.links[i].rates, droptail.links[i].rates, "link {i}");
+    }
+    // A random process with another seed is another draw.
+    let other = variants_of(&text.replace("seed = 1", "seed = 2"), &file).unwrap();
+    let other_walk = &other.iter().find(|x| x.0.as_deref() == Some("l4s-walk")).unwrap().1;
+    assert!(other_walk.links[drawn[0]].trace != walk.links[drawn[0]].trace);
+}
