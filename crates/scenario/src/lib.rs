@@ -94,28 +94,45 @@ impl Scenario {
     /// Draw every `capacity` link's trace for this run: as long as the run, from the run's
     /// seed and the link's index, so both backends replay the same capacity.
     pub fn draw_capacities(&mut self) -> Result<(), String> {
+        self.draw(true)
+    }
+
+    /// Draw what a `capacity` link does not hold yet: the loader has drawn each direction's
+    /// own process already (for its seed, index and duration, as [`Scenario::draw_capacities`]
+    /// would), but not a reverse direction's draw of its forward's process, nor a cellular
+    /// link's rate per millisecond.
+    pub(crate) fn draw_missing_capacities(&mut self) -> Result<(), String> {
+        self.draw(false)
+    }
+
+    /// Draw each `capacity` link's trace and (for a cellular link) its rate per
+    /// millisecond: every one `again`, else only those not held.
+    fn draw(&mut self, again: bool) -> Result<(), String> {
         for i in 0..self.links.len() {
             let Some(p) = &self.links[i].capacity else { continue };
             let seed = l4s_core::Rng::derive(self.seed, 0x5000 + i as u64).next_u64();
-            let t = p.trace(self.duration, seed).map_err(|e| {
+            let gives = |e| {
                 format!(
                     "link {}: its capacity process gives {e} over the run's {}",
                     self.links[i].name, self.duration
                 )
-            })?;
+            };
+            let held = &self.links[i];
+            let trace = match &held.trace {
+                Some(t) if !again => t.clone(),
+                _ => std::sync::Arc::new(p.trace(self.duration, seed).map_err(gives)?),
+            };
             // A cellular link serves a process at its rate in each millisecond, not in
             // whole delivery opportunities (see `l4s_link::cellular`).
-            if self.links[i].ran.is_some() {
-                let rates = p.rates(self.duration, seed).map_err(|e| {
-                    format!(
-                        "link {}: its capacity process gives {e} over the run's {}",
-                        self.links[i].name, self.duration
-                    )
-                })?;
-                self.links[i].rates = Some(std::sync::Arc::new(rates));
-            }
-            self.links[i].rate = Some(t.mean_rate());
-            self.links[i].trace = Some(std::sync::Arc::new(t));
+            let rates = match &held.rates {
+                _ if held.ran.is_none() => None,
+                Some(r) if !again => Some(r.clone()),
+                _ => Some(std::sync::Arc::new(p.rates(self.duration, seed).map_err(gives)?)),
+            };
+            let link = &mut self.links[i];
+            link.rate = Some(trace.mean_rate());
+            link.trace = Some(trace);
+            link.rates = rates;
         }
         self.gather_cells();
         Ok(())

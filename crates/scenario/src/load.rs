@@ -602,9 +602,10 @@ fn rate_or_this_trace(
     Ok((Some(t.mean_rate()), Some(t)))
 }
 
-/// A `capacity` table: a process with its own keys, checked, and drawn once for the
-/// scenario's seed and duration (every run draws it again for its own: see
-/// [`crate::Scenario::draw_capacities`]); the trace drawn here stands for the rate.
+/// A `capacity` table: a process with its own keys, checked, and drawn for the scenario's
+/// seed, the link's index and the duration, as a run draws it: the loaded scenario holds
+/// this draw, and its mean stands for the rate (a run with another seed or duration draws
+/// again: see [`crate::Scenario::draw_capacities`]).
 fn parse_capacity(
     cx: &ErrCtx,
     at: &[Seg],
@@ -723,14 +724,16 @@ fn parse_capacity(
 }
 
 /// The reverse direction's capacity: its own, or else the forward direction's trace
-/// (replayed on its own), as a reverse rate defaults to the forward rate. (A forward
-/// `capacity` process is drawn again for the reverse: see [`crate::Scenario::draw_capacities`].)
+/// (replayed on its own), as a reverse rate defaults to the forward rate. A reverse that
+/// draws the forward's `capacity` process for itself (`drawn`) holds only the forward's
+/// mean rate until its own draw ([`crate::Scenario::draw_capacities`]).
 fn reverse_capacity(
     given: (Option<Rate>, Option<Arc<Trace>>),
     forward: &Option<Arc<Trace>>,
+    drawn: bool,
 ) -> (Option<Rate>, Option<Arc<Trace>>) {
     match (given, forward) {
-        ((None, None), Some(t)) => (Some(t.mean_rate()), Some(t.clone())),
+        ((None, None), Some(t)) => (Some(t.mean_rate()), (!drawn).then(|| t.clone())),
         (g, _) => g,
     }
 }
@@ -893,6 +896,7 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
                     false,
                 )?,
                 &trace,
+                reverse_process.is_some(),
             );
             check_rate(cx, &join(&tp, &[key("reverse_rate")]), topo.reverse_rate)?;
             check_rate(cx, &join(&tp, &[key("access_rate")]), topo.access_rate)?;
@@ -1160,9 +1164,11 @@ fn build(cx: &ErrCtx, mut raw: File) -> Result<Scenario, ScenarioError> {
         flows,
         routes,
     };
-    // Each `capacity` link's trace as the run draws it (a reverse direction drawing from
-    // its forward's process gets its own draw here).
-    scenario.draw_capacities().map_err(|e| cx.at_str("topology", e))?;
+    // What the run draws that the loader has not: a reverse direction's draw of its
+    // forward's process, and a cellular link's rate per millisecond.
+    scenario
+        .draw_missing_capacities()
+        .map_err(|e| cx.at_str("topology", e))?;
     Ok(scenario)
 }
 
@@ -1205,6 +1211,7 @@ pub(crate) fn add_custom_link(
             false,
         )?,
         &trace,
+        reverse_process.is_some(),
     );
     let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
     let cellular = parse_link_kind(cx, lp, l.kind.as_deref(), l.ran.is_some())?;

@@ -82,6 +82,16 @@ fn a_custom_link_of_kind_cellular_takes_the_defaults_and_a_process_per_milliseco
     assert_eq!(sc.links[1].rate.unwrap().bits_per_sec(), 2_000_000);
     assert!(sc.links[1].rates.is_none());
     assert_eq!(sc.links[1].ran.as_ref().unwrap().1, RanDirection::Uplink);
+    // Without a reverse rate, the uplink draws the same process for its own index: its
+    // rate per millisecond and its trace, as drawing every link again for the run gives.
+    let sc = custom("kind = \"cellular\"\ncapacity = { process = \"gaussian\", mean = \"10Mbit\", std_dev = \"3Mbit\", step = \"100ms\", min = \"5Mbit\", max = \"20Mbit\" }").unwrap();
+    let mut again = sc.clone();
+    again.draw_capacities().unwrap();
+    for (a, b) in sc.links.iter().zip(&again.links) {
+        assert_eq!(a.rates.as_ref().map(|r| r.len()), Some(3_000), "{}", a.name);
+        assert_eq!((a.rate, &a.trace, &a.rates), (b.rate, &b.trace, &b.rates), "{}", a.name);
+    }
+    assert_ne!(sc.links[0].rates, sc.links[1].rates);
 }
 
 #[test]

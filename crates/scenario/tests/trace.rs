@@ -151,6 +151,13 @@ fn a_capacity_process_is_drawn_for_the_run_and_again_for_another_seed() {
     // The reverse direction draws its own capacity from the same process.
     assert_eq!(sc.links[1].capacity, l.capacity);
     assert!(sc.links[1].trace.is_some() && sc.links[1].trace.as_deref() != Some(&*t));
+    // The loaded scenario holds each draw as the run would make it: the loader's own for
+    // the forward direction, a draw for the reverse's index for the reverse.
+    let mut again = sc.clone();
+    again.draw_capacities().unwrap();
+    for (a, b) in sc.links.iter().zip(&again.links) {
+        assert_eq!((a.rate, &a.trace, &a.rates), (b.rate, &b.trace, &b.rates), "{}", a.name);
+    }
     // The same seed draws the same; --seed draws again, and --duration draws as long.
     let mut same = load(&d, gauss).unwrap();
     same.apply_overrides(None, None).unwrap();
