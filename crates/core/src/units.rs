@@ -6,7 +6,7 @@
 
 use crate::time::{Dur, Rate};
 
-fn split_number(s: &str) -> Option<(f64, &str)> {
+fn split_number(s: &str) -> Option<(Number<'_>, &str)> {
     let s = s.trim();
     let end = s
         .char_indices()
@@ -14,25 +14,29 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
         .map(|(i, _)| i)
         .unwrap_or(s.len());
     // A trailing 'e' may belong to no exponent (e.g. none of our units start with e, so fine).
-    let (num, unit) = s.split_at(end);
-    let num: String = num.chars().filter(|c| *c != '_').collect();
-    let v: f64 = num.parse().ok()?;
-    Some((v, unit.trim()))
+    let (text, unit) = s.split_at(end);
+    let value: f64 = text.replace('_', "").parse().ok()?;
+    Some((Number { text, value }, unit.trim()))
 }
 
-/// `v · mult` (`v` read from `s`) as a whole number, or `None` past `u64::MAX`. A number
-/// written in digits alone, times a whole multiplier, is computed exactly: as f64,
-/// `18446744073709551615` (the largest u64) and `18446744073709551616` (one past it) are
-/// the same number, 2^64. Otherwise the f64 product is rounded, and 2^64 and above are past.
-fn whole(s: &str, v: f64, mult: f64) -> Option<u64> {
-    let t = s.trim();
-    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '_')).unwrap_or(t.len());
-    let digits_only = end > 0 && !t[end..].starts_with(['.', 'e', 'E']);
+/// A number as written (with any `_`) and its value.
+struct Number<'a> {
+    text: &'a str,
+    value: f64,
+}
+
+/// `n · mult` as a whole number, or `None` past `u64::MAX`. A number written in digits
+/// alone, times a whole multiplier, is computed exactly: as f64, `18446744073709551615`
+/// (the largest u64) and `18446744073709551616` (one past it) are the same number, 2^64.
+/// Otherwise the f64 product is rounded, and 2^64 and above are past.
+fn whole(n: &Number, mult: f64) -> Option<u64> {
+    let digits_only =
+        n.text.bytes().any(|b| b.is_ascii_digit()) && n.text.bytes().all(|b| b.is_ascii_digit() || b == b'_');
     if digits_only && mult.fract() == 0.0 && mult < 1e18 {
-        let n: u128 = t[..end].replace('_', "").parse().ok()?;
-        return u64::try_from(n.checked_mul(mult as u128)?).ok();
+        let k: u128 = n.text.replace('_', "").parse().ok()?;
+        return u64::try_from(k.checked_mul(mult as u128)?).ok();
     }
-    let x = v * mult;
+    let x = n.value * mult;
     // u64::MAX as f64 is 2^64, one past the largest u64: it too is out of range.
     (x < u64::MAX as f64).then(|| x.round() as u64)
 }
@@ -45,7 +49,7 @@ fn whole(s: &str, v: f64, mult: f64) -> Option<u64> {
 /// case. Bits are written `bit` (`"20Mbit"`, as `tc`), bytes `Bps` or `B` (`"2.5MBps"`).
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
     let expected = "a rate such as \"100Mbit\", \"1.5Gbit\", \"500kbit\" or \"12.5MBps\" (bytes/s)";
-    let (v, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
+    let (n, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
     let unit_l = unit.trim_end_matches("/s");
     if let Some(prefix) = unit_l.strip_suffix("bps") {
         let num = s.trim().strip_suffix(unit).unwrap_or(s).trim();
@@ -69,11 +73,11 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         "" => return Err(format!("expected {expected}, found {s:?} (the unit is missing)")),
         _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
-    let bits = v * mult * if bytes { 8.0 } else { 1.0 };
+    let bits = n.value * mult * if bytes { 8.0 } else { 1.0 };
     if bits.is_nan() || bits < 0.0 {
         return Err(format!("expected {expected}, found {s:?}"));
     }
-    whole(s, v, mult * if bytes { 8.0 } else { 1.0 })
+    whole(&n, mult * if bytes { 8.0 } else { 1.0 })
         .map(Rate)
         .ok_or_else(|| format!("rate {s:?} is too large"))
 }
@@ -81,7 +85,7 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
 /// Parse a duration such as `20ms`, `1.5s`, `250us`, `100ns`, `2min`.
 pub fn parse_dur(s: &str) -> Result<Dur, String> {
     let expected = "a duration such as \"20ms\", \"1.5s\", \"250us\" or \"100ns\"";
-    let (v, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
+    let (n, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
     let mult = match unit {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
@@ -92,13 +96,13 @@ pub fn parse_dur(s: &str) -> Result<Dur, String> {
         "" => return Err(format!("expected {expected}, found {s:?} (the unit is missing)")),
         _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
-    let ns = v * mult;
+    let ns = n.value * mult;
     if ns.is_nan() || ns < 0.0 {
         return Err(format!(
             "expected {expected}, found {s:?} (durations cannot be negative)"
         ));
     }
-    whole(s, v, mult)
+    whole(&n, mult)
         .map(Dur)
         .ok_or_else(|| format!("duration {s:?} is too large"))
 }
@@ -106,7 +110,7 @@ pub fn parse_dur(s: &str) -> Result<Dur, String> {
 /// Parse a size in bytes such as `1500B`, `1500`, `1.5MB`, `64KiB`.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let expected = "a size such as \"1500B\", \"64KiB\" or \"1.5MB\"";
-    let (v, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
+    let (n, unit) = split_number(s).ok_or_else(|| format!("expected {expected}, found {s:?}"))?;
     let mult = match unit {
         "" | "B" | "bytes" => 1.0,
         "kB" | "KB" | "k" => 1e3,
@@ -117,11 +121,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "GiB" => 1024.0 * 1024.0 * 1024.0,
         _ => return Err(format!("expected {expected}, found unknown unit {unit:?} in {s:?}")),
     };
-    let b = v * mult;
+    let b = n.value * mult;
     if b.is_nan() || b < 0.0 {
         return Err(format!("expected {expected}, found {s:?} (sizes cannot be negative)"));
     }
-    whole(s, v, mult).ok_or_else(|| format!("size {s:?} is too large"))
+    whole(&n, mult).ok_or_else(|| format!("size {s:?} is too large"))
 }
 
 #[cfg(test)]
