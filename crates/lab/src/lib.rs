@@ -595,6 +595,10 @@ pub(crate) fn simulate(
     progress: &mut dyn Progress,
 ) -> Result<Ran, Error> {
     // Refuse what cannot run, and a foreign output path, before spending time running.
+    // A plan has checked this already for `run_text`; it is checked again here because
+    // `run_scenario` (campaigns, the Python package) comes without a plan, and because the
+    // last of a set of variants may start hours after its plan, when its folder can have
+    // changed.
     pre_run_check(&sc, backend, opts, out)?;
     for n in notices(&sc, opts, backend.name()) {
         progress.notice(&n);

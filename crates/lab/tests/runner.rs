@@ -634,13 +634,21 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
         )
     };
 
+    // An input error that says `says`.
+    let refused = |r: Result<(), Error>, says: &str| {
+        let e = r.expect_err("refused");
+        assert_eq!(e.kind, ErrorKind::Input);
+        assert!(e.message.contains(says), "{e}\n  expected: {says}");
+    };
+
     // Variants into one run's results: refused before anything is written.
     let same = d.join("same");
     run(single, &same).unwrap();
     let summary = std::fs::read(same.join("summary.json")).unwrap();
-    let e = run(TINY, &same).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
-    assert!(e.message.contains("holds the results of one run (summary.json)"), "{e}");
+    refused(
+        run(TINY, &same).map(|_| ()),
+        "holds the results of one run (summary.json)",
+    );
     assert!(!same.join("l4s").exists() && !same.join("variants.json").exists());
     assert_eq!(std::fs::read(same.join("summary.json")).unwrap(), summary);
 
@@ -648,9 +656,7 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     let set = d.join("set");
     run(TINY, &set).unwrap();
     let manifest = std::fs::read(set.join("variants.json")).unwrap();
-    let e = run(single, &set).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
-    assert!(e.message.contains("holds a set of variants (variants.json)"), "{e}");
+    refused(run(single, &set).map(|_| ()), "holds a set of variants (variants.json)");
     assert!(!set.join("summary.json").exists());
     assert_eq!(std::fs::read(set.join("variants.json")).unwrap(), manifest);
     // The set's own comparison page is replaced by a rerun.
@@ -661,12 +667,9 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     let u = d.join("u");
     std::fs::create_dir_all(&u).unwrap();
     std::fs::write(u.join("compare.html"), "MY OWN PAGE").unwrap();
-    let e = run(TINY, &u).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
-    assert!(
-        e.message
-            .contains("compare.html exists and is not a page l4s-lab wrote"),
-        "{e}"
+    refused(
+        run(TINY, &u).map(|_| ()),
+        "compare.html exists and is not a page l4s-lab wrote",
     );
     assert_eq!(std::fs::read_to_string(u.join("compare.html")).unwrap(), "MY OWN PAGE");
     assert_eq!(std::fs::read_dir(&u).unwrap().count(), 1);
@@ -678,9 +681,7 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     compare(&dirs, &page).unwrap();
     let mine = d.join("mine.html");
     std::fs::write(&mine, "<!DOCTYPE html>\n<html><title>mine</title>").unwrap();
-    let e = compare(&dirs, &mine).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
-    assert!(e.message.contains("is not a page l4s-lab wrote"), "{e}");
+    refused(compare(&dirs, &mine).map(|_| ()), "is not a page l4s-lab wrote");
     assert_eq!(
         std::fs::read_to_string(&mine).unwrap(),
         "<!DOCTYPE html>\n<html><title>mine</title>"
@@ -692,19 +693,20 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     let fresh = d.join("fresh");
     check_file(&file, &Simulator, &opts(&fresh)).unwrap();
     assert!(!fresh.exists());
-    let e = check_file(&file, &Simulator, &opts(&same)).unwrap_err();
-    assert!(e.message.contains("holds the results of one run"), "{e}");
+    refused(
+        check_file(&file, &Simulator, &opts(&same)),
+        "holds the results of one run",
+    );
     let odd = RunOptions {
         snapshot_interval: l4s_core::Dur::from_micros(1500),
         ..opts(&fresh)
     };
-    let e = check_file(&file, &Simulator, &odd).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
-    assert!(e.message.contains("expected a whole number of milliseconds"), "{e}");
+    refused(
+        check_file(&file, &Simulator, &odd),
+        "expected a whole number of milliseconds",
+    );
     std::fs::write(&file, "[scenario\n").unwrap();
-    let e = check_file(&file, &Simulator, &opts(&fresh)).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
-    assert!(e.message.contains("tiny.toml:1"), "{e}");
+    refused(check_file(&file, &Simulator, &opts(&fresh)), "tiny.toml:1");
     assert!(!fresh.exists());
     let _ = std::fs::remove_dir_all(&d);
 }
