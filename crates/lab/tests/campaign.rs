@@ -113,7 +113,35 @@ fn the_campaigns_duration_holds_over_a_variants_own() {
 
 #[test]
 fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
-    let cases: [(&str, &str, &str, usize, &str); 7] = [
+    let cases: [(&str, &str, &str, usize, &str); 11] = [
+        (
+            "seeds = 2\n",
+            "seeds = 2\nvariants = []\n",
+            "campaign.variants",
+            6,
+            "the list is empty",
+        ),
+        (
+            "baseline = \"classic\"",
+            "baseline = \"classic\"\nvariants = [\"l4s\", \"nosuch\"]",
+            "campaign.variants",
+            5,
+            "has no variant \"nosuch\"",
+        ),
+        (
+            "count = 2",
+            "count = 4000000000",
+            "sample.count",
+            11,
+            "expected 1 to 10000000 draws",
+        ),
+        (
+            "\"topology.rtt\" = { uniform = [\"5ms\", \"40ms\"] }",
+            "\"flows.bulk.count\" = { uniform = [-9223372036854775808, 9223372036854775807] }",
+            "sample.params.\"flows.bulk.count\"",
+            13,
+            "integer bounds from",
+        ),
         (
             "seeds = 2\n",
             "seeds = 2\nduration = \"1s\"\n",
@@ -174,6 +202,58 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
         assert!(e.message.contains(msg), "expected {msg:?} in: {e}");
         assert!(!d.join("store").exists(), "nothing is written on bad input");
     }
+    // The campaign's duration is blamed with the point's own error, not the base's.
+    let text = CAMPAIGN
+        .replace("seeds = 2\n", "seeds = 2\nduration = \"0.9s\"\n")
+        .replace(
+            "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+            "\"scenario.warmup\" = [\"0.5s\"]",
+        )
+        .replace("\"flows.bulk.start\" = \"0.5s\"", "\"flows.bulk.start\" = \"0.95s\"");
+    let (d, f) = setup("bad-duration", &text);
+    let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+    let want = format!(
+        "{}:6: campaign.duration: \"0.9s\" makes the scenario invalid with scenario.warmup = \"0.5s\", topology.rtt = ",
+        f.display()
+    );
+    assert!(e.message.starts_with(&want), "expected {want:?} in: {e}");
+    assert!(e.message.contains(", flows.bulk.start = \"0.95s\": "), "{e}");
+    assert!(
+        e.message.contains("the flow starts at 950ms but the run ends at 900ms"),
+        "{e}"
+    );
+    assert!(!e.message.contains("warm-up"), "{e}");
+    // A sweep too large to hold is refused before its grid is made: 1.6 x 10^9 runs.
+    let many = |unit: &str| {
+        (1..=10_000)
+            .map(|k| format!("\"{k}{unit}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = CAMPAIGN.replace(
+        "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+        &format!(
+            "\"topology.rate\" = [{}]\n\"flows.bulk.start\" = [{}]",
+            many("kbit"),
+            many("us")
+        ),
+    );
+    let (d, f) = setup("bad-size", &text);
+    let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+    assert!(
+        e.message
+            .contains("campaign: 1600000000 runs: a campaign holds at most 10000000"),
+        "{e}"
+    );
+    // Without variants, a baseline has nothing to name.
+    let (d, f) = setup("bad-baseline", CAMPAIGN);
+    let plain = SCENARIO.split("[[variants]]").next().unwrap();
+    std::fs::write(d.join("s.toml"), plain).unwrap();
+    let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+    assert!(
+        e.message.contains("campaign.baseline: ") && e.message.contains("has no [[variants]] to compare"),
+        "{e}"
+    );
     // An error of the scenario itself is the scenario's.
     let (d, f) = setup("bad-scenario", CAMPAIGN);
     std::fs::write(d.join("s.toml"), SCENARIO.replace("cc = \"prague\"", "cc = \"bogus\"")).unwrap();

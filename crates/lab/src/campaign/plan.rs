@@ -161,6 +161,15 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
             ))
         }
         None => None,
+        Some(_) if all == [""] => {
+            return Err(spec.err(
+                "campaign.baseline",
+                format!(
+                    "{} has no [[variants]] to compare: leave campaign.baseline out",
+                    scen_path.display()
+                ),
+            ))
+        }
         Some(b) => Some(variants.iter().position(|v| v == b).ok_or_else(|| {
             spec.err(
                 "campaign.baseline",
@@ -178,6 +187,33 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
     if let Some(s) = &spec.sample {
         params.extend(s.params.iter().map(|(k, _)| k.clone()));
         tables.extend(s.params.iter().map(|_| "sample.params".to_string()));
+    }
+    let groups: Vec<Option<usize>> = if spec.groups.is_empty() {
+        vec![None]
+    } else {
+        (0..spec.groups.len()).map(Some).collect()
+    };
+    let count = spec.sample.as_ref().map_or(1, |s| u64::from(s.count));
+    // Counted before the grid and the draws are made, which a typo could make too large
+    // to hold.
+    let cells = spec
+        .sweep
+        .iter()
+        .fold(1u64, |n, w| n.saturating_mul(w.values.len() as u64));
+    let total = [count, groups.len() as u64, spec.seeds.len() as u64]
+        .iter()
+        .fold(cells, |n, &k| n.saturating_mul(k));
+    const MAX_RUNS: u64 = 10_000_000;
+    let runs_asked = total.saturating_mul(variants.len() as u64);
+    if runs_asked > MAX_RUNS {
+        let n = match runs_asked {
+            u64::MAX => "more than 10^19".to_string(),
+            n => n.to_string(),
+        };
+        return Err(spec.err(
+            "campaign",
+            format!("{n} runs: a campaign holds at most {MAX_RUNS}; split it into several"),
+        ));
     }
     let grid = grid(&spec.sweep);
     let draws: Vec<Option<(u32, Vec<toml::Value>)>> = match &spec.sample {
@@ -198,22 +234,6 @@ pub fn build(spec: &Spec) -> Result<Plan, ScenarioError> {
             })
             .collect(),
     };
-    let groups: Vec<Option<usize>> = if spec.groups.is_empty() {
-        vec![None]
-    } else {
-        (0..spec.groups.len()).map(Some).collect()
-    };
-    let total = grid.len() as u64 * draws.len() as u64 * groups.len() as u64 * spec.seeds.len() as u64;
-    const MAX_RUNS: u64 = 10_000_000;
-    if total * variants.len() as u64 > MAX_RUNS {
-        return Err(spec.err(
-            "campaign",
-            format!(
-                "{} runs: a campaign holds at most {MAX_RUNS}; split it into several",
-                total * variants.len() as u64
-            ),
-        ));
-    }
     let mut points = Vec::new();
     let mut templates = Vec::new();
     let mut runs = Vec::new();
@@ -377,16 +397,35 @@ fn blame(
     e: ScenarioError,
 ) -> ScenarioError {
     let all: Vec<usize> = (0..l4s_scenario::variant_texts(base.clone(), scen_path).map_or(1, |v| v.len())).collect();
-    let invalid = |sets: &[(String, String, toml::Value)]| match point_texts(spec, base, &all, sets, scen_path) {
-        Err(e) => Some(e),
-        Ok(texts) => texts.iter().find_map(|t| l4s_scenario::load_str(t, scen_path).err()),
-    };
-    // The campaign's duration alone (it must be longer than the scenario's warm-up).
-    if let (Some(d), Some(inner)) = (&spec.duration, invalid(&[])) {
-        return spec.err(
-            "campaign.duration",
-            format!("{d:?} makes the scenario invalid: {inner}"),
-        );
+    let invalid_with =
+        |spec: &Spec, sets: &[(String, String, toml::Value)]| match point_texts(spec, base, &all, sets, scen_path) {
+            Err(e) => Some(e),
+            Ok(texts) => texts.iter().find_map(|t| l4s_scenario::load_str(t, scen_path).err()),
+        };
+    let invalid = |sets: &[(String, String, toml::Value)]| invalid_with(spec, sets);
+    // The campaign's duration, when the point is valid without it: it must be longer than
+    // the point's warm-up and its flows' starts, which the point's own values may set.
+    if let Some(d) = &spec.duration {
+        let own = Spec {
+            duration: None,
+            ..spec.clone()
+        };
+        if invalid_with(&own, sets).is_none() {
+            let with = match sets {
+                [] => String::new(),
+                _ => format!(
+                    " with {}",
+                    sets.iter()
+                        .map(|(_, k, v)| format!("{k} = {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            return spec.err(
+                "campaign.duration",
+                format!("{d:?} makes the scenario invalid{with}: {e}"),
+            );
+        }
     }
     if sets.is_empty() {
         return e;
