@@ -395,6 +395,28 @@ fn check_variant_folder(base: &Path) -> Result<(), Error> {
             page.display()
         )));
     }
+    // Beside those two, only results directories (a variant's, of this set or an earlier
+    // one) and a run's own lock and temporary folders.
+    let mut foreign: Vec<String> = Vec::new();
+    for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        let own = name == l4s_report::variant_set::MANIFEST
+            || name == COMPARE_PAGE
+            || (name.starts_with('.') && (name.ends_with(".lock") || name.contains(".tmp-")))
+            || (path.is_dir() && (path.join(OWNER_MARK).is_file() || path.join(MARKER).is_file()));
+        if !own {
+            foreign.push(if path.is_dir() { format!("{name}/") } else { name });
+        }
+    }
+    if !foreign.is_empty() {
+        foreign.sort();
+        return Err(Error::input(format!(
+            "{} holds files l4s did not write ({}), and a scenario with [[variants]] writes a folder per variant there: move them elsewhere, or choose another --out",
+            base.display(),
+            foreign.join(", ")
+        )));
+    }
     Ok(())
 }
 

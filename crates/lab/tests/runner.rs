@@ -674,6 +674,27 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     assert_eq!(std::fs::read_to_string(u.join("compare.html")).unwrap(), "MY OWN PAGE");
     assert_eq!(std::fs::read_dir(&u).unwrap().count(), 1);
 
+    // A folder of a person's own files: refused, nothing written there.
+    std::fs::remove_file(u.join("compare.html")).unwrap();
+    std::fs::write(u.join("a.txt"), "mine").unwrap();
+    std::fs::create_dir(u.join("notes")).unwrap();
+    refused(
+        run(TINY, &u).map(|_| ()),
+        "u holds files l4s did not write (a.txt, notes/)",
+    );
+    assert_eq!(std::fs::read_dir(&u).unwrap().count(), 2);
+    // A folder that cannot be made is named.
+    let plain = d.join("plain.txt");
+    std::fs::write(&plain, "x").unwrap();
+    refused(
+        run(single, &plain.join("sub")).map(|_| ()),
+        &format!("{}: cannot create the folder: ", plain.display()),
+    );
+    // A set's own folder, with an earlier set's variant and a stale temporary folder of
+    // ours, is run into again.
+    std::fs::create_dir(set.join(".l4s.tmp-1")).unwrap();
+    run(TINY, &set).unwrap();
+
     // `compare` replaces a page of ours, never a person's file.
     let dirs = [set.join("l4s"), set.join("fifo")];
     let page = d.join("page.html");

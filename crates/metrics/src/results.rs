@@ -132,6 +132,11 @@ fn sync_path(path: &Path) -> io::Result<()> {
 /// removed again when the results are committed or dropped; a process that opened it just
 /// before and locks it just after finds the path gone or another file there, and tries
 /// again, so two processes never both believe they hold the lock.
+/// `e` with the path it happened at and what was being done, of the same kind.
+fn at(path: &Path, doing: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {doing}: {e}", path.display()))
+}
+
 fn take_lock(path: &Path, target: &Path) -> io::Result<(fs::File, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
     loop {
@@ -139,7 +144,8 @@ fn take_lock(path: &Path, target: &Path) -> io::Result<(fs::File, PathBuf)> {
             .create(true)
             .truncate(false)
             .write(true)
-            .open(path)?;
+            .open(path)
+            .map_err(|e| at(path, "cannot create the lock file", e))?;
         match f.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -185,7 +191,7 @@ impl ResultsDir {
                 return Err(io::Error::new(io::ErrorKind::AlreadyExists, why));
             }
         }
-        fs::create_dir_all(&parent)?;
+        fs::create_dir_all(&parent).map_err(|e| at(&parent, "cannot create the folder", e))?;
         let lock = if lock {
             Some(take_lock(&parent.join(format!(".{name}.lock")), target)?)
         } else {
@@ -194,9 +200,9 @@ impl ResultsDir {
         remove_stale(&parent, &name, lock.is_some());
         let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
         if tmp.exists() {
-            fs::remove_dir_all(&tmp)?;
+            fs::remove_dir_all(&tmp).map_err(|e| at(&tmp, "cannot remove the earlier temporary folder", e))?;
         }
-        fs::create_dir_all(&tmp)?;
+        fs::create_dir_all(&tmp).map_err(|e| at(&tmp, "cannot create the folder", e))?;
         Ok(ResultsDir {
             tmp,
             target: target.to_path_buf(),
