@@ -2,12 +2,12 @@
 and run campaigns of paired runs on this machine or on a Ray cluster.
 
 >>> import l4s_lab
->>> r = l4s_lab.run("scenarios/dumbbell-dualpi2.toml", seed=1, duration="10s")
+>>> r = l4s_lab.run("scenarios/dumbbell-dualpi2.toml", seed=1, duration="20s")
 >>> r.flows[["name", "throughput_bps", "owd_ms.p99"]]
 >>> r.snapshots_flows.plot(x="time_s", y="cwnd_bytes")          # doctest: +SKIP
 
-Every error of the Rust side is an :class:`L4sError` carrying ``file``, ``line`` and
-``key`` when the problem is in a scenario or campaign file.
+Every error is an :class:`L4sError` with its ``kind`` and ``exit_code``, carrying
+``file``, ``line`` and ``key`` when the problem is in a scenario or campaign file.
 """
 
 from ._native import L4sError, __version__

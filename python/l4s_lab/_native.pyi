@@ -33,7 +33,21 @@ def run(
     packets: bool = False,
 ) -> dict[str, Any]:
     """Run one scenario (variant, keys set) into the results directory ``out``; returns
-    ``dir``, ``wall_s``, ``events``, ``bottleneck_packets``, ``report``."""
+    ``dir``, ``wall_s``, ``events``, ``bottleneck_packets``, ``complete``, ``report``."""
+
+def run_set(
+    path: str,
+    out: str,
+    text: str | None = None,
+    set_json: str = "{}",
+    seed: int | None = None,
+    duration: str | None = None,
+    snapshots: str | None = "100ms",
+    report: bool = False,
+    packets: bool = False,
+) -> dict[str, Any]:
+    """Run every variant of a scenario as ``l4s run`` does, into ``out``; returns ``runs``
+    (a dict each, as ``run``'s, with ``variant``) and ``compare`` (the page, or None)."""
 
 def variant_names(path: str, text: str | None = None) -> list[str]:
     """The ``[[variants]]`` of a scenario, by name."""

@@ -2,9 +2,9 @@
 parameters, kept in a resumable store, on this machine or on a Ray cluster.
 
 >>> from l4s_lab import campaign
->>> c = campaign.run("campaigns/dualpi2-sweep.toml", jobs=2)          # doctest: +SKIP
->>> c.pairs.query("metric == 'flow.probe-l4s.owd_p99_ms'").difference.describe()
->>> c = campaign.run("campaigns/dualpi2-sweep.toml", executor="ray")   # the same, on Ray
+>>> c = campaign.run("campaigns/field-study.toml", jobs=2)          # doctest: +SKIP
+>>> c.pairs.query("metric == 'flow.game.owd_p99_ms'").difference.describe()
+>>> c = campaign.run("campaigns/field-study.toml", executor="ray")   # the same, on Ray
 
 The campaign file format and the store are documented in docs/campaigns.md; the
 campaign may also be given as a dict of the same tables (its relative paths then count
@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _native
+from ._errors import check_count, check_finite, error
 
 __all__ = ["Campaign", "load", "run", "status"]
 
@@ -47,14 +49,23 @@ class Campaign:
         ``pair``, ``seed``, ``variant``, ``order``, ``group``, ``sample``), its parameters
         (float64 in bit/s, s or bytes where every value has such a unit, else str) and
         the key metrics of every flow, queue and class (float64)."""
-        return pq.read_table(self.dir / "index.parquet").to_pandas()
+        return self._table("index.parquet")
 
     @property
     def pairs(self) -> pd.DataFrame:
         """``pairs.parquet``: one row per pair and metric: ``value`` of ``variant``,
         ``baseline_value`` of the baseline variant in the same pair, and
         ``difference = value - baseline_value``."""
-        return pq.read_table(self.dir / "pairs.parquet").to_pandas()
+        return self._table("pairs.parquet")
+
+    def _table(self, name: str) -> pd.DataFrame:
+        p = self.dir / name
+        if not p.is_file():
+            raise error(f"{p}: not written yet (a campaign's tables are written when its run ends; `l4s campaign tables` writes them now)", file=str(p))
+        try:
+            return pq.read_table(p).to_pandas()
+        except (OSError, pa.ArrowException) as e:
+            raise error(f"{p}: not a table l4s-lab can read ({e}); `l4s campaign tables` writes it again", file=str(p)) from None
 
     def status(self) -> dict[str, Any]:
         """What the store holds: runs done, running, failed and missing."""
@@ -81,6 +92,7 @@ def status(dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 def _source(campaign: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[str | None, str | None]:
     if isinstance(campaign, Mapping):
+        check_finite(campaign, "")
         return None, _native.toml_text(json.dumps(campaign))
     return os.fspath(campaign), None
 
@@ -114,6 +126,8 @@ def run(
         KeyboardInterrupt: after Ctrl-C (local): the runs under way finish and the tables
             are written first; run it again to run the rest.
     """
+    check_count(jobs, "jobs")
+    check_count(max_retries, "max_retries")
     path, text = _source(campaign)
     o = None if out is None else os.fspath(out)
     if executor == "local":
@@ -121,7 +135,7 @@ def run(
         return Campaign(res["dir"], res)
     if executor == "ray":
         return _run_ray(path, text, o, update, ray_address, max_retries)
-    raise _native.L4sError(f"executor={executor!r}: expected 'local' or 'ray'")
+    raise error(f"executor={executor!r}: expected 'local' or 'ray'")
 
 
 def _check_address(address: str, timeout: float = 10.0) -> None:
@@ -135,20 +149,23 @@ def _check_address(address: str, timeout: float = 10.0) -> None:
         with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
             pass
     except (OSError, ValueError) as e:
-        raise _native.L4sError(f"ray_address={address!r}: the Ray cluster does not answer ({e})") from None
+        raise error(f"ray_address={address!r}: the Ray cluster does not answer ({e})", kind="setup") from None
 
 
 def _run_ray(path: str | None, text: str | None, out: str | None, update: bool, address: str | None, max_retries: int) -> Campaign:
     try:
         import ray
     except ImportError:
-        raise _native.L4sError("executor='ray' needs Ray: pip install 'l4s-lab[ray]'") from None
+        raise error("executor='ray' needs Ray: pip install 'l4s-lab[ray]'", kind="setup") from None
     if not ray.is_initialized():
-        if address is not None:
-            _check_address(address)
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(log_to_driver=False, include_dashboard=False)
+        try:
+            if address is not None:
+                _check_address(address)
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(log_to_driver=False, include_dashboard=False)
+        except ConnectionError as e:
+            raise error(f"ray_address={address!r}: cannot connect to the Ray cluster ({e})", kind="setup") from None
     # The plan is validated and the store locked only once the cluster answers.
     session = _native.CampaignSession(path=path, text=text, out=out, update=update)
     try:

@@ -15,13 +15,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _native
+from ._errors import check_finite, check_seed, check_text, error
 
 __all__ = ["Result", "load", "run", "run_variants"]
 
 
 def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """Nested summary records as columns joined with '.' (``owd_ms.p99``)."""
-    return pd.json_normalize(records, sep=".") if records else pd.DataFrame()
+    """Nested summary records as columns joined with '.' (``owd_ms.p99``). A field that is
+    a table for some records and null for others (a probe's ``rtt_ms``) gives the table's
+    columns alone, NaN where it was null, not a column of its own as well."""
+    if not records:
+        return pd.DataFrame()
+    df = pd.json_normalize(records, sep=".")
+    nested = [c for c in df.columns if df[c].isna().all() and any(o.startswith(c + ".") for o in df.columns)]
+    return df.drop(columns=nested)
 
 
 class Result:
@@ -44,8 +51,9 @@ class Result:
     @property
     def flows(self) -> pd.DataFrame:
         """One row per flow: every field of ``summary["flows"]``, nested ones as
-        ``owd_ms.p99``, ``media.frame_delay_ms.p99``... (float64 for measures, int64 for
-        counts, object for names)."""
+        ``owd_ms.p99``, ``media.frame_delay_ms.p99``... Numbers are int64 where every flow
+        has the field and float64 where some flow lacks it (NaN there: a probe has no
+        ``rtt_ms.count``); names, and fields null for every flow, are object."""
         return _frame(self.summary["flows"])
 
     @property
@@ -61,7 +69,7 @@ class Result:
     def _table(self, name: str) -> pd.DataFrame:
         t = self.arrow.get(name)
         if t is None:
-            raise _native.L4sError(f"this run has no {name} (snapshots off, or not written)")
+            raise error(f"this run has no {name} (snapshots off, or not written)")
         return t.to_pandas()
 
     @property
@@ -98,18 +106,33 @@ def load(dir: str | os.PathLike[str]) -> Result:
     try:
         summary = json.loads(p.read_text())
     except OSError as e:
-        raise _native.L4sError(f"{d}: not an l4s-lab results directory (cannot read summary.json: {e})") from None
+        raise error(f"{d}: not an l4s-lab results directory (cannot read summary.json: {e})", file=str(p)) from None
     except ValueError as e:
-        raise _native.L4sError(f"{p}: not valid JSON: {e}") from None
-    arrow = {k: pq.read_table(d / f) for k, f in _TABLES.items() if (d / f).is_file()}
+        raise error(f"{p}: not valid JSON: {e}", file=str(p)) from None
+    arrow = {}
+    for k, f in _TABLES.items():
+        if (d / f).is_file():
+            try:
+                arrow[k] = pq.read_table(d / f)
+            except (OSError, pa.ArrowException) as e:
+                raise error(f"{d / f}: not a Parquet table l4s-lab can read ({e})", file=str(d / f)) from None
     return Result(summary, arrow, d)
 
 
 def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
+    if set is not None and not isinstance(set, Mapping):
+        raise error(f"set={set!r}: expected a dict of \"dotted.key\": value")
     keys: dict[str, Any] = dict(set or {})
     for k, v in overrides.items():
         keys[k.replace("__", ".")] = v
+    check_finite(keys, "set")
     return json.dumps(keys)
+
+
+def _check_run_args(seed: Any, duration: Any, snapshots: Any) -> None:
+    check_seed(seed)
+    check_text(duration, "duration", "10s")
+    check_text(snapshots, "snapshots", "100ms")
 
 
 def run(
@@ -149,9 +172,10 @@ def run(
         L4sError: bad input (with ``file``, ``line``, ``key``), or a failed run.
     """
     if backend != "sim":
-        raise _native.L4sError(
+        raise error(
             f"backend={backend!r}: run() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
         )
+    _check_run_args(seed, duration, snapshots)
     keep = out is not None
     dest = Path(out) if keep else Path(tempfile.mkdtemp(prefix="l4s-run-")) / "run"
     try:
@@ -179,16 +203,54 @@ def run(
             shutil.rmtree(dest.parent, ignore_errors=True)
 
 
-def run_variants(scenario: str | os.PathLike[str], **kwargs: Any) -> dict[str, Result]:
-    """Run every variant of a scenario file (as ``l4s run`` does), one ``Result`` each,
-    by name; a file without variants gives ``{"": result}``. With ``out``, each variant
-    goes to ``out/<variant>``. Takes the arguments of :func:`run`."""
-    names = _native.variant_names(os.fspath(scenario), kwargs.get("text"))
-    if not names:
-        return {"": run(scenario, **kwargs)}
-    out = kwargs.pop("out", None)
-    res = {}
-    for n in names:
-        o = None if out is None else Path(out) / n
-        res[n] = run(scenario, variant=n, out=o, **kwargs)
-    return res
+def run_variants(
+    scenario: str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    backend: str = "sim",
+    duration: str | None = None,
+    set: Mapping[str, Any] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    snapshots: str | None = "100ms",
+    report: bool = False,
+    packets: bool = False,
+    text: str | None = None,
+    **overrides: Any,
+) -> dict[str, Result]:
+    """Run every variant of a scenario file as ``l4s run`` does, one ``Result`` each, by
+    name; a file without variants gives ``{"": result}``. ``set`` applies over each
+    variant's own keys (as ``l4s run --set``). With ``out``, each variant goes to
+    ``out/<variant>``, with ``variants.json`` and ``compare.html`` beside them; a folder
+    that holds one run's results or files l4s-lab did not write is refused, as by
+    ``l4s run``. Takes the arguments of :func:`run` but ``variant``."""
+    if backend != "sim":
+        raise error(
+            f"backend={backend!r}: run_variants() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
+        )
+    _check_run_args(seed, duration, snapshots)
+    keep = out is not None
+    dest = Path(out) if keep else Path(tempfile.mkdtemp(prefix="l4s-run-")) / "runs"
+    try:
+        info = _native.run_set(
+            os.fspath(scenario),
+            os.fspath(dest),
+            text=text,
+            set_json=_set(set, overrides),
+            seed=seed,
+            duration=duration,
+            snapshots=snapshots,
+            report=report,
+            packets=packets,
+        )
+        res = {}
+        for r in info["runs"]:
+            x = load(r["dir"])
+            x.arrow = {k: t.combine_chunks() for k, t in x.arrow.items()}
+            x.wall_s = r["wall_s"]
+            if not keep:
+                x.dir = None
+            res[r["variant"] or ""] = x
+        return res
+    finally:
+        if not keep:
+            shutil.rmtree(dest.parent, ignore_errors=True)

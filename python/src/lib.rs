@@ -88,36 +88,46 @@ fn toml_text(py: Python<'_>, json: &str) -> PyResult<String> {
     toml::to_string(&t).map_err(|e| py_err(py, Error::input(format!("cannot write it as TOML: {e}"))))
 }
 
-/// The scenario text with `set` (dotted key paths, as in `[[variants]]`) applied and the
-/// variant chosen: the text of one run.
+/// The keys of `set` (a JSON object of dotted key paths, as in `[[variants]]`), each with
+/// its value as TOML.
+fn set_keys(set_json: &str) -> Result<Vec<(String, toml_edit::Item)>, Error> {
+    let set: serde_json::Map<String, serde_json::Value> = serde_json::from_str(set_json)
+        .map_err(|e| Error::input(format!("set: expected a dict of \"dotted.key\": value ({e})")))?;
+    set.iter()
+        .map(|(k, v)| {
+            let tv = json_to_toml(v, &format!("set[{k:?}]"))?;
+            let item = tv
+                .to_string()
+                .parse::<toml_edit::Value>()
+                .map(toml_edit::Item::Value)
+                .map_err(|e| Error::input(format!("set[{k:?}]: {e}")))?;
+            Ok((k.clone(), item))
+        })
+        .collect()
+}
+
+/// The scenario text of one run: the variant chosen, then `set` applied over its keys, as
+/// `l4s run --variant V --set K=V` applies them.
 fn effective_text(text: &str, file: &Path, set_json: &str, variant: Option<&str>) -> Result<String, Error> {
-    let mut doc: toml_edit::DocumentMut = match text.parse() {
+    let doc: toml_edit::DocumentMut = match text.parse() {
         Ok(d) => d,
         Err(_) => {
             l4s_scenario::load_str(text, file)?;
             return Err(Error::input(format!("{}: not valid TOML", file.display())));
         }
     };
-    let set: serde_json::Map<String, serde_json::Value> = serde_json::from_str(set_json)
-        .map_err(|e| Error::input(format!("set: expected a dict of \"dotted.key\": value ({e})")))?;
-    for (k, v) in &set {
-        let tv = json_to_toml(v, &format!("set[{k:?}]"))?;
-        let item = tv
-            .to_string()
-            .parse::<toml_edit::Value>()
-            .map(toml_edit::Item::Value)
-            .map_err(|e| Error::input(format!("set[{k:?}]: {e}")))?;
-        l4s_scenario::set_path(&mut doc, k, item).map_err(|m| Error::input(format!("set[{k:?}]: {m}")))?;
-    }
+    let set = set_keys(set_json)?;
     let mut texts = l4s_scenario::variant_texts(doc, file)?;
     let names: Vec<String> = texts.iter().filter_map(|(n, _)| n.clone()).collect();
-    match variant {
-        None if names.is_empty() => Ok(texts.remove(0).1),
-        None => Err(Error::input(format!(
-            "{} has variants ({}): name one with variant=..., or use run_variants()",
-            file.display(),
-            names.join(", ")
-        ))),
+    let chosen = match variant {
+        None if names.is_empty() => texts.remove(0).1,
+        None => {
+            return Err(Error::input(format!(
+                "{} has variants ({}): name one with variant=..., or use run_variants()",
+                file.display(),
+                names.join(", ")
+            )))
+        }
         Some(v) => texts
             .into_iter()
             .find(|(n, _)| n.as_deref() == Some(v))
@@ -132,8 +142,68 @@ fn effective_text(text: &str, file: &Path, set_json: &str, variant: Option<&str>
                         names.join(", ")
                     ))
                 }
-            }),
+            })?,
+    };
+    if set.is_empty() {
+        return Ok(chosen);
     }
+    let mut doc: toml_edit::DocumentMut = chosen
+        .parse()
+        .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
+    for (k, item) in set {
+        l4s_scenario::set_path(&mut doc, &k, item).map_err(|m| Error::input(format!("set[{k:?}]: {m}")))?;
+    }
+    Ok(doc.to_string())
+}
+
+/// Run `work` on a thread of its own while this one waits with the GIL released, looking
+/// for Ctrl-C every 100 ms; on one, `stop` is set (the work ends early) and the signal's
+/// error is returned beside the work's result.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    stop: &Arc<AtomicBool>,
+    what: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<(T, Option<PyErr>)> {
+    let worker = std::thread::spawn(work);
+    let mut interrupted = None;
+    while !worker.is_finished() {
+        py.detach(|| {
+            let t = std::time::Instant::now();
+            while !worker.is_finished() && t.elapsed() < std::time::Duration::from_millis(100) {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        if interrupted.is_none() {
+            if let Err(e) = py.check_signals() {
+                stop.store(true, Ordering::SeqCst);
+                interrupted = Some(e);
+            }
+        }
+    }
+    let res = worker
+        .join()
+        .map_err(|_| py_err(py, Error::new(ErrorKind::Run, format!("the {what}'s thread panicked"))))?;
+    Ok((res, interrupted))
+}
+
+/// A finished run as Python sees it.
+fn run_dict<'py>(py: Python<'py>, r: &l4s_lab::Run) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("variant", r.variant.clone())?;
+    d.set_item("dir", r.dir.display().to_string())?;
+    d.set_item("wall_s", r.wall.as_secs_f64())?;
+    d.set_item("events", r.stats.events)?;
+    d.set_item("bottleneck_packets", r.stats.bottleneck_packets)?;
+    d.set_item("complete", r.summary.complete)?;
+    d.set_item(
+        "report",
+        match &r.report {
+            Some(Ok(p)) => Some(p.display().to_string()),
+            _ => None,
+        },
+    )?;
+    Ok(d)
 }
 
 /// The variant names of a scenario file (empty without `[[variants]]`).
@@ -187,13 +257,8 @@ fn run<'py>(
             None => read(&file)?,
         };
         let eff = effective_text(&text, &file, set_json, variant)?;
-        let duration = duration
-            .map(|d| l4s_core::units::parse_dur(d).map_err(|e| Error::input(format!("duration: {e}"))))
-            .transpose()?;
-        let snapshot_interval = match snapshots {
-            None => l4s_core::Dur::ZERO,
-            Some(s) => l4s_core::units::parse_dur(s).map_err(|e| Error::input(format!("snapshots: {e}")))?,
-        };
+        let duration = run_duration(duration)?;
+        let snapshot_interval = snapshot_interval(snapshots)?;
         Ok((
             eff,
             RunOptions {
@@ -208,23 +273,96 @@ fn run<'py>(
             },
         ))
     };
-    let (eff, opts) = prep().map_err(|e| py_err(py, e))?;
-    let res = py.detach(|| l4s_lab::run_text(&eff, &file, &mut Simulator, &opts, &mut NoProgress));
+    let (eff, mut opts) = prep().map_err(|e| py_err(py, e))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    opts.stop = Some(stop.clone());
+    let (res, interrupted) = interruptible(py, &stop, "run", move || {
+        l4s_lab::run_text(&eff, &file, &mut Simulator, &opts, &mut NoProgress)
+    })?;
     let runs = res.map_err(|e| py_err(py, e))?;
-    let r = &runs.runs[0];
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    run_dict(py, &runs.runs[0])
+}
+
+/// Run every variant of a scenario (or the scenario, without variants) as `l4s run` does,
+/// into `out`: a folder per variant with `variants.json` and `compare.html` beside them,
+/// refused where `l4s run` refuses it. `set` applies over each variant's own keys.
+/// Returns `runs` (one dict each, as [`run`]'s) and `compare` (the page, or None).
+#[pyfunction]
+#[pyo3(signature = (path, out, text=None, set_json="{}", seed=None, duration=None, snapshots=Some("100ms"), report=false, packets=false))]
+#[allow(clippy::too_many_arguments)]
+fn run_set<'py>(
+    py: Python<'py>,
+    path: &str,
+    out: &str,
+    text: Option<&str>,
+    set_json: &str,
+    seed: Option<u64>,
+    duration: Option<&str>,
+    snapshots: Option<&str>,
+    report: bool,
+    packets: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let file = PathBuf::from(path);
+    let stop = Arc::new(AtomicBool::new(false));
+    let prep = || -> Result<(String, RunOptions), Error> {
+        let text = match text {
+            Some(t) => t.to_string(),
+            None => read(&file)?,
+        };
+        let set = set_keys(set_json)?
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string().trim().to_string()))
+            .collect();
+        Ok((
+            text,
+            RunOptions {
+                seed,
+                duration: run_duration(duration)?,
+                snapshot_interval: snapshot_interval(snapshots)?,
+                report,
+                packets,
+                out: Some(PathBuf::from(out)),
+                set,
+                stop: Some(stop.clone()),
+                command: vec!["python".into(), "l4s_lab.run_variants".into(), path.to_string()],
+                ..RunOptions::default()
+            },
+        ))
+    };
+    let (text, opts) = prep().map_err(|e| py_err(py, e))?;
+    let (res, interrupted) = interruptible(py, &stop, "run", move || {
+        l4s_lab::run_text(&text, &file, &mut Simulator, &opts, &mut NoProgress)
+    })?;
+    let runs = res.map_err(|e| py_err(py, e))?;
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
     let d = PyDict::new(py);
-    d.set_item("dir", r.dir.display().to_string())?;
-    d.set_item("wall_s", r.wall.as_secs_f64())?;
-    d.set_item("events", r.stats.events)?;
-    d.set_item("bottleneck_packets", r.stats.bottleneck_packets)?;
-    d.set_item(
-        "report",
-        match &r.report {
-            Some(Ok(p)) => Some(p.display().to_string()),
-            _ => None,
-        },
-    )?;
+    let list = PyList::empty(py);
+    for r in &runs.runs {
+        list.append(run_dict(py, r)?)?;
+    }
+    d.set_item("runs", list)?;
+    d.set_item("compare", runs.compare.as_ref().map(|(p, _)| p.display().to_string()))?;
     Ok(d)
+}
+
+/// `duration=`: a run's length, or the scenario's.
+fn run_duration(duration: Option<&str>) -> Result<Option<l4s_core::Dur>, Error> {
+    duration
+        .map(|d| l4s_core::units::parse_dur(d).map_err(|e| Error::input(format!("duration: {e}"))))
+        .transpose()
+}
+
+/// `snapshots=`: the time series' interval, or none.
+fn snapshot_interval(snapshots: Option<&str>) -> Result<l4s_core::Dur, Error> {
+    match snapshots {
+        None => Ok(l4s_core::Dur::ZERO),
+        Some(s) => l4s_core::units::parse_dur(s).map_err(|e| Error::input(format!("snapshots: {e}"))),
+    }
 }
 
 /// The campaign file's text and path: from a file, or TOML text for a campaign given as a
@@ -279,26 +417,9 @@ fn campaign_run<'py>(
         stop: Some(stop.clone()),
         command: vec!["python".into(), "l4s_lab.campaign.run".into()],
     };
-    let worker =
-        std::thread::spawn(move || campaign::run_spec(spec, &mut Simulator, &opts, &mut campaign::NoCampaignProgress));
-    let mut interrupted = None;
-    while !worker.is_finished() {
-        py.detach(|| {
-            let t = std::time::Instant::now();
-            while !worker.is_finished() && t.elapsed() < std::time::Duration::from_millis(100) {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        });
-        if interrupted.is_none() {
-            if let Err(e) = py.check_signals() {
-                stop.store(true, Ordering::SeqCst);
-                interrupted = Some(e);
-            }
-        }
-    }
-    let res = worker
-        .join()
-        .map_err(|_| py_err(py, Error::new(ErrorKind::Run, "the campaign's thread panicked")))?;
+    let (res, interrupted) = interruptible(py, &stop, "campaign", move || {
+        campaign::run_spec(spec, &mut Simulator, &opts, &mut campaign::NoCampaignProgress)
+    })?;
     let o = res.map_err(|e| py_err(py, e))?;
     if let Some(e) = interrupted {
         return Err(e);
@@ -509,6 +630,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("L4sError", m.py().get_type::<L4sError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(run_set, m)?)?;
     m.add_function(wrap_pyfunction!(variant_names, m)?)?;
     m.add_function(wrap_pyfunction!(toml_text, m)?)?;
     m.add_function(wrap_pyfunction!(campaign_run, m)?)?;

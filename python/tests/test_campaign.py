@@ -125,3 +125,38 @@ def test_the_console_command_runs_a_campaign_and_says_where_it_stands(tiny, tmp_
     assert cli.main(["run", str(f), "--out", str(tmp_path / "other")]) == 2
     err = capsys.readouterr().err
     assert f"{f}:7: sweep.\"topology.rtx\"" in err
+
+
+def test_campaign_input_that_crashed_or_misled_is_refused_at_its_key(tiny, tmp_path):
+    from l4s_lab import campaign
+
+    def refused(c: dict, key: str, says: str, **kw) -> None:
+        with pytest.raises(l4s_lab.L4sError, match=says) as e:
+            campaign.run(c, out=tmp_path / "store", **kw)
+        assert e.value.key == key and e.value.kind == "input", (e.value.key, str(e.value))
+        assert not (tmp_path / "store").exists()
+
+    c = small_campaign(tiny)
+    refused({**c, "campaign": {**c["campaign"], "variants": []}}, "campaign.variants", "the list is empty")
+    refused({**c, "sample": {**c["sample"], "count": 10**9}}, "sample.count", "expected 1 to 10000000 draws")
+    ints = {"flows.bulk.count": {"uniform": [-(2**63), 2**63 - 1]}}
+    refused({**c, "sample": {**c["sample"], "params": ints}}, 'sample.params."flows.bulk.count"', "integer bounds")
+    refused({**c, "campaign": {**c["campaign"], "variants": ["l4s", "nosuch"]}}, "campaign.variants", 'has no variant "nosuch"')
+    # Arguments of the wrong kind, and an executor that does not exist.
+    for kw, says in [({"jobs": -1}, "jobs=-1"), ({"executor": "dask"}, "executor='dask'")]:
+        with pytest.raises(l4s_lab.L4sError, match=says) as e:
+            campaign.run(c, out=tmp_path / "store", **kw)
+        assert (e.value.kind, e.value.exit_code, e.value.key) == ("input", 2, None)
+
+
+def test_a_stores_tables_before_they_are_written_raise_an_l4s_error(tiny, tmp_path):
+    from l4s_lab import campaign
+
+    c = campaign.run(small_campaign(tiny, seeds=1), out=tmp_path / "store", jobs=1)
+    (tmp_path / "store" / "index.parquet").unlink()
+    (tmp_path / "store" / "pairs.parquet").write_bytes(b"not parquet")
+    with pytest.raises(l4s_lab.L4sError, match="index.parquet: not written yet") as e:
+        c.index
+    assert e.value.file.endswith("index.parquet")
+    with pytest.raises(l4s_lab.L4sError, match="pairs.parquet: not a table l4s-lab can read"):
+        c.pairs

@@ -100,3 +100,67 @@ def test_overrides_set_keys_like_variants_and_load_reads_a_results_directory(tin
         l4s_lab.load(tmp_path)
     with pytest.raises(l4s_lab.L4sError, match="backend"):
         l4s_lab.run(tiny, variant="l4s", backend="live")
+
+
+def test_set_applies_over_a_variants_keys_and_run_variants_writes_a_set_as_l4s_run(tiny, tmp_path):
+    # As `l4s run --variant classic --set flows.bulk.cc=reno`: the user's key wins over
+    # the variant's own (classic sets cubic).
+    r = l4s_lab.run(tiny, variant="classic", duration="2s", set={"flows.bulk.cc": "reno"})
+    assert r.flows.loc[0, "cc"] == "reno"
+    allv = l4s_lab.run_variants(tiny, duration="2s", snapshots=None, flows__bulk__cc="reno")
+    assert [allv[v].flows.loc[0, "cc"] for v in ("l4s", "classic")] == ["reno", "reno"]
+    # With out=: a folder per variant, the manifest and the comparison page.
+    s = l4s_lab.run_variants(tiny, duration="2s", snapshots=None, out=tmp_path / "set")
+    assert sorted(os.listdir(tmp_path / "set")) == ["classic", "compare.html", "l4s", "variants.json"]
+    assert s["classic"].dir == tmp_path / "set" / "classic"
+    # Refused, as by `l4s run`: one run's results directory, and a folder of a person's
+    # own files; nothing is written there.
+    l4s_lab.run(tiny, variant="l4s", duration="2s", snapshots=None, out=tmp_path / "one")
+    before = sorted(os.listdir(tmp_path / "one"))
+    with pytest.raises(l4s_lab.L4sError, match="holds the results of one run") as e:
+        l4s_lab.run_variants(tiny, duration="2s", out=tmp_path / "one")
+    assert (e.value.kind, e.value.exit_code) == ("input", 2)
+    assert sorted(os.listdir(tmp_path / "one")) == before
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "a.txt").write_text("mine")
+    with pytest.raises(l4s_lab.L4sError, match=r"holds files l4s did not write \(a.txt\)"):
+        l4s_lab.run_variants(tiny, duration="2s", out=mine)
+    assert os.listdir(mine) == ["a.txt"]
+
+
+def test_arguments_of_the_wrong_kind_raise_an_l4s_error_that_names_them(tiny, tmp_path):
+    cases = [
+        (lambda: l4s_lab.run(tiny, variant="l4s", seed=-1), "seed=-1: expected a whole number"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", seed=True), "seed=True"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", duration=5), "duration=5: expected text with a unit"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", set={"topology.rate": float("nan")}), r"set\['topology.rate'\]: nan"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", set=["topology.rate"]), "set=.*expected a dict"),
+        (lambda: l4s_lab.load(tmp_path / "none"), "not an l4s-lab results directory"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", backend="live"), "backend='live'"),
+    ]
+    for call, says in cases:
+        with pytest.raises(l4s_lab.L4sError, match=says) as e:
+            call()
+        # Shaped as the native module's errors.
+        assert (e.value.kind, e.value.exit_code, e.value.line, e.value.key) == ("input", 2, None, None), says
+
+
+def test_ctrl_c_stops_a_run_that_keeps_what_it_ran(tiny, tmp_path):
+    import signal
+    import threading
+
+    # An hour at 100 Mbit/s takes several seconds, far more than Ctrl-C comes after.
+    long = tiny.read_text().replace('duration = "3s"', 'duration = "3600s"').replace('"20Mbit"', '"100Mbit"')
+    p = tmp_path / "long.toml"
+    p.write_text(long)
+    t = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            l4s_lab.run(p, variant="l4s", snapshots=None, out=tmp_path / "r")
+    finally:
+        t.cancel()
+    s = l4s_lab.load(tmp_path / "r").summary
+    assert s["complete"] is False
+    assert 0 < s["reached_s"] < 3600

@@ -1,0 +1,60 @@
+"""Errors the Python layer raises itself, shaped as the native module's: an
+:class:`L4sError` with ``kind``, ``exit_code``, ``file``, ``line`` and ``key``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from . import _native
+
+# The exit status the ``l4s`` command gives for each kind (crates/lab/src/error.rs).
+_EXIT = {"input": 2, "privilege": 2, "interrupted": 130, "setup": 1, "run": 1, "output": 1}
+
+
+def error(message: str, kind: str = "input", file: str | None = None) -> _native.L4sError:
+    """An :class:`L4sError` of ``kind`` (raise it)."""
+    e = _native.L4sError(message)
+    e.kind = kind
+    e.exit_code = _EXIT[kind]
+    e.file = file
+    e.line = None
+    e.key = None
+    return e
+
+
+def check_seed(seed: Any, name: str = "seed") -> None:
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise error(f"{name}={seed!r}: expected a whole number from 0 to 2^64 - 1")
+
+
+def check_text(value: Any, name: str, example: str) -> None:
+    """A duration, interval or rate given as text: ``"10s"``."""
+    if value is not None and not isinstance(value, str):
+        raise error(f"{name}={value!r}: expected text with a unit, such as {example!r}")
+
+
+def check_count(value: Any, name: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise error(f"{name}={value!r}: expected a whole number of at least 0")
+
+
+def check_finite(keys: Mapping[str, Any], where: str) -> None:
+    """Every number in ``keys`` finite: TOML (and JSON) have no NaN to pass on."""
+
+    def walk(v: Any, at: str) -> None:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise error(f"{at}: {v!r} is not a finite number")
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                walk(x, f"{at}.{k}")
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                walk(x, f"{at}[{i}]")
+
+    for k, v in keys.items():
+        walk(v, f"{where}[{k!r}]" if where else str(k))
