@@ -165,25 +165,31 @@ fn interruptible<T: Send + 'static>(
     what: &str,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<(T, Option<PyErr>)> {
-    let worker = std::thread::spawn(work);
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    let (tx, mut rx) = channel();
+    let worker = std::thread::spawn(move || {
+        let _ = tx.send(work());
+    });
     let mut interrupted = None;
-    while !worker.is_finished() {
-        py.detach(|| {
-            let t = std::time::Instant::now();
-            while !worker.is_finished() && t.elapsed() < std::time::Duration::from_millis(100) {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        });
+    let res = loop {
+        // The receiver goes with the wait and comes back (it is Send, not Sync).
+        let (got, back) = py.detach(move || (rx.recv_timeout(std::time::Duration::from_millis(100)), rx));
+        rx = back;
+        match got {
+            Ok(r) => break Some(r),
+            // The sender is gone without a result: the work panicked.
+            Err(RecvTimeoutError::Disconnected) => break None,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
         if interrupted.is_none() {
             if let Err(e) = py.check_signals() {
                 stop.store(true, Ordering::SeqCst);
                 interrupted = Some(e);
             }
         }
-    }
-    let res = worker
-        .join()
-        .map_err(|_| py_err(py, Error::new(ErrorKind::Run, format!("the {what}'s thread panicked"))))?;
+    };
+    let _ = worker.join();
+    let res = res.ok_or_else(|| py_err(py, Error::new(ErrorKind::Run, format!("the {what}'s thread panicked"))))?;
     Ok((res, interrupted))
 }
 
