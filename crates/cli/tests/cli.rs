@@ -1132,6 +1132,24 @@ fn check_show_prints_the_scenario_as_parsed() {
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
+    // A Wi-Fi station's links show the BSS's queues: the AP's, and the station's own.
+    let o = l4s()
+        .current_dir(&root)
+        .args(["check", "--show", "scenarios/wifi-cloud-gaming.toml"])
+        .args([
+            "--set",
+            "topology.wifi.wifi.station_aqm={ kind = \"fifo\", limit = 50 }",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "wifi/laptop/down: ap -> laptop, 144117647 bit/s, delay 0s, queue dualpi2 (defaults) [bottleneck]",
+        "wifi/laptop/up: laptop -> ap, 144117647 bit/s, delay 0s, queue fifo { limit = 50 }",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
 }
 
 #[test]

@@ -81,8 +81,13 @@ fn link(sc: &Scenario, l: &Link) -> String {
         }
     }
     let _ = write!(s, ", delay {}", l.delay);
+    // A Wi-Fi station's links queue in the BSS: at the AP (from port 0) or the station.
+    let bss = l.medium.as_ref().and_then(|m| {
+        let cfg = sc.links.get(m.owner)?.medium.as_ref()?.wifi.as_deref()?;
+        Some(if m.from == 0 { &cfg.ap_aqm } else { &cfg.sta_aqm })
+    });
     if l.rate.is_some() {
-        let _ = write!(s, ", queue {}", aqm(&l.aqm));
+        let _ = write!(s, ", queue {}", aqm(bss.unwrap_or(&l.aqm)));
     }
     if let Some((ran, dir)) = &l.ran {
         let tdd: String = ran
