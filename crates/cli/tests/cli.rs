@@ -362,6 +362,27 @@ fn docsis_link_bad_input_and_a_run() {
         "topology.links[0].docsis.map_interval",
         "at least one OFDMA frame",
     );
+    // The key counts kHz, and so does the message.
+    assert_bad(
+        "docsis-scs",
+        &DOCSIS.replace(
+            "map_interval = \"2ms\"",
+            "map_interval = \"2ms\", subcarrier_spacing_khz = 30",
+        ),
+        20,
+        "topology.links[0].docsis.subcarrier_spacing_khz",
+        "expected 25 or 50 (kHz, DOCSIS 3.1 OFDMA), found 30",
+    );
+    assert_bad(
+        "docsis-ds-scs",
+        &DOCSIS.replace(
+            "map_interval = \"2ms\"",
+            "map_interval = \"2ms\", ds_subcarrier_spacing_khz = 30",
+        ),
+        20,
+        "topology.links[0].docsis.ds_subcarrier_spacing_khz",
+        "expected 25 or 50 (kHz, DOCSIS 3.1 downstream OFDM), found 30",
+    );
     assert_bad(
         "docsis-peak",
         &DOCSIS.replace("peak_rate = \"40Mbit\"", "peak_rate = \"10Mbit\""),

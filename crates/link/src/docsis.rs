@@ -279,8 +279,8 @@ impl DocsisUpstream {
             return Err((
                 "subcarrier_spacing",
                 format!(
-                    "expected \"25kHz\" or \"50kHz\" (DOCSIS 3.1 OFDMA), found {} Hz",
-                    self.subcarrier_spacing_hz
+                    "expected 25 or 50 (kHz, DOCSIS 3.1 OFDMA), found {}",
+                    f64::from(self.subcarrier_spacing_hz) / 1000.0
                 ),
             ));
         }

@@ -167,8 +167,8 @@ impl DocsisDownstream {
             return Err((
                 "subcarrier_spacing",
                 format!(
-                    "expected 25 or 50 kHz (DOCSIS 3.1 downstream OFDM), found {} Hz",
-                    self.subcarrier_spacing_hz
+                    "expected 25 or 50 (kHz, DOCSIS 3.1 downstream OFDM), found {}",
+                    f64::from(self.subcarrier_spacing_hz) / 1000.0
                 ),
             ));
         }

@@ -94,6 +94,9 @@ pub struct Harq<P> {
     held: VecDeque<(Time, Port, P)>,
     scratch: Vec<Action<P>>,
     retransmissions: u64,
+    /// Blocks (the packets handed on at one time) and their bytes, all data.
+    blocks: u64,
+    block_bytes: u64,
 }
 
 impl<P: LinkPacket + 'static> Harq<P> {
@@ -107,6 +110,8 @@ impl<P: LinkPacket + 'static> Harq<P> {
             held: VecDeque::new(),
             scratch: Vec::new(),
             retransmissions: 0,
+            blocks: 0,
+            block_bytes: 0,
         }
     }
 
@@ -120,10 +125,12 @@ impl<P: LinkPacket + 'static> Harq<P> {
                 _ => {
                     let (k, extra) = self.cfg.draw(&mut self.rng);
                     self.retransmissions += k;
+                    self.blocks += 1;
                     self.block = Some((due, extra));
                     extra
                 }
             };
+            self.block_bytes += u64::from(pkt.wire_len());
             let at = (due + extra).max(self.last);
             self.last = at;
             if at == due && self.held.is_empty() {
@@ -169,9 +176,13 @@ impl<P: LinkPacket + 'static> Link<P> for Harq<P> {
         self.delay(mark, io);
     }
     fn stats(&self) -> LinkStats {
+        let inner = self.inner.stats();
         LinkStats {
-            harq_retransmissions: self.inner.stats().harq_retransmissions + self.retransmissions,
-            ..self.inner.stats()
+            harq_retransmissions: inner.harq_retransmissions + self.retransmissions,
+            blocks: inner.blocks + self.blocks,
+            block_bytes: inner.block_bytes + self.block_bytes,
+            block_bytes_used: inner.block_bytes_used + self.block_bytes,
+            ..inner
         }
     }
 }
@@ -233,6 +244,12 @@ mod tests {
         assert!((mean - 0.889).abs() < 0.06, "mean added {mean} ms");
         let late = added.iter().filter(|&&a| a >= 8_000_000).count() as f64 / n as f64;
         assert!((late - 0.1).abs() < 0.01, "share delayed by a round trip {late}");
+        // One block per packet here, every byte of it data, and about b/(1-b) = 0.11
+        // retransmissions per block.
+        let s = l.stats();
+        assert_eq!((s.blocks, s.block_bytes, s.block_bytes_used), (n, n * 1000, n * 1000));
+        let per_block = s.harq_retransmissions as f64 / s.blocks as f64;
+        assert!((per_block - 0.111).abs() < 0.01, "{per_block}");
     }
 
     #[test]
