@@ -283,9 +283,11 @@ pub fn summary(
     let mut order: Vec<&(&QueueMeter, QueueEnd)> = queues.iter().collect();
     // Bottlenecks first, the slowest of them first (the rate at the end; a link whose
     // capacity changes by its configured or mean rate), then the rest, each group in
-    // scenario order.
+    // scenario order. A shared medium's queues (a Wi-Fi BSS's, a cell's) stay together
+    // where its first link, the one that is reported as its bottleneck, goes.
     order.sort_by_key(|(_, e)| {
         let l = &sc.links[e.link];
+        let l = l.medium.as_ref().and_then(|m| sc.links.get(m.owner)).unwrap_or(l);
         let rate = l.rate.map_or(u64::MAX, |r| r.bits_per_sec());
         (!l.bottleneck, if l.bottleneck { rate } else { 0 })
     });

@@ -264,3 +264,66 @@ fn a_sleeping_phone_is_reached_at_its_next_drx_on_duration() {
     assert!((share - 6.0 / 7.0).abs() < 0.01, "{share}");
     assert!((mean - 14.75).abs() < 0.05, "{mean}");
 }
+
+/// A cell's queues are reported together, first, as the bottleneck they are, the core
+/// link's after them (slower links first among bottlenecks; within the cell, its order).
+#[test]
+fn a_cells_queues_come_first_together() {
+    let text = r#"[scenario]
+name = "cell-order"
+duration = "2s"
+warmup = "1s"
+[topology]
+type = "custom"
+[[topology.nodes]]
+name = "server"
+[[topology.nodes]]
+name = "gnb"
+[[topology.nodes]]
+name = "phone1"
+[[topology.nodes]]
+name = "phone2"
+[[topology.links]]
+from = "server"
+to = "gnb"
+rate = "1Gbit"
+delay = "5ms"
+[[topology.links]]
+name = "slow"
+from = "phone2"
+to = "server"
+rate = "2Mbit"
+aqm = { kind = "fifo" }
+bidirectional = false
+[[topology.cell]]
+name = "cell"
+base_station = "gnb"
+[[topology.cell.ues]]
+node = "phone1"
+rate = "40Mbit"
+reverse_rate = "10Mbit"
+[[topology.cell.ues]]
+node = "phone2"
+rate = "20Mbit"
+reverse_rate = "5Mbit"
+[[flows]]
+name = "a"
+type = "probe"
+from = "server"
+to = "phone1"
+"#;
+    let s = common::run_toml(text);
+    let names: Vec<&str> = s.queues.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "slow",
+            "cell/down/phone1",
+            "cell/down/phone2",
+            "cell/up/phone1",
+            "cell/up/phone2",
+            "server->gnb",
+            "server->gnb-reverse"
+        ]
+    );
+}
