@@ -205,6 +205,8 @@ pub fn summary(
             FlowKind::UdpPrague { .. } => ("udp-prague".to_string(), "udp-prague".to_string()),
             FlowKind::Probe { .. } => ("none".to_string(), "none".to_string()),
             FlowKind::Media { params } => (params.controller.name().to_string(), "rfc8888".to_string()),
+            // A query is one UDP packet each way: its `cc` only chose the codepoint.
+            FlowKind::App { cfg } if cfg.kind == l4s_apps::AppKind::Query => ("none".to_string(), "none".to_string()),
             FlowKind::App { cfg } => (cfg.cc.clone(), snd.ecn_mode.to_string()),
         };
         let throughput = per_sec(m.received_bytes as f64 * 8.0);

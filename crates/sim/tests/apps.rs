@@ -168,3 +168,27 @@ fn hystart_on_a_bulk_flow_leaves_slow_start_before_the_buffer_overflows() {
     assert_eq!((lost, drops, events), (0, 0, 0));
     assert!(bps > 9.0e6, "{bps}");
 }
+
+/// A query is one UDP packet each way, answered in one round trip; its `cc` only chose
+/// the codepoint (prague: ECT(1)), so the summary names no congestion control for it.
+#[test]
+fn a_query_is_answered_in_one_round_trip_and_has_no_congestion_control() {
+    let flows = "[[flows]]\nname = \"dns\"\ntype = \"query\"\ncc = \"prague\"\napp = { repeat = \"100ms\" }\n";
+    let s = run_toml(&dumbbell(
+        "100Mbit",
+        "20ms",
+        "{ kind = \"dualpi2\" }",
+        "6s",
+        "1s",
+        flows,
+    ));
+    let f = flow(&s, "dns");
+    assert_eq!(
+        (f.kind.as_str(), f.cc.as_str(), f.ecn_feedback.as_str()),
+        ("query", "none", "none")
+    );
+    assert_eq!(f.class, "L4S");
+    let c = completions(&s, "dns", "query");
+    assert_eq!(c.count, 50, "one query every 100 ms over a 5 s window");
+    assert!((20.0..20.5).contains(&c.time_ms.p50), "{:?}", c.time_ms);
+}
