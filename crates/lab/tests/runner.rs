@@ -693,6 +693,8 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     // A set's own folder, with an earlier set's variant and a stale temporary folder of
     // ours, is run into again.
     std::fs::create_dir(set.join(".l4s.tmp-1")).unwrap();
+    std::fs::create_dir(set.join("compare-png")).unwrap();
+    std::fs::write(set.join("compare-png/delay.png"), "png").unwrap();
     run(TINY, &set).unwrap();
 
     // `compare` replaces a page of ours, never a person's file.
