@@ -462,6 +462,9 @@ pub fn run_text(
         }
         Plan::Variants(variants, base) => (variants, base),
     };
+    // The set's folder is ours while the set is written: a second set into it at once is
+    // refused, as a second run into one results directory is.
+    let _lock = l4s_metrics::results::FolderLock::take(&base).map_err(|e| Error::input(e.to_string()))?;
     // The manifest of this set of variants: which runs belong together, and whether the
     // set is complete (an interrupted run leaves it incomplete, its finished variants beside
     // an earlier run's).

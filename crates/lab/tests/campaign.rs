@@ -113,7 +113,14 @@ fn the_campaigns_duration_holds_over_a_variants_own() {
 
 #[test]
 fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
-    let cases: [(&str, &str, &str, usize, &str); 11] = [
+    let cases: [(&str, &str, &str, usize, &str); 12] = [
+        (
+            "seeds = 2\n\n[sweep]\n\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+            "seeds = 2\nduration = \"2s\"\n\n[sweep]\n\"scenario.duration\" = [\"2s\", \"3s\"]",
+            "sweep.\"scenario.duration\"",
+            9,
+            "campaign.duration sets every run's duration",
+        ),
         (
             "seeds = 2\n",
             "seeds = 2\nvariants = []\n",

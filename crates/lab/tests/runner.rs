@@ -692,6 +692,10 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     );
     // A set's own folder, with an earlier set's variant and a stale temporary folder of
     // ours, is run into again.
+    // A set being written into the folder holds it: a second is refused at once.
+    let held = l4s_metrics::results::FolderLock::take(&set).unwrap();
+    refused(run(TINY, &set).map(|_| ()), "another l4s run is writing");
+    drop(held);
     std::fs::create_dir(set.join(".l4s.tmp-1")).unwrap();
     std::fs::create_dir(set.join("compare-png")).unwrap();
     std::fs::write(set.join("compare-png/delay.png"), "png").unwrap();

@@ -64,6 +64,10 @@ pub fn foreign_content(dir: &Path) -> Option<String> {
     if !dir.is_dir() {
         return Some(format!("{} exists and is not a directory", dir.display()));
     }
+    // An empty folder holds nothing to lose (`mkdtemp`'s, say): the results take its place.
+    if fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none()) {
+        return None;
+    }
     let ours = dir.join(OWNER_MARK).is_file() || dir.join(MARKER).is_file();
     if !ours {
         return Some(format!(
@@ -408,6 +412,41 @@ fn sweep_dir(dir: &Path, depth: u32, removed: &mut Vec<PathBuf>) -> io::Result<(
     Ok(())
 }
 
+/// The lock a results directory holds while it is written (`.NAME.lock` beside `target`),
+/// taken over a folder that holds several: a set of variants, so that two sets written
+/// into one folder at once do not mix (the second is refused at once). Released, and its
+/// file removed, when dropped.
+pub struct FolderLock {
+    lock: Option<(fs::File, PathBuf)>,
+}
+
+impl FolderLock {
+    pub fn take(target: &Path) -> io::Result<FolderLock> {
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "results".into());
+        fs::create_dir_all(&parent).map_err(|e| at(&parent, "cannot create the folder", e))?;
+        Ok(FolderLock {
+            lock: Some(take_lock(&parent.join(format!(".{name}.lock")), target)?),
+        })
+    }
+}
+
+impl Drop for FolderLock {
+    fn drop(&mut self) {
+        // Removed while still held (see `take_lock`), then released.
+        if let Some((f, path)) = self.lock.take() {
+            let _ = fs::remove_file(&path);
+            drop(f);
+        }
+    }
+}
+
 impl Drop for ResultsDir {
     fn drop(&mut self) {
         if !self.committed {
@@ -440,6 +479,24 @@ mod tests {
                 assert!(OWN_FILES.contains(&f.as_str()), "{f} missing from OWN_FILES");
             }
         }
+    }
+
+    #[test]
+    fn an_empty_folder_takes_results_and_a_folder_of_anything_else_is_refused() {
+        let base = fresh("empty");
+        let target = base.join("run");
+        fs::create_dir_all(&target).unwrap();
+        assert_eq!(foreign_content(&target), None);
+        let r = ResultsDir::create(&target).unwrap();
+        r.write(MARKER, b"{}").unwrap();
+        r.commit().unwrap();
+        assert!(target.join(MARKER).is_file() && target.join(OWNER_MARK).is_file());
+        let mine = base.join("mine");
+        fs::create_dir_all(mine.join("sub")).unwrap();
+        assert!(foreign_content(&mine).is_some_and(|w| w.contains("not an l4s-lab results directory")));
+        assert!(ResultsDir::create(&mine).is_err());
+        assert!(mine.join("sub").is_dir());
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

@@ -511,6 +511,15 @@ fn check_param(spec: &Spec, table: &str, k: &str) -> Result<(), ScenarioError> {
             "the campaign sets this itself: use campaign.seeds for seeds and campaign.variants for the variants",
         ));
     }
+    if k == "scenario.duration" && spec.duration.is_some() {
+        // campaign.duration is set over every run's own: the value here would be shown
+        // beside runs that did not have it.
+        return Err(spec.err_at_param(
+            table,
+            k,
+            "campaign.duration sets every run's duration: leave campaign.duration out to vary it here",
+        ));
+    }
     Ok(())
 }
 
