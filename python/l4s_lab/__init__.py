@@ -11,7 +11,7 @@ Every error is an :class:`L4sError` with its ``kind`` and ``exit_code``, carryin
 """
 
 from ._native import L4sError, __version__
-from .results import Result, load, run, run_variants
+from .results import Result, load, load_variants, run, run_variants
 from . import campaign
 
-__all__ = ["L4sError", "Result", "campaign", "load", "run", "run_variants", "__version__"]
+__all__ = ["L4sError", "Result", "campaign", "load", "load_variants", "run", "run_variants", "__version__"]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from typing import Any, Mapping
 
 from . import _native
@@ -58,3 +60,21 @@ def check_finite(keys: Mapping[str, Any], where: str) -> None:
 
     for k, v in keys.items():
         walk(v, f"{where}[{k!r}]" if where else str(k))
+
+
+def _plain(o: Any) -> Any:
+    """A value json cannot write as it is: a path as its text, a numpy scalar or array as
+    the Python number or list it holds."""
+    if isinstance(o, os.PathLike):
+        return os.fspath(o)
+    if hasattr(o, "tolist") and callable(o.tolist):
+        return o.tolist()
+    raise TypeError(f"{type(o).__name__} {o!r} has no TOML form")
+
+
+def to_json(value: Any, where: str) -> str:
+    """``value`` as JSON for the native module, paths and numpy values as plain ones."""
+    try:
+        return json.dumps(value, default=_plain, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise error(f"{where}: {e}") from None

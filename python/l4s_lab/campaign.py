@@ -13,7 +13,6 @@ from the working directory).
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -25,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _native
-from ._errors import check_count, check_finite, error
+from ._errors import check_count, check_finite, error, to_json
 
 __all__ = ["Campaign", "load", "run", "status"]
 
@@ -61,11 +60,16 @@ class Campaign:
     def _table(self, name: str) -> pd.DataFrame:
         p = self.dir / name
         if not p.is_file():
-            raise error(f"{p}: not written yet (a campaign's tables are written when its run ends; `l4s campaign tables` writes them now)", file=str(p))
+            raise error(f"{p}: not written yet (a campaign's tables are written when its run ends; write_tables() writes them now)", file=str(p))
         try:
             return pq.read_table(p).to_pandas()
         except (OSError, pa.ArrowException) as e:
-            raise error(f"{p}: not a table l4s-lab can read ({e}); `l4s campaign tables` writes it again", file=str(p)) from None
+            raise error(f"{p}: not a table l4s-lab can read ({e}); write_tables() writes it again", file=str(p)) from None
+
+    def write_tables(self) -> None:
+        """Write ``index.parquet`` and ``pairs.parquet`` again from the runs in the store
+        (as ``l4s campaign tables``)."""
+        _native.campaign_tables(os.fspath(self.dir))
 
     def status(self) -> dict[str, Any]:
         """What the store holds: runs done, running, failed and missing."""
@@ -93,7 +97,7 @@ def status(dir: str | os.PathLike[str]) -> dict[str, Any]:
 def _source(campaign: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[str | None, str | None]:
     if isinstance(campaign, Mapping):
         check_finite(campaign, "")
-        return None, _native.toml_text(json.dumps(campaign))
+        return None, _native.toml_text(to_json(campaign, "campaign"))
     return os.fspath(campaign), None
 
 

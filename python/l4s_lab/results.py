@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _native
-from ._errors import check_finite, check_seed, check_text, error
+from ._errors import check_finite, check_seed, check_text, error, to_json
 
-__all__ = ["Result", "load", "run", "run_variants"]
+__all__ = ["Result", "load", "load_variants", "run", "run_variants"]
 
 
 def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -103,6 +103,12 @@ def load(dir: str | os.PathLike[str]) -> Result:
     """Open any results directory (``l4s run``'s, a campaign run's, or ``run(out=...)``'s)."""
     d = Path(dir)
     p = d / "summary.json"
+    if not p.is_file() and (d / "variants.json").is_file():
+        names = sorted(x.name for x in d.iterdir() if (x / "summary.json").is_file())
+        raise error(
+            f"{d} holds a set of variants (variants.json), one results directory each: load one of {', '.join(names) or 'them'}, such as {d / (names[0] if names else '<variant>')}, or use load_variants()",
+            file=str(d / "variants.json"),
+        )
     try:
         summary = json.loads(p.read_text())
     except OSError as e:
@@ -119,6 +125,20 @@ def load(dir: str | os.PathLike[str]) -> Result:
     return Result(summary, arrow, d)
 
 
+def load_variants(dir: str | os.PathLike[str]) -> dict[str, Result]:
+    """Open a set of variants (what ``run_variants(out=...)`` or ``l4s run`` of a file with
+    ``[[variants]]`` wrote): one ``Result`` per variant its ``variants.json`` lists and
+    that was written, by name."""
+    d = Path(dir)
+    m = d / "variants.json"
+    try:
+        manifest = json.loads(m.read_text())
+        names = [str(n) for n in manifest["variants"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise error(f"{m}: not an l4s-lab set of variants ({e})", file=str(m)) from None
+    return {n: load(d / n) for n in names if (d / n / "summary.json").is_file()}
+
+
 def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
     if set is not None and not isinstance(set, Mapping):
         raise error(f"set={set!r}: expected a dict of \"dotted.key\": value")
@@ -126,7 +146,7 @@ def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
     for k, v in overrides.items():
         keys[k.replace("__", ".")] = v
     check_finite(keys, "set")
-    return json.dumps(keys)
+    return to_json(keys, "set")
 
 
 def _check_run_args(seed: Any, duration: Any, snapshots: Any) -> None:

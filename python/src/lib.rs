@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+// Named by its full module path, so that it pickles (a process pool hands it back) and
+// tracebacks name it as Python code imports it.
 create_exception!(
-    _native,
+    l4s_lab._native,
     L4sError,
     PyException,
     "An error from l4s-lab: bad input (with `file`, `line` and `key` when it is in a file), or a run or its results that failed (`kind`)."
@@ -40,7 +42,11 @@ fn py_err(py: Python<'_>, e: Error) -> PyErr {
     let _ = v.setattr("kind", kind);
     let _ = v.setattr("exit_code", e.exit_code());
     let (file, line, key) = match &e.location {
-        Some(l) => (Some(l.file.display().to_string()), l.line, Some(l.key.clone())),
+        Some(l) => (
+            Some(l.file.display().to_string()),
+            l.line,
+            Some(l.key.clone()).filter(|k| !k.is_empty()),
+        ),
         None => (None, None, None),
     };
     let _ = v.setattr("file", file);
@@ -181,11 +187,15 @@ fn interruptible<T: Send + 'static>(
             Err(RecvTimeoutError::Disconnected) => break None,
             Err(RecvTimeoutError::Timeout) => {}
         }
-        if interrupted.is_none() {
-            if let Err(e) = py.check_signals() {
-                stop.store(true, Ordering::SeqCst);
-                interrupted = Some(e);
+        if let Err(e) = py.check_signals() {
+            if interrupted.is_some() {
+                // A second Ctrl-C: back to Python at once. The work, told to stop by the
+                // first, ends at its next step on its own (a run's results directory is
+                // committed whole or not at all).
+                return Err(e);
             }
+            stop.store(true, Ordering::SeqCst);
+            interrupted = Some(e);
         }
     };
     let _ = worker.join();

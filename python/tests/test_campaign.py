@@ -160,3 +160,17 @@ def test_a_stores_tables_before_they_are_written_raise_an_l4s_error(tiny, tmp_pa
     assert e.value.file.endswith("index.parquet")
     with pytest.raises(l4s_lab.L4sError, match="pairs.parquet: not a table l4s-lab can read"):
         c.pairs
+
+
+def test_a_campaign_dict_may_hold_paths(tiny, tmp_path):
+    from pathlib import Path
+
+    c = small_campaign(tiny, seeds=1)
+    c["campaign"]["scenario"] = Path(c["campaign"]["scenario"])
+    c["sweep"] = {"topology.rate": ["10Mbit"]}
+    c["sample"]["count"] = 1
+    out = campaign.run(c, out=tmp_path / "store", jobs=1)
+    assert len(out.index) == 2
+    with pytest.raises(l4s_lab.L4sError) as e:
+        campaign.run(tmp_path / "nope.toml")
+    assert e.value.key is None and e.value.kind == "input"

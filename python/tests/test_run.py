@@ -164,3 +164,32 @@ def test_ctrl_c_stops_a_run_that_keeps_what_it_ran(tiny, tmp_path):
     s = l4s_lab.load(tmp_path / "r").summary
     assert s["complete"] is False
     assert 0 < s["reached_s"] < 3600
+
+
+def test_errors_pickle_and_paths_and_numpy_values_are_taken(tiny, tmp_path):
+    import pickle
+
+    np = pytest.importorskip("numpy")
+    with pytest.raises(l4s_lab.L4sError) as e:
+        l4s_lab.run(tmp_path / "missing.toml")
+    # A process pool hands an error back pickled: it keeps its class and attributes.
+    back = pickle.loads(pickle.dumps(e.value))
+    assert type(back) is l4s_lab.L4sError and type(back).__module__ == "l4s_lab._native"
+    assert (back.kind, back.exit_code, back.key) == ("input", 2, None)
+    # numpy numbers and paths are values like any other.
+    r = l4s_lab.run(tiny, variant="l4s", duration="2s", snapshots=None, set={"topology.rate": "10Mbit", "flows.probe.pps": np.int64(10)})
+    assert r.queues.loc[0, "rate_bps"] == 10_000_000
+    # An empty folder takes a run's results.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    l4s_lab.run(tiny, variant="l4s", duration="2s", snapshots=None, out=empty)
+    assert (empty / "summary.json").is_file()
+
+
+def test_a_set_of_variants_loads_as_a_dict_and_load_says_so(tiny, tmp_path):
+    s = l4s_lab.run_variants(tiny, duration="2s", snapshots=None, out=tmp_path / "set")
+    with pytest.raises(l4s_lab.L4sError, match=r"holds a set of variants .* load one of classic, l4s"):
+        l4s_lab.load(tmp_path / "set")
+    again = l4s_lab.load_variants(tmp_path / "set")
+    assert sorted(again) == ["classic", "l4s"]
+    assert again["classic"].summary == s["classic"].summary
