@@ -230,6 +230,20 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
         "{e}"
     );
     assert!(!e.message.contains("warm-up"), "{e}");
+    // Two values that fail together are blamed together, with the point's own error, not
+    // one of them with the error it has beside the file's other values.
+    let text = CAMPAIGN.replace(
+        "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+        "\"scenario.duration\" = [\"0.8s\"]\n\"scenario.warmup\" = [\"0.9s\"]",
+    );
+    let (d, f) = setup("bad-together", &text);
+    let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+    assert!(
+        e.message
+            .contains("together, scenario.duration = \"0.8s\", scenario.warmup = \"0.9s\""),
+        "{e}"
+    );
+    assert!(e.message.contains("(900ms)") && !e.message.contains("(1s)"), "{e}");
     // A sweep too large to hold is refused before its grid is made: 1.6 x 10^9 runs.
     let many = |unit: &str| {
         (1..=10_000)

@@ -430,9 +430,14 @@ fn blame(
     if sets.is_empty() {
         return e;
     }
+    // A value on its own, when it alone gives the point's error (another value alone may
+    // fail for a reason the point does not have: a duration shorter than the file's
+    // warm-up that the point's own warm-up fits).
     for (i, (table, key, v)) in sets.iter().enumerate() {
         if let Some(inner) = invalid(&sets[i..=i]) {
-            return spec.err_at_param(table, key, format!("the value {v} makes the scenario invalid: {inner}"));
+            if inner.key == e.key && inner.message == e.message {
+                return spec.err_at_param(table, key, format!("the value {v} makes the scenario invalid: {inner}"));
+            }
         }
     }
     let list: Vec<String> = sets.iter().map(|(_, k, v)| format!("{k} = {v}")).collect();
