@@ -607,7 +607,7 @@ fn pre_run_check(sc: &Scenario, backend: &dyn Backend, opts: &RunOptions, out: &
     }
     if out.join(l4s_report::variant_set::MANIFEST).is_file() {
         return Err(Error::input(format!(
-            "{} holds a set of variants ({}), and a scenario without [[variants]] writes one results directory there: move it elsewhere, or choose another --out",
+            "{} holds a set of variants ({}), and a single run writes one results directory there: move it elsewhere, or choose another --out",
             out.display(),
             l4s_report::variant_set::MANIFEST
         )));
