@@ -149,10 +149,34 @@ def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
     return to_json(keys, "set")
 
 
-def _check_run_args(seed: Any, duration: Any, snapshots: Any) -> None:
+def _runs(name: str, out: Any, backend: str, args: tuple[Any, Any, Any], call: Any) -> dict[str, Result]:
+    """Check the arguments every run takes (``args``: seed, duration, snapshots), then
+    ``call(dest)`` the native run into ``out`` or a temporary folder, and read each run it
+    reports back, by variant (``""`` without one); the temporary folder goes."""
+    if backend != "sim":
+        raise error(
+            f"backend={backend!r}: {name}() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
+        )
+    seed, duration, snapshots = args
     check_seed(seed)
     check_text(duration, "duration", "10s")
     check_text(snapshots, "snapshots", "100ms")
+    keep = out is not None
+    dest = Path(out) if keep else Path(tempfile.mkdtemp(prefix="l4s-run-")) / "run"
+    try:
+        res = {}
+        for r in call(os.fspath(dest)):
+            x = load(r["dir"])
+            # Read everything now: a temporary folder goes away.
+            x.arrow = {k: t.combine_chunks() for k, t in x.arrow.items()}
+            x.wall_s = r["wall_s"]
+            if not keep:
+                x.dir = None
+            res[r["variant"] or ""] = x
+        return res
+    finally:
+        if not keep:
+            shutil.rmtree(dest.parent, ignore_errors=True)
 
 
 def run(
@@ -191,36 +215,28 @@ def run(
     Raises:
         L4sError: bad input (with ``file``, ``line``, ``key``), or a failed run.
     """
-    if backend != "sim":
-        raise error(
-            f"backend={backend!r}: run() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
-        )
-    _check_run_args(seed, duration, snapshots)
-    keep = out is not None
-    dest = Path(out) if keep else Path(tempfile.mkdtemp(prefix="l4s-run-")) / "run"
-    try:
-        info = _native.run(
-            os.fspath(scenario),
-            os.fspath(dest),
-            text=text,
-            set_json=_set(set, overrides),
-            variant=variant,
-            seed=seed,
-            duration=duration,
-            snapshots=snapshots,
-            report=report,
-            packets=packets,
-        )
-        r = load(info["dir"])
-        # Read everything now: the temporary directory goes away.
-        r.arrow = {k: t.combine_chunks() for k, t in r.arrow.items()}
-        r.wall_s = info["wall_s"]
-        if not keep:
-            r.dir = None
-        return r
-    finally:
-        if not keep:
-            shutil.rmtree(dest.parent, ignore_errors=True)
+    keys = _set(set, overrides)
+    runs = _runs(
+        "run",
+        out,
+        backend,
+        (seed, duration, snapshots),
+        lambda dest: [
+            _native.run(
+                os.fspath(scenario),
+                dest,
+                text=text,
+                set_json=keys,
+                variant=variant,
+                seed=seed,
+                duration=duration,
+                snapshots=snapshots,
+                report=report,
+                packets=packets,
+            )
+        ],
+    )
+    return runs[""]
 
 
 def run_variants(
@@ -243,34 +259,21 @@ def run_variants(
     ``out/<variant>``, with ``variants.json`` and ``compare.html`` beside them; a folder
     that holds one run's results or files l4s-lab did not write is refused, as by
     ``l4s run``. Takes the arguments of :func:`run` but ``variant``."""
-    if backend != "sim":
-        raise error(
-            f"backend={backend!r}: run_variants() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
-        )
-    _check_run_args(seed, duration, snapshots)
-    keep = out is not None
-    dest = Path(out) if keep else Path(tempfile.mkdtemp(prefix="l4s-run-")) / "runs"
-    try:
-        info = _native.run_set(
+    keys = _set(set, overrides)
+    return _runs(
+        "run_variants",
+        out,
+        backend,
+        (seed, duration, snapshots),
+        lambda dest: _native.run_set(
             os.fspath(scenario),
-            os.fspath(dest),
+            dest,
             text=text,
-            set_json=_set(set, overrides),
+            set_json=keys,
             seed=seed,
             duration=duration,
             snapshots=snapshots,
             report=report,
             packets=packets,
-        )
-        res = {}
-        for r in info["runs"]:
-            x = load(r["dir"])
-            x.arrow = {k: t.combine_chunks() for k, t in x.arrow.items()}
-            x.wall_s = r["wall_s"]
-            if not keep:
-                x.dir = None
-            res[r["variant"] or ""] = x
-        return res
-    finally:
-        if not keep:
-            shutil.rmtree(dest.parent, ignore_errors=True)
+        )["runs"],
+    )

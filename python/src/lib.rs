@@ -273,33 +273,50 @@ fn run<'py>(
             None => read(&file)?,
         };
         let eff = effective_text(&text, &file, set_json, variant)?;
-        let duration = run_duration(duration)?;
-        let snapshot_interval = snapshot_interval(snapshots)?;
-        Ok((
-            eff,
-            RunOptions {
-                seed,
-                duration,
-                snapshot_interval,
-                report,
-                packets,
-                out: Some(PathBuf::from(out)),
-                command: vec!["python".into(), "l4s_lab.run".into(), path.to_string()],
-                ..RunOptions::default()
-            },
-        ))
+        let opts = run_options(
+            (seed, duration, snapshots, report, packets),
+            out,
+            vec!["python".into(), "l4s_lab.run".into(), path.to_string()],
+        )?;
+        Ok((eff, opts))
     };
-    let (eff, mut opts) = prep().map_err(|e| py_err(py, e))?;
+    let (eff, opts) = prep().map_err(|e| py_err(py, e))?;
+    let runs = run_interruptible(py, eff, file, opts)?;
+    run_dict(py, &runs.runs[0])
+}
+
+/// The options of a run from Python's arguments: seed, duration, snapshots, report,
+/// packets.
+fn run_options(
+    (seed, duration, snapshots, report, packets): (Option<u64>, Option<&str>, Option<&str>, bool, bool),
+    out: &str,
+    command: Vec<String>,
+) -> Result<RunOptions, Error> {
+    Ok(RunOptions {
+        seed,
+        duration: run_duration(duration)?,
+        snapshot_interval: snapshot_interval(snapshots)?,
+        report,
+        packets,
+        out: Some(PathBuf::from(out)),
+        command,
+        ..RunOptions::default()
+    })
+}
+
+/// [`l4s_lab::run_text`] on a thread of its own, stopped by Ctrl-C ([`interruptible`]):
+/// the run's results are written, then the signal's error is raised.
+fn run_interruptible(py: Python<'_>, text: String, file: PathBuf, mut opts: RunOptions) -> PyResult<l4s_lab::Runs> {
     let stop = Arc::new(AtomicBool::new(false));
     opts.stop = Some(stop.clone());
     let (res, interrupted) = interruptible(py, &stop, "run", move || {
-        l4s_lab::run_text(&eff, &file, &mut Simulator, &opts, &mut NoProgress)
+        l4s_lab::run_text(&text, &file, &mut Simulator, &opts, &mut NoProgress)
     })?;
     let runs = res.map_err(|e| py_err(py, e))?;
-    if let Some(e) = interrupted {
-        return Err(e);
+    match interrupted {
+        Some(e) => Err(e),
+        None => Ok(runs),
     }
-    run_dict(py, &runs.runs[0])
 }
 
 /// Run every variant of a scenario (or the scenario, without variants) as `l4s run` does,
@@ -322,7 +339,6 @@ fn run_set<'py>(
     packets: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let file = PathBuf::from(path);
-    let stop = Arc::new(AtomicBool::new(false));
     let prep = || -> Result<(String, RunOptions), Error> {
         let text = match text {
             Some(t) => t.to_string(),
@@ -332,30 +348,15 @@ fn run_set<'py>(
             .into_iter()
             .map(|(k, v)| (k, v.to_string().trim().to_string()))
             .collect();
-        Ok((
-            text,
-            RunOptions {
-                seed,
-                duration: run_duration(duration)?,
-                snapshot_interval: snapshot_interval(snapshots)?,
-                report,
-                packets,
-                out: Some(PathBuf::from(out)),
-                set,
-                stop: Some(stop.clone()),
-                command: vec!["python".into(), "l4s_lab.run_variants".into(), path.to_string()],
-                ..RunOptions::default()
-            },
-        ))
+        let opts = run_options(
+            (seed, duration, snapshots, report, packets),
+            out,
+            vec!["python".into(), "l4s_lab.run_variants".into(), path.to_string()],
+        )?;
+        Ok((text, RunOptions { set, ..opts }))
     };
     let (text, opts) = prep().map_err(|e| py_err(py, e))?;
-    let (res, interrupted) = interruptible(py, &stop, "run", move || {
-        l4s_lab::run_text(&text, &file, &mut Simulator, &opts, &mut NoProgress)
-    })?;
-    let runs = res.map_err(|e| py_err(py, e))?;
-    if let Some(e) = interrupted {
-        return Err(e);
-    }
+    let runs = run_interruptible(py, text, file, opts)?;
     let d = PyDict::new(py);
     let list = PyList::empty(py);
     for r in &runs.runs {

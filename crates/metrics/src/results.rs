@@ -136,6 +136,19 @@ fn sync_path(path: &Path) -> io::Result<()> {
 /// removed again when the results are committed or dropped; a process that opened it just
 /// before and locks it just after finds the path gone or another file there, and tries
 /// again, so two processes never both believe they hold the lock.
+/// The folder `target` goes in (`.` for a bare name) and its name there.
+fn parent_and_name(target: &Path) -> (PathBuf, String) {
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
+    (parent, name)
+}
+
 /// `e` with the path it happened at and what was being done, of the same kind.
 fn at(path: &Path, doing: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {doing}: {e}", path.display()))
@@ -182,14 +195,7 @@ impl ResultsDir {
     /// [`ResultsDir::create`]; without `lock` for a caller that already holds a lock over
     /// the target's folder (a campaign store).
     pub fn create_with(target: &Path, lock: bool) -> io::Result<ResultsDir> {
-        let parent = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "results".into());
+        let (parent, name) = parent_and_name(target);
         if target.exists() {
             if let Some(why) = foreign_content(target) {
                 return Err(io::Error::new(io::ErrorKind::AlreadyExists, why));
@@ -422,14 +428,7 @@ pub struct FolderLock {
 
 impl FolderLock {
     pub fn take(target: &Path) -> io::Result<FolderLock> {
-        let parent = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "results".into());
+        let (parent, name) = parent_and_name(target);
         fs::create_dir_all(&parent).map_err(|e| at(&parent, "cannot create the folder", e))?;
         Ok(FolderLock {
             lock: Some(take_lock(&parent.join(format!(".{name}.lock")), target)?),
