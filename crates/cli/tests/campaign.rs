@@ -11,11 +11,12 @@ fn l4s() -> Command {
     Command::new(env!("CARGO_BIN_EXE_l4s"))
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-cli-campaign-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("l4s-cli-campaign-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 const SCENARIO: &str = r#"[scenario]
@@ -51,12 +52,13 @@ seeds = 5
 "topology.rtt" = ["10ms", "20ms", "40ms", "80ms"]
 "#;
 
-fn setup(tag: &str) -> (PathBuf, PathBuf) {
-    let d = tmpdir(tag);
+fn setup(tag: &str) -> (tempfile::TempDir, PathBuf) {
+    let d_guard = tmpdir(tag);
+    let d = d_guard.path();
     std::fs::write(d.join("s.toml"), SCENARIO).unwrap();
     std::fs::write(d.join("c.toml"), CAMPAIGN).unwrap();
     let f = d.join("c.toml");
-    (d, f)
+    (d_guard, f)
 }
 
 /// Every completed run of a store: key -> (summary.json, run-info.json).
@@ -89,7 +91,8 @@ fn count_done(store: &Path) -> usize {
 
 #[test]
 fn a_campaign_killed_and_started_again_ends_with_the_runs_of_an_uninterrupted_one() {
-    let (d, f) = setup("kill");
+    let (d_guard, f) = setup("kill");
+    let d = d_guard.path();
     // The reference: the whole campaign at once.
     let whole = d.join("whole");
     let o = l4s()
@@ -168,7 +171,8 @@ fn a_campaign_killed_and_started_again_ends_with_the_runs_of_an_uninterrupted_on
 
 #[test]
 fn ctrl_c_stops_starting_runs_exits_130_and_a_restart_finishes() {
-    let (d, f) = setup("sigint");
+    let (d_guard, f) = setup("sigint");
+    let d = d_guard.path();
     let store = d.join("store");
     let child = l4s()
         .args(["campaign", "run", "--jobs", "1"])
@@ -214,7 +218,8 @@ fn ctrl_c_stops_starting_runs_exits_130_and_a_restart_finishes() {
 
 #[test]
 fn bad_campaigns_exit_2_naming_the_file_line_and_key() {
-    let (d, f) = setup("bad");
+    let (d_guard, f) = setup("bad");
+    let d = d_guard.path();
     std::fs::write(&f, CAMPAIGN.replace("\"topology.rtt\"", "\"topology.rtx\"")).unwrap();
     let o = l4s()
         .args(["campaign", "run"])

@@ -8,11 +8,12 @@ fn l4s() -> Command {
     Command::new(env!("CARGO_BIN_EXE_l4s"))
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("l4s-cli-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 const GOOD: &str = r#"[scenario]
@@ -41,9 +42,10 @@ pps = 50
 ecn = "ect1"
 "#;
 
-/// Run with a scenario text; returns (status, stderr, out dir).
-fn run_text(tag: &str, text: &str) -> (i32, String, PathBuf) {
-    let d = tmpdir(tag);
+/// Run with a scenario text; returns (status, stderr, out dir, the folder that holds it).
+fn run_text(tag: &str, text: &str) -> (i32, String, PathBuf, tempfile::TempDir) {
+    let d_guard = tmpdir(tag);
+    let d = d_guard.path();
     let f = d.join("bad.toml");
     std::fs::write(&f, text).unwrap();
     let out = d.join("out");
@@ -52,11 +54,12 @@ fn run_text(tag: &str, text: &str) -> (i32, String, PathBuf) {
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stderr).into_owned(),
         out,
+        d_guard,
     )
 }
 
 fn assert_bad(tag: &str, text: &str, line: usize, key: &str, says: &str) {
-    let (code, err, out) = run_text(tag, text);
+    let (code, err, out, _guard) = run_text(tag, text);
     assert_eq!(code, 2, "{tag}: exit status; stderr: {err}");
     assert!(
         err.contains(&format!("bad.toml:{line}: ")),
@@ -77,7 +80,8 @@ fn assert_bad(tag: &str, text: &str, line: usize, key: &str, says: &str) {
 
 #[test]
 fn good_run_writes_summary() {
-    let d = tmpdir("good");
+    let d_guard = tmpdir("good");
+    let d = d_guard.path();
     let f = d.join("tiny.toml");
     std::fs::write(&f, GOOD).unwrap();
     let out = d.join("res");
@@ -301,7 +305,8 @@ fn impossible_values() {
 /// Queue Protection's sanctions reach the terminal table and the report, by flow name.
 #[test]
 fn queue_protection_is_reported_by_flow() {
-    let d = tmpdir("qp");
+    let d_guard = tmpdir("qp");
+    let d = d_guard.path();
     let f = d.join("qp.toml");
     let text = GOOD.replace("step_thresh = \"1ms\"", "step_thresh = \"1ms\"\nqueue_protection = {}")
         + "\n[[flows]]\nname = \"hog\"\ntype = \"probe\"\npps = 2500\nsize = \"1514B\"\necn = \"ect1\"\n";
@@ -321,7 +326,7 @@ fn queue_protection_is_reported_by_flow() {
     let qp = &v["queues"][0]["queue_protection"];
     assert_eq!(qp["flows"][0]["flow"], "hog", "{qp}");
     assert!(qp["sanctioned_packets"].as_u64().unwrap() > 0);
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 const DOCSIS: &str = r#"[scenario]
@@ -463,10 +468,11 @@ fn docsis_link_bad_input_and_a_run() {
         "topology.links[0].docsis.ds_cyclic_prefix",
         "192, 256, 512, 768 or 1024",
     );
-    let (code, err, out) = run_text("docsis-good", DOCSIS);
+    let (code, err, out, _guard) = run_text("docsis-good", DOCSIS);
     assert_eq!(code, 0, "{err}");
     // The upstream's grants and grant delays are printed under the queue table.
-    let d = tmpdir("docsis-table");
+    let d_guard = tmpdir("docsis-table");
+    let d = d_guard.path();
     let f = d.join("docsis.toml");
     std::fs::write(&f, DOCSIS).unwrap();
     let o = l4s()
@@ -494,7 +500,8 @@ fn missing_file_and_foreign_out_dir() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/x.toml"));
     // Refuse to overwrite a directory we did not write.
-    let d = tmpdir("foreign");
+    let d_guard = tmpdir("foreign");
+    let d = d_guard.path();
     let f = d.join("tiny.toml");
     std::fs::write(&f, GOOD).unwrap();
     let foreign = d.join("mine");
@@ -509,7 +516,8 @@ fn missing_file_and_foreign_out_dir() {
 /// (no per-process randomness such as hash-map ordering leaks into the output).
 #[test]
 fn separate_processes_write_identical_results() {
-    let d = tmpdir("det");
+    let d_guard = tmpdir("det");
+    let d = d_guard.path();
     let f = d.join("tiny.toml");
     std::fs::write(&f, GOOD).unwrap();
     let mut outs = Vec::new();
@@ -551,7 +559,8 @@ fn pcap_matches_the_summary() {
         eprintln!("warning: tshark not installed; skipping pcap_matches_the_summary");
         return;
     }
-    let d = tmpdir("pcap");
+    let d_guard = tmpdir("pcap");
+    let d = d_guard.path();
     let f = d.join("p.toml");
     // Zero warm-up: the summary's window is the whole run, like the capture.
     let text = GOOD.replace("warmup = \"1s\"", "warmup = \"0s\"")
@@ -611,7 +620,8 @@ fn pcap_matches_the_summary() {
 /// side by side; both refuse a directory that holds no results with status 2.
 #[test]
 fn report_and_compare_commands() {
-    let d = tmpdir("reportcmd");
+    let d_guard = tmpdir("reportcmd");
+    let d = d_guard.path();
     let f = d.join("tiny.toml");
     std::fs::write(&f, GOOD).unwrap();
     let fifo = d.join("fifo.toml");
@@ -725,7 +735,8 @@ fn report_and_compare_commands() {
 #[test]
 fn verdict_on_real_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let d = tmpdir("verdict");
+    let d_guard = tmpdir("verdict");
+    let d = d_guard.path();
     let run = |scenario: &Path, tag: &str| -> String {
         let o = l4s()
             .arg("run")
@@ -765,7 +776,8 @@ fn verdict_on_real_runs() {
 #[test]
 fn packets_parquet() {
     use arrow_array::Array;
-    let d = tmpdir("packets");
+    let d_guard = tmpdir("packets");
+    let d = d_guard.path();
     let f = d.join("p.toml");
     let text = GOOD.replace("warmup = \"1s\"", "warmup = \"0s\"")
         + "\n[[flows]]\nname = \"old\"\ntype = \"tcp\"\ncc = \"reno\"\necn = \"off\"\n";
@@ -842,7 +854,8 @@ fn packets_parquet() {
 /// summary say what is wrong and exit 2.
 #[test]
 fn report_bad_input() {
-    let d = tmpdir("reportbad");
+    let d_guard = tmpdir("reportbad");
+    let d = d_guard.path();
     let f = d.join("tiny.toml");
     std::fs::write(&f, GOOD).unwrap();
     let good = d.join("good");
@@ -893,7 +906,8 @@ fn report_bad_input() {
 /// names there are.
 #[test]
 fn variants_run_into_their_directories_and_can_be_picked() {
-    let d = tmpdir("variants");
+    let d_guard = tmpdir("variants");
+    let d = d_guard.path();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/xr-varying-bandwidth.toml");
     let dirs = |out: &Path| {
         let mut v: Vec<String> = std::fs::read_dir(out)
@@ -982,7 +996,7 @@ fn variants_run_into_their_directories_and_can_be_picked() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("has no [[variants]]"));
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// Live, a variant the host cannot run (kernel TCP Prague missing) is refused before
@@ -995,7 +1009,8 @@ fn live_variants_the_host_cannot_run_are_refused_naming_the_others() {
         eprintln!("skipped: this kernel has TCP Prague");
         return;
     }
-    let d = tmpdir("live-variants");
+    let d_guard = tmpdir("live-variants");
+    let d = d_guard.path();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/xr-varying-bandwidth.toml");
     let o = l4s()
         .arg("run")
@@ -1015,14 +1030,15 @@ fn live_variants_the_host_cannot_run_are_refused_naming_the_others() {
         "{err}"
     );
     assert!(!d.join("out").exists());
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// `l4s trace generate` writes what a link's capacity process draws for the run, and a
 /// scenario that replays that file with `trace` gets the very same opportunities.
 #[test]
 fn trace_generate_writes_a_link_capacity_that_replays_as_drawn() {
-    let d = tmpdir("trace-generate");
+    let d_guard = tmpdir("trace-generate");
+    let d = d_guard.path();
     let sc = r#"[scenario]
 name = "cell"
 duration = "20s"
@@ -1123,7 +1139,7 @@ type = "udp-prague"
         "{err}"
     );
     assert!(!d.join("long.down").exists());
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// The queue snapshots of a link whose capacity is drawn (here steps of 20 and 5 Mbit/s)
@@ -1175,7 +1191,8 @@ fn check_show_prints_the_scenario_as_parsed() {
 
 #[test]
 fn snapshots_follow_a_drawn_capacity_over_time() {
-    let d = tmpdir("capacity-snapshots");
+    let d_guard = tmpdir("capacity-snapshots");
+    let d = d_guard.path();
     let sc = r#"[scenario]
 name = "steps"
 duration = "8s"
@@ -1250,12 +1267,13 @@ cc = "cubic"
             "{q}: latency-under-load, stacked and per-flow charts"
         );
     }
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn scripts_get_the_verdict_in_the_summary_json_on_stdout_and_an_exit_status() {
-    let d = tmpdir("scripts");
+    let d_guard = tmpdir("scripts");
+    let d = d_guard.path();
     let good = d.join("good.toml");
     std::fs::write(&good, GOOD).unwrap();
     // The same traffic through a FIFO: L4S traffic that gets no marks while delay builds.
@@ -1323,7 +1341,8 @@ fn scripts_get_the_verdict_in_the_summary_json_on_stdout_and_an_exit_status() {
 
 #[test]
 fn names_with_terminal_escapes_are_printed_harmless() {
-    let d = tmpdir("escapes");
+    let d_guard = tmpdir("escapes");
+    let d = d_guard.path();
     let f = d.join("e.toml");
     std::fs::write(&f, GOOD.replace("name = \"p\"", "name = \"p\\u001b[31mRED\"")).unwrap();
     let o = l4s().arg("run").arg(&f).arg("--out").arg(d.join("o")).output().unwrap();
@@ -1335,7 +1354,8 @@ fn names_with_terminal_escapes_are_printed_harmless() {
 
 #[test]
 fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
-    let d = tmpdir("sigint");
+    let d_guard = tmpdir("sigint");
+    let d = d_guard.path();
     let f = d.join("long.toml");
     std::fs::write(&f, GOOD.replace("duration = \"3s\"", "duration = \"3600s\"")).unwrap();
     let out = d.join("out");
@@ -1407,7 +1427,8 @@ fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
 
 #[test]
 fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
-    let d = tmpdir("set");
+    let d_guard = tmpdir("set");
+    let d = d_guard.path();
     let a = d.join("a.toml");
     let b = d.join("b.toml");
     std::fs::write(&a, GOOD).unwrap();
@@ -1468,7 +1489,7 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
     let o = l4s()
-        .current_dir(&d)
+        .current_dir(d)
         .args(["run", "-q", "a.toml", "b.toml"])
         .output()
         .unwrap();
@@ -1499,7 +1520,7 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
     assert!(!later.join("results").exists());
     // --json is one document: for one file.
     let o = l4s()
-        .current_dir(&d)
+        .current_dir(d)
         .args(["run", "--json", "a.toml", "b.toml"])
         .output()
         .unwrap();
@@ -1510,7 +1531,8 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
 
 #[test]
 fn absurd_intervals_and_durations_get_plain_messages() {
-    let d = tmpdir("absurd");
+    let d_guard = tmpdir("absurd");
+    let d = d_guard.path();
     let f = d.join("a.toml");
     std::fs::write(&f, GOOD).unwrap();
     let o = l4s()

@@ -40,11 +40,12 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-cli-live-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("l4s-cli-live-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A run id unique to this test process and tag.
@@ -253,10 +254,11 @@ fn live_run_killed_then_cleanup_leaves_nothing() {
         return;
     }
     let _one = serial();
-    let d = tmpdir("kill");
+    let d_guard = tmpdir("kill");
+    let d = d_guard.path();
     let id = run_id(1);
     let _guard = Cleanup(id.clone());
-    let mut c = start_long_run(&d, &id);
+    let mut c = start_long_run(d, &id);
     // While the run goes on, cleanup keeps it (its process holds the run's lock).
     let o = l4s().args(["cleanup", "--run", &id]).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
@@ -278,7 +280,7 @@ fn live_run_killed_then_cleanup_leaves_nothing() {
     assert_eq!(out.matches("removed namespace").count(), 15, "{out}");
     assert!(namespaces(&id).is_empty(), "left after cleanup: {:?}", namespaces(&id));
     assert!(!d.join("out").exists(), "results of a killed run");
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
     // A second cleanup finds nothing; a bad id is refused.
     let o = l4s().args(["cleanup", "--run", &id]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("nothing to remove"));
@@ -293,17 +295,18 @@ fn live_run_interrupted_cleans_up_and_writes_no_results() {
         return;
     }
     let _one = serial();
-    let d = tmpdir("sigint");
+    let d_guard = tmpdir("sigint");
+    let d = d_guard.path();
     let id = run_id(2);
     let _guard = Cleanup(id.clone());
-    let mut c = start_long_run(&d, &id);
+    let mut c = start_long_run(d, &id);
     // SAFETY: signalling our own child.
     assert_eq!(unsafe { libc_kill(c.id() as i32, 2) }, 0);
     let st = wait_exit(&mut c, Duration::from_secs(20)).expect("the run did not stop on SIGINT");
     assert_eq!(st.code(), Some(130), "exit status after SIGINT");
     assert!(namespaces(&id).is_empty(), "left behind: {:?}", namespaces(&id));
-    assert!(leftovers(&d).is_empty(), "half-written results: {:?}", leftovers(&d));
-    let _ = std::fs::remove_dir_all(&d);
+    assert!(leftovers(d).is_empty(), "half-written results: {:?}", leftovers(d));
+    let _ = std::fs::remove_dir_all(d);
 }
 
 fn summary(dir: &Path) -> l4s_metrics::summary::Summary {
@@ -316,16 +319,17 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
         return;
     }
     let _one = serial();
-    let d = tmpdir("xval");
+    let d_guard = tmpdir("xval");
+    let d = d_guard.path();
     let f = d.join("xval.toml");
     std::fs::write(&f, XVAL).unwrap();
-    let s = run_sim(&f, &d);
+    let s = run_sim(&f, d);
     assert!(s.testbed.is_none(), "the simulator has no testbed self-check");
     let p = |x: &l4s_metrics::summary::Summary, n: &str| x.flows.iter().find(|f| f.name == n).unwrap().clone();
     let measured = measure_live(
         "cross-validation",
         |attempt| {
-            let (l, id, out) = run_live(&f, &d, 3, attempt);
+            let (l, id, out) = run_live(&f, d, 3, attempt);
             ((l.clone(), id, out), l)
         },
         |(l, _, _)| {
@@ -406,7 +410,7 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
         // can be compared, but the verdict must say why.
         assert!(c.disrupted && vl.has("testbed-timing"), "{report}");
         println!("cross-validation: not compared (the host held the testbed back in every run): {report}");
-        let _ = std::fs::remove_dir_all(&d);
+        let _ = std::fs::remove_dir_all(d);
         return;
     }
     // The same finding (the headline before its numbers), e.g. "L4S working".
@@ -437,7 +441,7 @@ fn live_and_sim_agree_on_the_cross_validation_scenario() {
     if !vl.has("testbed-timing") {
         assert_eq!(vs.level, vl.level, "verdict: {report}");
     }
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
@@ -514,7 +518,8 @@ fn live_refuses_what_it_cannot_run_before_building_anything() {
     if !is_root() {
         return;
     }
-    let d = tmpdir("refuse");
+    let d_guard = tmpdir("refuse");
+    let d = d_guard.path();
     let f = d.join("p.toml");
     // TCP Prague: this kernel offers reno, bbr and cubic only.
     std::fs::write(
@@ -570,8 +575,8 @@ fn live_refuses_what_it_cannot_run_before_building_anything() {
         assert_eq!(o.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
     }
-    assert!(leftovers(&d).is_empty(), "{:?}", leftovers(&d));
-    let _ = std::fs::remove_dir_all(&d);
+    assert!(leftovers(d).is_empty(), "{:?}", leftovers(d));
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
@@ -581,7 +586,8 @@ fn live_packets_parquet_joins_sends_queue_records_and_arrivals() {
         return;
     }
     let _one = serial();
-    let d = tmpdir("packets");
+    let d_guard = tmpdir("packets");
+    let d = d_guard.path();
     let f = d.join("p.toml");
     let text = XVAL
         .replace("duration = \"30s\"", "duration = \"5s\"")
@@ -758,7 +764,7 @@ fn live_packets_parquet_joins_sends_queue_records_and_arrivals() {
         rows == 50 && busy >= rows / 2,
         "{rows} snapshots, {busy} with a backlog"
     );
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 const MEDIA: &str = r#"# A 60 fps L4S cloud game (SCReAM v2, ECT(1)) alone on a 30 Mbit/s DualPI2 dumbbell.
@@ -790,10 +796,11 @@ fn live_media_flow_delivers_frames_like_the_simulator() {
         return;
     }
     let _one = serial();
-    let d = tmpdir("media");
+    let d_guard = tmpdir("media");
+    let d = d_guard.path();
     let f = d.join("media.toml");
     std::fs::write(&f, MEDIA).unwrap();
-    let s = run_sim(&f, &d);
+    let s = run_sim(&f, d);
     let figures = |l: &l4s_metrics::summary::Summary| {
         let (sf, lf) = (&s.flows[0], &l.flows[0]);
         let (sm, lm) = (sf.media.as_ref().unwrap(), lf.media.as_ref().unwrap());
@@ -849,7 +856,7 @@ fn live_media_flow_delivers_frames_like_the_simulator() {
     let measured = measure_live(
         "media",
         |attempt| {
-            let (l, _, out) = run_live(&f, &d, 5, attempt);
+            let (l, _, out) = run_live(&f, d, 5, attempt);
             ((l.clone(), out), l)
         },
         |(l, _)| (!timing(l)).then(|| figures(l)),
@@ -888,7 +895,7 @@ fn live_media_flow_delivers_frames_like_the_simulator() {
         frames >= lm.frames_complete + 100,
         "{frames} frames in the snapshots; {report}"
     );
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 const APPS: &str = r#"# Request/response and a bulk transfer over an idle 100 Mbit/s FIFO dumbbell, 20 ms RTT.
@@ -930,7 +937,8 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
         return;
     }
     let _one = serial();
-    let d = tmpdir("apps");
+    let d_guard = tmpdir("apps");
+    let d = d_guard.path();
     let f = d.join("apps.toml");
     std::fs::write(&f, APPS).unwrap();
     let c = |l: &l4s_metrics::summary::Summary, flow: &str, kind: &str| {
@@ -976,7 +984,7 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
     let measured = measure_live(
         "apps",
         |attempt| {
-            let (l, _, out) = run_live(&f, &d, 6, attempt);
+            let (l, _, out) = run_live(&f, d, 6, attempt);
             ((l.clone(), out), l)
         },
         |(l, _)| {
@@ -1050,7 +1058,7 @@ fn live_app_flows_complete_in_round_trips_and_bytes_over_rate() {
         bulk.throughput_bps,
         bulk.goodput_bps
     );
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// A campaign on the live testbed: one run at a time, the variants of a pair back to back
@@ -1062,7 +1070,8 @@ fn a_live_campaign_runs_its_pairs_back_to_back_in_alternating_order() {
         return;
     }
     let _one = serial();
-    let d = tmpdir("campaign");
+    let d_guard = tmpdir("campaign");
+    let d = d_guard.path();
     std::fs::write(
         d.join("s.toml"),
         r#"[scenario]

@@ -31,7 +31,7 @@ fn read_table(p: &Path) -> Vec<arrow_array::RecordBatch> {
 
 #[test]
 fn a_plan_pairs_every_variant_of_a_point_with_one_seed_and_alternates_their_order() {
-    let (_d, f) = setup("plan", CAMPAIGN);
+    let (_guard, f) = setup("plan", CAMPAIGN);
     let (_, plan) = campaign::load(&f).unwrap();
     // 2 rates x 2 draws x 2 groups = 8 points, x 2 seeds = 16 pairs of 2 variants.
     assert_eq!(plan.points.len(), 8);
@@ -79,7 +79,8 @@ fn a_plan_pairs_every_variant_of_a_point_with_one_seed_and_alternates_their_orde
 #[test]
 fn the_campaigns_duration_holds_over_a_variants_own() {
     let campaign = CAMPAIGN.replace("seeds = 2\n", "seeds = 2\nduration = \"2500ms\"\n");
-    let (d, f) = setup("duration", &campaign);
+    let (d_guard, f) = setup("duration", &campaign);
+    let d = d_guard.path();
     std::fs::write(
         d.join("s.toml"),
         SCENARIO.replace(
@@ -108,7 +109,7 @@ fn the_campaigns_duration_holds_over_a_variants_own() {
         })
         .collect();
     assert_eq!(lengths.into_iter().collect::<Vec<_>>(), [2_000_000_000, 3_000_000_000]);
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
@@ -200,7 +201,8 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
         ),
     ];
     for (from, to, key, line, msg) in cases {
-        let (d, f) = setup("bad", &CAMPAIGN.replace(from, to));
+        let (d_guard, f) = setup("bad", &CAMPAIGN.replace(from, to));
+        let d = d_guard.path();
         let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Input, "{e}");
         assert_eq!(e.exit_code(), 2);
@@ -217,7 +219,8 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
             "\"scenario.warmup\" = [\"0.5s\"]",
         )
         .replace("\"flows.bulk.start\" = \"0.5s\"", "\"flows.bulk.start\" = \"0.95s\"");
-    let (d, f) = setup("bad-duration", &text);
+    let (d_guard, f) = setup("bad-duration", &text);
+    let d = d_guard.path();
     let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
     let want = format!(
         "{}:6: campaign.duration: \"0.9s\" makes the scenario invalid with scenario.warmup = \"0.5s\", topology.rtt = ",
@@ -236,7 +239,8 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
         "\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
         "\"scenario.duration\" = [\"0.8s\"]\n\"scenario.warmup\" = [\"0.9s\"]",
     );
-    let (d, f) = setup("bad-together", &text);
+    let (d_guard, f) = setup("bad-together", &text);
+    let d = d_guard.path();
     let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
     assert!(
         e.message
@@ -259,7 +263,8 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
             many("us")
         ),
     );
-    let (d, f) = setup("bad-size", &text);
+    let (d_guard, f) = setup("bad-size", &text);
+    let d = d_guard.path();
     let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
     assert!(
         e.message
@@ -267,7 +272,8 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
         "{e}"
     );
     // Without variants, a baseline has nothing to name.
-    let (d, f) = setup("bad-baseline", CAMPAIGN);
+    let (d_guard, f) = setup("bad-baseline", CAMPAIGN);
+    let d = d_guard.path();
     let plain = SCENARIO.split("[[variants]]").next().unwrap();
     std::fs::write(d.join("s.toml"), plain).unwrap();
     let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
@@ -276,7 +282,8 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
         "{e}"
     );
     // An error of the scenario itself is the scenario's.
-    let (d, f) = setup("bad-scenario", CAMPAIGN);
+    let (d_guard, f) = setup("bad-scenario", CAMPAIGN);
+    let d = d_guard.path();
     std::fs::write(d.join("s.toml"), SCENARIO.replace("cc = \"prague\"", "cc = \"bogus\"")).unwrap();
     let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
     assert!(e.message.contains("s.toml:"), "{e}");
@@ -285,7 +292,8 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
 
 #[test]
 fn a_campaign_stores_each_run_once_identical_to_the_run_alone_and_resumes_what_is_missing() {
-    let (d, f) = setup("resume", CAMPAIGN);
+    let (d_guard, f) = setup("resume", CAMPAIGN);
+    let d = d_guard.path();
     let store = d.join("store");
     let out = campaign::run(&f, &mut Simulator, &opts(&store, 2), &mut NoCampaignProgress).unwrap();
     assert_eq!((out.unique_runs, out.ran, out.done, out.already_done), (32, 32, 32, 0));
@@ -362,7 +370,8 @@ fn a_campaign_stores_each_run_once_identical_to_the_run_alone_and_resumes_what_i
 
 #[test]
 fn jobs_do_not_change_results_and_the_tables_hold_exact_pair_differences() {
-    let (d, f) = setup("tables", CAMPAIGN);
+    let (d_guard, f) = setup("tables", CAMPAIGN);
+    let d = d_guard.path();
     let one = campaign::run(&f, &mut Simulator, &opts(&d.join("one"), 1), &mut NoCampaignProgress).unwrap();
     let two = campaign::run(&f, &mut Simulator, &opts(&d.join("two"), 2), &mut NoCampaignProgress).unwrap();
     let (_, plan) = campaign::load(&f).unwrap();
@@ -492,7 +501,8 @@ fn jobs_do_not_change_results_and_the_tables_hold_exact_pair_differences() {
 
 #[test]
 fn a_store_is_ours_alone_and_holds_one_campaign_unless_updated() {
-    let (d, f) = setup("store", CAMPAIGN);
+    let (d_guard, f) = setup("store", CAMPAIGN);
+    let d = d_guard.path();
     // A folder of the user's is never used.
     let theirs = d.join("theirs");
     std::fs::create_dir_all(&theirs).unwrap();
@@ -534,7 +544,8 @@ fn a_store_is_ours_alone_and_holds_one_campaign_unless_updated() {
 
 #[test]
 fn stopping_a_campaign_starts_no_new_run_and_a_restart_finishes_it() {
-    let (d, f) = setup("stop", CAMPAIGN);
+    let (d_guard, f) = setup("stop", CAMPAIGN);
+    let d = d_guard.path();
     let store = d.join("store");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     struct StopAfter(usize, std::sync::Arc<std::sync::atomic::AtomicBool>);
@@ -626,7 +637,8 @@ fn on_a_testbed_a_pair_split_by_more_than_the_gap_is_run_again_whole() {
             Some(g) => small.replace("seeds = 1", &format!("seeds = 1\ngap = \"{g}\"")),
             None => small.clone(),
         };
-        let (d, f) = setup("gap", &text);
+        let (d_guard, f) = setup("gap", &text);
+        let d = d_guard.path();
         let store = d.join("store");
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         struct StopNow(std::sync::Arc<std::sync::atomic::AtomicBool>);
@@ -663,7 +675,8 @@ fn on_a_testbed_a_pair_split_by_more_than_the_gap_is_run_again_whole() {
 
 #[test]
 fn a_run_is_written_while_the_next_one_runs_and_every_run_is_told_in_order() {
-    let (d, f) = setup("pipelined", CAMPAIGN);
+    let (d_guard, f) = setup("pipelined", CAMPAIGN);
+    let d = d_guard.path();
     let store = d.join("store");
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>, Vec<String>);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 mod common;
 
 /// The shared campaign, with a name and a description of its own.
-fn setup(tag: &str) -> (PathBuf, PathBuf) {
+fn setup(tag: &str) -> (tempfile::TempDir, PathBuf) {
     let c = common::CAMPAIGN.replace(
         "name = \"t\"",
         "name = \"rep\"\ndescription = \"L4S against classic on a small dumbbell\"",
@@ -84,7 +84,8 @@ fn printed(s: &str, x: f64) -> bool {
 
 #[test]
 fn the_page_of_a_campaign_holds_its_groups_metrics_charts_and_the_mean_paired_differences() {
-    let (d, f) = setup("full");
+    let (d_guard, f) = setup("full");
+    let d = d_guard.path();
     let store = d.join("store");
     let out = campaign::run(&f, &mut Simulator, &opts(&store), &mut NoCampaignProgress).unwrap();
     assert_eq!(out.done, 32);
@@ -192,14 +193,15 @@ fn the_page_of_a_campaign_holds_its_groups_metrics_charts_and_the_mean_paired_di
     );
     assert_eq!(std::fs::read_to_string(store.join("campaign.html")).unwrap(), html);
     // Not a store: refused, naming the folder.
-    let e = campaign::report::write_report(&d, false).unwrap_err();
+    let e = campaign::report::write_report(d, false).unwrap_err();
     assert!(e.message.contains("not an l4s-lab campaign store"), "{e}");
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn the_page_of_an_unfinished_campaign_says_it_is_incomplete() {
-    let (d, f) = setup("stopped");
+    let (d_guard, f) = setup("stopped");
+    let d = d_guard.path();
     let store = d.join("store");
     let stop = Arc::new(AtomicBool::new(false));
     struct StopAfter(usize, Arc<AtomicBool>);
@@ -228,5 +230,5 @@ fn the_page_of_an_unfinished_campaign_says_it_is_incomplete() {
     );
     assert!(html.contains("3 of 16 pairs complete"), "pairs run back to back");
     assert!(html.contains("Run <code>l4s campaign run</code>"));
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }

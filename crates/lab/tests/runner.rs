@@ -29,11 +29,12 @@ name = "fifo"
 set = { "topology.aqm" = { kind = "fifo", limit = 200 } }
 "#;
 
-fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-lab-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
+fn tmp(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("l4s-lab-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[derive(Default)]
@@ -62,7 +63,8 @@ impl Progress for Seen {
 
 #[test]
 fn variants_run_into_their_directories_with_a_comparison() {
-    let d = tmp("variants");
+    let d_guard = tmp("variants");
+    let d = d_guard.path();
     let opts = RunOptions {
         out: Some(d.join("out")),
         report: false,
@@ -116,12 +118,13 @@ fn variants_run_into_their_directories_with_a_comparison() {
     }
     assert_eq!(std::fs::read(dirs[0].join("summary.json")).unwrap(), summary);
     assert!(!dirs[0].join("c.html").exists());
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn bad_input_is_an_input_error_and_leaves_nothing() {
-    let d = tmp("bad");
+    let d_guard = tmp("bad");
+    let d = d_guard.path();
     let run = |text: &str, opts: &RunOptions| {
         run_text(text, Path::new("bad.toml"), &mut Simulator, opts, &mut NoProgress).unwrap_err()
     };
@@ -160,7 +163,7 @@ fn bad_input_is_an_input_error_and_leaves_nothing() {
     assert_eq!(e.kind, ErrorKind::Input, "{e}");
     assert!(d.join("mine/thesis.tex").exists());
     assert!(!d.join("out").exists());
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// `--seed` and `--duration` are applied and checked once, before anything is created: a
@@ -168,7 +171,8 @@ fn bad_input_is_an_input_error_and_leaves_nothing() {
 /// of `--out`), with or without variants.
 #[test]
 fn a_bad_duration_is_refused_before_any_directory_is_created() {
-    let d = tmp("duration");
+    let d_guard = tmp("duration");
+    let d = d_guard.path();
     let one = TINY.split("[[variants]]").next().unwrap();
     for (text, says) in [
         (one, "--duration 1s is not longer than the scenario's warm-up (1s)"),
@@ -210,14 +214,15 @@ fn a_bad_duration_is_refused_before_any_directory_is_created() {
     let r = &runs.runs[0];
     assert_eq!(r.stats.duration, l4s_core::Dur::from_secs(2));
     assert_eq!((r.summary.scenario.seed, r.summary.scenario.duration_s), (9, 2.0));
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// A scenario a program built and ran with `run_scenario` has results like any other,
 /// with the overrides applied, and no `scenario.toml` when there is no text behind it.
 #[test]
 fn a_scenario_without_text_runs_and_keeps_no_empty_copy() {
-    let d = tmp("no-text");
+    let d_guard = tmp("no-text");
+    let d = d_guard.path();
     let one = TINY.split("[[variants]]").next().unwrap();
     let sc = l4s_scenario::load_str(one, Path::new("tiny.toml")).unwrap();
     let opts = RunOptions {
@@ -232,7 +237,7 @@ fn a_scenario_without_text_runs_and_keeps_no_empty_copy() {
     assert!(r.report.is_none() && r.png.is_none());
     let r = l4s_lab::run_scenario(sc, Some(one.as_bytes()), &mut Simulator, &opts, &out, &mut NoProgress).unwrap();
     assert_eq!(std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap(), one);
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// A sink that cannot be written after the simulation ran is an output error (exit 1),
@@ -276,7 +281,8 @@ fn exit_codes_follow_the_kind() {
 
 #[test]
 fn a_results_directory_holding_a_users_files_is_never_replaced_and_two_runs_do_not_mix() {
-    let d = tmp("ours");
+    let d_guard = tmp("ours");
+    let d = d_guard.path();
     let out = d.join("out");
     let opts = RunOptions {
         out: Some(out.clone()),
@@ -312,7 +318,7 @@ fn a_results_directory_holding_a_users_files_is_never_replaced_and_two_runs_do_n
     assert!(e.message.contains("another l4s run is writing"), "{e}");
     drop(held);
     run(&opts).unwrap();
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// The simulator, failing the runs of a FIFO (the second variant of TINY): a run of the
@@ -340,7 +346,8 @@ impl l4s_lab::Backend for FailFifo {
 
 #[test]
 fn an_interrupted_variant_run_leaves_an_incomplete_set_that_compare_and_the_report_name() {
-    let d = tmp("set");
+    let d_guard = tmp("set");
+    let d = d_guard.path();
     let out = d.join("out");
     let opts = RunOptions {
         out: Some(out.clone()),
@@ -386,12 +393,13 @@ fn an_interrupted_variant_run_leaves_an_incomplete_set_that_compare_and_the_repo
     let report = l4s_report::write_report(&out.join("fifo")).unwrap();
     let html = std::fs::read_to_string(report).unwrap();
     assert!(html.contains("not from the latest run"), "the report says so too");
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn a_stopped_simulation_writes_its_results_up_to_then_marked_incomplete() {
-    let d = tmp("stop");
+    let d_guard = tmp("stop");
+    let d = d_guard.path();
     let out = d.join("out");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let opts = RunOptions {
@@ -439,7 +447,7 @@ fn a_stopped_simulation_writes_its_results_up_to_then_marked_incomplete() {
     .unwrap();
     let text = std::fs::read_to_string(full.runs[0].dir.join("summary.json")).unwrap();
     assert!(!text.contains("\"complete\"") && !text.contains("reached_s"));
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
@@ -451,7 +459,8 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
             self.0.push(m.to_string());
         }
     }
-    let d = tmp("notices");
+    let d_guard = tmp("notices");
+    let d = d_guard.path();
     let long = TINY
         .replace("duration = \"3s\"", "duration = \"100000s\"")
         .replace("rate = \"20Mbit\"", "rate = \"1Gbit\"");
@@ -524,14 +533,15 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
     assert_eq!(e.kind, ErrorKind::Input);
     assert!(e.message.contains("at most every 1ms"), "{e}");
     assert!(!d.join("b").join("l4s").exists());
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// A variant run that fails or is interrupted before its first variant is written leaves
 /// no `--out` folder behind (issue 13 item 25).
 #[test]
 fn a_variant_run_stopped_before_its_first_variant_leaves_no_empty_out() {
-    let d = tmp("first-stopped");
+    let d_guard = tmp("first-stopped");
+    let d = d_guard.path();
     let out = d.join("out");
     let opts = RunOptions {
         out: Some(out.clone()),
@@ -547,14 +557,15 @@ fn a_variant_run_stopped_before_its_first_variant_leaves_no_empty_out() {
     let e = run_text(&swapped, Path::new("tiny.toml"), &mut FailFifo, &opts, &mut NoProgress).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Interrupted);
     assert!(!out.exists(), "{:?}", std::fs::read_dir(&out).map(|r| r.count()));
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// A run with a Wi-Fi BSS: its report has the station table, the airtime chart and the
 /// access-delay charts; `distributions.csv` has each station's access-delay distribution.
 #[test]
 fn a_wifi_run_reports_airtime_and_access_delay() {
-    let d = tmp("wifi");
+    let d_guard = tmp("wifi");
+    let d = d_guard.path();
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/wifi-multi-client.toml"))
             .unwrap()
@@ -608,7 +619,7 @@ fn a_wifi_run_reports_airtime_and_access_delay() {
     assert!(html.contains("MAC access delay, Wi-Fi wifi"));
     // Stacked bars: one per station and direction.
     assert!(html.matches("<rect x=").count() >= 8);
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 /// A set of variants and a single run never write into each other's folders, a person's
@@ -617,7 +628,8 @@ fn a_wifi_run_reports_airtime_and_access_delay() {
 #[test]
 fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     use l4s_lab::{check_file, compare};
-    let d = tmp("folders");
+    let d_guard = tmp("folders");
+    let d = d_guard.path();
     let single = &TINY[..TINY.find("[[variants]]").unwrap()];
     let opts = |out: &Path| RunOptions {
         out: Some(out.to_path_buf()),
@@ -735,5 +747,5 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     std::fs::write(&file, "[scenario\n").unwrap();
     refused(check_file(&file, &Simulator, &opts(&fresh)), "tiny.toml:1");
     assert!(!fresh.exists());
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }

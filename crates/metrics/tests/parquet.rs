@@ -2,7 +2,7 @@
 //! (and with pandas when this machine has it), and the snapshot CSV conversion.
 
 use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use arrow_array::types::Int32Type;
@@ -21,10 +21,9 @@ use parquet::basic::Compression;
 const FLOWS: [&str; 3] = ["prague-1", "cubic-1", "probe"];
 const QUEUES: [&str; 2] = ["access", "bottleneck"];
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-parquet-test-{}", std::process::id()));
-    fs::create_dir_all(&d).unwrap();
-    d.join(name)
+/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("l4s-parquet-test-").tempdir().unwrap()
 }
 
 /// Record `i` of the synthetic timeline: every 97th packet is dropped at the bottleneck,
@@ -124,7 +123,8 @@ fn strs(b: &RecordBatch, c: &str) -> Vec<Option<String>> {
 #[test]
 fn timeline_round_trip_200k() {
     const N: u64 = 200_000;
-    let path = tmp("packets.parquet");
+    let dir = scratch();
+    let path = dir.path().join("packets.parquet");
     write_timeline(&path, N);
 
     let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
@@ -251,7 +251,8 @@ fn timeline_round_trip_200k() {
 
 #[test]
 fn timeline_small_row_groups_and_empty_file() {
-    let path = tmp("small-groups.parquet");
+    let dir = scratch();
+    let path = dir.path().join("small-groups.parquet");
     let mut w = PacketTimelineWriter::with_row_group_rows(File::create(&path).unwrap(), &FLOWS, &QUEUES, 1000).unwrap();
     for i in 0..3_500 {
         w.push(&record(i)).unwrap();
@@ -297,7 +298,8 @@ fn timeline_rejects_bad_indices_without_panicking() {
     w.push(&record(2)).unwrap();
     assert_eq!(w.rows(), 1);
     let bytes = w.finish().unwrap();
-    let path = tmp("one-row.parquet");
+    let dir = scratch();
+    let path = dir.path().join("one-row.parquet");
     fs::write(&path, bytes).unwrap();
     let rd = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
         .unwrap()
@@ -330,8 +332,9 @@ const FLOWS_CSV: &str = "time_s,flow,throughput_bps,packets,owd_p99_ms,pacing_bp
 
 #[test]
 fn csv_round_trip_with_empty_cells() {
-    let csv = tmp("snapshots-flows.csv");
-    let out = tmp("snapshots-flows.parquet");
+    let dir = scratch();
+    let csv = dir.path().join("snapshots-flows.csv");
+    let out = dir.path().join("snapshots-flows.parquet");
     fs::write(&csv, FLOWS_CSV).unwrap();
     csv_to_parquet(&csv, &out).unwrap();
     let b = read_all(&out);
@@ -381,8 +384,9 @@ fn csv_round_trip_with_empty_cells() {
 /// repeat enough to pay for it, and its encoder's table was most of a copy's page faults).
 #[test]
 fn csv_copies_keep_a_dictionary_for_names_only() {
-    let csv = tmp("dictionary.csv");
-    let out = tmp("dictionary.parquet");
+    let dir = scratch();
+    let csv = dir.path().join("dictionary.csv");
+    let out = dir.path().join("dictionary.parquet");
     let mut text = String::from("time_s,flow,throughput_bps\n");
     for i in 0..1000 {
         // Two names and two rates, over and over: a dictionary would fit every column.
@@ -430,8 +434,9 @@ fn csv_copies_keep_a_dictionary_for_names_only() {
 /// A column with any non-numeric cell is text (e.g. `ecn_mode`), the others numbers.
 #[test]
 fn csv_mixed_column_becomes_text() {
-    let csv = tmp("mixed.csv");
-    let out = tmp("mixed.parquet");
+    let dir = scratch();
+    let csv = dir.path().join("mixed.csv");
+    let out = dir.path().join("mixed.parquet");
     fs::write(&csv, "a,ecn_mode,b\n1,accecn,2.5\nfoo,,\n3,none,4\n").unwrap();
     csv_to_parquet(&csv, &out).unwrap();
     let b = read_all(&out);
@@ -455,8 +460,9 @@ fn csv_mixed_column_becomes_text() {
 /// (the second way, with a pass that finds the text columns first). Both as two passes would.
 #[test]
 fn csv_text_columns_found_from_the_first_row_or_by_a_first_pass() {
-    let csv = tmp("guess.csv");
-    let out = tmp("guess.parquet");
+    let dir = scratch();
+    let csv = dir.path().join("guess.csv");
+    let out = dir.path().join("guess.parquet");
     let strings = |b: &arrow_array::RecordBatch, n: &str| -> Vec<Option<String>> {
         let c = b.column_by_name(n).unwrap();
         let a = c.as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
@@ -493,8 +499,9 @@ fn csv_text_columns_found_from_the_first_row_or_by_a_first_pass() {
 
 #[test]
 fn csv_errors_name_file_and_line() {
-    let csv = tmp("bad.csv");
-    let out = tmp("bad.parquet");
+    let dir = scratch();
+    let csv = dir.path().join("bad.csv");
+    let out = dir.path().join("bad.parquet");
     let name = csv.display().to_string();
     let cases: [(&str, &str); 6] = [
         ("", "empty file"),
@@ -518,7 +525,7 @@ fn csv_errors_name_file_and_line() {
     fs::write(&csv, [b'a', b'\n', 0xff, b'\n']).unwrap();
     let e = csv_to_parquet(&csv, &out).unwrap_err();
     assert!(e.starts_with(&format!("{name}:2:")), "{e}");
-    let e = csv_to_parquet(&tmp("does-not-exist.csv"), &out).unwrap_err();
+    let e = csv_to_parquet(&dir.path().join("does-not-exist.csv"), &out).unwrap_err();
     assert!(e.contains("does-not-exist.csv"), "{e}");
     fs::remove_file(&csv).unwrap();
 }
@@ -540,10 +547,11 @@ fn pandas_reads_the_files() {
         );
         return;
     }
-    let packets = tmp("pandas-packets.parquet");
+    let dir = scratch();
+    let packets = dir.path().join("pandas-packets.parquet");
     write_timeline(&packets, 1_000);
-    let csv = tmp("pandas-flows.csv");
-    let flows = tmp("pandas-flows.parquet");
+    let csv = dir.path().join("pandas-flows.csv");
+    let flows = dir.path().join("pandas-flows.parquet");
     fs::write(&csv, FLOWS_CSV).unwrap();
     csv_to_parquet(&csv, &flows).unwrap();
     let script = r#"

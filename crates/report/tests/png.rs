@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 
 const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-report-png-test-{}-{tag}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("l4s-report-png-test-")
+        .suffix(&format!("-{tag}"))
+        .tempdir()
+        .unwrap()
 }
 
 /// The opening tags of the report's charts, in page order.
@@ -133,9 +135,10 @@ fn check(dir: &Path, out: &Path, scale: f32) -> Vec<PathBuf> {
 
 #[test]
 fn one_png_per_chart_sized_by_scale_and_not_blank() {
-    let dir = tmpdir("full");
-    synth::write_results_dir(&dir, &synth::healthy_dualpi2(), 0.1, 3).unwrap();
-    let paths = check(&dir, &dir.join("png"), DEFAULT_PNG_SCALE);
+    let dir_guard = tmpdir("full");
+    let dir = dir_guard.path();
+    synth::write_results_dir(dir, &synth::healthy_dualpi2(), 0.1, 3).unwrap();
+    let paths = check(dir, &dir.join("png"), DEFAULT_PNG_SCALE);
     assert_eq!(paths.len(), 16);
     assert_eq!(DEFAULT_PNG_SCALE, 2.0);
     let ns = names(&paths);
@@ -150,64 +153,67 @@ fn one_png_per_chart_sized_by_scale_and_not_blank() {
     assert_eq!(ihdr(&fs::read(&paths[0]).unwrap()).0, 1920);
     for (scale, width) in [(1.0, 960), (0.5, 480)] {
         let out = dir.join(format!("png-{scale}"));
-        let p = check(&dir, &out, scale);
+        let p = check(dir, &out, scale);
         assert_eq!(names(&p), ns, "names do not depend on the scale");
         assert_eq!(ihdr(&fs::read(&p[0]).unwrap()).0, width);
     }
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn names_and_bytes_are_stable_across_runs() {
-    let dir = tmpdir("stable");
-    synth::write_results_dir(&dir, &synth::healthy_dualpi2(), 0.1, 3).unwrap();
-    let a = write_pngs(&dir, &dir.join("a"), 2.0).unwrap();
-    let b = write_pngs(&dir, &dir.join("b"), 2.0).unwrap();
+    let dir_guard = tmpdir("stable");
+    let dir = dir_guard.path();
+    synth::write_results_dir(dir, &synth::healthy_dualpi2(), 0.1, 3).unwrap();
+    let a = write_pngs(dir, &dir.join("a"), 2.0).unwrap();
+    let b = write_pngs(dir, &dir.join("b"), 2.0).unwrap();
     assert_eq!(names(&a), names(&b));
     for (x, y) in a.iter().zip(&b) {
         assert!(fs::read(x).unwrap() == fs::read(y).unwrap(), "{} differs", x.display());
     }
     // Writing again into the same directory replaces the files with the same bytes.
     let first: Vec<Vec<u8>> = a.iter().map(|p| fs::read(p).unwrap()).collect();
-    let again = write_pngs(&dir, &dir.join("a"), 2.0).unwrap();
+    let again = write_pngs(dir, &dir.join("a"), 2.0).unwrap();
     assert_eq!(again, a);
     assert_eq!(fs::read_dir(dir.join("a")).unwrap().count(), a.len());
     for (p, bytes) in again.iter().zip(&first) {
         assert!(&fs::read(p).unwrap() == bytes);
     }
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn missing_optional_files_and_bad_arguments_do_not_panic() {
-    let dir = tmpdir("partial");
+    let dir_guard = tmpdir("partial");
+    let dir = dir_guard.path();
     let s = synth::healthy_dualpi2();
     // Summary only: the three distribution charts from the summary's percentiles.
     fs::write(dir.join("summary.json"), serde_json::to_vec(&s).unwrap()).unwrap();
-    assert_eq!(check(&dir, &dir.join("png-summary"), 1.0).len(), 3);
+    assert_eq!(check(dir, &dir.join("png-summary"), 1.0).len(), 3);
     // Today's simulator's flow snapshots (owd_max_ms only), no queue snapshots, no distributions.
     fs::write(dir.join("snapshots-flows.csv"), "time_s,flow,throughput_bps,packets,ce_fraction,owd_max_ms,cwnd_bytes,srtt_ms\n0.100,prague,14292160,118,0.000000,10.571,115840,20.458\n0.100,cubic,11869760,98,0.000000,13.653,115840,20.463\n0.200,prague,83936160,693,0.906205,18.226,263536,25.867\n0.200,cubic,15018880,124,0.000000,83.964,324352,72.304\n").unwrap();
-    let n = check(&dir, &dir.join("png-flows"), 1.0).len();
+    let n = check(dir, &dir.join("png-flows"), 1.0).len();
     assert!(n > 3, "{n}");
     // Flow snapshots with a header only.
     fs::write(dir.join("snapshots-flows.csv"), "time_s,flow,owd_max_ms\n").unwrap();
-    check(&dir, &dir.join("png-empty"), 1.0);
+    check(dir, &dir.join("png-empty"), 1.0);
 
     // Not a results directory: the report's error, and nothing written.
-    let empty = tmpdir("not-results");
+    let empty_guard = tmpdir("not-results");
+    let empty = empty_guard.path();
     let out = empty.join("png");
     assert!(matches!(
-        write_pngs(&empty, &out, 2.0),
+        write_pngs(empty, &out, 2.0),
         Err(ReportError::MissingSummary { .. })
     ));
     assert!(!out.exists());
     // Scales that make no sense or a picture too large: an error naming the problem.
     for scale in [0.0, -1.0, f32::NAN, f32::INFINITY, 100.0] {
-        match write_pngs(&dir, &dir.join("png-bad"), scale) {
+        match write_pngs(dir, &dir.join("png-bad"), scale) {
             Err(e @ ReportError::Png { .. }) => assert!(e.to_string().contains("scale"), "{e}"),
             other => panic!("scale {scale}: {other:?}"),
         }
     }
-    fs::remove_dir_all(&dir).unwrap();
-    fs::remove_dir_all(&empty).unwrap();
+    fs::remove_dir_all(dir).unwrap();
+    fs::remove_dir_all(empty).unwrap();
 }

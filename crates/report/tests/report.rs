@@ -6,13 +6,15 @@ use l4s_report::{
     CompareOptions, ReportError,
 };
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-report-test-{}-{tag}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("l4s-report-test-")
+        .suffix(&format!("-{tag}"))
+        .tempdir()
+        .unwrap()
 }
 
 fn svgs(html: &str) -> Vec<&str> {
@@ -41,10 +43,11 @@ fn title_of(svg: &str) -> &str {
 
 #[test]
 fn full_report_is_self_contained_and_every_chart_has_data() {
-    let dir = tmpdir("full");
+    let dir_guard = tmpdir("full");
+    let dir = dir_guard.path();
     let s = synth::healthy_dualpi2();
-    synth::write_results_dir(&dir, &s, 0.1, 3).unwrap();
-    let html = render_report(&dir).unwrap();
+    synth::write_results_dir(dir, &s, 0.1, 3).unwrap();
+    let html = render_report(dir).unwrap();
     assert!(!html.contains("http://") && !html.contains("https://"), "no URL at all");
     assert!(
         !html.contains("<script") && !html.contains("<link") && !html.contains("@import") && !html.contains("url(http")
@@ -151,7 +154,7 @@ fn full_report_is_self_contained_and_every_chart_has_data() {
     let a = html.find("class=\"sw\" style=\"background:").unwrap() + 29;
     let color = &html[a..a + 7];
     assert!(per.contains(&format!("stroke=\"{color}\"")) && st.contains(&format!("fill=\"{color}\"")));
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 /// Twenty flows: time series per traffic class instead of one chart or line per flow, a
@@ -159,12 +162,13 @@ fn full_report_is_self_contained_and_every_chart_has_data() {
 /// run date the titles carry stated in the footer.
 #[test]
 fn many_flows_are_drawn_per_class_on_axes_that_fit_them() {
-    let dir = tmpdir("many");
+    let dir_guard = tmpdir("many");
+    let dir = dir_guard.path();
     // 10 L4S and 10 classic flows of 5 Mbit/s each.
     let s = synth::summary_with_flows(20, 20.0, &|i| format!("flow-{i}"));
-    synth::write_results_dir(&dir, &s, 0.1, 4).unwrap();
+    synth::write_results_dir(dir, &s, 0.1, 4).unwrap();
     fs::write(dir.join("run-info.json"), r#"{"started_utc": "2026-11-27T05:00:00Z"}"#).unwrap();
-    let html = render_report(&dir).unwrap();
+    let html = render_report(dir).unwrap();
     let charts = svgs(&html);
     let lat: Vec<&&str> = charts
         .iter()
@@ -203,16 +207,17 @@ fn many_flows_are_drawn_per_class_on_axes_that_fit_them() {
     }
     assert!(title_of(lul).contains("run 2026-11-27"));
     assert!(html.contains("The run date, 2026-11-27, is from run-info.json"));
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn long_series_are_downsampled_to_the_pixel_grid() {
-    let dir = tmpdir("long");
+    let dir_guard = tmpdir("long");
+    let dir = dir_guard.path();
     // 600 s at 10 ms: 60 000 rows per flow.
     let s = synth::summary_with_flows(2, 600.0, &|i| format!("f{i}"));
-    synth::write_results_dir(&dir, &s, 0.01, 5).unwrap();
-    let html = render_report(&dir).unwrap();
+    synth::write_results_dir(dir, &s, 0.01, 5).unwrap();
+    let html = render_report(dir).unwrap();
     let mut lines = 0;
     for c in svgs(&html) {
         for n in polyline_points(c) {
@@ -239,18 +244,19 @@ fn long_series_are_downsampled_to_the_pixel_grid() {
         "{pts:?}: min and max of each of the 864 pixel columns"
     );
     assert!(html.len() < 5_000_000, "{} bytes", html.len());
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn flow_names_are_escaped_everywhere() {
-    let dir = tmpdir("xss");
+    let dir_guard = tmpdir("xss");
+    let dir = dir_guard.path();
     let evil = "<script>alert(1)</script>";
     let mut s = synth::summary_with_flows(2, 20.0, &|i| if i == 0 { evil.to_string() } else { "a\"b'c&d".into() });
     s.scenario.name = "<img src=x onerror=alert(2)>".into();
     s.scenario.description = "</title><script>".into();
-    synth::write_results_dir(&dir, &s, 0.1, 1).unwrap();
-    let html = render_report(&dir).unwrap();
+    synth::write_results_dir(dir, &s, 0.1, 1).unwrap();
+    let html = render_report(dir).unwrap();
     assert!(!html.contains("<script"), "raw script tag in the report");
     if let Some(i) = html.find("<img") {
         panic!("raw img tag in the report: {}", &html[i.saturating_sub(200)..i + 50]);
@@ -268,23 +274,25 @@ fn flow_names_are_escaped_everywhere() {
     // Terminal table: control characters are neutralised.
     let mut s2 = s.clone();
     s2.flows[0].name = "x\u{1b}[31mred".into();
-    let d2 = tmpdir("xss2");
-    synth::write_results_dir(&d2, &s2, 0.1, 1).unwrap();
-    let t = compare_table(std::slice::from_ref(&d2)).unwrap();
+    let d2_guard = tmpdir("xss2");
+    let d2 = d2_guard.path();
+    synth::write_results_dir(d2, &s2, 0.1, 1).unwrap();
+    let t = compare_table(&[d2.to_path_buf()]).unwrap();
     assert!(!t.contains('\u{1b}'));
-    fs::remove_dir_all(&dir).unwrap();
-    fs::remove_dir_all(&d2).unwrap();
+    fs::remove_dir_all(dir).unwrap();
+    fs::remove_dir_all(d2).unwrap();
 }
 
 #[test]
 fn write_report_is_atomic_and_in_place() {
-    let dir = tmpdir("write");
-    synth::write_results_dir(&dir, &synth::healthy_dualpi2(), 0.5, 1).unwrap();
-    let p = write_report(&dir).unwrap();
+    let dir_guard = tmpdir("write");
+    let dir = dir_guard.path();
+    synth::write_results_dir(dir, &synth::healthy_dualpi2(), 0.5, 1).unwrap();
+    let p = write_report(dir).unwrap();
     assert_eq!(p, dir.join("report.html"));
     let html = fs::read_to_string(&p).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
-    let left: Vec<_> = fs::read_dir(&dir)
+    let left: Vec<_> = fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name())
@@ -292,16 +300,17 @@ fn write_report_is_atomic_and_in_place() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     // A second write replaces the first.
-    write_report(&dir).unwrap();
-    fs::remove_dir_all(&dir).unwrap();
+    write_report(dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn summary_only_directory_renders_with_notes() {
-    let dir = tmpdir("only-summary");
+    let dir_guard = tmpdir("only-summary");
+    let dir = dir_guard.path();
     let s = synth::healthy_dualpi2();
     fs::write(dir.join("summary.json"), serde_json::to_vec(&s).unwrap()).unwrap();
-    let html = render_report(&dir).unwrap();
+    let html = render_report(dir).unwrap();
     assert!(html.contains("No snapshot files"));
     assert!(html.contains("distributions.csv is absent"));
     let charts = svgs(&html);
@@ -312,12 +321,12 @@ fn summary_only_directory_renders_with_notes() {
     );
     // Old-format snapshots (today's simulator: owd_max_ms only, no distributions).
     fs::write(dir.join("snapshots-flows.csv"), "time_s,flow,throughput_bps,packets,ce_fraction,owd_max_ms,cwnd_bytes,srtt_ms,pacing_bps,alpha\n0.100,prague,14292160,118,0.000000,10.571,115840,20.458,93852459,0.000000\n0.100,cubic,11869760,98,0.000000,13.653,115840,20.463,90577128,\n0.200,prague,83936160,693,0.906205,18.226,263536,25.867,82575601,0.144440\n0.200,cubic,15018880,124,0.000000,83.964,324352,72.304,71774708,\n").unwrap();
-    let html = render_report(&dir).unwrap();
+    let html = render_report(dir).unwrap();
     assert!(html.contains("carry only the per-interval maximum"));
     assert!(svgs(&html)
         .iter()
         .any(|c| title_of(c).starts_with("One-way delay over time of &#39;prague&#39;")));
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 fn expect_err(dir: &Path) -> ReportError {
@@ -335,21 +344,22 @@ fn summary_err(dir: &Path, text: &str) -> String {
 
 #[test]
 fn bad_inputs_give_errors_that_name_the_file_and_line() {
-    let dir = tmpdir("bad");
-    let e = expect_err(&dir);
+    let dir_guard = tmpdir("bad");
+    let dir = dir_guard.path();
+    let e = expect_err(dir);
     assert!(matches!(e, ReportError::MissingSummary { .. }));
     assert!(e.to_string().contains("no summary.json"));
 
     let good = serde_json::to_string(&synth::healthy_dualpi2()).unwrap();
     fs::write(dir.join("summary.json"), &good[..good.len() / 2]).unwrap();
-    let e = expect_err(&dir);
+    let e = expect_err(dir);
     assert!(
         matches!(e, ReportError::Summary { .. }) && e.to_string().contains("summary.json: not valid JSON"),
         "{e}"
     );
 
     let version = |v: &str| good.replace("\"schema_version\":1", &format!("\"schema_version\":{v}"));
-    let e = summary_err(&dir, &version("2"));
+    let e = summary_err(dir, &version("2"));
     assert!(
         e.contains("schema_version 2 is not supported (this build reads 1)"),
         "{e}"
@@ -357,17 +367,17 @@ fn bad_inputs_give_errors_that_name_the_file_and_line() {
 
     // Valid JSON that is not a summary: no version, or one that is not a number.
     for text in ["[1]", "{\"flows\":[]}", "3"] {
-        let e = summary_err(&dir, text);
+        let e = summary_err(dir, text);
         assert!(
             e.contains("no schema_version: not an l4s-lab summary.json"),
             "{text}: {e}"
         );
     }
-    let e = summary_err(&dir, &version("null"));
+    let e = summary_err(dir, &version("null"));
     assert!(e.contains("schema_version null is not supported"), "{e}");
-    let e = summary_err(&dir, &format!("{good} x"));
+    let e = summary_err(dir, &format!("{good} x"));
     assert!(e.contains("not valid JSON"), "{e}");
-    let e = summary_err(&dir, &good.replace("\"flows\":[", "\"flowz\":["));
+    let e = summary_err(dir, &good.replace("\"flows\":[", "\"flowz\":["));
     assert!(e.contains("does not match schema 1"), "{e}");
 
     fs::write(dir.join("summary.json"), &good).unwrap();
@@ -423,7 +433,7 @@ fn bad_inputs_give_errors_that_name_the_file_and_line() {
             let _ = fs::remove_file(dir.join(f));
         }
         fs::write(dir.join(file), text).unwrap();
-        let e = expect_err(&dir);
+        let e = expect_err(dir);
         let msg = e.to_string();
         match &e {
             ReportError::Csv { path, line: l, .. } => {
@@ -442,17 +452,19 @@ fn bad_inputs_give_errors_that_name_the_file_and_line() {
         let _ = fs::remove_file(dir.join(f));
     }
     fs::write(dir.join("snapshots-flows.csv"), b"time_s,flow\n0.1,\xff\xfe\n").unwrap();
-    assert!(expect_err(&dir).to_string().contains("line 2: not UTF-8"));
-    fs::remove_dir_all(&dir).unwrap();
+    assert!(expect_err(dir).to_string().contains("line 2: not UTF-8"));
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn truncated_and_garbage_files_never_panic() {
-    let src = tmpdir("trunc-src");
+    let src_guard = tmpdir("trunc-src");
+    let src = src_guard.path();
     let mut s = synth::healthy_dualpi2();
     s.scenario.duration_s = 3.0;
-    synth::write_results_dir(&src, &s, 0.1, 9).unwrap();
-    let dir = tmpdir("trunc");
+    synth::write_results_dir(src, &s, 0.1, 9).unwrap();
+    let dir_guard = tmpdir("trunc");
+    let dir = dir_guard.path();
     let files = [
         "summary.json",
         "snapshots-flows.csv",
@@ -490,7 +502,7 @@ fn truncated_and_garbage_files_never_panic() {
             }
         }
         fs::write(dir.join(files[k]), &b).unwrap();
-        match render_report(&dir) {
+        match render_report(dir) {
             Ok(h) => {
                 assert!(h.ends_with("</html>\n"));
                 ok += 1;
@@ -505,13 +517,14 @@ fn truncated_and_garbage_files_never_panic() {
         }
     }
     assert!(ok > 0 && err > 0, "ok {ok}, err {err}");
-    fs::remove_dir_all(&dir).unwrap();
-    fs::remove_dir_all(&src).unwrap();
+    fs::remove_dir_all(dir).unwrap();
+    fs::remove_dir_all(src).unwrap();
 }
 
 #[test]
 fn extreme_values_render() {
-    let dir = tmpdir("extreme");
+    let dir_guard = tmpdir("extreme");
+    let dir = dir_guard.path();
     let mut s = synth::healthy_dualpi2();
     s.flows[0].owd_ms = Default::default();
     s.flows[1].throughput_bps = 1e300;
@@ -529,15 +542,17 @@ fn extreme_values_render() {
         "kind,name,value_ms,cdf\nowd,prague,0,0\nowd,prague,0,1\n",
     )
     .unwrap();
-    let html = render_report(&dir).unwrap();
+    let html = render_report(dir).unwrap();
     assert!(!html.contains("NaN") && !html.contains("inf,"), "no NaN coordinates");
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn compare_matches_flows_by_name_and_reports_differences() {
-    let a = tmpdir("cmp-a");
-    let b = tmpdir("cmp-b");
+    let a_guard = tmpdir("cmp-a");
+    let a = a_guard.path();
+    let b_guard = tmpdir("cmp-b");
+    let b = b_guard.path();
     let s1 = synth::healthy_dualpi2();
     let mut s2 = s1.clone();
     s2.scenario.name = "dumbbell-fifo".into();
@@ -550,9 +565,9 @@ fn compare_matches_flows_by_name_and_reports_differences() {
     let mut extra = s2.flows[2].clone();
     extra.name = "only-in-b".into();
     s2.flows.push(extra);
-    synth::write_results_dir(&a, &s1, 0.1, 1).unwrap();
-    synth::write_results_dir(&b, &s2, 0.1, 2).unwrap();
-    let dirs = vec![a.clone(), b.clone()];
+    synth::write_results_dir(a, &s1, 0.1, 1).unwrap();
+    synth::write_results_dir(b, &s2, 0.1, 2).unwrap();
+    let dirs = vec![a.to_path_buf(), b.to_path_buf()];
     let t = compare_table(&dirs).unwrap();
     let prague2 = t
         .lines()
@@ -613,13 +628,14 @@ fn compare_matches_flows_by_name_and_reports_differences() {
         compare_table(&[a.join("nope")]),
         Err(ReportError::MissingSummary { .. })
     ));
-    fs::remove_dir_all(&a).unwrap();
-    fs::remove_dir_all(&b).unwrap();
+    fs::remove_dir_all(a).unwrap();
+    fs::remove_dir_all(b).unwrap();
 }
 
 #[test]
 fn lines_break_where_a_flow_stops() {
-    let dir = tmpdir("gaps");
+    let dir_guard = tmpdir("gaps");
+    let dir = dir_guard.path();
     let s = synth::healthy_dualpi2();
     fs::write(dir.join("summary.json"), serde_json::to_vec(&s).unwrap()).unwrap();
     let mut csv = String::from("time_s,flow,throughput_bps,owd_max_ms\n");
@@ -638,7 +654,7 @@ fn lines_break_where_a_flow_stops() {
         csv.push_str(&format!("{t:.1},cubic,{cell},20\n"));
     }
     fs::write(dir.join("snapshots-flows.csv"), csv).unwrap();
-    let html = render_report(&dir).unwrap();
+    let html = render_report(dir).unwrap();
     let per = svgs(&html)
         .into_iter()
         .find(|c| title_of(c).starts_with("Throughput over time per flow"))
@@ -649,14 +665,15 @@ fn lines_break_where_a_flow_stops() {
         .find(|c| title_of(c).starts_with("One-way delay over time of &#39;prague"))
         .unwrap();
     assert_eq!(polyline_points(lat), vec![30, 41]);
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A run with a media flow and an application flow: their tables show the figures of the
 /// summary, and the media charts are drawn from the snapshot columns.
 #[test]
 fn media_and_application_tables_and_charts() {
-    let dir = tmpdir("media");
+    let dir_guard = tmpdir("media");
+    let dir = dir_guard.path();
     let mut s = synth::healthy_dualpi2();
     let mut p = s.flows[0].owd_ms;
     p.p50 = 23.5;
@@ -701,7 +718,7 @@ fn media_and_application_tables_and_charts() {
         app: "web".into(),
         completions: c,
     });
-    synth::write_results_dir(&dir, &s, 0.1, 3).unwrap();
+    synth::write_results_dir(dir, &s, 0.1, 3).unwrap();
     // Give the first flow media columns in its snapshots.
     let path = dir.join("snapshots-flows.csv");
     let text = fs::read_to_string(&path).unwrap();
@@ -722,7 +739,7 @@ fn media_and_application_tables_and_charts() {
         out += &(v.join(",") + "\n");
     }
     fs::write(&path, out).unwrap();
-    let html = render_report(&dir).unwrap();
+    let html = render_report(dir).unwrap();
     assert!(html.contains("<h3>Real-time media</h3>"));
     assert!(html.contains("xr-h265 / scream (L4S)"));
     assert!(
@@ -765,7 +782,8 @@ fn media_and_application_tables_and_charts() {
 #[test]
 fn compare_shows_media_and_application_metrics_with_labels() {
     let mk = |tag: &str, frame_p99: f64, bad: f64, page_p50: f64| {
-        let d = tmpdir(tag);
+        let d_guard = tmpdir(tag);
+        let d = d_guard.path();
         let mut s = synth::healthy_dualpi2();
         let mut p = s.flows[0].owd_ms;
         p.p50 = 20.0;
@@ -790,12 +808,12 @@ fn compare_shows_media_and_application_metrics_with_labels() {
             .into_iter()
             .collect(),
         });
-        synth::write_results_dir(&d, &s, 0.1, 2).unwrap();
-        d
+        synth::write_results_dir(d, &s, 0.1, 2).unwrap();
+        d_guard
     };
     let a = mk("cmp-media-a", 31.5, 0.02, 400.0);
     let b = mk("cmp-media-b", 95.0, 0.25, 1250.0);
-    let dirs = vec![a.clone(), b.clone()];
+    let dirs = vec![a.path().to_path_buf(), b.path().to_path_buf()];
     let opts = CompareOptions {
         labels: vec!["L4S, Wi-Fi".into(), "classic, Wi-Fi".into()],
         log_x: true,

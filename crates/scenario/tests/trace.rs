@@ -1,12 +1,16 @@
 //! Capacity traces on links: read relative to the scenario file, instead of a rate, and
 //! bad ones refused with the trace's own line and the key that names it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4s-scenario-trace-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("traces")).unwrap();
+/// A fresh folder with `traces/` in it for one test, removed when the returned guard drops
+/// (pass or fail).
+fn dir(tag: &str) -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix(&format!("l4s-scenario-trace-{tag}-"))
+        .tempdir()
+        .unwrap();
+    std::fs::create_dir_all(d.path().join("traces")).unwrap();
     d
 }
 
@@ -21,11 +25,12 @@ fn load(d: &Path, topo: &str) -> Result<l4s_scenario::Scenario, String> {
 
 #[test]
 fn a_dumbbell_bottleneck_replays_a_trace_named_relative_to_the_scenario() {
-    let d = dir("ok");
+    let d_guard = dir("ok");
+    let d = d_guard.path();
     // Two opportunities every 3 ms; the reverse direction replays its own trace.
     std::fs::write(d.join("traces/down"), "3\n3\n").unwrap();
     std::fs::write(d.join("traces/up"), "1\n").unwrap();
-    let sc = load(&d, "trace = \"traces/down\"\nreverse_trace = \"traces/up\"").unwrap();
+    let sc = load(d, "trace = \"traces/down\"\nreverse_trace = \"traces/up\"").unwrap();
     let fwd = &sc.links[0];
     let t = fwd.trace.as_ref().expect("the bottleneck has the trace");
     assert_eq!(t.times_ms(), [3, 3]);
@@ -37,17 +42,18 @@ fn a_dumbbell_bottleneck_replays_a_trace_named_relative_to_the_scenario() {
     assert_eq!(rev.trace.as_ref().unwrap().times_ms(), [1]);
     assert_eq!(rev.rate.unwrap().bits_per_sec(), 12_032_000);
     // Without reverse_trace, the reverse direction replays the forward trace.
-    let sc = load(&d, "trace = \"traces/down\"").unwrap();
+    let sc = load(d, "trace = \"traces/down\"").unwrap();
     assert_eq!(sc.links[1].trace.as_ref().unwrap().times_ms(), [3, 3]);
     // A rate still gives a plain wire.
-    let sc = load(&d, "rate = \"10Mbit\"").unwrap();
+    let sc = load(d, "rate = \"10Mbit\"").unwrap();
     assert!(sc.links[0].trace.is_none() && sc.links[1].trace.is_none());
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn a_custom_link_takes_a_trace_instead_of_its_rate() {
-    let d = dir("custom");
+    let d_guard = dir("custom");
+    let d = d_guard.path();
     std::fs::write(d.join("cell.down"), "1\n2\n2\n").unwrap();
     let text = r#"[scenario]
 duration = "3s"
@@ -77,12 +83,13 @@ to = "phone"
     assert!(sc.links[0].trace.is_some() && sc.links[0].bottleneck);
     assert!(sc.links[1].trace.is_none());
     assert_eq!(sc.links[1].rate.unwrap().bits_per_sec(), 5_000_000);
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn bad_traces_are_refused_with_the_file_the_line_and_the_key() {
-    let d = dir("bad");
+    let d_guard = dir("bad");
+    let d = d_guard.path();
     std::fs::write(d.join("decreasing"), "1\n5\n4\n").unwrap();
     std::fs::write(d.join("words"), "1\nten\n").unwrap();
     std::fs::write(d.join("empty"), "").unwrap();
@@ -129,18 +136,19 @@ fn bad_traces_are_refused_with_the_file_the_line_and_the_key() {
             "topology.reverse_rate: a direction with a `reverse_trace` takes its capacity from it".to_string(),
         ),
     ] {
-        let e = load(&d, &topo).unwrap_err();
+        let e = load(d, &topo).unwrap_err();
         assert!(e.starts_with(&format!("{}:", d.join("s.toml").display())), "{e}");
         assert!(e.contains(&says), "{topo}: {e}\n  expected: {says}");
     }
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn a_capacity_process_is_drawn_for_the_run_and_again_for_another_seed() {
-    let d = dir("capacity");
+    let d_guard = dir("capacity");
+    let d = d_guard.path();
     let gauss = "capacity = { process = \"gaussian\", mean = \"10Mbit\", std_dev = \"3Mbit\", step = \"100ms\", min = \"5Mbit\", max = \"20Mbit\" }";
-    let sc = load(&d, gauss).unwrap();
+    let sc = load(d, gauss).unwrap();
     let l = &sc.links[0];
     assert!(matches!(l.capacity, Some(l4s_link::CapacityProcess::Gaussian { .. })));
     let t = l.trace.clone().unwrap();
@@ -159,7 +167,7 @@ fn a_capacity_process_is_drawn_for_the_run_and_again_for_another_seed() {
         assert_eq!((a.rate, &a.trace, &a.rates), (b.rate, &b.trace, &b.rates), "{}", a.name);
     }
     // The same seed draws the same; --seed draws again, and --duration draws as long.
-    let mut same = load(&d, gauss).unwrap();
+    let mut same = load(d, gauss).unwrap();
     same.apply_overrides(None, None).unwrap();
     assert_eq!(same.links[0].trace.as_deref(), Some(&*t));
     let mut other = sc.clone();
@@ -170,12 +178,13 @@ fn a_capacity_process_is_drawn_for_the_run_and_again_for_another_seed() {
         .apply_overrides(None, Some(l4s_core::Dur::from_secs(10)))
         .unwrap();
     assert!(*longer.links[0].trace.as_ref().unwrap().times_ms().last().unwrap() > 9000);
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn bad_capacity_processes_name_their_key() {
-    let d = dir("bad-capacity");
+    let d_guard = dir("bad-capacity");
+    let d = d_guard.path();
     std::fs::write(d.join("ok"), "1\n").unwrap();
     for (topo, says) in [
         (
@@ -215,43 +224,45 @@ fn bad_capacity_processes_name_their_key() {
             "topology.capacity.step: expected at least 1ms (the process is sampled every millisecond), found 500us",
         ),
     ] {
-        let e = load(&d, topo).unwrap_err();
+        let e = load(d, topo).unwrap_err();
         assert!(e.contains(says), "{topo}: {e}\n  expected: {says}");
         assert!(e.starts_with(&format!("{}:", d.join("s.toml").display())), "{e}");
     }
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn harq_is_read_and_checked_with_its_key() {
-    let d = dir("harq");
-    let sc = load(&d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"8ms\" }").unwrap();
+    let d_guard = dir("harq");
+    let d = d_guard.path();
+    let sc = load(d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"8ms\" }").unwrap();
     let h = sc.links[0].harq.unwrap();
     assert_eq!((h.bler, h.rtt), (0.1, l4s_core::Dur::from_millis(8)));
     assert_eq!(sc.links[0].config(sc.duration).harq, Some(h));
     assert!(sc.links[1].harq.is_none());
-    let e = load(&d, "rate = \"10Mbit\"\nharq = { bler = 1.0, rtt = \"8ms\" }").unwrap_err();
+    let e = load(d, "rate = \"10Mbit\"\nharq = { bler = 1.0, rtt = \"8ms\" }").unwrap_err();
     assert!(
         e.contains("topology.harq.bler: expected a block error rate in [0, 0.99]"),
         "{e}"
     );
-    let e = load(&d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"0ms\" }").unwrap_err();
+    let e = load(d, "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"0ms\" }").unwrap_err();
     assert!(e.contains("topology.harq.rtt:"), "{e}");
     // 584 years made `k·rtt` overflow in a build with overflow checks.
     let long = "rate = \"10Mbit\"\nharq = { bler = 0.1, rtt = \"18446744073709551615ns\" }";
-    let e = load(&d, long).unwrap_err();
+    let e = load(d, long).unwrap_err();
     assert!(
         e.contains("topology.harq.rtt: expected a HARQ round trip above zero and at most 1s"),
         "{e}"
     );
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
 fn a_run_longer_than_a_trace_counts_is_refused_at_once() {
     // The process is drawn for the whole run when the scenario is loaded: a duration of
     // centuries once made it ask for 147 TB, and the process aborted.
-    let d = dir("too-long");
+    let d_guard = dir("too-long");
+    let d = d_guard.path();
     let f = d.join("s.toml");
     let text = DUMBBELL
         .replace("duration = \"3s\"", "duration = \"18446744073709551615ns\"")
@@ -262,5 +273,5 @@ fn a_run_longer_than_a_trace_counts_is_refused_at_once() {
         e.contains("topology.capacity: the process gives times beyond 4294967.294s, which a trace cannot count in its 32-bit milliseconds over the run's "),
         "{e}"
     );
-    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(d);
 }

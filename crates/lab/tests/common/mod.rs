@@ -86,13 +86,15 @@ set = { "flows.bulk.start" = "0.5s" }
 "#;
 
 /// A fresh folder holding `s.toml` (the scenario) and `c.toml` (`campaign`); returns the
-/// folder and the campaign file.
-pub fn setup(tag: &str, campaign: &str) -> (PathBuf, PathBuf) {
-    let d = std::env::temp_dir().join(format!("l4s-campaign-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+/// folder (removed when it drops, pass or fail) and the campaign file.
+pub fn setup(tag: &str, campaign: &str) -> (tempfile::TempDir, PathBuf) {
+    let guard = tempfile::Builder::new()
+        .prefix(&format!("l4s-campaign-{tag}-"))
+        .tempdir()
+        .unwrap();
+    let d = guard.path();
     std::fs::write(d.join("s.toml"), SCENARIO).unwrap();
     std::fs::write(d.join("c.toml"), campaign).unwrap();
     let f = d.join("c.toml");
-    (d, f)
+    (guard, f)
 }
