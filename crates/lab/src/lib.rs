@@ -397,29 +397,15 @@ fn check_variant_folder(base: &Path) -> Result<(), Error> {
     }
     // Beside those two, only results directories (a variant's, of this set or an earlier
     // one) and a run's own lock and temporary folders.
-    let mut foreign: Vec<String> = Vec::new();
-    for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let path = e.path();
-        let charts_only = |d: &Path| {
-            std::fs::read_dir(d)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .all(|c| c.path().is_file() && c.path().extension().is_some_and(|x| x == "png"))
-        };
-        let own = name == l4s_report::variant_set::MANIFEST
+    let foreign = l4s_metrics::results::foreign_entries(base, |name, path, is_dir| {
+        name == l4s_report::variant_set::MANIFEST
             || name == COMPARE_PAGE
             || (name.starts_with('.') && (name.ends_with(".lock") || name.contains(".tmp-")))
-            || (path.is_dir() && (path.join(OWNER_MARK).is_file() || path.join(MARKER).is_file()))
+            || (is_dir && (path.join(OWNER_MARK).is_file() || path.join(MARKER).is_file()))
             // `l4s compare --png` of the set's page: its charts beside it.
-            || (name == "compare-png" && path.is_dir() && charts_only(&path));
-        if !own {
-            foreign.push(if path.is_dir() { format!("{name}/") } else { name });
-        }
-    }
+            || (name == "compare-png" && is_dir && l4s_metrics::results::holds_only_png(path))
+    });
     if !foreign.is_empty() {
-        foreign.sort();
         return Err(Error::input(format!(
             "{} holds files l4s did not write ({}), and a scenario with [[variants]] writes a folder per variant there: move them elsewhere, or choose another --out",
             base.display(),

@@ -75,33 +75,43 @@ pub fn foreign_content(dir: &Path) -> Option<String> {
             dir.display()
         ));
     }
-    let mut foreign: Vec<String> = Vec::new();
-    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-        let own = match name.as_str() {
-            // The charts exported as PNG: only PNG files inside.
-            "png" => {
-                is_dir
-                    && fs::read_dir(e.path()).into_iter().flatten().flatten().all(|p| {
-                        p.file_type().is_ok_and(|t| t.is_file()) && p.file_name().to_string_lossy().ends_with(".png")
-                    })
-            }
-            n => !is_dir && OWN_FILES.contains(&n),
-        };
-        if !own {
-            foreign.push(if is_dir { format!("{name}/") } else { name });
-        }
-    }
+    let foreign = foreign_entries(dir, |name, path, is_dir| match name {
+        // The charts exported as PNG.
+        "png" => is_dir && holds_only_png(path),
+        n => !is_dir && OWN_FILES.contains(&n),
+    });
     if foreign.is_empty() {
         return None;
     }
-    foreign.sort();
     Some(format!(
         "{} holds files l4s did not write ({}): move them elsewhere to let a new run replace it, or choose another --out",
         dir.display(),
         foreign.join(", ")
     ))
+}
+
+/// The entries of `dir` that `is_own(name, path, is_dir)` does not take as l4s's, sorted,
+/// folders with a `/` after their name: what a person would have to move.
+pub fn foreign_entries(dir: &Path, is_own: impl Fn(&str, &Path, bool) -> bool) -> Vec<String> {
+    let mut foreign: Vec<String> = Vec::new();
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if !is_own(&name, &e.path(), is_dir) {
+            foreign.push(if is_dir { format!("{name}/") } else { name });
+        }
+    }
+    foreign.sort();
+    foreign
+}
+
+/// Whether the folder `dir` holds nothing but PNG files (charts l4s exported).
+pub fn holds_only_png(dir: &Path) -> bool {
+    fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .all(|p| p.file_type().is_ok_and(|t| t.is_file()) && p.file_name().to_string_lossy().ends_with(".png"))
 }
 
 /// A results directory being built in a temporary sibling; [`ResultsDir::commit`] renames it
@@ -116,7 +126,8 @@ pub struct ResultsDir {
     /// The folder that holds `target`, synced after the rename.
     parent: PathBuf,
     committed: bool,
-    lock: Option<(fs::File, PathBuf)>,
+    /// Dropped after the temporary folder is removed ([`Drop`] runs before the fields drop).
+    _lock: Option<FolderLock>,
     /// Files (relative to `tmp`) known to be on the disk: [`ResultsDir::commit`] syncs the
     /// others.
     synced: Mutex<HashSet<PathBuf>>,
@@ -132,10 +143,6 @@ fn sync_path(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Lock `path` (created if missing) for this process, or say who holds it. The file is
-/// removed again when the results are committed or dropped; a process that opened it just
-/// before and locks it just after finds the path gone or another file there, and tries
-/// again, so two processes never both believe they hold the lock.
 /// The folder `target` goes in (`.` for a bare name) and its name there.
 fn parent_and_name(target: &Path) -> (PathBuf, String) {
     let parent = match target.parent() {
@@ -154,7 +161,11 @@ fn at(path: &Path, doing: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {doing}: {e}", path.display()))
 }
 
-fn take_lock(path: &Path, target: &Path) -> io::Result<(fs::File, PathBuf)> {
+/// Lock `path` (created if missing) for this process, or say who holds it. The file is
+/// removed again when the lock drops; a process that opened it just before and locks it
+/// just after finds the path gone or another file there, and tries again, so two processes
+/// never both believe they hold the lock.
+fn take_lock(path: &Path, target: &Path) -> io::Result<FolderLock> {
     use std::os::unix::fs::MetadataExt;
     loop {
         let f = fs::File::options()
@@ -179,7 +190,10 @@ fn take_lock(path: &Path, target: &Path) -> io::Result<(fs::File, PathBuf)> {
         }
         let (held, now) = (f.metadata()?, fs::metadata(path));
         if now.is_ok_and(|m| m.ino() == held.ino() && m.dev() == held.dev()) {
-            return Ok((f, path.to_path_buf()));
+            return Ok(FolderLock {
+                _file: f,
+                path: path.to_path_buf(),
+            });
         }
     }
 }
@@ -202,11 +216,7 @@ impl ResultsDir {
             }
         }
         fs::create_dir_all(&parent).map_err(|e| at(&parent, "cannot create the folder", e))?;
-        let lock = if lock {
-            Some(take_lock(&parent.join(format!(".{name}.lock")), target)?)
-        } else {
-            None
-        };
+        let lock = if lock { Some(FolderLock::take(target)?) } else { None };
         remove_stale(&parent, &name, lock.is_some());
         let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
         if tmp.exists() {
@@ -218,7 +228,7 @@ impl ResultsDir {
             target: target.to_path_buf(),
             parent,
             committed: false,
-            lock,
+            _lock: lock,
             synced: Mutex::new(HashSet::new()),
         })
     }
@@ -418,31 +428,27 @@ fn sweep_dir(dir: &Path, depth: u32, removed: &mut Vec<PathBuf>) -> io::Result<(
     Ok(())
 }
 
-/// The lock a results directory holds while it is written (`.NAME.lock` beside `target`),
-/// taken over a folder that holds several: a set of variants, so that two sets written
-/// into one folder at once do not mix (the second is refused at once). Released, and its
-/// file removed, when dropped.
+/// The lock on `.NAME.lock` beside a folder `NAME` that is being written: held by each
+/// [`ResultsDir`], and over a folder that holds several (a set of variants), so that two
+/// writers into one folder at once do not mix (the second is refused at once). Released,
+/// and its file removed, when dropped.
 pub struct FolderLock {
-    lock: Option<(fs::File, PathBuf)>,
+    _file: fs::File,
+    path: PathBuf,
 }
 
 impl FolderLock {
     pub fn take(target: &Path) -> io::Result<FolderLock> {
         let (parent, name) = parent_and_name(target);
         fs::create_dir_all(&parent).map_err(|e| at(&parent, "cannot create the folder", e))?;
-        Ok(FolderLock {
-            lock: Some(take_lock(&parent.join(format!(".{name}.lock")), target)?),
-        })
+        take_lock(&parent.join(format!(".{name}.lock")), target)
     }
 }
 
 impl Drop for FolderLock {
     fn drop(&mut self) {
-        // Removed while still held (see `take_lock`), then released.
-        if let Some((f, path)) = self.lock.take() {
-            let _ = fs::remove_file(&path);
-            drop(f);
-        }
+        // Removed while still held (see `take_lock`); released when `_file` closes, after.
+        let _ = fs::remove_file(&self.path);
     }
 }
 
@@ -450,11 +456,6 @@ impl Drop for ResultsDir {
     fn drop(&mut self) {
         if !self.committed {
             let _ = fs::remove_dir_all(&self.tmp);
-        }
-        // Removed while still held (see `take_lock`), then released.
-        if let Some((f, path)) = self.lock.take() {
-            let _ = fs::remove_file(&path);
-            drop(f);
         }
     }
 }
