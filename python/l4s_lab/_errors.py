@@ -10,19 +10,10 @@ from typing import Any, Mapping
 
 from . import _native
 
-# The exit status the ``l4s`` command gives for each kind (crates/lab/src/error.rs).
-_EXIT = {"input": 2, "privilege": 2, "interrupted": 130, "setup": 1, "run": 1, "output": 1}
-
-
 def error(message: str, kind: str = "input", file: str | None = None) -> _native.L4sError:
-    """An :class:`L4sError` of ``kind`` (raise it)."""
-    e = _native.L4sError(message)
-    e.kind = kind
-    e.exit_code = _EXIT[kind]
-    e.file = file
-    e.line = None
-    e.key = None
-    return e
+    """An :class:`L4sError` of ``kind`` (raise it), built by the native module as its own
+    errors are, with the exit status ``l4s`` gives for that kind."""
+    return _native.make_error(message, kind, file)
 
 
 def check_seed(seed: Any, name: str = "seed") -> None:

@@ -90,5 +90,6 @@ def stats(values: list[float]) -> dict[str, Any] | None:
     """n, mean, median, p90, q25, q75, iqr (numpy's linear percentiles) and sd (ddof = 1,
     None for one value) of a sample, NaN values left out; None without values."""
 
+def make_error(message: str, kind: str = "input", file: str | None = None) -> L4sError: ...
 def bootstrap_mean_ci(values: list[float], level: float = 0.95, resamples: int = 2000, seed: int = 1) -> tuple[float, float] | None:
     """Percentile-bootstrap confidence interval of the mean."""

@@ -31,15 +31,7 @@ create_exception!(
 fn py_err(py: Python<'_>, e: Error) -> PyErr {
     let err = L4sError::new_err(e.message.clone());
     let v = err.value(py);
-    let kind = match e.kind {
-        ErrorKind::Input => "input",
-        ErrorKind::Privilege => "privilege",
-        ErrorKind::Setup => "setup",
-        ErrorKind::Run => "run",
-        ErrorKind::Interrupted => "interrupted",
-        ErrorKind::Output => "output",
-    };
-    let _ = v.setattr("kind", kind);
+    let _ = v.setattr("kind", e.kind.name());
     let _ = v.setattr("exit_code", e.exit_code());
     let (file, line, key) = match &e.location {
         Some(l) => (
@@ -635,6 +627,27 @@ fn stats<'py>(py: Python<'py>, values: Vec<f64>) -> PyResult<Option<Bound<'py, P
     Ok(Some(d))
 }
 
+/// An `L4sError` of `kind` (see `ErrorKind::name`) for the Python layer to raise, shaped as
+/// the runner's own: its `exit_code` is the one `l4s` gives for that kind.
+#[pyfunction]
+#[pyo3(signature = (message, kind="input", file=None))]
+fn make_error(py: Python<'_>, message: String, kind: &str, file: Option<String>) -> PyResult<Py<PyAny>> {
+    let Some(kind) = ErrorKind::from_name(kind) else {
+        let names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "kind={kind:?}: expected one of {}",
+            names.join(", ")
+        )));
+    };
+    let mut e = Error::new(kind, message);
+    e.location = file.map(|f| l4s_lab::Location {
+        file: f.into(),
+        line: None,
+        key: String::new(),
+    });
+    Ok(py_err(py, e).into_value(py).into_any())
+}
+
 /// The percentile-bootstrap confidence interval of the mean (deterministic for a seed).
 #[pyfunction]
 #[pyo3(signature = (values, level=0.95, resamples=2000, seed=1))]
@@ -656,6 +669,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_to_files, m)?)?;
     m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(bootstrap_mean_ci, m)?)?;
+    m.add_function(wrap_pyfunction!(make_error, m)?)?;
     m.add_class::<CampaignSession>()?;
     Ok(())
 }

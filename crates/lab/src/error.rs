@@ -21,6 +21,35 @@ pub enum ErrorKind {
     Output,
 }
 
+impl ErrorKind {
+    /// Every kind, in the order declared.
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Input,
+        ErrorKind::Privilege,
+        ErrorKind::Setup,
+        ErrorKind::Run,
+        ErrorKind::Interrupted,
+        ErrorKind::Output,
+    ];
+
+    /// The kind's name as front ends show it (the Python exception's `kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Input => "input",
+            ErrorKind::Privilege => "privilege",
+            ErrorKind::Setup => "setup",
+            ErrorKind::Run => "run",
+            ErrorKind::Interrupted => "interrupted",
+            ErrorKind::Output => "output",
+        }
+    }
+
+    /// The kind named `name` ([`ErrorKind::name`]).
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
 /// An error a person can act on: the message names the file, key or flag and what was
 /// expected.
 #[derive(Clone, Debug, PartialEq, Eq)]
