@@ -9,7 +9,7 @@
 #![forbid(unsafe_code)]
 
 use l4s_lab::campaign::{self, CampaignOptions, Session};
-use l4s_lab::{Error, ErrorKind, NoProgress, RunOptions, Simulator};
+use l4s_lab::{Caller, Error, ErrorKind, NoProgress, RunOptions, Simulator};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -93,12 +93,12 @@ fn set_keys(set_json: &str) -> Result<Vec<(String, toml_edit::Item)>, Error> {
         .map_err(|e| Error::input(format!("set: expected a dict of \"dotted.key\": value ({e})")))?;
     set.iter()
         .map(|(k, v)| {
-            let tv = json_to_toml(v, &format!("set[{k:?}]"))?;
+            let tv = json_to_toml(v, &Caller::Python.set_key(k))?;
             let item = tv
                 .to_string()
                 .parse::<toml_edit::Value>()
                 .map(toml_edit::Item::Value)
-                .map_err(|e| Error::input(format!("set[{k:?}]: {e}")))?;
+                .map_err(|e| Error::input(format!("{}: {e}", Caller::Python.set_key(k))))?;
             Ok((k.clone(), item))
         })
         .collect()
@@ -145,13 +145,7 @@ fn effective_text(text: &str, file: &Path, set_json: &str, variant: Option<&str>
     if set.is_empty() {
         return Ok(chosen);
     }
-    let mut doc: toml_edit::DocumentMut = chosen
-        .parse()
-        .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
-    for (k, item) in set {
-        l4s_scenario::set_path(&mut doc, &k, item).map_err(|m| Error::input(format!("set[{k:?}]: {m}")))?;
-    }
-    Ok(doc.to_string())
+    Ok(l4s_scenario::load_with_sets(&chosen, file, &set, Caller::Python)?.0)
 }
 
 /// Run `work` on a thread of its own while this one waits with the GIL released, looking
@@ -292,6 +286,7 @@ fn run_options(
         packets,
         out: Some(PathBuf::from(out)),
         command,
+        caller: Caller::Python,
         ..RunOptions::default()
     })
 }
@@ -425,6 +420,7 @@ fn campaign_run<'py>(
         update,
         stop: Some(stop.clone()),
         command: vec!["python".into(), "l4s_lab.campaign.run".into()],
+        caller: Caller::Python,
     };
     let (res, interrupted) = interruptible(py, &stop, "campaign", move || {
         campaign::run_spec(spec, &mut Simulator, &opts, &mut campaign::NoCampaignProgress)
@@ -488,6 +484,7 @@ impl CampaignSession {
             out: out.map(PathBuf::from),
             update,
             command: vec!["python".into(), "l4s_lab.campaign.run".into(), "executor=ray".into()],
+            caller: Caller::Python,
             ..CampaignOptions::default()
         };
         let s = Session::open(spec, &Simulator, &opts).map_err(|e| py_err(py, e))?;
@@ -600,6 +597,7 @@ fn run_to_files<'py>(
         keep_csv: false,
         lock_out: false,
         command: vec!["python".into(), "l4s_lab.campaign".into(), "worker".into()],
+        caller: Caller::Python,
         ..RunOptions::default()
     };
     let files = py

@@ -127,6 +127,12 @@ def test_set_applies_over_a_variants_keys_and_run_variants_writes_a_set_as_l4s_r
     with pytest.raises(l4s_lab.L4sError, match=r"holds files l4s did not write \(a.txt\)"):
         l4s_lab.run_variants(tiny, duration="2s", out=mine)
     assert os.listdir(mine) == ["a.txt"]
+    # Told in the words of the call, not of the `l4s` command's flags.
+    with pytest.raises(l4s_lab.L4sError, match="choose another folder with out=") as e:
+        l4s_lab.run_variants(tiny, duration="2s", out=mine)
+    assert "--" not in str(e.value)
+    with pytest.raises(l4s_lab.L4sError, match=r"\(set by set\['topology.rat'\]\)") as e:
+        l4s_lab.run(tiny, variant="l4s", duration="2s", set={"topology.rat": 5})
 
 
 def test_arguments_of_the_wrong_kind_raise_an_l4s_error_that_names_them(tiny, tmp_path):

@@ -83,7 +83,10 @@ fn main() -> ExitCode {
                     .map_err(|e| {
                         l4s_lab::Error::input(format!("{}: cannot read the scenario file: {e}", scenario.display()))
                     })
-                    .and_then(|t| l4s_scenario::variants_with(&t, scenario, &sets).map_err(l4s_lab::Error::from));
+                    .and_then(|t| {
+                        l4s_scenario::variants_with(&t, scenario, &sets, l4s_lab::Caller::Cli)
+                            .map_err(l4s_lab::Error::from)
+                    });
                 match v {
                     Ok(v) => {
                         for (name, s) in &v {

@@ -41,7 +41,7 @@ fn main() {
         ..RunOptions::default()
     };
     // What a campaign with no `[outputs]` gives each of its runs.
-    let lean_opts = l4s_lab::campaign::spec::OutputsSpec::default().run_options(Vec::new());
+    let lean_opts = l4s_lab::campaign::spec::OutputsSpec::default().run_options(Vec::new(), l4s_lab::Caller::Cli);
     let (mut alone, mut whole, mut shares) = (f64::MAX, f64::MAX, Vec::new());
     let (mut lean_best, mut lean_extra) = (f64::MAX, Vec::new());
     let simulate = || {

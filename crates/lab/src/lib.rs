@@ -38,6 +38,7 @@ mod error;
 pub use backend::{Backend, Live, RunStats, Simulator};
 pub use error::{Error, ErrorKind, Location};
 pub use l4s_measure::{Outputs, SnapshotSinks};
+pub use l4s_scenario::Caller;
 
 use l4s_core::{Dur, Time};
 use l4s_metrics::results::{table_file, ResultsDir, TABLES};
@@ -186,6 +187,8 @@ pub struct RunOptions {
     /// results are written up to then and marked incomplete (`summary.json` `complete:
     /// false`, `reached_s`), and no further variant starts.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Who asked for the run: how its messages name these options.
+    pub caller: Caller,
 }
 
 impl Default for RunOptions {
@@ -206,6 +209,7 @@ impl Default for RunOptions {
             lock_out: true,
             set: Vec::new(),
             stop: None,
+            caller: Caller::Cli,
         }
     }
 }
@@ -288,18 +292,20 @@ enum Plan {
 /// The runs `text` asks for with these options, and the checks each would make before
 /// running ([`pre_run_check`]); for variants, also the folder that holds them.
 fn plan(text: &str, path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Result<Plan, Error> {
-    let mut variants = l4s_scenario::variants_with(text, path, &opts.set)?;
+    let mut variants = l4s_scenario::variants_with(text, path, &opts.set, opts.caller)?;
     if !opts.variants.is_empty() {
         let names: Vec<String> = variants.iter().filter_map(|v| v.0.clone()).collect();
         if names.is_empty() {
             return Err(Error::input(format!(
-                "--variant: {} has no [[variants]]",
+                "{}: {} has no [[variants]]",
+                opts.caller.option("variant"),
                 path.display()
             )));
         }
         if let Some(bad) = opts.variants.iter().find(|v| !names.contains(v)) {
             return Err(Error::input(format!(
-                "--variant: {} has no variant {bad:?}; expected one of {}",
+                "{}: {} has no variant {bad:?}; expected one of {}",
+                opts.caller.option("variant"),
                 path.display(),
                 names.join(", ")
             )));
@@ -339,7 +345,7 @@ fn plan(text: &str, path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Re
             .iter()
             .filter_map(|(n, _)| n.clone())
             .filter(|n| refused.iter().all(|(r, _)| r != n))
-            .map(|n| format!("--variant {n}"))
+            .map(|n| opts.caller.option_value("variant", &n))
             .collect();
         if !ok.is_empty() {
             msg.push(format!(
@@ -354,44 +360,51 @@ fn plan(text: &str, path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Re
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&variants[0].1.name));
-    check_variant_folder(&base)?;
+    check_variant_folder(&base, opts.caller)?;
     for (name, sc) in &variants {
         pre_run_check(sc, backend, opts, &base.join(name.as_deref().unwrap_or_default()))?;
     }
     Ok(Plan::Variants(variants, base))
 }
 
+/// The results folder was refused (`why`, which ends by saying to write the results
+/// elsewhere): with the option that chooses another.
+fn out_refused(why: impl std::fmt::Display, caller: Caller) -> Error {
+    Error::input(format!("{why} ({})", caller.option("out")))
+}
+
 /// Whether `base` may hold a set of variants: a folder, or nothing yet, that is not one
 /// run's results directory, whose `variants.json` and `compare.html` (which the set
 /// writes) are ours if they are there.
-fn check_variant_folder(base: &Path) -> Result<(), Error> {
+fn check_variant_folder(base: &Path, caller: Caller) -> Result<(), Error> {
     use l4s_metrics::results::{MARKER, OWNER_MARK};
+    let out = caller.option("out");
     if !base.exists() {
         return Ok(());
     }
     if !base.is_dir() {
         return Err(Error::input(format!(
-            "{} exists and is not a directory; choose another --out",
+            "{} exists and is not a directory; choose another folder with {out}",
             base.display()
         )));
     }
     if base.join(OWNER_MARK).exists() || base.join(MARKER).exists() {
         return Err(Error::input(format!(
-            "{} holds the results of one run ({MARKER}), and a scenario with [[variants]] writes a folder per variant there: move it elsewhere, or choose another --out",
+            "{} holds the results of one run ({MARKER}), and a scenario with [[variants]] writes a folder per variant there: move it elsewhere, or choose another folder with {out}",
             base.display()
         )));
     }
     let manifest = base.join(l4s_report::variant_set::MANIFEST);
     if manifest.exists() && l4s_report::variant_set::VariantSet::read(base).is_none() {
         return Err(Error::input(format!(
-            "{} exists and is not an l4s-lab variant manifest; choose another --out",
+            "{} exists and is not an l4s-lab variant manifest; choose another folder with {out}",
             manifest.display()
         )));
     }
     let page = base.join(COMPARE_PAGE);
     if foreign_page(&page) {
         return Err(Error::input(format!(
-            "{} exists and is not a page l4s-lab wrote: move it elsewhere, or choose another --out",
+            "{} exists and is not a page l4s-lab wrote: move it elsewhere, or choose another folder with {out}",
             page.display()
         )));
     }
@@ -407,7 +420,7 @@ fn check_variant_folder(base: &Path) -> Result<(), Error> {
     });
     if !foreign.is_empty() {
         return Err(Error::input(format!(
-            "{} holds files l4s did not write ({}), and a scenario with [[variants]] writes a folder per variant there: move them elsewhere, or choose another --out",
+            "{} holds files l4s did not write ({}), and a scenario with [[variants]] writes a folder per variant there: move them elsewhere, or choose another folder with {out}",
             base.display(),
             foreign.join(", ")
         )));
@@ -450,7 +463,7 @@ pub fn run_text(
     };
     // The set's folder is ours while the set is written: a second set into it at once is
     // refused, as a second run into one results directory is.
-    let _lock = l4s_metrics::results::FolderLock::take(&base).map_err(|e| Error::input(e.to_string()))?;
+    let _lock = l4s_metrics::results::FolderLock::take(&base).map_err(|e| out_refused(e, opts.caller))?;
     // The manifest of this set of variants: which runs belong together, and whether the
     // set is complete (an interrupted run leaves it incomplete, its finished variants beside
     // an earlier run's).
@@ -593,14 +606,15 @@ fn pre_run_check(sc: &Scenario, backend: &dyn Backend, opts: &RunOptions, out: &
     }
     if out.join(l4s_report::variant_set::MANIFEST).is_file() {
         return Err(Error::input(format!(
-            "{} holds a set of variants ({}), and a single run writes one results directory there: move it elsewhere, or choose another --out",
+            "{} holds a set of variants ({}), and a single run writes one results directory there: move it elsewhere, or choose another folder with {}",
             out.display(),
-            l4s_report::variant_set::MANIFEST
+            l4s_report::variant_set::MANIFEST,
+            opts.caller.option("out")
         )));
     }
     if out.exists() {
         if let Some(why) = l4s_metrics::results::foreign_content(out) {
-            return Err(Error::input(why));
+            return Err(out_refused(why, opts.caller));
         }
     }
     Ok(())
@@ -623,7 +637,7 @@ pub(crate) fn simulate(
     for n in notices(&sc, opts, backend.name()) {
         progress.notice(&n);
     }
-    let dir = ResultsDir::create_with(out, opts.lock_out).map_err(|e| Error::input(e.to_string()))?;
+    let dir = ResultsDir::create_with(out, opts.lock_out).map_err(|e| out_refused(e, opts.caller))?;
     let cannot = |e: std::io::Error| Error::output(format!("cannot write results to {}: {e}", out.display()));
     let open = |name: &str| -> std::io::Result<Box<dyn Write>> {
         Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(

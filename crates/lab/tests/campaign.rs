@@ -531,7 +531,7 @@ fn a_store_is_ours_alone_and_holds_one_campaign_unless_updated() {
     assert_eq!((out.unique_runs, out.already_done, out.ran), (48, 32, 16));
     // One process per store: a second is refused while the first holds it.
     let (_, plan) = campaign::load(&f).unwrap();
-    let held = campaign::store::Store::open(&store, &plan, "", "", false).unwrap();
+    let held = campaign::store::Store::open(&store, &plan, "", "", false, l4s_lab::Caller::Cli).unwrap();
     let e = campaign::run(&f, &mut Simulator, &opts(&store, 1), &mut NoCampaignProgress).unwrap_err();
     assert!(
         e.message.contains("another l4s process is running this campaign"),

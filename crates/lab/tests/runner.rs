@@ -1,6 +1,6 @@
 //! The runner library as a front end other than the `l4s` command uses it.
 
-use l4s_lab::{run_text, Error, ErrorKind, NoProgress, Progress, Run, RunOptions, Simulator};
+use l4s_lab::{run_text, Caller, Error, ErrorKind, NoProgress, Progress, Run, RunOptions, Simulator};
 use std::path::{Path, PathBuf};
 
 const TINY: &str = r#"[scenario]
@@ -175,10 +175,10 @@ fn a_bad_duration_is_refused_before_any_directory_is_created() {
     let d = d_guard.path();
     let one = TINY.split("[[variants]]").next().unwrap();
     for (text, says) in [
-        (one, "--duration 1s is not longer than the scenario's warm-up (1s)"),
+        (one, "a duration of 1s is not longer than the scenario's warm-up (1s)"),
         (
             TINY,
-            "variant l4s: --duration 1s is not longer than the scenario's warm-up (1s)",
+            "variant l4s: a duration of 1s is not longer than the scenario's warm-up (1s)",
         ),
     ] {
         let opts = RunOptions {
@@ -304,7 +304,8 @@ fn a_results_directory_holding_a_users_files_is_never_replaced_and_two_runs_do_n
     let e = run(&opts).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Input);
     assert!(
-        e.message.contains("holds files l4s did not write (NOTES.md, plots/)") && e.message.contains("another --out"),
+        e.message.contains("holds files l4s did not write (NOTES.md, plots/)")
+            && e.message.contains("write the results elsewhere (--out)"),
         "{e}"
     );
     assert_eq!(std::fs::read_to_string(l4s.join("NOTES.md")).unwrap(), "mine");
@@ -319,6 +320,74 @@ fn a_results_directory_holding_a_users_files_is_never_replaced_and_two_runs_do_n
     drop(held);
     run(&opts).unwrap();
     let _ = std::fs::remove_dir_all(d);
+}
+
+/// A run asked from Python is told about its options in Python's words (`variant=`,
+/// `out=`, `set["KEY"]`), one from `l4s` in its flags.
+#[test]
+fn messages_name_the_options_as_the_caller_gave_them() {
+    let d_guard = tmp("caller");
+    let d = d_guard.path();
+    let mine = d.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("NOTES.md"), "mine").unwrap();
+    // TINY without its variants: one run.
+    let one = &TINY[..TINY.find("[[variants]]").unwrap()];
+    let err = |caller: Caller, text: &str, o: RunOptions| {
+        let o = RunOptions {
+            caller,
+            report: false,
+            ..o
+        };
+        run_text(text, Path::new("tiny.toml"), &mut Simulator, &o, &mut NoProgress)
+            .unwrap_err()
+            .message
+    };
+    let cases: [(&str, RunOptions, &str, &str); 4] = [
+        (
+            TINY,
+            RunOptions {
+                variants: vec!["nope".into()],
+                ..RunOptions::default()
+            },
+            "--variant: tiny.toml has no variant \"nope\"",
+            "variant=: tiny.toml has no variant \"nope\"",
+        ),
+        (
+            TINY,
+            RunOptions {
+                out: Some(mine.clone()),
+                ..RunOptions::default()
+            },
+            "writes a folder per variant there: move them elsewhere, or choose another folder with --out",
+            "writes a folder per variant there: move them elsewhere, or choose another folder with out=",
+        ),
+        (
+            one,
+            RunOptions {
+                out: Some(mine.clone()),
+                ..RunOptions::default()
+            },
+            "is not an l4s-lab results directory (no .l4s-results): write the results elsewhere (--out)",
+            "is not an l4s-lab results directory (no .l4s-results): write the results elsewhere (out=)",
+        ),
+        (
+            TINY,
+            RunOptions {
+                set: vec![("topology.rat".into(), "5".into())],
+                ..RunOptions::default()
+            },
+            "(set by --set topology.rat)",
+            "(set by set['topology.rat'])",
+        ),
+    ];
+    for (text, o, cli, python) in cases {
+        let (c, p) = (err(Caller::Cli, text, o.clone()), err(Caller::Python, text, o));
+        assert!(c.contains(cli), "{c}");
+        assert!(p.contains(python), "{p}");
+        assert!(!p.contains("--"), "a flag in Python's message: {p}");
+    }
+    assert_eq!(std::fs::read_to_string(mine.join("NOTES.md")).unwrap(), "mine");
 }
 
 /// The simulator, failing the runs of a FIFO (the second variant of TINY): a run of the

@@ -59,10 +59,14 @@ pub const OWN_FILES: &[&str] = &[
 ];
 
 /// Why `dir` may not be replaced, if it may not: it is not l4s-lab results, or it holds
-/// files l4s did not write (named, so a person can move them).
+/// files l4s did not write (named, so a person can move them). Each reason ends by saying
+/// to write the results elsewhere, which a front end may follow with how.
 pub fn foreign_content(dir: &Path) -> Option<String> {
     if !dir.is_dir() {
-        return Some(format!("{} exists and is not a directory", dir.display()));
+        return Some(format!(
+            "{} exists and is not a directory: write the results elsewhere",
+            dir.display()
+        ));
     }
     // An empty folder holds nothing to lose (`mkdtemp`'s, say): the results take its place.
     if fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none()) {
@@ -71,7 +75,7 @@ pub fn foreign_content(dir: &Path) -> Option<String> {
     let ours = dir.join(OWNER_MARK).is_file() || dir.join(MARKER).is_file();
     if !ours {
         return Some(format!(
-            "{} exists and is not an l4s-lab results directory (no {OWNER_MARK})",
+            "{} exists and is not an l4s-lab results directory (no {OWNER_MARK}): write the results elsewhere",
             dir.display()
         ));
     }
@@ -84,7 +88,7 @@ pub fn foreign_content(dir: &Path) -> Option<String> {
         return None;
     }
     Some(format!(
-        "{} holds files l4s did not write ({}): move them elsewhere to let a new run replace it, or choose another --out",
+        "{} holds files l4s did not write ({}): move them elsewhere to let a new run replace it, or write the results elsewhere",
         dir.display(),
         foreign.join(", ")
     ))
@@ -180,7 +184,7 @@ fn take_lock(path: &Path, target: &Path) -> io::Result<FolderLock> {
                 return Err(io::Error::new(
                     io::ErrorKind::WouldBlock,
                     format!(
-                        "another l4s run is writing {} (it holds {}); wait for it or choose another --out",
+                        "another l4s run is writing {} (it holds {}); wait for it or write the results elsewhere",
                         target.display(),
                         path.display()
                     ),

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod caller;
 mod cell;
 mod describe;
 pub mod error;
@@ -19,12 +20,13 @@ pub mod routes;
 pub mod variants;
 mod wifi;
 
+pub use caller::Caller;
 pub use describe::describe;
 pub use error::ScenarioError;
 pub use l4s_link::{Fault, FaultKind, LossModel, RateSchedule};
 pub use load::{load_file, load_str, parse_toml};
 pub use routes::Routes;
-pub use variants::{load_variants, set_path, variant_texts, variants_of, variants_with, Variant};
+pub use variants::{load_variants, load_with_sets, set_path, variant_texts, variants_of, variants_with, Variant};
 
 use l4s_aqm::config::AqmConfig;
 use l4s_core::{Dur, Ecn, Rate};
@@ -79,7 +81,7 @@ impl Scenario {
             }
             if self.warmup >= d {
                 return Err(format!(
-                    "--duration {d} is not longer than the scenario's warm-up ({})",
+                    "a duration of {d} is not longer than the scenario's warm-up ({})",
                     self.warmup
                 ));
             }

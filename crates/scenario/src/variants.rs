@@ -42,49 +42,68 @@ pub fn load_variants(path: &Path) -> Result<Vec<Variant>, ScenarioError> {
 
 /// Expand the variants of scenario text (`file` names it in errors).
 pub fn variants_of(text: &str, file: &Path) -> Result<Vec<Variant>, ScenarioError> {
-    variants_with(text, file, &[])
+    variants_with(text, file, &[], crate::Caller::Cli)
 }
 
 /// [`variants_of`] with keys set in every variant after its own `set` (`--set KEY=VALUE`
 /// on the command line): `VALUE` is TOML (`50`, `true`, `"50Mbit"`, `{ kind = "fifo" }`),
-/// or else a string (`50Mbit`).
-pub fn variants_with(text: &str, file: &Path, sets: &[(String, String)]) -> Result<Vec<Variant>, ScenarioError> {
+/// or else a string (`50Mbit`). Errors name a key set so as `caller` spells it.
+pub fn variants_with(
+    text: &str,
+    file: &Path,
+    sets: &[(String, String)],
+    caller: crate::Caller,
+) -> Result<Vec<Variant>, ScenarioError> {
     let Ok(doc) = text.parse::<DocumentMut>() else {
         // Let the ordinary loader report the syntax error with its line.
         return crate::load_str(text, file).map(|s| vec![(None, s)]);
     };
+    let sets: Vec<(String, Item)> = sets.iter().map(|(k, v)| (k.clone(), set_value(v))).collect();
     let mut out = Vec::new();
     for (name, text) in variant_texts(doc, file)? {
-        // Each `--set` key, and the key the loader names in its errors.
-        let mut set_at: Vec<(&str, String)> = Vec::new();
-        let text = if sets.is_empty() {
-            text
-        } else {
-            let mut d: DocumentMut = text.parse().map_err(|e| err(file, "", format!("{e}")))?;
-            for (k, v) in sets {
-                let at = set_path_at(&mut d, k, set_value(v)).map_err(|m| err(file, &format!("--set {k}"), m))?;
-                set_at.push((k.as_str(), at));
-            }
-            d.to_string()
-        };
-        let sc = crate::load_str(&text, file).map_err(|mut e| {
+        let (_, mut sc) = load_with_sets(&text, file, &sets, caller).map_err(|mut e| {
             if let Some(name) = &name {
                 e.message = format!("in variant {name:?}: {}", e.message);
             }
-            // The key is not in the file as written: say where it came from.
-            if let Some((k, _)) = set_at
-                .iter()
-                .find(|(_, at)| !e.key.is_empty() && (key_within(&e.key, at) || key_within(at, &e.key)))
-            {
-                e.message = format!("{} (set by --set {k})", e.message);
-            }
             e
         })?;
-        let mut sc = sc;
         sc.share_draws(out.iter().map(|(_, s)| s));
         out.push((name, sc));
     }
     Ok(out)
+}
+
+/// One scenario's text (a variant's, or a file's without variants) with `sets` applied
+/// over its keys, and the scenario it loads as. An error at a key that was set, which the
+/// text as written does not hold, says which key set it, as `caller` spells it.
+pub fn load_with_sets(
+    text: &str,
+    file: &Path,
+    sets: &[(String, Item)],
+    caller: crate::Caller,
+) -> Result<(String, crate::Scenario), ScenarioError> {
+    // Each key set, and the key the loader names in its errors.
+    let mut set_at: Vec<(&str, String)> = Vec::new();
+    let text = if sets.is_empty() {
+        text.to_string()
+    } else {
+        let mut d: DocumentMut = text.parse().map_err(|e| err(file, "", format!("{e}")))?;
+        for (k, v) in sets {
+            let at = set_path_at(&mut d, k, v.clone()).map_err(|m| err(file, &caller.set_key(k), m))?;
+            set_at.push((k.as_str(), at));
+        }
+        d.to_string()
+    };
+    let sc = crate::load_str(&text, file).map_err(|mut e| {
+        if let Some((k, _)) = set_at
+            .iter()
+            .find(|(_, at)| !e.key.is_empty() && (key_within(&e.key, at) || key_within(at, &e.key)))
+        {
+            e.message = format!("{} (set by {})", e.message, caller.set_key(k));
+        }
+        e
+    })?;
+    Ok((text, sc))
 }
 
 /// Whether key path `a` is `b` or a key inside it (`flows[1].cc` is within `flows[1]`, and

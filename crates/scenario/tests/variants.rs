@@ -227,9 +227,14 @@ set = { "topology.links.cell.aqm" = { kind = "fifo", limit = 300 }, "topology.li
 fn an_error_in_a_key_brought_by_set_names_the_set() {
     let text = format!("{BASE}\n[[flows]]\nname = \"other\"\ntype = \"tcp\"\ncc = \"cubic\"\n");
     let err = |k: &str, v: &str| {
-        l4s_scenario::variants_with(&text, Path::new("v.toml"), &[(k.to_string(), v.to_string())])
-            .unwrap_err()
-            .to_string()
+        l4s_scenario::variants_with(
+            &text,
+            Path::new("v.toml"),
+            &[(k.to_string(), v.to_string())],
+            l4s_scenario::Caller::Cli,
+        )
+        .unwrap_err()
+        .to_string()
     };
     for (k, v, key) in [
         ("flows.bulk.cc", "bbr", "flows[1].cc"),
@@ -244,9 +249,14 @@ fn an_error_in_a_key_brought_by_set_names_the_set() {
     }
     // A key the file holds and no --set touched is not blamed on one.
     let bad = text.replace("cc = \"cubic\"", "cc = \"bbr\"");
-    let e = l4s_scenario::variants_with(&bad, Path::new("v.toml"), &[("flows.bulk.cc".into(), "reno".into())])
-        .unwrap_err()
-        .to_string();
+    let e = l4s_scenario::variants_with(
+        &bad,
+        Path::new("v.toml"),
+        &[("flows.bulk.cc".into(), "reno".into())],
+        l4s_scenario::Caller::Cli,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("flows[2].cc") && !e.contains("set by"), "{e}");
 }
 

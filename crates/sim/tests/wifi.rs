@@ -13,7 +13,7 @@ fn load(rel: &str, variant: &str, sets: &[(&str, &str)], duration: &str) -> l4s_
     let text = std::fs::read_to_string(&p).expect("shipped scenario");
     let mut sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     sets.push(("scenario.duration".into(), format!("\"{duration}\"")));
-    l4s_scenario::variants_with(&text, &p, &sets)
+    l4s_scenario::variants_with(&text, &p, &sets, l4s_scenario::Caller::Cli)
         .unwrap_or_else(|e| panic!("{e}"))
         .into_iter()
         .find(|(name, _)| name.as_deref() == Some(variant))

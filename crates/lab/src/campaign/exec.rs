@@ -25,6 +25,8 @@ pub struct CampaignOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// The command recorded in each run's `run-info.json`.
     pub command: Vec<String>,
+    /// Who asked for the campaign: how its messages name these options.
+    pub caller: crate::Caller,
 }
 
 impl Default for CampaignOptions {
@@ -35,6 +37,7 @@ impl Default for CampaignOptions {
             update: false,
             stop: None,
             command: std::env::args().collect(),
+            caller: crate::Caller::Cli,
         }
     }
 }
@@ -105,8 +108,8 @@ pub fn run_spec(
     };
     if backend.name() != "sim" && opts.jobs > 1 {
         return Err(Error::input(format!(
-            "--jobs {}: {} runs go one at a time (runs at once would share the host and disturb each other)",
-            opts.jobs,
+            "{}: {} runs go one at a time (runs at once would share the host and disturb each other)",
+            opts.caller.option_number("jobs", opts.jobs),
             backend.name()
         )));
     }
@@ -204,7 +207,7 @@ impl Session {
             backend.preflight(&sc)?;
         }
         let dir = opts.out.clone().unwrap_or_else(|| super::default_dir(&spec));
-        let store = Store::open(&dir, &plan, &spec.text, &scenario_text, opts.update)?;
+        let store = Store::open(&dir, &plan, &spec.text, &scenario_text, opts.update, opts.caller)?;
         let mut seen = std::collections::HashSet::new();
         let mut unique = 0;
         let mut todo = Vec::new();
@@ -217,7 +220,7 @@ impl Session {
                 todo.push(i);
             }
         }
-        let run_opts = spec.outputs.run_options(opts.command.clone());
+        let run_opts = spec.outputs.run_options(opts.command.clone(), opts.caller);
         Ok(Session {
             spec,
             plan,

@@ -180,8 +180,9 @@ pub struct OutputsSpec {
 impl OutputsSpec {
     /// The options of each run of a campaign with these outputs: what `[outputs]` asks for
     /// beside the summary and the distributions, kept only as Parquet, into a store the
-    /// campaign has locked as a whole. `command` is recorded in each `run-info.json`.
-    pub fn run_options(&self, command: Vec<String>) -> crate::RunOptions {
+    /// campaign has locked as a whole. `command` is recorded in each `run-info.json`;
+    /// `caller` asked for the campaign.
+    pub fn run_options(&self, command: Vec<String>, caller: crate::Caller) -> crate::RunOptions {
         crate::RunOptions {
             seed: None,
             duration: None,
@@ -199,6 +200,7 @@ impl OutputsSpec {
             set: Vec::new(),
             // A campaign stops between runs: a run cut short is never stored as done.
             stop: None,
+            caller,
         }
     }
 }

@@ -118,18 +118,20 @@ impl Store {
         campaign_text: &str,
         scenario_text: &str,
         update: bool,
+        caller: crate::Caller,
     ) -> Result<Store, Error> {
+        let out = caller.option("out");
         if dir.exists() {
             if !dir.is_dir() {
                 return Err(Error::input(format!(
-                    "{} exists and is not a directory; choose another --out",
+                    "{} exists and is not a directory; choose another folder with {out}",
                     dir.display()
                 )));
             }
             let empty = fs::read_dir(dir).map_err(|e| io(dir, e))?.next().is_none();
             if !empty && !dir.join(MARKER).is_file() {
                 return Err(Error::input(format!(
-                    "{} exists and is not an l4s-lab campaign store (no {MARKER}); choose another --out",
+                    "{} exists and is not an l4s-lab campaign store (no {MARKER}); choose another folder with {out}",
                     dir.display()
                 )));
             }
@@ -143,11 +145,12 @@ impl Store {
             if m.digest != plan.digest && !update {
                 return Err(Error::input(format!(
                     "{} holds the runs of another campaign ({:?}, plan {}; this file's plan is {}): \
-                     give another --out, or add --update to make this campaign the store's (the runs both share are kept)",
+                     choose another folder with {out}, or give {} to make this campaign the store's (the runs both share are kept)",
                     dir.display(),
                     m.name,
                     m.digest,
-                    plan.digest
+                    plan.digest,
+                    caller.switch("update")
                 )));
             }
         }

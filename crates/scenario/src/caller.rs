@@ -1,0 +1,51 @@
+//! How messages name the options a run was given, by the front end that gave them.
+
+/// The front end a run or campaign was asked from: how messages name the options it was
+/// given (`l4s`'s flags or the Python package's keyword arguments).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Caller {
+    /// The `l4s` command: `--out`, `--variant NAME`.
+    #[default]
+    Cli,
+    /// The Python package: `out=`, `variant='NAME'`.
+    Python,
+}
+
+impl Caller {
+    /// The option `name` (the flag without its dashes, which is also the keyword argument)
+    /// as this front end writes it when it is given: `--out`, `out=`.
+    pub fn option(self, name: &str) -> String {
+        match self {
+            Caller::Cli => format!("--{name}"),
+            Caller::Python => format!("{name}="),
+        }
+    }
+    /// The option `name` given the text `value`: `--variant l4s`, `variant='l4s'`.
+    pub fn option_value(self, name: &str, value: &str) -> String {
+        match self {
+            Caller::Cli => format!("--{name} {value}"),
+            Caller::Python => format!("{name}='{value}'"),
+        }
+    }
+    /// The option `name` given the number `value`: `--jobs 4`, `jobs=4`.
+    pub fn option_number(self, name: &str, value: impl std::fmt::Display) -> String {
+        match self {
+            Caller::Cli => format!("--{name} {value}"),
+            Caller::Python => format!("{name}={value}"),
+        }
+    }
+    /// A scenario key set for the run: `--set flows.bulk.cc`, `set['flows.bulk.cc']`.
+    pub fn set_key(self, key: &str) -> String {
+        match self {
+            Caller::Cli => format!("--set {key}"),
+            Caller::Python => format!("set['{key}']"),
+        }
+    }
+    /// The switch `name` turned on: `--update`, `update=True`.
+    pub fn switch(self, name: &str) -> String {
+        match self {
+            Caller::Cli => format!("--{name}"),
+            Caller::Python => format!("{name}=True"),
+        }
+    }
+}
