@@ -212,7 +212,17 @@ impl ResultsDir {
 
     /// [`ResultsDir::create`]; without `lock` for a caller that already holds a lock over
     /// the target's folder (a campaign store).
+    ///
+    /// A `target` that is a symbolic link is written where it points, and the link is kept:
+    /// the folder it names is replaced, never the link a person made.
     pub fn create_with(target: &Path, lock: bool) -> io::Result<ResultsDir> {
+        let resolved;
+        let target = if target.is_symlink() {
+            resolved = fs::canonicalize(target).map_err(|e| at(target, "a symbolic link to nothing usable", e))?;
+            resolved.as_path()
+        } else {
+            target
+        };
         let (parent, name) = parent_and_name(target);
         if target.exists() {
             if let Some(why) = foreign_content(target) {
@@ -500,6 +510,34 @@ mod tests {
         assert!(foreign_content(&mine).is_some_and(|w| w.contains("not an l4s-lab results directory")));
         assert!(ResultsDir::create(&mine).is_err());
         assert!(mine.join("sub").is_dir());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn results_written_through_a_symbolic_link_go_where_it_points_and_the_link_stays() {
+        let base = fresh("symlink");
+        let real = base.join("real");
+        let r = ResultsDir::create(&real).unwrap();
+        r.write(MARKER, b"first").unwrap();
+        r.commit().unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let r = ResultsDir::create(&link).unwrap();
+        r.write(MARKER, b"second").unwrap();
+        let written = r.commit().unwrap();
+        assert!(link.is_symlink(), "the link was replaced");
+        assert_eq!(written, fs::canonicalize(&real).unwrap());
+        assert_eq!(fs::read(real.join(MARKER)).unwrap(), b"second");
+        assert_eq!(fs::read(link.join(MARKER)).unwrap(), b"second");
+        // A link to nothing is refused, and left alone.
+        let dangling = base.join("dangling");
+        std::os::unix::fs::symlink(base.join("gone"), &dangling).unwrap();
+        let e = ResultsDir::create(&dangling).err().unwrap();
+        assert!(
+            e.to_string().contains("dangling: a symbolic link to nothing usable"),
+            "{e}"
+        );
+        assert!(dangling.is_symlink() && !base.join("gone").exists());
         fs::remove_dir_all(&base).unwrap();
     }
 
