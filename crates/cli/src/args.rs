@@ -150,8 +150,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Simulated duration (overrides the scenario's `duration`), e.g. 10s. It must exceed
-    /// the warm-up; a flow that would start after the shortened end does not run (the
-    /// verdict says it was silent), where `--set scenario.duration=...` refuses it.
+    /// the warm-up; a flow that would start after the shortened end does not run (said
+    /// before the run starts, and the verdict says it was silent), where `--set
+    /// scenario.duration=...` refuses it.
     #[arg(long, value_parser = parse_duration_arg)]
     pub duration: Option<Dur>,
     /// Print only the results paths (each run's directory, and the comparison page of a

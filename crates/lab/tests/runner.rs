@@ -592,6 +592,20 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
     };
     run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &o, &mut quiet).unwrap();
     assert!(quiet.0.is_empty());
+    // A duration given for the run that ends before a flow starts: said before it runs
+    // (the file's own duration refuses such a flow).
+    let late = TINY.replace("name = \"probe\"", "name = \"probe\"\nstart = \"2s\"");
+    let mut n = Notes::default();
+    let o = RunOptions {
+        duration: Some(l4s_core::Dur::from_millis(1500)),
+        caller: Caller::Python,
+        ..o
+    };
+    run_text(&late, Path::new("late.toml"), &mut Simulator, &o, &mut n).unwrap();
+    assert_eq!(
+        n.0,
+        ["flow \"probe\" starts at 2s, and this run ends at 1.500s (duration='1.500s'): it will send nothing"]
+    );
     // An interval below a millisecond is refused before anything is written.
     let bad = RunOptions {
         out: Some(d.join("b")),
