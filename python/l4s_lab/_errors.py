@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
+import warnings
 from typing import Any, Mapping
 
 from . import _native
@@ -69,3 +71,14 @@ def to_json(value: Any, where: str) -> str:
         return json.dumps(value, default=_plain, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise error(f"{where}: {e}") from None
+
+
+def warn(message: str) -> None:
+    """``message`` as a ``UserWarning`` at the first line outside this package that led
+    here (the user's call of ``l4s_lab.run``, say)."""
+    level = 2
+    f = sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__", "").startswith("l4s_lab"):
+        f = f.f_back
+        level += 1
+    warnings.warn(message, UserWarning, stacklevel=level)

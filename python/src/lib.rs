@@ -9,13 +9,14 @@
 #![forbid(unsafe_code)]
 
 use l4s_lab::campaign::{self, CampaignOptions, Session};
-use l4s_lab::{Caller, Error, ErrorKind, NoProgress, RunOptions, Simulator};
+use l4s_lab::{Caller, Error, ErrorKind, RunOptions, Simulator};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 // Named by its full module path, so that it pickles (a process pool hands it back) and
@@ -148,19 +149,46 @@ fn effective_text(text: &str, file: &Path, set_json: &str, variant: Option<&str>
     Ok(l4s_scenario::load_with_sets(&chosen, file, &set, Caller::Python)?.0)
 }
 
+/// What the thread of [`interruptible`]'s work sends the thread that waits for it.
+enum Msg<T> {
+    /// A notice, to raise as a warning; the work goes on once the sender hears back.
+    Note(String, Sender<()>),
+    Done(T),
+}
+
+/// A run's progress as the Python package hears it: each notice is raised as a warning by
+/// the thread that waits for the run, before the run goes on.
+struct Notices(Box<dyn Fn(String) + Send>);
+
+impl l4s_lab::Progress for Notices {
+    fn notice(&mut self, message: &str) {
+        (self.0)(message.to_string());
+    }
+}
+
 /// Run `work` on a thread of its own while this one waits with the GIL released, looking
 /// for Ctrl-C every 100 ms; on one, `stop` is set (the work ends early) and the signal's
-/// error is returned beside the work's result.
+/// error is returned beside the work's result. Each notice the work gives its [`Notices`]
+/// is raised as a `UserWarning` at the user's line (`l4s_lab._errors.warn`) while the work
+/// waits; a warning that the user's filters make an error stops the work as Ctrl-C does.
 fn interruptible<T: Send + 'static>(
     py: Python<'_>,
     stop: &Arc<AtomicBool>,
     what: &str,
-    work: impl FnOnce() -> T + Send + 'static,
+    work: impl FnOnce(Notices) -> T + Send + 'static,
 ) -> PyResult<(T, Option<PyErr>)> {
     use std::sync::mpsc::{channel, RecvTimeoutError};
-    let (tx, mut rx) = channel();
+    let (tx, mut rx) = channel::<Msg<T>>();
+    let to_waiter = tx.clone();
+    let notices = Notices(Box::new(move |m| {
+        let (ack_tx, ack) = channel();
+        if to_waiter.send(Msg::Note(m, ack_tx)).is_ok() {
+            // Gone without an answer: the waiter returned (a second Ctrl-C).
+            let _ = ack.recv();
+        }
+    }));
     let worker = std::thread::spawn(move || {
-        let _ = tx.send(work());
+        let _ = tx.send(Msg::Done(work(notices)));
     });
     let mut interrupted = None;
     let res = loop {
@@ -168,9 +196,19 @@ fn interruptible<T: Send + 'static>(
         let (got, back) = py.detach(move || (rx.recv_timeout(std::time::Duration::from_millis(100)), rx));
         rx = back;
         match got {
-            Ok(r) => break Some(r),
-            // The sender is gone without a result: the work panicked.
+            Ok(Msg::Done(r)) => break Some(r),
+            // The senders are gone without a result: the work panicked.
             Err(RecvTimeoutError::Disconnected) => break None,
+            Ok(Msg::Note(m, ack)) => {
+                let warned = py
+                    .import("l4s_lab._errors")
+                    .and_then(|e| e.getattr("warn")?.call1((m,)).map(|_| ()));
+                if let (Err(e), None) = (warned, &interrupted) {
+                    stop.store(true, Ordering::SeqCst);
+                    interrupted = Some(e);
+                }
+                let _ = ack.send(());
+            }
             Err(RecvTimeoutError::Timeout) => {}
         }
         if let Err(e) = py.check_signals() {
@@ -296,8 +334,8 @@ fn run_options(
 fn run_interruptible(py: Python<'_>, text: String, file: PathBuf, mut opts: RunOptions) -> PyResult<l4s_lab::Runs> {
     let stop = Arc::new(AtomicBool::new(false));
     opts.stop = Some(stop.clone());
-    let (res, interrupted) = interruptible(py, &stop, "run", move || {
-        l4s_lab::run_text(&text, &file, &mut Simulator, &opts, &mut NoProgress)
+    let (res, interrupted) = interruptible(py, &stop, "run", move |mut notices| {
+        l4s_lab::run_text(&text, &file, &mut Simulator, &opts, &mut notices)
     })?;
     let runs = res.map_err(|e| py_err(py, e))?;
     match interrupted {
@@ -422,7 +460,7 @@ fn campaign_run<'py>(
         command: vec!["python".into(), "l4s_lab.campaign.run".into()],
         caller: Caller::Python,
     };
-    let (res, interrupted) = interruptible(py, &stop, "campaign", move || {
+    let (res, interrupted) = interruptible(py, &stop, "campaign", move |_| {
         campaign::run_spec(spec, &mut Simulator, &opts, &mut campaign::NoCampaignProgress)
     })?;
     let o = res.map_err(|e| py_err(py, e))?;

@@ -2,6 +2,7 @@
 file, line and key, and DataFrames with the documented types."""
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -199,3 +200,23 @@ def test_a_set_of_variants_loads_as_a_dict_and_load_says_so(tiny, tmp_path):
     again = l4s_lab.load_variants(tmp_path / "set")
     assert sorted(again) == ["classic", "l4s"]
     assert again["classic"].summary == s["classic"].summary
+
+
+def test_what_a_run_says_before_it_starts_is_a_warning_at_the_callers_line(tiny, tmp_path):
+    # A duration that ends before a flow starts: `l4s run` says so on stderr, Python warns.
+    late = tiny.read_text().replace('name = "probe"', 'name = "probe"\nstart = "2s"', 1)
+    assert late != tiny.read_text()
+    p = tmp_path / "late.toml"
+    p.write_text(late)
+    with pytest.warns(UserWarning, match=r"flow \"probe\" starts at 2s, and this run ends at 1.500s \(duration='1.500s'\)") as w:
+        l4s_lab.run(p, variant="l4s", duration="1500ms", snapshots=None)
+    assert w[0].filename == __file__
+    # Warnings made errors stop the run as Ctrl-C does, with the warning raised.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="it will send nothing"):
+            l4s_lab.run(p, variant="l4s", duration="1500ms", snapshots=None, out=tmp_path / "o")
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["complete"] is False
