@@ -104,8 +104,12 @@ fn notices(sc: &Scenario, opts: &RunOptions, backend: &str) -> Vec<String> {
         // About 110 bytes a row in CSV, and about as much again as Parquet.
         let bytes = rows * 220.0;
         if bytes > 100e6 {
+            let less = match opts.caller {
+                Caller::Cli => "--snapshot-interval 1s or 0",
+                Caller::Python => "snapshots='1s' or snapshots=None",
+            };
             out.push(format!(
-                "this run will write about {:.0} MB of time series (a row per flow and queue every {}); --snapshot-interval 1s or 0 writes less",
+                "this run will write about {:.0} MB of time series (a row per flow and queue every {}); {less} writes less",
                 bytes / 1e6,
                 opts.snapshot_interval
             ));

@@ -545,7 +545,24 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
     let mut notes = Notes::default();
     run_text(&long, Path::new("long.toml"), &mut Simulator, &opts, &mut notes).unwrap();
     assert_eq!(notes.0.len(), 2, "{:?}", notes.0);
-    assert!(notes.0[0].contains("MB of time series"), "{}", notes.0[0]);
+    assert!(
+        notes.0[0].contains("MB of time series") && notes.0[0].contains("--snapshot-interval 1s or 0 writes less"),
+        "{}",
+        notes.0[0]
+    );
+    // From Python, in its keywords.
+    let mut py_notes = Notes::default();
+    let py_opts = RunOptions {
+        caller: Caller::Python,
+        out: Some(d.join("py")),
+        ..opts.clone()
+    };
+    run_text(&long, Path::new("long.toml"), &mut Simulator, &py_opts, &mut py_notes).unwrap();
+    assert!(
+        py_notes.0[0].contains("snapshots='1s' or snapshots=None writes less"),
+        "{}",
+        py_notes.0[0]
+    );
     assert!(
         notes.0[1].contains("hours of wall time") && notes.0[1].contains("Ctrl-C"),
         "{}",
