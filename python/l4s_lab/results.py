@@ -144,7 +144,10 @@ def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
         raise error(f"set={set!r}: expected a dict of \"dotted.key\": value")
     keys: dict[str, Any] = dict(set or {})
     for k, v in overrides.items():
-        keys[k.replace("__", ".")] = v
+        key = k.replace("__", ".")
+        if key in keys:
+            raise error(f"{k}= and set[{key!r}] both set {key}: give it once")
+        keys[key] = v
     check_finite(keys, "set")
     return to_json(keys, "set")
 
@@ -153,10 +156,12 @@ def _runs(name: str, out: Any, backend: str, args: tuple[Any, Any, Any], call: A
     """Check the arguments every run takes (``args``: seed, duration, snapshots), then
     ``call(dest)`` the native run into ``out`` or a temporary folder, and read each run it
     reports back, by variant (``""`` without one); the temporary folder goes."""
-    if backend != "sim":
+    if backend == "live":
         raise error(
             f"backend={backend!r}: {name}() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
         )
+    if backend != "sim":
+        raise error(f"backend={backend!r}: expected 'sim' (the simulator)")
     seed, duration, snapshots = args
     check_seed(seed)
     check_text(duration, "duration", "10s")
@@ -259,6 +264,8 @@ def run_variants(
     ``out/<variant>``, with ``variants.json`` and ``compare.html`` beside them; a folder
     that holds one run's results or files l4s-lab did not write is refused, as by
     ``l4s run``. Takes the arguments of :func:`run` but ``variant``."""
+    if "variant" in overrides:
+        raise error("variant=: run_variants() runs every variant; run(variant=...) runs one")
     keys = _set(set, overrides)
     return _runs(
         "run_variants",

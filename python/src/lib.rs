@@ -157,12 +157,22 @@ enum Msg<T> {
 }
 
 /// A run's progress as the Python package hears it: each notice is raised as a warning by
-/// the thread that waits for the run, before the run goes on.
-struct Notices(Box<dyn Fn(String) + Send>);
+/// the thread that waits for the run, before the run goes on; in a set of variants, with
+/// the variant's name.
+struct Notices {
+    say: Box<dyn Fn(String) + Send>,
+    variant: Option<String>,
+}
 
 impl l4s_lab::Progress for Notices {
+    fn variant(&mut self, name: &str) {
+        self.variant = Some(name.to_string());
+    }
     fn notice(&mut self, message: &str) {
-        (self.0)(message.to_string());
+        (self.say)(match &self.variant {
+            Some(v) if !v.is_empty() => format!("variant {v}: {message}"),
+            _ => message.to_string(),
+        });
     }
 }
 
@@ -180,13 +190,15 @@ fn interruptible<T: Send + 'static>(
     use std::sync::mpsc::{channel, RecvTimeoutError};
     let (tx, mut rx) = channel::<Msg<T>>();
     let to_waiter = tx.clone();
-    let notices = Notices(Box::new(move |m| {
+    let say = Box::new(move |m| {
         let (ack_tx, ack) = channel();
         if to_waiter.send(Msg::Note(m, ack_tx)).is_ok() {
-            // Gone without an answer: the waiter returned (a second Ctrl-C).
+            // An error here is the waiter gone without answering (after a second Ctrl-C):
+            // the work goes on to its stop.
             let _ = ack.recv();
         }
-    }));
+    });
+    let notices = Notices { say, variant: None };
     let worker = std::thread::spawn(move || {
         let _ = tx.send(Msg::Done(work(notices)));
     });
@@ -693,7 +705,12 @@ fn bootstrap_mean_ci(values: Vec<f64>, level: f64, resamples: usize, seed: u64) 
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("L4sError", m.py().get_type::<L4sError>())?;
+    let error_type = m.py().get_type::<L4sError>();
+    // What an L4sError made by hand holds: the attributes the package's own errors set.
+    for name in ["kind", "exit_code", "file", "line", "key"] {
+        error_type.setattr(name, m.py().None())?;
+    }
+    m.add("L4sError", error_type)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_set, m)?)?;

@@ -2,6 +2,7 @@
 pair differences, and errors that name the file, line and key."""
 
 import math
+import os
 
 import numpy as np
 import polars as pl
@@ -147,6 +148,11 @@ def test_campaign_input_that_crashed_or_misled_is_refused_at_its_key(tiny, tmp_p
         with pytest.raises(l4s_lab.L4sError, match=says) as e:
             campaign.run(c, out=tmp_path / "store", **kw)
         assert (e.value.kind, e.value.exit_code, e.value.key) == ("input", 2, None)
+    # A store given as a link to nothing: said so, in the call's words.
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    with pytest.raises(l4s_lab.L4sError, match="dangling is a symbolic link to nothing; choose another folder with out="):
+        campaign.run(c, out=tmp_path / "dangling")
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_a_stores_tables_before_they_are_written_raise_an_l4s_error(tiny, tmp_path):

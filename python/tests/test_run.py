@@ -128,6 +128,12 @@ def test_set_applies_over_a_variants_keys_and_run_variants_writes_a_set_as_l4s_r
     with pytest.raises(l4s_lab.L4sError, match=r"holds files l4s did not write \(a.txt\)"):
         l4s_lab.run_variants(tiny, duration="2s", out=mine)
     assert os.listdir(mine) == ["a.txt"]
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    with pytest.raises(l4s_lab.L4sError, match="dangling is a symbolic link to nothing; choose another folder with out="):
+        l4s_lab.run_variants(tiny, duration="2s", out=tmp_path / "dangling")
+    assert not (tmp_path / "nowhere").exists()
+    e = l4s_lab.L4sError("made by hand")
+    assert (e.kind, e.exit_code, e.file, e.line, e.key) == (None, None, None, None, None)
     # Told in the words of the call, not of the `l4s` command's flags.
     with pytest.raises(l4s_lab.L4sError, match="choose another folder with out=") as e:
         l4s_lab.run_variants(tiny, duration="2s", out=mine)
@@ -145,6 +151,12 @@ def test_arguments_of_the_wrong_kind_raise_an_l4s_error_that_names_them(tiny, tm
         (lambda: l4s_lab.run(tiny, variant="l4s", set=["topology.rate"]), "set=.*expected a dict"),
         (lambda: l4s_lab.load(tmp_path / "none"), "not an l4s-lab results directory"),
         (lambda: l4s_lab.run(tiny, variant="l4s", backend="live"), "backend='live'"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", backend="x"), "backend='x': expected 'sim'"),
+        (lambda: l4s_lab.run_variants(tiny, variant="l4s"), r"variant=: run_variants\(\) runs every variant"),
+        (
+            lambda: l4s_lab.run(tiny, variant="l4s", set={"topology.rate": "1Mbit"}, topology__rate="2Mbit"),
+            r"topology__rate= and set\['topology.rate'\] both set topology.rate",
+        ),
     ]
     for call, says in cases:
         with pytest.raises(l4s_lab.L4sError, match=says) as e:
@@ -211,6 +223,10 @@ def test_what_a_run_says_before_it_starts_is_a_warning_at_the_callers_line(tiny,
     with pytest.warns(UserWarning, match=r"flow \"probe\" starts at 2s, and this run ends at 1.500s \(duration='1.500s'\)") as w:
         l4s_lab.run(p, variant="l4s", duration="1500ms", snapshots=None)
     assert w[0].filename == __file__
+    # In a set of variants, each warning names its variant.
+    with pytest.warns(UserWarning) as w:
+        l4s_lab.run_variants(p, duration="1500ms", snapshots=None)
+    assert [str(x.message).split(":")[0] for x in w] == ["variant l4s", "variant classic"]
     # Warnings made errors stop the run as Ctrl-C does, with the warning raised.
     import warnings
 

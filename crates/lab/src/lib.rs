@@ -396,6 +396,12 @@ fn out_refused(why: impl std::fmt::Display, caller: Caller) -> Error {
 fn check_variant_folder(base: &Path, caller: Caller) -> Result<(), Error> {
     use l4s_metrics::results::{MARKER, OWNER_MARK};
     let out = caller.option("out");
+    if base.is_symlink() && !base.exists() {
+        return Err(Error::input(format!(
+            "{} is a symbolic link to nothing; choose another folder with {out}",
+            base.display()
+        )));
+    }
     if !base.exists() {
         return Ok(());
     }

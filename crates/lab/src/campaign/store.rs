@@ -121,6 +121,12 @@ impl Store {
         caller: crate::Caller,
     ) -> Result<Store, Error> {
         let out = caller.option("out");
+        if dir.is_symlink() && !dir.exists() {
+            return Err(Error::input(format!(
+                "{} is a symbolic link to nothing; choose another folder with {out}",
+                dir.display()
+            )));
+        }
         if dir.exists() {
             if !dir.is_dir() {
                 return Err(Error::input(format!(
