@@ -166,6 +166,8 @@ def _runs(name: str, out: Any, backend: str, args: tuple[Any, Any, Any], call: A
     check_seed(seed)
     check_text(duration, "duration", "10s")
     check_text(snapshots, "snapshots", "100ms")
+    if out is not None and os.fspath(out) == "":
+        raise error("out='': expected a folder for the results, or None for none kept")
     keep = out is not None
     dest = Path(out) if keep else Path(tempfile.mkdtemp(prefix="l4s-run-")) / "run"
     try:

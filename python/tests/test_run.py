@@ -152,6 +152,8 @@ def test_arguments_of_the_wrong_kind_raise_an_l4s_error_that_names_them(tiny, tm
         (lambda: l4s_lab.load(tmp_path / "none"), "not an l4s-lab results directory"),
         (lambda: l4s_lab.run(tiny, variant="l4s", backend="live"), "backend='live'"),
         (lambda: l4s_lab.run(tiny, variant="l4s", backend="x"), "backend='x': expected 'sim'"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", out=""), "out='': expected a folder"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", snapshots="500us"), "snapshots= 500us: the time series is written at most every 1ms"),
         (lambda: l4s_lab.run_variants(tiny, variant="l4s"), r"variant=: run_variants\(\) runs every variant"),
         (
             lambda: l4s_lab.run(tiny, variant="l4s", set={"topology.rate": "1Mbit"}, topology__rate="2Mbit"),

@@ -625,7 +625,11 @@ fn pre_run_check(sc: &Scenario, backend: &dyn Backend, opts: &RunOptions, out: &
     }
     backend.preflight(sc)?;
     if let Some(why) = snapshot_interval_error(opts.snapshot_interval) {
-        return Err(Error::input(format!("snapshot interval {why}")));
+        let what = match opts.caller {
+            Caller::Cli => "--snapshot-interval",
+            Caller::Python => "snapshots=",
+        };
+        return Err(Error::input(format!("{what} {why}")));
     }
     if out.join(l4s_report::variant_set::MANIFEST).is_file() {
         return Err(Error::input(format!(

@@ -631,7 +631,17 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
     };
     let e = run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &bad, &mut NoProgress).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Input);
-    assert!(e.message.contains("at most every 1ms"), "{e}");
+    assert!(
+        e.message
+            .contains("--snapshot-interval 1ns: the time series is written at most every 1ms"),
+        "{e}"
+    );
+    let py = RunOptions {
+        caller: Caller::Python,
+        ..bad.clone()
+    };
+    let e = run_text(TINY, Path::new("tiny.toml"), &mut Simulator, &py, &mut NoProgress).unwrap_err();
+    assert!(e.message.starts_with("snapshots= 1ns: "), "{e}");
     assert!(!d.join("b").join("l4s").exists());
     let _ = std::fs::remove_dir_all(d);
 }
