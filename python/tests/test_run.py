@@ -131,6 +131,9 @@ def test_set_applies_over_a_variants_keys_and_run_variants_writes_a_set_as_l4s_r
     os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
     with pytest.raises(l4s_lab.L4sError, match="dangling is a symbolic link to nothing; choose another folder with out="):
         l4s_lab.run_variants(tiny, duration="2s", out=tmp_path / "dangling")
+    # A folder under such a link: the link is named as the reason.
+    with pytest.raises(l4s_lab.L4sError, match=r"dangling \(on the way to .*sub\) is a symbolic link to nothing; choose another folder with out="):
+        l4s_lab.run(tiny, variant="l4s", duration="2s", out=tmp_path / "dangling" / "sub")
     assert not (tmp_path / "nowhere").exists()
     e = l4s_lab.L4sError("made by hand")
     assert (e.kind, e.exit_code, e.file, e.line, e.key) == (None, None, None, None, None)

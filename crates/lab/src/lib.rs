@@ -104,10 +104,11 @@ fn notices(sc: &Scenario, opts: &RunOptions, backend: &str) -> Vec<String> {
         // About 110 bytes a row in CSV, and about as much again as Parquet.
         let bytes = rows * 220.0;
         if bytes > 100e6 {
-            let less = match opts.caller {
-                Caller::Cli => "--snapshot-interval 1s or 0",
-                Caller::Python => "snapshots='1s' or snapshots=None",
-            };
+            let less = format!(
+                "{} or {}",
+                opts.caller.option_value("snapshot-interval", "1s"),
+                opts.caller.option_off("snapshot-interval")
+            );
             out.push(format!(
                 "this run will write about {:.0} MB of time series (a row per flow and queue every {}); {less} writes less",
                 bytes / 1e6,
@@ -396,11 +397,8 @@ fn out_refused(why: impl std::fmt::Display, caller: Caller) -> Error {
 fn check_variant_folder(base: &Path, caller: Caller) -> Result<(), Error> {
     use l4s_metrics::results::{MARKER, OWNER_MARK};
     let out = caller.option("out");
-    if base.is_symlink() && !base.exists() {
-        return Err(Error::input(format!(
-            "{} is a symbolic link to nothing; choose another folder with {out}",
-            base.display()
-        )));
+    if let Some(why) = l4s_metrics::results::dangling_link(base) {
+        return Err(Error::input(format!("{why}; choose another folder with {out}")));
     }
     if !base.exists() {
         return Ok(());
@@ -625,17 +623,22 @@ fn pre_run_check(sc: &Scenario, backend: &dyn Backend, opts: &RunOptions, out: &
     }
     backend.preflight(sc)?;
     if let Some(why) = snapshot_interval_error(opts.snapshot_interval) {
-        let what = match opts.caller {
-            Caller::Cli => "--snapshot-interval",
-            Caller::Python => "snapshots=",
-        };
-        return Err(Error::input(format!("{what} {why}")));
+        return Err(Error::input(format!(
+            "{} {why}",
+            opts.caller.option("snapshot-interval")
+        )));
     }
     if out.join(l4s_report::variant_set::MANIFEST).is_file() {
         return Err(Error::input(format!(
             "{} holds a set of variants ({}), and a single run writes one results directory there: move it elsewhere, or choose another folder with {}",
             out.display(),
             l4s_report::variant_set::MANIFEST,
+            opts.caller.option("out")
+        )));
+    }
+    if let Some(why) = l4s_metrics::results::dangling_link(out) {
+        return Err(Error::input(format!(
+            "{why}; choose another folder with {}",
             opts.caller.option("out")
         )));
     }

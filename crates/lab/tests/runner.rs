@@ -546,7 +546,8 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
     run_text(&long, Path::new("long.toml"), &mut Simulator, &opts, &mut notes).unwrap();
     assert_eq!(notes.0.len(), 2, "{:?}", notes.0);
     assert!(
-        notes.0[0].contains("MB of time series") && notes.0[0].contains("--snapshot-interval 1s or 0 writes less"),
+        notes.0[0].contains("MB of time series")
+            && notes.0[0].contains("--snapshot-interval 1s or --snapshot-interval 0 writes less"),
         "{}",
         notes.0[0]
     );

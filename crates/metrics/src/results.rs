@@ -94,6 +94,23 @@ pub fn foreign_content(dir: &Path) -> Option<String> {
     ))
 }
 
+/// Whether `path`, or a folder on the way to it, is a symbolic link to nothing (so the
+/// folder cannot be made there), said with the link's path.
+pub fn dangling_link(path: &Path) -> Option<String> {
+    let link = path
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.is_symlink() && !a.exists())?;
+    Some(if link == path {
+        format!("{} is a symbolic link to nothing", link.display())
+    } else {
+        format!(
+            "{} (on the way to {}) is a symbolic link to nothing",
+            link.display(),
+            path.display()
+        )
+    })
+}
+
 /// The entries of `dir` that `is_own(name, path, is_dir)` does not take as l4s's, sorted,
 /// folders with a `/` after their name: what a person would have to move.
 pub fn foreign_entries(dir: &Path, is_own: impl Fn(&str, &Path, bool) -> bool) -> Vec<String> {
@@ -216,6 +233,12 @@ impl ResultsDir {
     /// A `target` that is a symbolic link is written where it points, and the link is kept:
     /// the folder it names is replaced, never the link a person made.
     pub fn create_with(target: &Path, lock: bool) -> io::Result<ResultsDir> {
+        if let Some(why) = dangling_link(target) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{why}: write the results elsewhere"),
+            ));
+        }
         let resolved;
         let target = if target.is_symlink() {
             resolved = fs::canonicalize(target).map_err(|e| at(target, "a symbolic link to nothing usable", e))?;
@@ -534,7 +557,15 @@ mod tests {
         std::os::unix::fs::symlink(base.join("gone"), &dangling).unwrap();
         let e = ResultsDir::create(&dangling).err().unwrap();
         assert!(
-            e.to_string().contains("dangling: a symbolic link to nothing usable"),
+            e.to_string()
+                .ends_with("dangling is a symbolic link to nothing: write the results elsewhere"),
+            "{e}"
+        );
+        // And so is a folder under it, with the link named.
+        let e = ResultsDir::create(&dangling.join("sub")).err().unwrap();
+        assert!(
+            e.to_string().contains("dangling (on the way to ")
+                && e.to_string().contains("sub) is a symbolic link to nothing"),
             "{e}"
         );
         assert!(dangling.is_symlink() && !base.join("gone").exists());

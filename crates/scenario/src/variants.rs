@@ -82,6 +82,7 @@ pub fn load_with_sets(
     sets: &[(String, Item)],
     caller: crate::Caller,
 ) -> Result<(String, crate::Scenario), ScenarioError> {
+    let original = text;
     // Each key set, and the key the loader names in its errors.
     let mut set_at: Vec<(&str, String)> = Vec::new();
     let text = if sets.is_empty() {
@@ -100,6 +101,11 @@ pub fn load_with_sets(
             .find(|(_, at)| !e.key.is_empty() && (key_within(&e.key, at) || key_within(at, &e.key)))
         {
             e.message = format!("{} (set by {})", e.message, caller.set_key(k));
+        } else if !set_at.is_empty() && crate::load_str(original, file).is_ok() {
+            // A key the sets did not touch, found wrong against one they did (a warm-up
+            // no shorter than a duration set lower): the sets made it so.
+            let keys: Vec<String> = set_at.iter().map(|(k, _)| caller.set_key(k)).collect();
+            e.message = format!("{} (after {})", e.message, keys.join(", "));
         }
         e
     })?;

@@ -258,6 +258,21 @@ fn an_error_in_a_key_brought_by_set_names_the_set() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("flows[2].cc") && !e.contains("set by"), "{e}");
+    // A key no set touched, wrong only against one a set changed: the set is named.
+    let warm = text.replace("duration = \"5s\"", "duration = \"5s\"\nwarmup = \"2s\"");
+    let e = l4s_scenario::variants_with(
+        &warm,
+        Path::new("v.toml"),
+        &[("scenario.duration".into(), "\"1s\"".into())],
+        l4s_scenario::Caller::Python,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("scenario.warmup: the warm-up (2s) must be shorter than the duration (1s)")
+            && e.ends_with("(after set['scenario.duration'])"),
+        "{e}"
+    );
 }
 
 /// The variants of one file hold one copy of a capacity draw they share (the same process

@@ -121,11 +121,8 @@ impl Store {
         caller: crate::Caller,
     ) -> Result<Store, Error> {
         let out = caller.option("out");
-        if dir.is_symlink() && !dir.exists() {
-            return Err(Error::input(format!(
-                "{} is a symbolic link to nothing; choose another folder with {out}",
-                dir.display()
-            )));
+        if let Some(why) = l4s_metrics::results::dangling_link(dir) {
+            return Err(Error::input(format!("{why}; choose another folder with {out}")));
         }
         if dir.exists() {
             if !dir.is_dir() {
@@ -150,7 +147,7 @@ impl Store {
             created = m.created_utc.clone();
             if m.digest != plan.digest && !update {
                 return Err(Error::input(format!(
-                    "{} holds the runs of another campaign ({:?}, plan {}; this file's plan is {}): \
+                    "{} holds the runs of another campaign ({:?}, plan {}; this campaign's plan is {}): \
                      choose another folder with {out}, or give {} to make this campaign the store's (the runs both share are kept)",
                     dir.display(),
                     m.name,
