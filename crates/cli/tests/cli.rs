@@ -1624,7 +1624,7 @@ to = "sta"
         &bss("mcs = 7", "edca = { be = { txop = \"10ms\" } }"),
         15,
         "topology.wifi[0].edca.be.txop",
-        "at most 8.160ms",
+        "at most 8.16ms",
     );
     assert_bad(
         "wifi-scan",

@@ -162,24 +162,26 @@ impl Div<u64> for Dur {
     }
 }
 
+/// `ns` in the largest unit it reaches, exactly (trailing zeros dropped): `1.5s`,
+/// `1.234567ms`, `250us`; parsed back by [`parse_dur`](crate::units::parse_dur) to the same value.
 fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    if ns == 0 {
-        write!(f, "0s")
-    } else if ns.is_multiple_of(1_000_000_000) {
-        write!(f, "{}s", ns / 1_000_000_000)
+    let (unit, per, digits) = if ns == 0 {
+        return write!(f, "0s");
     } else if ns >= 1_000_000_000 {
-        write!(f, "{:.3}s", ns as f64 / 1e9)
-    } else if ns.is_multiple_of(1_000_000) {
-        write!(f, "{}ms", ns / 1_000_000)
+        ("s", 1_000_000_000, 9)
     } else if ns >= 1_000_000 {
-        write!(f, "{:.3}ms", ns as f64 / 1e6)
-    } else if ns.is_multiple_of(1_000) {
-        write!(f, "{}us", ns / 1_000)
+        ("ms", 1_000_000, 6)
     } else if ns >= 1_000 {
-        write!(f, "{:.3}us", ns as f64 / 1e3)
+        ("us", 1_000, 3)
     } else {
-        write!(f, "{ns}ns")
+        return write!(f, "{ns}ns");
+    };
+    let (whole, part) = (ns / per, ns % per);
+    if part == 0 {
+        return write!(f, "{whole}{unit}");
     }
+    let frac = format!("{part:0digits$}");
+    write!(f, "{whole}.{}{unit}", frac.trim_end_matches('0'))
 }
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -403,7 +405,26 @@ mod tests {
     #[test]
     fn display() {
         assert_eq!(Dur::from_millis(20).to_string(), "20ms");
-        assert_eq!(Dur(1_500_000).to_string(), "1.500ms");
+        assert_eq!(Dur(1_500_000).to_string(), "1.5ms");
+        assert_eq!(Dur::from_millis(1500).to_string(), "1.5s");
+        assert_eq!(Dur(1_234_567_891).to_string(), "1.234567891s");
+        assert_eq!(Dur(2_250).to_string(), "2.25us");
+        assert_eq!(Dur(999).to_string(), "999ns");
+        assert_eq!(Dur(0).to_string(), "0s");
         assert_eq!(Rate::mbps(100).to_string(), "100.000Mbit");
+        // Exact: what is written reads back as the same duration.
+        for ns in [
+            1,
+            999,
+            1_000,
+            1_001,
+            1_999_999,
+            20_000_000,
+            1_500_000_000,
+            1_000_000_007,
+            86_400_123_456_789,
+        ] {
+            assert_eq!(crate::units::parse_dur(&Dur(ns).to_string()), Ok(Dur(ns)), "{ns}");
+        }
     }
 }

@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(s.repeat, Some(Dur::from_secs(12)));
         assert_eq!(
             s.to_string(),
-            "250ms=1.500Mbit,1.500s=500.000kbit,2s=1.000Gbit,repeat=12s"
+            "250ms=1.500Mbit,1.5s=500.000kbit,2s=1.000Gbit,repeat=12s"
         );
         // The edges of the forwarder's rate range are accepted.
         let s = parse_rate_schedule("1ms=8kbit,2ms=100Gbit,repeat=3ms").unwrap();

@@ -622,7 +622,7 @@ fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_
     run_text(&late, Path::new("late.toml"), &mut Simulator, &o, &mut n).unwrap();
     assert_eq!(
         n.0,
-        ["flow \"probe\" starts at 2s, and this run ends at 1.500s (duration='1.500s'): it will send nothing"]
+        ["flow \"probe\" starts at 2s, and this run ends at 1.5s (duration='1.5s'): it will send nothing"]
     );
     // An interval below a millisecond is refused before anything is written.
     let bad = RunOptions {

@@ -171,7 +171,7 @@ fn bad_wifi_parameters_name_the_key() {
             "edca = { vi = { txop = \"9ms\" } }",
             "mcs = 3",
             "topology.wifi[0].edca.vi.txop",
-            "at most 8.160ms",
+            "at most 8.16ms",
         ),
         (
             "edca = \"fast\"",
