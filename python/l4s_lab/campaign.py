@@ -147,12 +147,14 @@ def _check_address(address: str, timeout: float = 10.0) -> None:
     written (ray.init itself may wait for minutes)."""
     if address in ("auto", "local"):
         return
-    hostport = address.split("://", 1)[-1]
+    hostport = address.split("://", 1)[-1] if isinstance(address, str) else ""
     host, _, port = hostport.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise error(f"ray_address={address!r}: expected 'HOST:PORT' (a port from 1 to 65535), 'ray://HOST:PORT' or 'auto'")
     try:
         with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
             pass
-    except (OSError, ValueError) as e:
+    except OSError as e:
         raise error(f"ray_address={address!r}: the Ray cluster does not answer ({e})", kind="setup") from None
 
 

@@ -155,14 +155,18 @@ def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
 def _runs(name: str, out: Any, backend: str, args: tuple[Any, Any, Any], call: Any) -> dict[str, Result]:
     """Check the arguments every run takes (``args``: seed, duration, snapshots), then
     ``call(dest)`` the native run into ``out`` or a temporary folder, and read each run it
-    reports back, by variant (``""`` without one); the temporary folder goes."""
+    reports back, by variant (``""`` without one); the temporary folder goes. ``args``
+    also holds ``report`` and ``packets``, files kept only with ``out``."""
     if backend == "live":
         raise error(
             f"backend={backend!r}: {name}() runs the simulator in this process; run the live testbed with `l4s run --backend live` (it needs root)"
         )
     if backend != "sim":
         raise error(f"backend={backend!r}: expected 'sim' (the simulator)")
-    seed, duration, snapshots = args
+    seed, duration, snapshots, report, packets = args
+    for kw, flag, file in [("report", report, "report.html"), ("packets", packets, "packets.parquet")]:
+        if flag and out is None:
+            raise error(f"{kw}={flag!r}: {file} is written into the results directory, which only out= keeps; give out= too")
     check_seed(seed)
     check_text(duration, "duration", "10s")
     check_text(snapshots, "snapshots", "100ms")
@@ -227,7 +231,7 @@ def run(
         "run",
         out,
         backend,
-        (seed, duration, snapshots),
+        (seed, duration, snapshots, report, packets),
         lambda dest: [
             _native.run(
                 os.fspath(scenario),
@@ -273,7 +277,7 @@ def run_variants(
         "run_variants",
         out,
         backend,
-        (seed, duration, snapshots),
+        (seed, duration, snapshots, report, packets),
         lambda dest: _native.run_set(
             os.fspath(scenario),
             dest,

@@ -24,6 +24,12 @@ def test_a_ray_address_that_does_not_answer_is_refused_quickly(tiny, tmp_path):
         campaign.run(small_campaign(tiny), executor="ray", ray_address="127.0.0.1:9", out=tmp_path / "store")
     assert time.monotonic() - t < 30
     assert not (tmp_path / "store").exists(), "nothing is written"
+    # An address that is not one is said to be bad input, with what is expected.
+    for bad in ["nonsense", "host:port", "127.0.0.1:70000"]:
+        with pytest.raises(l4s_lab.L4sError, match=r"expected 'HOST:PORT' \(a port from 1 to 65535\)") as e:
+            campaign.run(small_campaign(tiny), executor="ray", ray_address=bad, out=tmp_path / "store")
+        assert (e.value.kind, e.value.exit_code) == ("input", 2)
+    assert not (tmp_path / "store").exists()
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import l4s_lab
@@ -91,6 +92,10 @@ def test_overrides_set_keys_like_variants_and_load_reads_a_results_directory(tin
     assert abs(r.flows.loc[0, "base_rtt_ms"] - 40.0) < 1e-9
     again = l4s_lab.load(tmp_path / "r")
     assert again.summary == r.summary
+    # The report and the packet table, kept where out= says.
+    l4s_lab.run(tiny, variant="l4s", duration="2s", snapshots=None, report=True, packets=True, out=tmp_path / "rp")
+    assert (tmp_path / "rp" / "report.html").stat().st_size > 1000
+    assert pq.read_table(tmp_path / "rp" / "packets.parquet").num_rows > 100
     assert again.snapshots_queues.shape == r.snapshots_queues.shape
     allv = l4s_lab.run_variants(tiny, duration="2s", snapshots=None)
     assert sorted(allv) == ["classic", "l4s"]
@@ -158,6 +163,8 @@ def test_arguments_of_the_wrong_kind_raise_an_l4s_error_that_names_them(tiny, tm
         (lambda: l4s_lab.run(tiny, variant="l4s", out=""), "out='': expected a folder"),
         (lambda: l4s_lab.run(tiny, variant="l4s", snapshots="500us"), "snapshots= 500us: the time series is written at most every 1ms"),
         (lambda: l4s_lab.run_variants(tiny, variant="l4s"), r"variant=: run_variants\(\) runs every variant"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", report=True), "report=True: report.html is written into the results directory, which only out= keeps"),
+        (lambda: l4s_lab.run_variants(tiny, packets=True), "packets=True: packets.parquet is written"),
         (
             lambda: l4s_lab.run(tiny, variant="l4s", set={"topology.rate": "1Mbit"}, topology__rate="2Mbit"),
             r"topology__rate= and set\['topology.rate'\] both set topology.rate",
