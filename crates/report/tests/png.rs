@@ -1,6 +1,8 @@
 //! PNG export: one PNG per chart of the HTML report, of the right size, not blank, with
 //! stable names and bytes; no panic on results directories that lack optional files.
 
+mod common;
+use common::tmpdir;
 use l4s_report::synth;
 use l4s_report::{render_report, write_pngs, ReportError, DEFAULT_PNG_SCALE};
 use std::collections::BTreeSet;
@@ -8,15 +10,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
-
-/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
-fn tmpdir(tag: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("l4s-report-png-test-")
-        .suffix(&format!("-{tag}"))
-        .tempdir()
-        .unwrap()
-}
 
 /// The opening tags of the report's charts, in page order.
 fn svg_tags(html: &str) -> Vec<&str> {

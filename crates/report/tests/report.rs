@@ -1,5 +1,7 @@
 //! End-to-end tests on hand-built results directories (no simulator involved).
 
+mod common;
+use common::tmpdir;
 use l4s_report::synth;
 use l4s_report::{
     compare_table, compare_table_with, render_compare, render_compare_with, render_report, write_report,
@@ -7,15 +9,6 @@ use l4s_report::{
 };
 use std::fs;
 use std::path::Path;
-
-/// A fresh folder for one test, removed when the returned guard drops (pass or fail).
-fn tmpdir(tag: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("l4s-report-test-")
-        .suffix(&format!("-{tag}"))
-        .tempdir()
-        .unwrap()
-}
 
 fn svgs(html: &str) -> Vec<&str> {
     html.split("<svg")
