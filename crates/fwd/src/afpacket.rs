@@ -229,6 +229,13 @@ fn classify_rx(n: usize, cap: usize, pkttype: u8, trunc: bool) -> Received {
 /// frame reached the interface's receive path) brought onto CLOCK_MONOTONIC, the clock of
 /// the forwarder and the testbed. Both clocks are read once per batch; a stamp later than
 /// now or more than a second old (the real-time clock was set meanwhile) is not used.
+///
+/// The two clocks cannot be read at one instant. The real-time clock is read between two
+/// reads of the monotonic one and paired with the second, so a frame's time on the
+/// monotonic clock is never earlier than when it came, only later by the time between the
+/// reads: a frame moved earlier would leave a delay line before its delay had passed. When
+/// the thread is preempted between the reads (a busy host), they are taken again, up to
+/// [`RxStamp::TRIES`] times, and the closest pair is kept.
 #[derive(Clone, Copy, Debug)]
 pub struct RxStamp {
     real_ns: i128,
@@ -236,16 +243,40 @@ pub struct RxStamp {
 }
 
 impl RxStamp {
+    /// Reads of the pair of clocks, at most, to find two close enough.
+    pub const TRIES: usize = 4;
+    /// Two monotonic reads this close (ns) bracket the real-time read well enough.
+    pub const CLOSE_NS: i128 = 20_000;
+
     pub fn now() -> RxStamp {
-        let read = |clock| {
+        RxStamp::read_with(|clock| {
             let ts = sys::clock_gettime(clock);
             ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
-        };
-        let mono_ns = read(sys::Clock::Monotonic);
-        RxStamp {
-            real_ns: read(sys::Clock::Realtime),
-            mono_ns,
+        })
+    }
+
+    /// The pair from `read` (a clock's time in ns), as [`RxStamp::now`] takes it.
+    pub fn read_with(mut read: impl FnMut(sys::Clock) -> i128) -> RxStamp {
+        let mut best: Option<(i128, RxStamp)> = None;
+        for _ in 0..Self::TRIES {
+            let before = read(sys::Clock::Monotonic);
+            let real_ns = read(sys::Clock::Realtime);
+            let mono_ns = read(sys::Clock::Monotonic);
+            let gap = mono_ns - before;
+            if best.is_none_or(|(g, _)| gap < g) {
+                best = Some((gap, RxStamp { real_ns, mono_ns }));
+            }
+            if gap <= Self::CLOSE_NS {
+                break;
+            }
         }
+        best.map_or(RxStamp { real_ns: 0, mono_ns: 0 }, |(_, s)| s)
+    }
+
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns) as read: a real-time stamp minus this is on
+    /// the monotonic clock, never earlier than it should be.
+    pub fn offset(&self) -> i128 {
+        self.real_ns - self.mono_ns
     }
 
     /// A CLOCK_REALTIME stamp (ns) on CLOCK_MONOTONIC, if plausible.
@@ -368,5 +399,49 @@ mod tests {
         let now = RxStamp::now();
         let t = now.to_monotonic(now.real_ns - 1000).unwrap();
         assert_eq!(t.0 as i128, now.mono_ns - 1000);
+    }
+
+    /// Clocks read by a thread that runs 1 µs per read, preempted for `stalls[i]` µs
+    /// (before, after) its i-th read of the real-time clock: (the pair, the reads made).
+    fn read_stalled(stalls: &[(i128, i128)]) -> (RxStamp, usize) {
+        let (mut t, mut reads, mut real_reads) = (5_000_000_000i128, 0, 0);
+        let s = RxStamp::read_with(|clock| {
+            reads += 1;
+            t += 1_000;
+            match clock {
+                sys::Clock::Monotonic => t,
+                sys::Clock::Realtime => {
+                    let (before, after) = stalls.get(real_reads).copied().unwrap_or((0, 0));
+                    real_reads += 1;
+                    t += before * 1_000;
+                    let real = REAL + t;
+                    t += after * 1_000;
+                    real
+                }
+            }
+        });
+        (s, reads)
+    }
+
+    const REAL: i128 = 1_700_000_000_000_000_000;
+
+    #[test]
+    fn a_stall_between_the_clock_reads_never_moves_a_frame_earlier_than_it_came() {
+        // A frame stamped at true time T on the real-time clock (REAL + T) must land at T or
+        // later on the monotonic one (T): the fake clocks share their time base.
+        let came = 5_000_000_000i128 - 300_000;
+        let land = |s: RxStamp| s.to_monotonic(REAL + came).unwrap().0 as i128 - came;
+        // No stall: one try, a microsecond late.
+        let (s, reads) = read_stalled(&[]);
+        assert_eq!((reads, land(s)), (3, 1_000));
+        // Preempted 400 µs before the real-time read: paired with the monotonic read before
+        // the stall the frame would land 400 µs early, and a delay line would let it go that
+        // much before its delay. Read again, and a microsecond late.
+        let (s, reads) = read_stalled(&[(400, 0)]);
+        assert_eq!((reads, land(s)), (6, 1_000));
+        // Preempted after the real-time read at every try: the closest pair (300 µs), late
+        // by that much, never early.
+        let (s, reads) = read_stalled(&[(0, 400), (0, 300), (0, 500), (0, 350)]);
+        assert_eq!((reads, land(s)), (3 * RxStamp::TRIES, 301_000));
     }
 }

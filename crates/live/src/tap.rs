@@ -9,7 +9,7 @@
 //!
 //! Times are the kernel's receive/transmit stamps (`SO_TIMESTAMPNS`, `CLOCK_REALTIME`)
 //! converted to `CLOCK_MONOTONIC` with the offset between the two clocks taken when the tap
-//! opens; a stamp that is missing or more than 100 ms from the time of reading is replaced
+//! opens (read so that a stamp never moves earlier, [`RxStamp`]); a stamp that is missing or more than 100 ms from the time of reading is replaced
 //! by the time of reading. A retransmitted segment is matched to its latest transmission.
 //! Sequence numbers waiting for their arrival are kept for at most [`MAX_WAIT`] and
 //! [`MAX_OPEN`] segments, so memory is bounded.
@@ -17,14 +17,13 @@
 use crate::endpoints::{precise_timers, wait_fd, FlowCtx};
 use crate::sys;
 use l4s_core::{Dur, Ecn, Time};
-use l4s_fwd::afpacket::monotonic_now;
+use l4s_fwd::afpacket::{monotonic_now, RxStamp};
 use l4s_fwd::packet::{parse, Parsed};
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A segment not seen to arrive within this time is lost.
 pub const MAX_WAIT: Dur = Dur::from_secs(5);
@@ -48,14 +47,6 @@ pub struct Captured {
     pub mono: u64,
 }
 
-/// `CLOCK_REALTIME` in ns (std reads it with `clock_gettime(CLOCK_REALTIME)`).
-fn realtime_ns() -> i128 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(e) => -(e.duration().as_nanos() as i128),
-    }
-}
-
 impl Tap {
     pub fn open() -> io::Result<Tap> {
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
@@ -67,9 +58,9 @@ impl Tap {
         for (name, v) in [(libc::SO_TIMESTAMPNS, 1), (libc::SO_RCVBUF, 8 << 20)] {
             sys::setsockopt_int(fd.as_fd(), libc::SOL_SOCKET, name, v)?;
         }
-        let mono = monotonic_now().as_nanos() as i128;
-        let rt = realtime_ns();
-        Ok(Tap { fd, offset: rt - mono })
+        // Read so that a stamp is never moved earlier than it was taken ([`RxStamp`]).
+        let offset = RxStamp::now().offset();
+        Ok(Tap { fd, offset })
     }
 
     pub fn raw_fd(&self) -> RawFd {
