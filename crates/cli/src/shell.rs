@@ -110,23 +110,40 @@ pub fn clean(s: &str) -> String {
 
 /// A flag that the first SIGINT or SIGTERM sets; with `exit_on_second`, a second one exits
 /// at once with status 130 (results are written beside their place and renamed, so nothing
-/// half-written is left). The live testbed's own handler does its clean-up on a second
-/// signal, so a live run asks for the flag alone.
+/// half-written is left). A signal within [`SAME_INTERRUPT`] of the first is the same
+/// interrupt: GNU `timeout` sends its signal to the command and then to its process group,
+/// so the command gets it twice at once. The live testbed's own handler does its clean-up
+/// on a second signal, so a live run asks for the flag alone.
 pub fn interrupt_flag(exit_on_second: bool) -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, l4s_lab::Error> {
+    use std::sync::atomic::Ordering;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let r = if exit_on_second {
-            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).map(|_| ())
-        } else {
-            Ok(())
-        }
-        .and_then(|_| signal_hook::flag::register(sig, stop.clone()).map(|_| ()));
-        r.map_err(|e| {
-            l4s_lab::Error::new(
-                l4s_lab::ErrorKind::Setup,
-                format!("cannot install the interrupt handler: {e}"),
-            )
-        })?;
-    }
+    let setup = |e: std::io::Error| {
+        l4s_lab::Error::new(
+            l4s_lab::ErrorKind::Setup,
+            format!("cannot install the interrupt handler: {e}"),
+        )
+    };
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+        .map_err(setup)?;
+    let flag = stop.clone();
+    std::thread::Builder::new()
+        .name("l4s-interrupt".into())
+        .spawn(move || {
+            let mut first: Option<std::time::Instant> = None;
+            for _ in signals.forever() {
+                match first {
+                    None => {
+                        flag.store(true, Ordering::SeqCst);
+                        first = Some(std::time::Instant::now());
+                    }
+                    Some(at) if exit_on_second && at.elapsed() >= SAME_INTERRUPT => std::process::exit(130),
+                    Some(_) => {}
+                }
+            }
+        })
+        .map_err(setup)?;
     Ok(stop)
 }
+
+/// Signals this close to the first are that interrupt again, not a second one.
+pub const SAME_INTERRUPT: std::time::Duration = l4s_fwd::netns::SAME_INTERRUPT;

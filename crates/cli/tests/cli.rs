@@ -1414,6 +1414,8 @@ fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
     let pid = child.id().to_string();
     for _ in 0..2 {
         assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+        // Later than a signal delivered again (GNU `timeout`'s, below).
+        std::thread::sleep(std::time::Duration::from_millis(250));
     }
     let t = std::time::Instant::now();
     let o = child.wait_with_output().unwrap();
@@ -1423,6 +1425,26 @@ fn ctrl_c_stops_a_simulation_writes_what_it_reached_and_exits_130() {
         !out2.exists() || out2.join("summary.json").is_file(),
         "no half-written results"
     );
+    // GNU `timeout` signals the run and then its process group: the run gets SIGINT twice
+    // at once, which is one interrupt, not two (the results are written, as on Ctrl-C).
+    let out3 = d.join("out3");
+    let o = Command::new("timeout")
+        .args(["--preserve-status", "-s", "INT", "1.5"])
+        .arg(env!("CARGO_BIN_EXE_l4s"))
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out3)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted at") && err.contains("marked incomplete"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out3.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["complete"], false);
 }
 
 #[test]

@@ -900,11 +900,17 @@ pub fn registered_count() -> usize {
     r.namespaces.len() + r.links.len()
 }
 
+/// A signal this soon after the first is the same interrupt delivered again, not a second
+/// one: GNU `timeout` signals the command and then its process group, so the command
+/// gets each of its signals twice at once.
+pub const SAME_INTERRUPT: Duration = Duration::from_millis(100);
+
 /// Clean up on SIGINT and SIGTERM. Starts one watcher thread (call once per process).
 ///
 /// * With `stop`: the first signal sets `stop` so that the run can end and drop its
 ///   [`Testbed`]s itself; if after `grace` something is still registered, the watcher
-///   removes it and exits with status 128 + signal. A second signal does that at once.
+///   removes it and exits with status 128 + signal. A second signal does that at once
+///   (one within [`SAME_INTERRUPT`] of the first is the same one).
 /// * Without `stop`: the first signal removes everything and exits with 128 + signal.
 pub fn install_signal_cleanup(stop: Option<Arc<AtomicBool>>, grace: Duration) -> Result<(), FwdError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
@@ -925,7 +931,10 @@ pub fn install_signal_cleanup(stop: Option<Arc<AtomicBool>>, grace: Duration) ->
                             flag.store(true, Ordering::SeqCst);
                             first = Some((sig, Instant::now()));
                         }
-                        (Some(_), Some(_)) => exit_after_cleanup(sig, "a second signal"),
+                        (Some(_), Some((_, at))) if at.elapsed() >= SAME_INTERRUPT => {
+                            exit_after_cleanup(sig, "a second signal")
+                        }
+                        (Some(_), Some(_)) => {}
                         (None, _) => exit_after_cleanup(sig, "a signal"),
                     }
                 }
