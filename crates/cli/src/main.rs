@@ -156,10 +156,22 @@ fn run(a: &RunArgs) -> ExitCode {
         } else {
             Box::new(Simulator)
         };
+        let mut writes: Vec<(std::path::PathBuf, &std::path::Path)> = Vec::new();
         for f in &a.scenarios {
-            if let Err(e) = l4s_lab::check_file(f, &*check, &opts) {
-                return fail(&e);
+            let out = match l4s_lab::check_file(f, &*check, &opts) {
+                Ok(out) => out,
+                Err(e) => return fail(&e),
+            };
+            // The second would replace the first's results.
+            if let Some((_, earlier)) = writes.iter().find(|(o, _)| *o == out) {
+                return fail(&l4s_lab::Error::input(format!(
+                    "{} and {} both write {}: give them different names (scenario.name), or run them one at a time with --out",
+                    earlier.display(),
+                    f.display(),
+                    out.display()
+                )));
             }
+            writes.push((out, f));
         }
     }
     for f in &a.scenarios {

@@ -1540,6 +1540,21 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("c.toml:1: not valid TOML"));
     assert!(!later.join("results").exists());
+    // Two files of one name would write one folder, the second over the first: refused
+    // before either runs.
+    std::fs::write(later.join("same.toml"), GOOD).unwrap();
+    let o = l4s()
+        .current_dir(&later)
+        .args(["run", "-q", "a.toml", "same.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("a.toml and same.toml both write results/tiny: give them different names (scenario.name)"),
+        "{err}"
+    );
+    assert!(!later.join("results").exists());
     // --json is one document: for one file.
     let o = l4s()
         .current_dir(d)

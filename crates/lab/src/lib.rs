@@ -292,11 +292,15 @@ pub fn run_file(
 /// and backend, and run nothing: the file, its variants, the overrides, what the backend
 /// can run, and the results directories it would write. A front end given several files
 /// checks them all first, so that a mistake in the last is not found after hours of the
-/// first.
-pub fn check_file(path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Result<(), Error> {
+/// first. Returns the folder the run would write: its results directory, or the folder
+/// of its variants (so that the front end can refuse two files that would write one).
+pub fn check_file(path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Result<PathBuf, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::input(format!("{}: cannot read the scenario file: {e}", path.display())))?;
-    plan(&text, path, backend, opts).map(|_| ())
+    Ok(match plan(&text, path, backend, opts)? {
+        Plan::One(_, out) => out,
+        Plan::Variants(_, base) => base,
+    })
 }
 
 /// What [`run_text`] will run, checked before anything is created.
