@@ -177,14 +177,20 @@ pub fn variant_texts(mut doc: DocumentMut, file: &Path) -> Result<Vec<(Option<St
             return Err(err(
                 file,
                 &at("name"),
-                format!("{name:?}: expected letters, digits, '-', '_' or '.' (it names a results directory)"),
+                format!("{name:?}: expected letters, digits, '-', '_' or '.', not starting with '.' (it names a results directory)"),
             ));
         }
-        if name == "compare.html" {
+        // What the set's folder holds beside the variants' directories.
+        let beside = [
+            ("compare.html", "the comparison page"),
+            ("compare-png", "the folder of the comparison page's charts"),
+            ("variants.json", "the set's manifest"),
+        ];
+        if let Some((_, what)) = beside.iter().find(|(n, _)| *n == name) {
             return Err(err(
                 file,
                 &at("name"),
-                "\"compare.html\" is the comparison page beside the variants' directories: choose another name",
+                format!("{name:?} is {what} beside the variants' directories: choose another name"),
             ));
         }
         if names.contains(&name) {

@@ -109,9 +109,19 @@ fn names_that_would_leave_their_directory_are_refused() {
         variants_of(&ok, Path::new("v.toml")).unwrap()[0].1.name,
         "cable home 2 (10 ms)"
     );
-    let text = format!("{BASE}\n[[variants]]\nname = \"compare.html\"\n");
-    let e = variants_of(&text, Path::new("v.toml")).unwrap_err().to_string();
-    assert!(e.contains("variants[0].name") && e.contains("comparison page"), "{e}");
+    // The names of what the set's folder holds beside the variants'.
+    for (name, what) in [
+        ("compare.html", "the comparison page"),
+        ("compare-png", "the folder of the comparison page's charts"),
+        ("variants.json", "the set's manifest"),
+    ] {
+        let text = format!("{BASE}\n[[variants]]\nname = \"{name}\"\n");
+        let e = variants_of(&text, Path::new("v.toml")).unwrap_err().to_string();
+        assert!(
+            e.contains("variants[0].name") && e.contains(&format!("{name:?} is {what} beside")),
+            "{e}"
+        );
+    }
 }
 
 #[test]
