@@ -507,6 +507,7 @@ pub fn run_text(
         variants: variants.iter().map(|(n, _)| n.clone().unwrap_or_default()).collect(),
         done: Vec::new(),
         complete: false,
+        stopped: None,
     };
     let write_manifest = |m: &l4s_report::variant_set::VariantSet| -> Result<(), Error> {
         std::fs::create_dir_all(&base).map_err(|e| Error::output(format!("cannot write {}: {e}", base.display())))?;
@@ -542,11 +543,13 @@ pub fn run_text(
             }
         };
         let stopped = !run.summary.complete;
-        if !stopped {
+        if stopped {
+            manifest.stopped = Some(name.clone());
+        } else {
             manifest.done.push(name.clone());
             manifest.complete = manifest.done.len() == manifest.variants.len();
-            write_manifest(&manifest)?;
         }
+        write_manifest(&manifest)?;
         run.variant = Some(name);
         runs.push(run);
         if stopped {

@@ -445,12 +445,13 @@ fn an_interrupted_variant_run_leaves_an_incomplete_set_that_compare_and_the_repo
     let m2 = l4s_report::variant_set::VariantSet::read(&out).unwrap();
     assert!(!m2.complete && m2.set != m.set);
     assert_eq!(m2.done, ["l4s"]);
+    assert_eq!(m2.stopped, None, "failed, not stopped: nothing of fifo was written");
     let dirs = vec![out.join("l4s"), out.join("fifo")];
     let page = d.join("cmp.html");
     let table = l4s_lab::compare(&dirs, &page).unwrap();
     assert!(
         table.contains("warning: the variant set in")
-            && table.contains("is incomplete: 1 of 2 variants written (missing: fifo)"),
+            && table.contains("is incomplete: 1 of 2 variants written in full; not written: fifo, so a directory of that name there may hold an earlier run's results"),
         "{table}"
     );
     assert!(
@@ -501,6 +502,16 @@ fn a_stopped_simulation_writes_its_results_up_to_then_marked_incomplete() {
     assert!(html.contains("the run was stopped at"));
     let m = l4s_report::variant_set::VariantSet::read(&out).unwrap();
     assert!(!m.complete && m.done.is_empty());
+    // The manifest names the variant stopped, whose directory this run wrote, apart from
+    // the one not run, whose directory (if any) is an earlier run's.
+    assert_eq!(m.stopped.as_deref(), Some("l4s"));
+    let table = l4s_lab::compare(&[out.join("l4s")], &d.join("cmp.html")).unwrap();
+    assert!(
+        table.contains(
+            "is incomplete: 0 of 2 variants written in full; l4s was interrupted and holds what it reached, marked incomplete; not written: fifo, so a directory of that name there may hold an earlier run's results: run the scenario again"
+        ),
+        "{table}"
+    );
     // A complete run has neither key.
     let full = run_text(
         TINY,

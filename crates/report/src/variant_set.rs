@@ -24,6 +24,10 @@ pub struct VariantSet {
     pub variants: Vec<String>,
     pub done: Vec<String>,
     pub complete: bool,
+    /// The variant the run was interrupted in: its directory holds what it reached,
+    /// marked incomplete (not in `done`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl VariantSet {
@@ -66,15 +70,28 @@ pub fn warnings(dirs: &[PathBuf]) -> Vec<String> {
             let missing: Vec<&str> = m
                 .variants
                 .iter()
-                .filter(|v| !m.done.contains(v))
+                .filter(|v| !m.done.contains(v) && m.stopped.as_ref() != Some(*v))
                 .map(String::as_str)
                 .collect();
+            let stopped = m
+                .stopped
+                .as_ref()
+                .map(|v| format!("; {v} was interrupted and holds what it reached, marked incomplete"))
+                .unwrap_or_default();
+            let others = if missing.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; not written: {}, so a directory of {} there may hold an earlier run's results",
+                    missing.join(", "),
+                    if missing.len() == 1 { "that name" } else { "those names" }
+                )
+            };
             out.push(format!(
-                "the variant set in {} is incomplete: {} of {} variants written (missing: {}); the run was interrupted, so the other directories there may hold an earlier run's results: run the scenario again",
+                "the variant set in {} is incomplete: {} of {} variants written in full{stopped}{others}: run the scenario again",
                 p.display(),
                 m.done.len(),
                 m.variants.len(),
-                missing.join(", ")
             ));
         }
         let stale: Vec<String> = dirs
