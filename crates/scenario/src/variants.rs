@@ -58,6 +58,20 @@ pub fn variants_with(
         // Let the ordinary loader report the syntax error with its line.
         return crate::load_str(text, file).map(|s| vec![(None, s)]);
     };
+    // The variants are what the file's [[variants]] tables make of it, not a key to set.
+    if let Some((k, _)) = sets
+        .iter()
+        .find(|(k, _)| k == "variants" || k.starts_with("variants.") || k.starts_with("variants["))
+    {
+        return Err(err(
+            file,
+            &caller.set_key(k),
+            format!(
+                "the variants are the file's [[variants]] tables: choose among them with {}, or write them in the file",
+                caller.option("variant")
+            ),
+        ));
+    }
     let sets: Vec<(String, Item)> = sets.iter().map(|(k, v)| (k.clone(), set_value(v))).collect();
     let mut out = Vec::new();
     for (name, text) in variant_texts(doc, file)? {

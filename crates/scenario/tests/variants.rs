@@ -283,6 +283,23 @@ fn an_error_in_a_key_brought_by_set_names_the_set() {
             && e.ends_with("(after set['scenario.duration'])"),
         "{e}"
     );
+    // The variants are not a key to set: refused, not ignored.
+    for k in ["variants", "variants.0.name"] {
+        let e = l4s_scenario::variants_with(
+            &text,
+            Path::new("v.toml"),
+            &[(k.into(), "[]".into())],
+            l4s_scenario::Caller::Cli,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!(
+                "--set {k}: the variants are the file's [[variants]] tables: choose among them with --variant"
+            )),
+            "{e}"
+        );
+    }
 }
 
 /// The variants of one file hold one copy of a capacity draw they share (the same process
