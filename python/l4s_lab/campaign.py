@@ -3,7 +3,7 @@ parameters, kept in a resumable store, on this machine or on a Ray cluster.
 
 >>> from l4s_lab import campaign
 >>> c = campaign.run("campaigns/field-study.toml", jobs=2)          # doctest: +SKIP
->>> c.pairs.query("metric == 'flow.game.owd_p99_ms'").difference.describe()
+>>> c.pairs.query("metric == 'flow.probe.owd_p99_ms'").difference.describe()
 >>> c = campaign.run("campaigns/field-study.toml", executor="ray")   # the same, on Ray
 
 The campaign file format and the store are documented in docs/campaigns.md; the

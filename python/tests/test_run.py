@@ -248,3 +248,20 @@ def test_what_a_run_says_before_it_starts_is_a_warning_at_the_callers_line(tiny,
             l4s_lab.run(p, variant="l4s", duration="1500ms", snapshots=None, out=tmp_path / "o")
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["complete"] is False
+
+
+def test_the_worked_example_of_docs_python_md_prints_what_the_page_shows(monkeypatch):
+    # The page's figures are a run's output: they must be this build's.
+    monkeypatch.chdir(ROOT)
+    page = (ROOT / "docs/python.md").read_text()
+    call = 'r = l4s_lab.run("scenarios/dumbbell-dualpi2.toml", seed=1, duration="20s")'
+    assert call in page
+    block = page.split(call, 1)[1].split("\n\n", 1)[0].splitlines()
+    shown_repr = block[1].split("# ", 1)[1].strip()
+    rows = [line[1:].split() for line in block if line.startswith("# ") and line[2:].strip()[:1].isdigit()]
+    assert len(rows) == 4, block
+    r = l4s_lab.run("scenarios/dumbbell-dualpi2.toml", seed=1, duration="20s")
+    assert repr(r) == shown_repr
+    got = r.flows[["name", "throughput_bps", "owd_ms.p99"]]
+    for (i, name, thr, p99), (_, g) in zip(rows, got.iterrows()):
+        assert (g["name"], f"{g['throughput_bps']:.1f}", f"{g['owd_ms.p99']:.6f}") == (name, thr, p99), f"row {i}"
