@@ -6,8 +6,9 @@ use std::path::PathBuf;
 /// Why a report could not be built. Every variant names the file involved.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// The directory has no `summary.json`: it is not an l4s-lab results directory.
-    #[error("{}: no summary.json here, so this is not an l4s-lab results directory (write one with `l4s run SCENARIO --out DIR`)", dir.display())]
+    /// The directory has no `summary.json`: it is not an l4s-lab results directory (or
+    /// not there at all, or the folder of a set of variants).
+    #[error("{}", missing_summary(dir))]
     MissingSummary { dir: PathBuf },
     /// `summary.json` has a `schema_version` this build does not read.
     #[error("{}: schema_version {found} is not supported (this build reads {supported}); regenerate the results with a matching l4s-lab", path.display())]
@@ -41,4 +42,32 @@ pub enum ReportError {
     /// `render_compare` / `compare_table` was given no directory.
     #[error("nothing to compare: give at least one results directory")]
     NoRuns,
+}
+
+/// What [`ReportError::MissingSummary`] says, from what is at `dir`.
+fn missing_summary(dir: &std::path::Path) -> String {
+    let d = dir.display();
+    if !dir.exists() {
+        return format!("{d}: no such directory (give a results directory that `l4s run` wrote)");
+    }
+    if dir.join(crate::variant_set::MANIFEST).is_file() {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("summary.json").is_file())
+            .map(|e| e.path().display().to_string())
+            .collect();
+        names.sort();
+        return format!(
+            "{d} holds a set of variants ({}), a results directory each: give {}",
+            crate::variant_set::MANIFEST,
+            if names.is_empty() {
+                "one of them".to_string()
+            } else {
+                format!("one or more of {}", names.join(" "))
+            }
+        );
+    }
+    format!("{d}: no summary.json here, so this is not an l4s-lab results directory (write one with `l4s run SCENARIO --out DIR`)")
 }

@@ -342,6 +342,29 @@ fn bad_inputs_give_errors_that_name_the_file_and_line() {
     let e = expect_err(dir);
     assert!(matches!(e, ReportError::MissingSummary { .. }));
     assert!(e.to_string().contains("no summary.json"));
+    // Nothing there, or the folder of a set of variants: said so.
+    let e = expect_err(&dir.join("nowhere")).to_string();
+    assert!(
+        e.ends_with("nowhere: no such directory (give a results directory that `l4s run` wrote)"),
+        "{e}"
+    );
+    let set = dir.join("set");
+    for v in ["l4s", "classic"] {
+        fs::create_dir_all(set.join(v)).unwrap();
+        fs::write(set.join(v).join("summary.json"), "{}").unwrap();
+    }
+    fs::write(set.join("variants.json"), "{}").unwrap();
+    let e = expect_err(&set).to_string();
+    let (c, l) = (set.join("classic"), set.join("l4s"));
+    assert!(
+        e.ends_with(&format!(
+            "set holds a set of variants (variants.json), a results directory each: give one or more of {} {}",
+            c.display(),
+            l.display()
+        )),
+        "{e}"
+    );
+    fs::remove_dir_all(&set).unwrap();
 
     let good = serde_json::to_string(&synth::healthy_dualpi2()).unwrap();
     fs::write(dir.join("summary.json"), &good[..good.len() / 2]).unwrap();
