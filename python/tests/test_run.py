@@ -232,7 +232,7 @@ def test_what_a_run_says_before_it_starts_is_a_warning_at_the_callers_line(tiny,
     assert late != tiny.read_text()
     p = tmp_path / "late.toml"
     p.write_text(late)
-    with pytest.warns(UserWarning, match=r"flow \"probe\" starts at 2s, and this run ends at 1.500s \(duration='1.500s'\)") as w:
+    with pytest.warns(UserWarning, match=r"flow \"probe\" starts at 2s, and this run ends at 1.5s \(duration='1.5s'\)") as w:
         l4s_lab.run(p, variant="l4s", duration="1500ms", snapshots=None)
     assert w[0].filename == __file__
     # In a set of variants, each warning names its variant.
