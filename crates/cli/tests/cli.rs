@@ -882,7 +882,7 @@ fn report_bad_input() {
     );
     let cut = mk("cut", &summary[..summary.len() / 2]);
     let cases = [
-        (d.join("nope"), "summary.json"),
+        (d.join("nope"), "no such directory"),
         (other.clone(), "schema_version 99"),
         (cut.clone(), "summary.json"),
     ];
