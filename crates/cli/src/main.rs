@@ -254,16 +254,17 @@ fn run_one(
     match l4s_lab::run_file(scenario, &mut *backend, &opts, &mut shell) {
         Ok(runs) => {
             if a.json {
-                let v = match &runs.compare {
-                    None => serde_json::to_value(&runs.runs[0].summary),
-                    Some(_) => serde_json::to_value(
+                // As summary.json writes it (its keys in its order); variants in the file's.
+                let text = match &runs.compare {
+                    None => serde_json::to_string_pretty(&runs.runs[0].summary),
+                    Some(_) => serde_json::to_string_pretty(&shell::InOrder(
                         runs.runs
                             .iter()
                             .map(|r| (r.variant.clone().unwrap_or_default(), &r.summary))
-                            .collect::<std::collections::BTreeMap<_, _>>(),
-                    ),
+                            .collect(),
+                    )),
                 };
-                match v.and_then(|v| serde_json::to_string_pretty(&v)) {
+                match text {
                     Ok(t) => println!("{t}"),
                     Err(e) => return fail(&l4s_lab::Error::output(format!("cannot print the summary: {e}"))),
                 }

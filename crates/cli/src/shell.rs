@@ -147,3 +147,12 @@ pub fn interrupt_flag(exit_on_second: bool) -> Result<std::sync::Arc<std::sync::
 
 /// Signals this close to the first are that interrupt again, not a second one.
 pub const SAME_INTERRUPT: std::time::Duration = l4s_fwd::netns::SAME_INTERRUPT;
+
+/// A JSON object of these entries in this order (a map would sort them).
+pub struct InOrder<'a, T>(pub Vec<(String, &'a T)>);
+
+impl<T: serde::Serialize> serde::Serialize for InOrder<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}

@@ -1302,8 +1302,13 @@ fn scripts_get_the_verdict_in_the_summary_json_on_stdout_and_an_exit_status() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is the summary");
     assert_eq!(v["verdict"]["level"], "good", "{}", v["verdict"]);
     assert!(v["verdict"]["headline"].as_str().unwrap().contains("L4S working"));
-    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("g/summary.json")).unwrap()).unwrap();
-    assert_eq!(v, file);
+    let file = std::fs::read(d.join("g/summary.json")).unwrap();
+    assert_eq!(v, serde_json::from_slice::<serde_json::Value>(&file).unwrap());
+    // The very text of summary.json, its keys in its order.
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim_end(),
+        String::from_utf8_lossy(&file).trim_end()
+    );
     // --fail-on: exit 3 when the verdict is that bad, 0 otherwise.
     let o = run(&bad, "b", &["-q", "--fail-on", "problem"]);
     assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
@@ -1322,7 +1327,7 @@ fn scripts_get_the_verdict_in_the_summary_json_on_stdout_and_an_exit_status() {
     let both = d.join("both.toml");
     std::fs::write(
         &both,
-        format!("{GOOD}\n[[variants]]\nname = \"dualpi2\"\n\n[[variants]]\nname = \"fifo\"\nset = {{ \"topology.aqm\" = {{ kind = \"fifo\", limit = 300 }} }}\n"),
+        format!("{GOOD}\n[[variants]]\nname = \"pi2\"\n\n[[variants]]\nname = \"fifo\"\nset = {{ \"topology.aqm\" = {{ kind = \"fifo\", limit = 300 }} }}\n"),
     )
     .unwrap();
     let o = run(&both, "v", &["-q"]);
@@ -1335,7 +1340,12 @@ fn scripts_get_the_verdict_in_the_summary_json_on_stdout_and_an_exit_status() {
     let o = run(&both, "v", &["--json", "--fail-on", "problem"]);
     assert_eq!(o.status.code(), Some(3));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["dualpi2"]["verdict"]["level"], "good");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("{\n  \"pi2\": {\n    \"schema_version\"") && text.contains("\"fifo\": {"),
+        "the variants in the file's order (pi2 before fifo), each summary in its own"
+    );
+    assert_eq!(v["pi2"]["verdict"]["level"], "good");
     assert_eq!(v["fifo"]["verdict"]["level"], "bad");
 }
 
