@@ -175,10 +175,13 @@ fn a_bad_duration_is_refused_before_any_directory_is_created() {
     let d = d_guard.path();
     let one = TINY.split("[[variants]]").next().unwrap();
     for (text, says) in [
-        (one, "a duration of 1s is not longer than the scenario's warm-up (1s)"),
+        (
+            one,
+            "tiny.toml: --duration 1s: not longer than the file's warm-up (1s); give a longer duration or a shorter warm-up",
+        ),
         (
             TINY,
-            "variant l4s: a duration of 1s is not longer than the scenario's warm-up (1s)",
+            "tiny.toml: variant l4s: --duration 1s: not longer than the file's warm-up (1s); give a longer duration or a shorter warm-up",
         ),
     ] {
         let opts = RunOptions {
@@ -199,7 +202,21 @@ fn a_bad_duration_is_refused_before_any_directory_is_created() {
     let e = run_text(one, Path::new("tiny.toml"), &mut Simulator, &opts, &mut NoProgress).unwrap_err();
     assert_eq!(
         (e.kind, e.message.as_str()),
-        (ErrorKind::Input, "the duration must be above zero")
+        (ErrorKind::Input, "tiny.toml: the duration must be above zero")
+    );
+    assert!(!d.join("parent").exists());
+    // A warm-up set for the run, from Python: said so, in its words.
+    let opts = RunOptions {
+        duration: Some(l4s_core::Dur::from_secs(2)),
+        set: vec![("scenario.warmup".into(), "\"2500ms\"".into())],
+        caller: Caller::Python,
+        out: Some(d.join("parent/out")),
+        ..RunOptions::default()
+    };
+    let e = run_text(one, Path::new("tiny.toml"), &mut Simulator, &opts, &mut NoProgress).unwrap_err();
+    assert_eq!(
+        e.message,
+        "tiny.toml: duration='2s': not longer than the warm-up set for the run (2.5s); give a longer duration or a shorter warm-up"
     );
     assert!(!d.join("parent").exists());
     // A good override is the run's: in the summary and in the run's statistics.

@@ -81,7 +81,7 @@ impl Scenario {
             }
             if self.warmup >= d {
                 return Err(format!(
-                    "a duration of {d} is not longer than the scenario's warm-up ({})",
+                    "a duration of {d} is not longer than the warm-up ({})",
                     self.warmup
                 ));
             }
