@@ -524,6 +524,46 @@ pub fn compare_table_with(dirs: &[PathBuf], opts: &CompareOptions) -> Result<Str
     Ok(out)
 }
 
+/// What the terminal must say beside the figures: runs stopped early (their figures cover
+/// less than the run), statistics windows that differ between the runs, and runs that
+/// share no flow (nothing to set side by side).
+fn window_notes(runs: &[Results]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        if !r.summary.complete {
+            let (from, to) = r.summary.stats_window();
+            out.push(format!(
+                "run {} was stopped at {to:.1} s of {:.1} s (marked incomplete): its figures cover {from:.1}–{to:.1} s",
+                i + 1,
+                r.summary.scenario.duration_s
+            ));
+        }
+    }
+    let windows: Vec<(f64, f64)> = runs.iter().map(|r| r.summary.stats_window()).collect();
+    if windows.iter().any(|w| *w != windows[0]) {
+        let each: Vec<String> = windows
+            .iter()
+            .enumerate()
+            .map(|(i, (a, b))| format!("run {} {a:.1}–{b:.1} s", i + 1))
+            .collect();
+        out.push(format!(
+            "the runs' figures cover different windows: {}",
+            each.join(", ")
+        ));
+    }
+    if runs.len() > 1
+        && flow_names(runs).iter().all(|n| {
+            runs.iter()
+                .filter(|r| r.summary.flows.iter().any(|f| &f.name == n))
+                .count()
+                < 2
+        })
+    {
+        out.push("no flow is in more than one run (flows are matched by name): nothing to set side by side".into());
+    }
+    out
+}
+
 fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
     let mut out = String::new();
     for (i, r) in runs.iter().enumerate() {
@@ -535,6 +575,9 @@ fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
             v.level.as_str(),
             sanitize(&v.headline)
         );
+    }
+    for n in window_notes(runs) {
+        let _ = writeln!(out, "note: {n}");
     }
     out.push('\n');
     let mut rows = vec![[

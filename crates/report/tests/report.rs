@@ -593,6 +593,10 @@ fn compare_matches_flows_by_name_and_reports_differences() {
         assert!(prague2.contains(want), "{want} in {prague2}");
     }
     assert!(t.lines().next().unwrap().contains("[good] L4S working"));
+    assert!(
+        !t.contains("note:"),
+        "complete runs over one window: nothing to note\n{t}"
+    );
     let html = render_compare(&dirs).unwrap();
     assert!(!html.contains("http://") && !html.contains("https://"));
     assert!(html.contains("+100 (+980 %)"), "Δp50 with relative change");
@@ -880,4 +884,41 @@ fn compare_shows_media_and_application_metrics_with_labels() {
     assert!(!compare_table(&dirs).unwrap().contains("L4S, Wi-Fi"));
     fs::remove_dir_all(&a).unwrap();
     fs::remove_dir_all(&b).unwrap();
+}
+
+#[test]
+fn the_terminal_comparison_notes_a_run_stopped_early_other_windows_and_no_flow_in_common() {
+    let (a_guard, b_guard, c_guard) = (tmpdir("note-a"), tmpdir("note-b"), tmpdir("note-c"));
+    let (a, b, c) = (a_guard.path(), b_guard.path(), c_guard.path());
+    let s1 = synth::healthy_dualpi2();
+    let (w, dur) = (s1.scenario.warmup_s, s1.scenario.duration_s);
+    // Stopped early, at 80 % of the run.
+    let mut s2 = s1.clone();
+    s2.complete = false;
+    s2.reached_s = Some(w + (dur - w) * 0.8);
+    synth::write_results_dir(a, &s1, 0.1, 1).unwrap();
+    synth::write_results_dir(b, &s2, 0.1, 2).unwrap();
+    let t = compare_table(&[a.to_path_buf(), b.to_path_buf()]).unwrap();
+    let r = s2.reached_s.unwrap();
+    for want in [
+        format!(
+            "note: run 2 was stopped at {r:.1} s of {dur:.1} s (marked incomplete): its figures cover {w:.1}–{r:.1} s"
+        ),
+        format!("note: the runs' figures cover different windows: run 1 {w:.1}–{dur:.1} s, run 2 {w:.1}–{r:.1} s"),
+    ] {
+        assert!(t.contains(&want), "{want}\n{t}");
+    }
+    assert!(!t.contains("nothing to set side by side"));
+    // No flow of one name in both: said so.
+    let mut s3 = s1.clone();
+    for f in &mut s3.flows {
+        f.name = format!("other-{}", f.name);
+    }
+    synth::write_results_dir(c, &s3, 0.1, 3).unwrap();
+    let t = compare_table(&[a.to_path_buf(), c.to_path_buf()]).unwrap();
+    assert!(
+        t.contains("note: no flow is in more than one run (flows are matched by name): nothing to set side by side"),
+        "{t}"
+    );
+    assert!(!t.contains("different windows") && !t.contains("stopped at"), "{t}");
 }
