@@ -57,7 +57,12 @@ pub fn parse_toml<T: DeserializeOwned>(text: &str, file: &Path) -> Result<T, Sce
 
 /// Make serde's wording a little more direct.
 fn friendly(msg: &str) -> String {
-    let m = msg.trim().to_string();
+    let mut m = msg.trim().to_string();
+    // Not the name of a type of ours (`expected struct TopologyTable`): what to write.
+    if let Some(at) = m.find(", expected struct ").or_else(|| m.find(", expected a map")) {
+        m.truncate(at);
+        m.push_str(", expected a table (a [section], or { key = value, ... })");
+    }
     if let Some(rest) = m.strip_prefix("missing field ") {
         return format!("required key {rest} is missing");
     }

@@ -104,6 +104,13 @@ pub fn load_with_sets(
     } else {
         let mut d: DocumentMut = text.parse().map_err(|e| err(file, "", format!("{e}")))?;
         for (k, v) in sets {
+            if k.contains(['[', ']']) {
+                return Err(err(
+                    file,
+                    &caller.set_key(k),
+                    "expected a dotted key path, such as \"topology.rate\" or \"flows.<name>.cc\" (a flow by its name, not a number)",
+                ));
+            }
             let at = set_path_at(&mut d, k, v.clone()).map_err(|m| err(file, &caller.set_key(k), m))?;
             set_at.push((k.as_str(), at));
         }

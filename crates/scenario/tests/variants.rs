@@ -283,6 +283,16 @@ fn an_error_in_a_key_brought_by_set_names_the_set() {
             && e.ends_with("(after set['scenario.duration'])"),
         "{e}"
     );
+    // A flow by number, or a table's key set to a number: said in the file's terms.
+    for (k, v, says) in [
+        ("flows[0].cc", "\"reno\"", "--set flows[0].cc: expected a dotted key path, such as \"topology.rate\" or \"flows.<name>.cc\" (a flow by its name, not a number)"),
+        ("topology", "5", "topology: invalid type: integer `5`, expected a table (a [section], or { key = value, ... })"),
+    ] {
+        let e = l4s_scenario::variants_with(&text, Path::new("v.toml"), &[(k.into(), v.into())], l4s_scenario::Caller::Cli)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{e}");
+    }
     // The variants are not a key to set: refused, not ignored.
     for k in ["variants", "variants.0.name"] {
         let e = l4s_scenario::variants_with(
