@@ -340,23 +340,23 @@ fn plan(text: &str, path: &Path, backend: &dyn Backend, opts: &RunOptions) -> Re
         let (earlier, rest) = variants.split_at_mut(k);
         let (name, sc) = &mut rest[0];
         let variant = name.as_ref().map(|n| format!("variant {n}: ")).unwrap_or_default();
-        if let Some(d) = opts.duration.filter(|&d| !d.is_zero() && sc.warmup >= d) {
-            // Said here, where the option and the file are known.
-            let warmup = if opts.set.iter().any(|(k, _)| k == "scenario.warmup") {
-                "the warm-up set for the run"
-            } else {
-                "the file's warm-up"
-            };
-            return Err(Error::input(format!(
-                "{}: {variant}{}: not longer than {warmup} ({}); give a longer duration or a shorter warm-up",
-                path.display(),
-                opts.caller.option_value("duration", &d.to_string()),
-                sc.warmup
-            )));
-        }
-        apply_overrides(sc, opts.seed, opts.duration).map_err(|mut e| {
-            e.message = format!("{}: {variant}{}", path.display(), e.message);
-            e
+        sc.apply_overrides(opts.seed, opts.duration).map_err(|e| {
+            Error::input(match e {
+                // Worded here, where the option and the file are known.
+                l4s_scenario::OverrideError::NotAfterWarmup { duration, warmup } => {
+                    let whose = if opts.set.iter().any(|(k, _)| k == "scenario.warmup") {
+                        "the warm-up set for the run"
+                    } else {
+                        "the file's warm-up"
+                    };
+                    format!(
+                        "{}: {variant}{}: not longer than {whose} ({warmup}); give a longer duration or a shorter warm-up",
+                        path.display(),
+                        opts.caller.option_value("duration", &duration.to_string()),
+                    )
+                }
+                e => format!("{}: {variant}{e}", path.display()),
+            })
         })?;
         sc.share_draws(earlier.iter().map(|(_, s)| s));
     }

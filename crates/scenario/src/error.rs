@@ -32,6 +32,42 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// Why a run's overrides (`--seed`, `--duration`) cannot be applied to a scenario
+/// ([`crate::Scenario::apply_overrides`]). Typed, so a caller that knows the option's
+/// name and where the warm-up came from can word [`OverrideError::NotAfterWarmup`] itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OverrideError {
+    /// The duration given was zero.
+    ZeroDuration,
+    /// The duration given is not longer than the scenario's warm-up.
+    NotAfterWarmup {
+        duration: l4s_core::Dur,
+        warmup: l4s_core::Dur,
+    },
+    /// A link's capacity trace could not be drawn for the run.
+    Draw(String),
+}
+
+impl fmt::Display for OverrideError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OverrideError::ZeroDuration => f.write_str("the duration must be above zero"),
+            OverrideError::NotAfterWarmup { duration, warmup } => {
+                write!(f, "a duration of {duration} is not longer than the warm-up ({warmup})")
+            }
+            OverrideError::Draw(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for OverrideError {}
+
+impl From<OverrideError> for String {
+    fn from(e: OverrideError) -> String {
+        e.to_string()
+    }
+}
+
 /// One step of a key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Seg {

@@ -22,7 +22,7 @@ mod wifi;
 
 pub use caller::Caller;
 pub use describe::describe;
-pub use error::ScenarioError;
+pub use error::{OverrideError, ScenarioError};
 pub use l4s_link::{Fault, FaultKind, LossModel, RateSchedule};
 pub use load::{load_file, load_str, parse_toml};
 pub use routes::Routes;
@@ -71,24 +71,24 @@ impl Scenario {
     /// Apply a run's overrides (`--seed`, `--duration`): the duration must be above zero
     /// and longer than the warm-up. Every backend applies them through here, so a run
     /// means the same thing in each.
-    pub fn apply_overrides(&mut self, seed: Option<u64>, duration: Option<Dur>) -> Result<(), String> {
+    pub fn apply_overrides(&mut self, seed: Option<u64>, duration: Option<Dur>) -> Result<(), OverrideError> {
         if let Some(s) = seed {
             self.seed = s;
         }
         if let Some(d) = duration {
             if d.is_zero() {
-                return Err("the duration must be above zero".into());
+                return Err(OverrideError::ZeroDuration);
             }
             if self.warmup >= d {
-                return Err(format!(
-                    "a duration of {d} is not longer than the warm-up ({})",
-                    self.warmup
-                ));
+                return Err(OverrideError::NotAfterWarmup {
+                    duration: d,
+                    warmup: self.warmup,
+                });
             }
             self.duration = d;
         }
         if seed.is_some() || duration.is_some() {
-            self.draw_capacities()?;
+            self.draw_capacities().map_err(OverrideError::Draw)?;
         }
         Ok(())
     }
