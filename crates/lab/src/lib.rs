@@ -408,23 +408,35 @@ fn out_refused(why: impl std::fmt::Display, caller: Caller) -> Error {
     Error::input(format!("{why} ({})", caller.option("out")))
 }
 
+/// A folder was refused (`why`): with the option that chooses another.
+pub(crate) fn choose_another(why: impl std::fmt::Display, caller: Caller) -> Error {
+    Error::input(format!("{why}; choose another folder with {}", caller.option("out")))
+}
+
+/// Refuse `dir` as a folder to write into when it is a symbolic link to nothing, or
+/// exists and is not a directory.
+pub(crate) fn check_folder_kind(dir: &Path, caller: Caller) -> Result<(), Error> {
+    if let Some(why) = l4s_metrics::results::dangling_link(dir) {
+        return Err(choose_another(why, caller));
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Err(choose_another(
+            format_args!("{} exists and is not a directory", dir.display()),
+            caller,
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `base` may hold a set of variants: a folder, or nothing yet, that is not one
 /// run's results directory, whose `variants.json` and `compare.html` (which the set
 /// writes) are ours if they are there.
 fn check_variant_folder(base: &Path, caller: Caller) -> Result<(), Error> {
     use l4s_metrics::results::{MARKER, OWNER_MARK};
     let out = caller.option("out");
-    if let Some(why) = l4s_metrics::results::dangling_link(base) {
-        return Err(Error::input(format!("{why}; choose another folder with {out}")));
-    }
+    check_folder_kind(base, caller)?;
     if !base.exists() {
         return Ok(());
-    }
-    if !base.is_dir() {
-        return Err(Error::input(format!(
-            "{} exists and is not a directory; choose another folder with {out}",
-            base.display()
-        )));
     }
     if base.join(OWNER_MARK).exists() || base.join(MARKER).exists() {
         return Err(Error::input(format!(
@@ -657,10 +669,7 @@ fn pre_run_check(sc: &Scenario, backend: &dyn Backend, opts: &RunOptions, out: &
         )));
     }
     if let Some(why) = l4s_metrics::results::dangling_link(out) {
-        return Err(Error::input(format!(
-            "{why}; choose another folder with {}",
-            opts.caller.option("out")
-        )));
+        return Err(choose_another(why, opts.caller));
     }
     if out.exists() {
         if let Some(why) = l4s_metrics::results::foreign_content(out) {

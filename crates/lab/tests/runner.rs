@@ -350,6 +350,8 @@ fn messages_name_the_options_as_the_caller_gave_them() {
     std::fs::write(mine.join("NOTES.md"), "mine").unwrap();
     // TINY without its variants: one run.
     let one = &TINY[..TINY.find("[[variants]]").unwrap()];
+    let file = d.join("a-file");
+    std::fs::write(&file, "mine").unwrap();
     let err = |caller: Caller, text: &str, o: RunOptions| {
         let o = RunOptions {
             caller,
@@ -360,7 +362,7 @@ fn messages_name_the_options_as_the_caller_gave_them() {
             .unwrap_err()
             .message
     };
-    let cases: [(&str, RunOptions, &str, &str); 4] = [
+    let cases: [(&str, RunOptions, &str, &str); 5] = [
         (
             TINY,
             RunOptions {
@@ -397,6 +399,15 @@ fn messages_name_the_options_as_the_caller_gave_them() {
             "(set by --set topology.rat)",
             "(set by set['topology.rat'])",
         ),
+        (
+            TINY,
+            RunOptions {
+                out: Some(file.clone()),
+                ..RunOptions::default()
+            },
+            "a-file exists and is not a directory; choose another folder with --out",
+            "a-file exists and is not a directory; choose another folder with out=",
+        ),
     ];
     for (text, o, cli, python) in cases {
         let (c, p) = (err(Caller::Cli, text, o.clone()), err(Caller::Python, text, o));
@@ -405,6 +416,7 @@ fn messages_name_the_options_as_the_caller_gave_them() {
         assert!(!p.contains("--"), "a flag in Python's message: {p}");
     }
     assert_eq!(std::fs::read_to_string(mine.join("NOTES.md")).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
 }
 
 /// The simulator, failing the runs of a FIFO (the second variant of TINY): a run of the

@@ -121,16 +121,8 @@ impl Store {
         caller: crate::Caller,
     ) -> Result<Store, Error> {
         let out = caller.option("out");
-        if let Some(why) = l4s_metrics::results::dangling_link(dir) {
-            return Err(Error::input(format!("{why}; choose another folder with {out}")));
-        }
+        crate::check_folder_kind(dir, caller)?;
         if dir.exists() {
-            if !dir.is_dir() {
-                return Err(Error::input(format!(
-                    "{} exists and is not a directory; choose another folder with {out}",
-                    dir.display()
-                )));
-            }
             let empty = fs::read_dir(dir).map_err(|e| io(dir, e))?.next().is_none();
             if !empty && !dir.join(MARKER).is_file() {
                 return Err(Error::input(format!(
