@@ -110,8 +110,8 @@ pub fn clean(s: &str) -> String {
 
 /// A flag that the first SIGINT or SIGTERM sets; with `exit_on_second`, a second one exits
 /// at once with status 130 (results are written beside their place and renamed, so nothing
-/// half-written is left). A signal within [`SAME_INTERRUPT`] of the first is the same
-/// interrupt: GNU `timeout` sends its signal to the command and then to its process group,
+/// half-written is left). A signal within [`l4s_fwd::netns::SAME_INTERRUPT`] of the first is the same
+/// interrupt ([`l4s_fwd::netns::Interrupts`]): GNU `timeout` sends its signal to the command and then to its process group,
 /// so the command gets it twice at once. The live testbed's own handler does its clean-up
 /// on a second signal, so a live run asks for the flag alone.
 pub fn interrupt_flag(exit_on_second: bool) -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, l4s_lab::Error> {
@@ -129,24 +129,18 @@ pub fn interrupt_flag(exit_on_second: bool) -> Result<std::sync::Arc<std::sync::
     std::thread::Builder::new()
         .name("l4s-interrupt".into())
         .spawn(move || {
-            let mut first: Option<std::time::Instant> = None;
+            let mut interrupts = l4s_fwd::netns::Interrupts::default();
             for _ in signals.forever() {
-                match first {
-                    None => {
-                        flag.store(true, Ordering::SeqCst);
-                        first = Some(std::time::Instant::now());
-                    }
-                    Some(at) if exit_on_second && at.elapsed() >= SAME_INTERRUPT => std::process::exit(130),
-                    Some(_) => {}
+                match interrupts.on_signal() {
+                    l4s_fwd::netns::Interrupt::First => flag.store(true, Ordering::SeqCst),
+                    l4s_fwd::netns::Interrupt::Second if exit_on_second => std::process::exit(130),
+                    _ => {}
                 }
             }
         })
         .map_err(setup)?;
     Ok(stop)
 }
-
-/// Signals this close to the first are that interrupt again, not a second one.
-pub const SAME_INTERRUPT: std::time::Duration = l4s_fwd::netns::SAME_INTERRUPT;
 
 /// A JSON object of these entries in this order (a map would sort them).
 pub struct InOrder<'a, T>(pub Vec<(String, &'a T)>);

@@ -905,6 +905,49 @@ pub fn registered_count() -> usize {
 /// gets each of its signals twice at once.
 pub const SAME_INTERRUPT: Duration = Duration::from_millis(100);
 
+/// What a SIGINT or SIGTERM is to a process that stops on the first and gives up on a
+/// second: [`Interrupts::on_signal`] tells them apart, treating one within
+/// [`SAME_INTERRUPT`] of the first as that first again.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interrupts {
+    first: Option<Instant>,
+}
+
+/// One signal, as [`Interrupts::on_signal`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interrupt {
+    /// The first: stop the run.
+    First,
+    /// The first delivered again (within [`SAME_INTERRUPT`]): nothing new.
+    Again,
+    /// A second interrupt: stop at once.
+    Second,
+}
+
+impl Interrupts {
+    /// Classify a signal received now.
+    pub fn on_signal(&mut self) -> Interrupt {
+        self.on_signal_at(Instant::now())
+    }
+
+    /// Classify a signal received at `now`.
+    pub fn on_signal_at(&mut self, now: Instant) -> Interrupt {
+        match self.first {
+            None => {
+                self.first = Some(now);
+                Interrupt::First
+            }
+            Some(at) if now.saturating_duration_since(at) >= SAME_INTERRUPT => Interrupt::Second,
+            Some(_) => Interrupt::Again,
+        }
+    }
+
+    /// When the first interrupt came, if one has.
+    pub fn first(&self) -> Option<Instant> {
+        self.first
+    }
+}
+
 /// Clean up on SIGINT and SIGTERM. Starts one watcher thread (call once per process).
 ///
 /// * With `stop`: the first signal sets `stop` so that the run can end and drop its
@@ -919,28 +962,32 @@ pub fn install_signal_cleanup(stop: Option<Arc<AtomicBool>>, grace: Duration) ->
     std::thread::Builder::new()
         .name("l4s-signal-cleanup".into())
         .spawn(move || {
-            let mut first: Option<(i32, Instant)> = None;
+            let mut interrupts = Interrupts::default();
+            let mut first_signal = 0;
             loop {
                 let mut got = None;
                 for s in signals.pending() {
                     got = Some(s);
                 }
                 if let Some(sig) = got {
-                    match (&stop, first) {
-                        (Some(flag), None) => {
+                    let Some(flag) = &stop else {
+                        exit_after_cleanup(sig, "a signal")
+                    };
+                    match interrupts.on_signal() {
+                        Interrupt::First => {
                             flag.store(true, Ordering::SeqCst);
-                            first = Some((sig, Instant::now()));
+                            first_signal = sig;
                         }
-                        (Some(_), Some((_, at))) if at.elapsed() >= SAME_INTERRUPT => {
-                            exit_after_cleanup(sig, "a second signal")
-                        }
-                        (Some(_), Some(_)) => {}
-                        (None, _) => exit_after_cleanup(sig, "a signal"),
+                        Interrupt::Again => {}
+                        Interrupt::Second => exit_after_cleanup(sig, "a second signal"),
                     }
                 }
-                if let Some((sig, at)) = first {
+                if let Some(at) = interrupts.first() {
                     if at.elapsed() >= grace && registered_count() > 0 {
-                        exit_after_cleanup(sig, &format!("the run had not ended {grace:?} after the signal"));
+                        exit_after_cleanup(
+                            first_signal,
+                            &format!("the run had not ended {grace:?} after the signal"),
+                        );
                     }
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -1110,6 +1157,22 @@ pub fn cleanup_all(pattern: &str, force: bool) -> Result<CleanupReport, FwdError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first signal stops; the same one delivered again within 100 ms (GNU `timeout`
+    /// signals the command, then its group) is nothing new; one 100 ms or more after the
+    /// first is a second interrupt, however many repeats came between.
+    #[test]
+    fn a_signal_repeated_at_once_is_the_same_interrupt() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut i = Interrupts::default();
+        assert_eq!(i.first(), None);
+        assert_eq!(i.on_signal_at(t0), Interrupt::First);
+        assert_eq!(i.on_signal_at(ms(1)), Interrupt::Again);
+        assert_eq!(i.on_signal_at(ms(99)), Interrupt::Again);
+        assert_eq!(i.on_signal_at(ms(100)), Interrupt::Second);
+        assert_eq!(i.first(), Some(t0));
+    }
 
     #[test]
     fn names() {
