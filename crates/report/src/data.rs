@@ -422,9 +422,7 @@ pub fn load_summary(dir: &Path) -> Result<Summary, ReportError> {
     let path = dir.join("summary.json");
     let bytes = match fs::read(&path) {
         Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(ReportError::MissingSummary { dir: dir.to_path_buf() })
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReportError::missing_summary(dir)),
         Err(e) => return Err(ReportError::Io { path, source: e }),
     };
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| ReportError::Summary {

@@ -8,8 +8,12 @@ use std::path::PathBuf;
 pub enum ReportError {
     /// The directory has no `summary.json`: it is not an l4s-lab results directory (or
     /// not there at all, or the folder of a set of variants).
-    #[error("{}", missing_summary(dir))]
-    MissingSummary { dir: PathBuf },
+    #[error("{why}")]
+    MissingSummary {
+        dir: PathBuf,
+        /// What is at `dir` instead, and what to give ([`ReportError::missing_summary`]).
+        why: String,
+    },
     /// `summary.json` has a `schema_version` this build does not read.
     #[error("{}: schema_version {found} is not supported (this build reads {supported}); regenerate the results with a matching l4s-lab", path.display())]
     UnsupportedSchema {
@@ -44,8 +48,19 @@ pub enum ReportError {
     NoRuns,
 }
 
+impl ReportError {
+    /// `dir` has no `summary.json`: looks at what is there (nothing, a set of variants,
+    /// something else) to say what to give instead.
+    pub fn missing_summary(dir: &std::path::Path) -> ReportError {
+        ReportError::MissingSummary {
+            dir: dir.to_path_buf(),
+            why: missing_summary_why(dir),
+        }
+    }
+}
+
 /// What [`ReportError::MissingSummary`] says, from what is at `dir`.
-fn missing_summary(dir: &std::path::Path) -> String {
+fn missing_summary_why(dir: &std::path::Path) -> String {
     let d = dir.display();
     if !dir.exists() {
         return format!("{d}: no such directory (give a results directory that `l4s run` wrote)");
