@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -35,7 +36,8 @@ class Campaign:
     Attributes:
         dir: the store.
         outcome: what the last run of the campaign did (runs done now and before, failed
-            runs with why, wall time), or ``None`` for a loaded store.
+            runs with why, wall time, ``notes``: what its page notes, each also given as a
+            warning), or ``None`` for a loaded store.
     """
 
     def __init__(self, dir: str | os.PathLike[str], outcome: dict[str, Any] | None = None):
@@ -136,7 +138,7 @@ def run(
     o = None if out is None else os.fspath(out)
     if executor == "local":
         res = _native.campaign_run(path=path, text=text, out=o, jobs=jobs or 0, update=update)
-        return Campaign(res["dir"], res)
+        return _done(res)
     if executor == "ray":
         return _run_ray(path, text, o, update, ray_address, max_retries)
     raise error(f"executor={executor!r}: expected 'local' or 'ray'")
@@ -196,6 +198,14 @@ def _run_ray(path: str | None, text: str | None, out: str | None, update: bool, 
     except BaseException:
         session.finish(interrupted=True)
         raise
+    return _done(res)
+
+
+def _done(res: dict[str, Any]) -> Campaign:
+    """The campaign a run ended with, its page's notes (runs left out, metrics of the
+    campaign that match nothing) said as warnings."""
+    for n in res.get("notes", []):
+        warnings.warn(n, stacklevel=3)
     return Campaign(res["dir"], res)
 
 

@@ -446,6 +446,7 @@ fn outcome<'py>(py: Python<'py>, o: &campaign::Outcome) -> PyResult<Bound<'py, P
     d.set_item("wall_s", o.wall.as_secs_f64())?;
     d.set_item("run_wall_s", o.run_wall.as_secs_f64())?;
     d.set_item("ran_bytes", o.ran_bytes)?;
+    d.set_item("notes", o.report_notes.clone())?;
     Ok(d)
 }
 

@@ -3,6 +3,7 @@ pair differences, and errors that name the file, line and key."""
 
 import math
 import os
+import warnings
 
 import numpy as np
 import polars as pl
@@ -180,3 +181,21 @@ def test_a_campaign_dict_may_hold_paths(tiny, tmp_path):
     with pytest.raises(l4s_lab.L4sError) as e:
         campaign.run(tmp_path / "nope.toml")
     assert e.value.key is None and e.value.kind == "input"
+
+
+def test_a_campaigns_metrics_that_match_nothing_are_a_warning(tiny, tmp_path):
+    c = small_campaign(tiny, seeds=1)
+    c["sweep"] = {"topology.rate": ["10Mbit"]}
+    c["sample"]["count"] = 1
+    c["campaign"]["metrics"] = ["flows.nope.*"]
+    with pytest.warns(UserWarning, match=r"No completed run has a metric matching flows\.nope\.\*") as w:
+        out = campaign.run(c, out=tmp_path / "store", jobs=1)
+    assert len(w) == 1 and w[0].filename == __file__
+    assert len(out.index) == 2
+    assert out.outcome["notes"] == [str(w[0].message)]
+    # Metrics that match: no warning, no note.
+    c["campaign"]["metrics"] = ["flow.*.owd_p99_ms"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = campaign.run(c, out=tmp_path / "store", jobs=1, update=True)
+    assert again.outcome["notes"] == []

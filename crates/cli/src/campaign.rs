@@ -108,6 +108,9 @@ pub fn main(cmd: &CampaignCmd) -> ExitCode {
                     if *png {
                         println!("{} charts as PNG in {}", w.pngs.len(), dir.join("png").display());
                     }
+                    for n in &w.notes {
+                        eprintln!("note: {n}");
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(e) => crate::fail(&e),
@@ -289,6 +292,9 @@ fn run(
     // (`l4s campaign report DIR` makes it again).
     if let Err(e) = &o.report {
         eprintln!("warning: no campaign.html: {e}");
+    }
+    for n in &o.report_notes {
+        eprintln!("note: {n}");
     }
     if o.interrupted {
         eprintln!(

@@ -236,3 +236,44 @@ fn bad_campaigns_exit_2_naming_the_file_line_and_key() {
     );
     assert!(!d.join("store").exists());
 }
+
+/// The campaign's own metrics that match no column of its runs: `campaign run` and
+/// `campaign report` say so on the terminal (the page alone said it before), and exit 0,
+/// the runs and tables being complete.
+#[test]
+fn a_campaigns_metrics_that_match_nothing_are_noted_on_the_terminal() {
+    let (d_guard, f) = setup("metrics");
+    let d = d_guard.path();
+    let c = "[campaign]\nname = \"m\"\nscenario = \"s.toml\"\nbaseline = \"classic\"\nseeds = 1\nmetrics = [\"flows.nope.*\"]\n";
+    std::fs::write(&f, c).unwrap();
+    let store = d.join("store");
+    let says =
+        "note: No completed run has a metric matching flows.nope.*: the metrics are the columns of index.parquet.";
+    let o = l4s()
+        .args(["campaign", "run"])
+        .arg(&f)
+        .args(["--jobs", "1", "--out"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(count_done(&store), 2);
+    assert!(err.lines().any(|l| l == says), "{err}");
+    let o = l4s().args(["campaign", "report"]).arg(&store).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.lines().any(|l| l == says), "{err}");
+    // A campaign whose metrics match: nothing to note.
+    std::fs::write(&f, c.replace("flows.nope.*", "flow.bulk.*")).unwrap();
+    let o = l4s()
+        .args(["campaign", "run"])
+        .arg(&f)
+        .args(["--jobs", "1", "--update", "--out"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("note:"), "{err}");
+}

@@ -80,6 +80,8 @@ pub struct Outcome {
     /// The campaign's page, `DIR/campaign.html` ([`super::report`]), or why it could not
     /// be written (the runs and tables are kept all the same).
     pub report: Result<PathBuf, String>,
+    /// What the page notes ([`super::report::Written::notes`]).
+    pub report_notes: Vec<String>,
 }
 
 /// Run the campaign in `file` into its store: only the runs the store lacks, then the
@@ -382,9 +384,10 @@ impl Session {
     pub fn finish(self, interrupted: bool) -> Result<Outcome, Error> {
         let tables = tables::write(&self.dir, &self.plan)?;
         // This process holds the store: no other is running the campaign.
-        let report = super::report::write(&self.dir, &Default::default(), false)
-            .map(|w| w.html)
-            .map_err(|e| e.message);
+        let (report, report_notes) = match super::report::write(&self.dir, &Default::default(), false) {
+            Ok(w) => (Ok(w.html), w.notes),
+            Err(e) => (Err(e.message), Vec::new()),
+        };
         let t = self.tally.into_inner().unwrap_or_else(|p| p.into_inner());
         let uniq = self.plan.unique_runs();
         let done = uniq
@@ -405,6 +408,7 @@ impl Session {
             run_wall: t.run_wall,
             ran_bytes: t.ran_bytes,
             report,
+            report_notes,
             dir: self.dir,
         })
     }

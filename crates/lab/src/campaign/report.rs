@@ -51,6 +51,9 @@ pub struct Written {
     pub html: PathBuf,
     /// The charts as PNG (with [`ReportOptions::png`]).
     pub pngs: Vec<PathBuf>,
+    /// What the page notes about the store (runs left out, the campaign's metrics that
+    /// match nothing), for the caller to say too.
+    pub notes: Vec<String>,
 }
 
 /// Write `DIR/campaign.html` (atomically) for the store at `dir`, and with `png` each of
@@ -84,7 +87,11 @@ pub(crate) fn write(dir: &Path, opts: &ReportOptions, active: bool) -> Result<Wr
     } else {
         Vec::new()
     };
-    Ok(Written { html: path, pngs })
+    Ok(Written {
+        html: path,
+        pngs,
+        notes: page.notes,
+    })
 }
 
 /// Does `name` match `pattern`, where `*` matches any text (dots included)?
