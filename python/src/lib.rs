@@ -499,6 +499,8 @@ fn campaign_status<'py>(py: Python<'py>, dir: &str) -> PyResult<Bound<'py, PyDic
     d.set_item("active", s.active)?;
     d.set_item("run_bytes", s.run_bytes)?;
     d.set_item("bytes_per_run", s.bytes_per_run())?;
+    d.set_item("other_runs", s.other_runs)?;
+    d.set_item("other_bytes", s.other_bytes)?;
     d.set_item("l4s_version", &s.l4s_version)?;
     Ok(d)
 }

@@ -199,3 +199,9 @@ def test_a_campaigns_metrics_that_match_nothing_are_a_warning(tiny, tmp_path):
         warnings.simplefilter("error")
         again = campaign.run(c, out=tmp_path / "store", jobs=1, update=True)
     assert again.outcome["notes"] == []
+    # Another plan for the store: the runs of the first stay, counted apart.
+    c["sweep"] = {"topology.rate": ["20Mbit"]}
+    other = campaign.run(c, out=tmp_path / "store", jobs=1, update=True)
+    assert len(other.index) == 2
+    st = other.status()
+    assert (st["done"], st["other_runs"]) == (2, 2) and st["other_bytes"] > 2000

@@ -147,6 +147,13 @@ fn print_status(s: &campaign::Status) {
             s.bytes_per_run() as f64 / 1e3
         );
     }
+    if s.other_runs > 0 {
+        println!(
+            "  {} more runs on disk ({:.1} MB) are of an earlier plan (kept by --update; not in the tables)",
+            s.other_runs,
+            s.other_bytes as f64 / 1e6
+        );
+    }
     for (k, msg) in s.failed.iter().take(5) {
         println!("  failed {k}: {}", msg.lines().next().unwrap_or(""));
     }

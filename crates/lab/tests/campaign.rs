@@ -529,6 +529,24 @@ fn a_store_is_ours_alone_and_holds_one_campaign_unless_updated() {
     };
     let out = campaign::run(&f, &mut Simulator, &o, &mut NoCampaignProgress).unwrap();
     assert_eq!((out.unique_runs, out.already_done, out.ran), (48, 32, 16));
+    assert_eq!(campaign::status(&store).unwrap().other_runs, 0);
+    // Back to the first plan: its 32 runs are all there; the 16 of the larger plan are
+    // kept, counted apart, and left out of the tables.
+    std::fs::write(&f, CAMPAIGN).unwrap();
+    let out = campaign::run(&f, &mut Simulator, &o, &mut NoCampaignProgress).unwrap();
+    assert_eq!((out.unique_runs, out.already_done, out.ran), (32, 32, 0));
+    assert_eq!(out.tables.index_rows, 32);
+    let st = campaign::status(&store).unwrap();
+    assert_eq!((st.unique_runs, st.done, st.missing, st.other_runs), (32, 32, 0, 16));
+    assert!(
+        st.other_bytes > 16 * 1000 && st.run_bytes > 0,
+        "{} {}",
+        st.other_bytes,
+        st.run_bytes
+    );
+    std::fs::write(&f, CAMPAIGN.replace("\"20Mbit\"]", "\"20Mbit\", \"30Mbit\"]")).unwrap();
+    let out = campaign::run(&f, &mut Simulator, &o, &mut NoCampaignProgress).unwrap();
+    assert_eq!((out.already_done, out.ran), (48, 0));
     // One process per store: a second is refused while the first holds it.
     let (_, plan) = campaign::load(&f).unwrap();
     let held = campaign::store::Store::open(&store, &plan, "", "", false, l4s_lab::Caller::Cli).unwrap();

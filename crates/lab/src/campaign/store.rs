@@ -232,6 +232,11 @@ pub struct Status {
     pub active: bool,
     /// Bytes of the runs on disk, and per completed run.
     pub run_bytes: u64,
+    /// Completed runs in the store that are not in its plan (kept from an earlier plan
+    /// when the store was given another with `--update`; not in the tables), and their
+    /// bytes.
+    pub other_runs: usize,
+    pub other_bytes: u64,
     pub l4s_version: String,
     pub updated_utc: String,
 }
@@ -278,6 +283,17 @@ pub fn status(dir: &Path) -> Result<Status, Error> {
             missing += 1;
         }
     }
+    let planned: std::collections::HashSet<&str> = uniq.iter().map(|r| r.key.as_str()).collect();
+    let (mut other_runs, mut other_bytes) = (0, 0);
+    for shard in fs::read_dir(dir.join("runs")).into_iter().flatten().flatten() {
+        for e in fs::read_dir(shard.path()).into_iter().flatten().flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if !n.starts_with('.') && !planned.contains(n.as_str()) && e.path().join("summary.json").is_file() {
+                other_runs += 1;
+                other_bytes += dir_bytes(&e.path());
+            }
+        }
+    }
     Ok(Status {
         dir: dir.to_path_buf(),
         name: m.name,
@@ -289,6 +305,8 @@ pub fn status(dir: &Path) -> Result<Status, Error> {
         missing,
         active,
         run_bytes,
+        other_runs,
+        other_bytes,
         l4s_version: m.l4s_version,
         updated_utc: m.updated_utc,
     })
