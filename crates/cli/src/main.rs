@@ -104,7 +104,7 @@ fn main() -> ExitCode {
                             }
                         }
                     }
-                    Err(e) => code = fail(&e),
+                    Err(e) => code = fail(&as_given(e, &set, warmup)),
                 }
             }
             code
@@ -338,7 +338,19 @@ fn run_one(
         }
         Err(e) => {
             shell.bar.finish_and_clear();
-            fail(&e)
+            fail(&as_given(e, &a.set, a.warmup))
         }
     }
+}
+
+/// `--warmup` reaches the scenario as a set of `scenario.warmup` ([`args::sets`]): an
+/// error that blames that set names `--warmup`, as the user gave it, unless a
+/// `--set scenario.warmup` was given too.
+fn as_given(mut e: l4s_lab::Error, set: &[(String, String)], warmup: Option<l4s_core::Dur>) -> l4s_lab::Error {
+    if warmup.is_some() && !set.iter().any(|(k, _)| k == "scenario.warmup") {
+        e.message = e
+            .message
+            .replace(&l4s_lab::Caller::Cli.set_key("scenario.warmup"), "--warmup");
+    }
+    e
 }

@@ -1513,6 +1513,26 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--set flows.nope.cc: no flow named \"nope\""));
+    // A warm-up given as --warmup is blamed on --warmup; as --set, on that set.
+    let out = d.join("w");
+    let out = out.to_str().unwrap();
+    for (flags, by) in [
+        (vec!["check", "--warmup", "500s"], "(set by --warmup)"),
+        (vec!["run", "--warmup", "500s", "--out", out], "(set by --warmup)"),
+        (
+            vec!["check", "--set", "scenario.warmup=500s"],
+            "(set by --set scenario.warmup)",
+        ),
+    ] {
+        let o = l4s().arg(flags[0]).arg(&a).args(&flags[1..]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("the warm-up (500s) must be shorter") && err.contains(by),
+            "{err}"
+        );
+        assert!(!d.join("w").exists());
+    }
     let o = l4s().arg("check").arg(&a).args(["--set", "novalue"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected KEY=VALUE"));
