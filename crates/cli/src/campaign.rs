@@ -37,7 +37,7 @@ pub enum CampaignCmd {
         quiet: bool,
         /// Make the campaign K times larger: K times the sampled draws (homes), or the
         /// seeds when it samples nothing (its store: results/campaigns/<name>-xK)
-        #[arg(long, value_name = "K", default_value_t = 1)]
+        #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         scale: u32,
         /// Where the runs go: `sim` (the simulator, every core) or `live` (the live
         /// testbed, one run at a time, the variants of a pair back to back; needs root)

@@ -277,3 +277,22 @@ fn a_campaigns_metrics_that_match_nothing_are_noted_on_the_terminal() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(!err.contains("note:"), "{err}");
 }
+
+/// `--scale 0` is refused as the flag's value, before the campaign file is read.
+#[test]
+fn a_scale_of_zero_is_refused_as_the_flags_value() {
+    let (d_guard, f) = setup("scale");
+    let d = d_guard.path();
+    let o = l4s()
+        .args(["campaign", "run", "--scale", "0"])
+        .arg(&f)
+        .arg("--out")
+        .arg(d.join("store"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value '0' for '--scale <K>'"), "{err}");
+    assert!(!err.contains("c.toml"), "{err}");
+    assert!(!d.join("store").exists());
+}
