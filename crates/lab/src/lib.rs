@@ -465,9 +465,11 @@ fn check_variant_folder(base: &Path, caller: Caller) -> Result<(), Error> {
             || name == COMPARE_PAGE
             || (name.starts_with('.') && (name.ends_with(".lock") || name.contains(".tmp-")))
             || (is_dir && (path.join(OWNER_MARK).is_file() || path.join(MARKER).is_file()))
-            // `l4s compare --png` of the set's page: its charts beside it.
-            || (name == "compare-png" && is_dir && l4s_metrics::results::holds_only_png(path))
+            // `l4s compare --png` of the set's page: its charts beside it (what else is
+            // in there is named below).
+            || (name == "compare-png" && is_dir)
     });
+    let foreign = l4s_metrics::results::with_foreign_charts(foreign, base, "compare-png");
     if !foreign.is_empty() {
         return Err(Error::input(format!(
             "{} holds files l4s did not write ({}), and a scenario with [[variants]] writes a folder per variant there: move them elsewhere, or choose another folder with {out}",

@@ -863,6 +863,17 @@ fn variants_and_single_runs_keep_out_of_each_others_folders_and_a_users_page() {
     std::fs::create_dir(set.join("compare-png")).unwrap();
     std::fs::write(set.join("compare-png/delay.png"), "png").unwrap();
     run(TINY, &set).unwrap();
+    // A file of the user's among those charts is named, and kept.
+    std::fs::write(set.join("compare-png/mine.txt"), "mine").unwrap();
+    refused(
+        run(TINY, &set).map(|_| ()),
+        "holds files l4s did not write (compare-png/mine.txt)",
+    );
+    assert_eq!(
+        std::fs::read_to_string(set.join("compare-png/mine.txt")).unwrap(),
+        "mine"
+    );
+    std::fs::remove_file(set.join("compare-png/mine.txt")).unwrap();
 
     // `compare` replaces a page of ours, never a person's file.
     let dirs = [set.join("l4s"), set.join("fifo")];

@@ -79,11 +79,12 @@ pub fn foreign_content(dir: &Path) -> Option<String> {
             dir.display()
         ));
     }
-    let foreign = foreign_entries(dir, |name, path, is_dir| match name {
-        // The charts exported as PNG.
-        "png" => is_dir && holds_only_png(path),
+    let foreign = foreign_entries(dir, |name, _, is_dir| match name {
+        // The charts exported as PNG: what else is in there is named below.
+        "png" => is_dir,
         n => !is_dir && OWN_FILES.contains(&n),
     });
+    let foreign = with_foreign_charts(foreign, dir, "png");
     if foreign.is_empty() {
         return None;
     }
@@ -126,13 +127,17 @@ pub fn foreign_entries(dir: &Path, is_own: impl Fn(&str, &Path, bool) -> bool) -
     foreign
 }
 
-/// Whether the folder `dir` holds nothing but PNG files (charts l4s exported).
-pub fn holds_only_png(dir: &Path) -> bool {
-    fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .all(|p| p.file_type().is_ok_and(|t| t.is_file()) && p.file_name().to_string_lossy().ends_with(".png"))
+/// `foreign` ([`foreign_entries`] of `dir`) with what in the folder of exported charts
+/// `dir/charts` is not a PNG file, each as `charts/NAME` (a folder `charts/NAME/`), so a
+/// person is told the very file to move, not the whole folder; sorted.
+pub fn with_foreign_charts(mut foreign: Vec<String>, dir: &Path, charts: &str) -> Vec<String> {
+    let path = dir.join(charts);
+    if path.is_dir() && !path.is_symlink() {
+        let inside = foreign_entries(&path, |name, _, is_dir| !is_dir && name.ends_with(".png"));
+        foreign.extend(inside.into_iter().map(|n| format!("{charts}/{n}")));
+        foreign.sort();
+    }
+    foreign
 }
 
 /// A results directory being built in a temporary sibling; [`ResultsDir::commit`] renames it
@@ -778,10 +783,11 @@ mod tests {
         fs::write(legacy.join("png").join("a.png"), "x").unwrap();
         assert!(foreign_content(&legacy).is_none(), "an older l4s's results are ours");
         fs::write(legacy.join("png").join("notes.txt"), "x").unwrap();
-        assert!(
-            foreign_content(&legacy).is_some(),
-            "a png/ folder with other files is not"
-        );
+        fs::create_dir(legacy.join("png").join("old")).unwrap();
+        fs::write(legacy.join("NOTES.md"), "x").unwrap();
+        // A png/ folder with other files is not: those very files are named.
+        let why = foreign_content(&legacy).expect("refused");
+        assert!(why.contains("(NOTES.md, png/notes.txt, png/old/)"), "{why}");
         fs::remove_dir_all(&base).unwrap();
     }
 }
