@@ -1513,6 +1513,33 @@ fn set_and_warmup_change_keys_and_several_files_run_or_check_in_one_command() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--set flows.nope.cc: no flow named \"nope\""));
+    // Lines are the file's as written: a value a set replaced is at its line (even after
+    // a set that added a line above it); a key only a set wrote has no line in the file.
+    for (sets, says) in [
+        (vec!["topology.rtt=abc"], "a.toml:9: topology.rtt: expected a duration"),
+        (
+            vec!["topology.aqm.target=5ms", "flows.p.cc=nope"],
+            "a.toml:18: flows[0].cc: unknown congestion control \"nope\"",
+        ),
+        (
+            vec!["topology.aqm.target=abc"],
+            "a.toml: topology.aqm.target: expected a duration",
+        ),
+        (
+            vec!["topology.aqm.bogus=1"],
+            "a.toml: topology.aqm: unknown field `bogus`",
+        ),
+    ] {
+        let mut c = l4s();
+        c.arg("check").arg(&a);
+        for s in &sets {
+            c.args(["--set", s]);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{sets:?}: {err}");
+    }
     // A warm-up given as --warmup is blamed on --warmup; as --set, on that set.
     let out = d.join("w");
     let out = out.to_str().unwrap();

@@ -221,6 +221,33 @@ fn locate_in_table(tbl: &toml_edit::Table, path: &[Seg]) -> Option<std::ops::Ran
     best
 }
 
+/// Whether the key at `path` is written in `text` itself (not only a table around it).
+pub fn has_key(text: &str, path: &[Seg]) -> bool {
+    fn within(t: &dyn toml_edit::TableLike, path: &[Seg]) -> bool {
+        let Some((Seg::Key(k), rest)) = path.split_first() else {
+            return path.is_empty();
+        };
+        let Some(item) = t.get(k) else { return false };
+        match rest.split_first() {
+            None => true,
+            Some((Seg::Index(i), rest)) => {
+                if let Some(tables) = item.as_array_of_tables() {
+                    tables.get(*i).is_some_and(|t| within(t, rest))
+                } else if let Some(values) = item.as_array() {
+                    values
+                        .get(*i)
+                        .is_some_and(|v| rest.is_empty() || v.as_inline_table().is_some_and(|t| within(t, rest)))
+                } else {
+                    false
+                }
+            }
+            Some(_) => item.as_table_like().is_some_and(|t| within(t, rest)),
+        }
+    }
+    text.parse::<toml_edit::Document<String>>()
+        .is_ok_and(|doc| within(doc.as_table(), path))
+}
+
 /// Builder of errors for one file.
 #[derive(Clone, Debug)]
 pub struct ErrCtx<'a> {
@@ -247,6 +274,27 @@ impl ErrCtx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn keys_written_in_the_text() {
+        let text = "[topology]\nrtt = \"20ms\"\n[topology.aqm]\nkind = \"fifo\"\n[[flows]]\nname = \"a\"\nst = [{ mcs = 3 }]\n";
+        for (key, has) in [
+            ("topology.rtt", true),
+            ("topology.aqm", true),
+            ("topology.aqm.kind", true),
+            ("topology.aqm.limit", false),
+            ("topology.rate", false),
+            ("flows[0].name", true),
+            ("flows[0].cc", false),
+            ("flows[1].name", false),
+            ("flows[0].st[0].mcs", true),
+            ("flows[0].st[0].nss", false),
+            ("flows[0].st[1]", false),
+        ] {
+            assert_eq!(has_key(text, &parse_path(key)), has, "{key}");
+        }
+        assert!(!has_key("[broken", &parse_path("broken")));
+    }
+
     #[test]
     fn paths_and_lines() {
         let text = "[scenario]\nname = \"x\"\n\n[topology.aqm]\nkind = \"dualpi2\"\ntarget = \"1ms\"\n\n[[flows]]\nname = \"a\"\n\n[[flows]]\nname = \"b\"\ncc = \"bogus\"\n";

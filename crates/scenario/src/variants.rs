@@ -117,10 +117,19 @@ pub fn load_with_sets(
         d.to_string()
     };
     let sc = crate::load_str(&text, file).map_err(|mut e| {
-        if let Some((k, _)) = set_at
+        // The line is the file's as the user wrote it (the sets may have added lines): of
+        // the key, or else of its table; none when the key blamed is one a set added.
+        let key = crate::error::parse_path(&e.key);
+        if !set_at.is_empty() && !e.key.is_empty() {
+            e.line = crate::error::locate(original, &key);
+        }
+        if let Some((k, at)) = set_at
             .iter()
             .find(|(_, at)| !e.key.is_empty() && (key_within(&e.key, at) || key_within(at, &e.key)))
         {
+            if !crate::error::has_key(original, &crate::error::parse_path(at)) {
+                e.line = None;
+            }
             e.message = format!("{} (set by {})", e.message, caller.set_key(k));
         } else if !set_at.is_empty() && crate::load_str(original, file).is_ok() {
             // A key the sets did not touch, found wrong against one they did (a warm-up
