@@ -194,7 +194,21 @@ fn the_page_of_a_campaign_holds_its_groups_metrics_charts_and_the_mean_paired_di
     assert_eq!(std::fs::read_to_string(store.join("campaign.html")).unwrap(), html);
     // Not a store: refused, naming the folder.
     let e = campaign::report::write_report(d, false).unwrap_err();
-    assert!(e.message.contains("not an l4s-lab campaign store"), "{e}");
+    assert_eq!(
+        e.message,
+        format!("{}: not an l4s-lab campaign store (no campaign.json)", d.display())
+    );
+    // Nothing there: said so, and nothing made.
+    let gone = d.join("gone");
+    let e = campaign::status(&gone).unwrap_err();
+    assert_eq!(
+        e.message,
+        format!(
+            "{}: no such directory (give the store a campaign run wrote)",
+            gone.display()
+        )
+    );
+    assert!(!gone.exists());
     let _ = std::fs::remove_dir_all(d);
 }
 

@@ -83,10 +83,19 @@ pub fn active(dir: &Path) -> bool {
 pub fn marker(dir: &Path) -> Result<Marker, Error> {
     let p = dir.join(MARKER);
     let bytes = fs::read(&p).map_err(|e| {
-        Error::input(format!(
-            "{}: not an l4s-lab campaign store (cannot read {MARKER}: {e})",
-            dir.display()
-        ))
+        Error::input(if !dir.exists() {
+            format!(
+                "{}: no such directory (give the store a campaign run wrote)",
+                dir.display()
+            )
+        } else if e.kind() == std::io::ErrorKind::NotFound {
+            format!("{}: not an l4s-lab campaign store (no {MARKER})", dir.display())
+        } else {
+            format!(
+                "{}: not an l4s-lab campaign store (cannot read {MARKER}: {e})",
+                dir.display()
+            )
+        })
     })?;
     serde_json::from_slice(&bytes).map_err(|e| Error::input(format!("{}: not a campaign marker: {e}", p.display())))
 }
