@@ -63,6 +63,18 @@ pub(crate) fn update_period(key: &str, d: Dur) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// A frame MTU (Linux `psched_mtu`: the device MTU plus its link-layer header): from the
+/// smallest Ethernet frame, 64 bytes, to the largest IP packet with its header, 65535.
+fn frame_mtu(v: u32) -> Result<(), ConfigError> {
+    if !(64..=65_535).contains(&v) {
+        return err(
+            "mtu",
+            format!("expected a frame MTU from 64 to 65535 bytes, such as 1514, found {v}"),
+        );
+    }
+    Ok(())
+}
+
 fn positive_f64(key: &str, v: f64) -> Result<(), ConfigError> {
     if !v.is_finite() || v <= 0.0 {
         return err(key, format!("expected a finite number greater than zero, found {v}"));
@@ -334,9 +346,7 @@ impl DualPi2Config {
         if self.memlimit == Some(0) {
             return err("memlimit", "expected at least 1 byte");
         }
-        if self.mtu == 0 {
-            return err("mtu", "expected a frame size in bytes greater than zero, such as 1514");
-        }
+        frame_mtu(self.mtu)?;
         let derived = derive_from_rtt(self.max_rtt, self.typical_rtt)?;
         update_period("tupdate", self.tupdate)?;
         positive_dur("target", self.target)?;
@@ -596,9 +606,7 @@ impl PieConfig {
         if self.limit == 0 {
             return err("limit", "expected at least 1 packet");
         }
-        if self.mtu == 0 {
-            return err("mtu", "expected a frame size greater than zero");
-        }
+        frame_mtu(self.mtu)?;
         Ok(())
     }
 }
@@ -641,9 +649,12 @@ impl CodelConfig {
         if self.limit == 0 {
             return err("limit", "expected at least 1 packet");
         }
-        Ok(())
+        frame_mtu(self.mtu)
     }
 }
+
+/// Linux `FQ_CODEL_QUANTUM_MAX` (`include/uapi/linux/pkt_sched.h`).
+const FQ_CODEL_QUANTUM_MAX: u32 = 1 << 20;
 
 /// FQ-CoDel (RFC 8290, Linux `sch_fq_codel` defaults).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -700,13 +711,22 @@ impl FqCodelConfig {
                 format!("expected from 1 to 65536 flow queues, found {}", self.flows),
             );
         }
-        if self.quantum == 0 {
-            return err("quantum", "expected a quantum in bytes greater than zero, such as 1514");
+        // Linux `fq_codel_change` (since 5.14): a quantum below 256 is raised to 256, one
+        // above `FQ_CODEL_QUANTUM_MAX` (1 MiB) refused.
+        if !(256..=FQ_CODEL_QUANTUM_MAX).contains(&self.quantum) {
+            return err(
+                "quantum",
+                format!(
+                    "expected a quantum from 256 to {FQ_CODEL_QUANTUM_MAX} bytes, such as 1514 (Linux raises a \
+                     smaller one to 256 and refuses a larger one), found {}",
+                    self.quantum
+                ),
+            );
         }
         if self.memory_limit == 0 {
             return err("memory_limit", "expected at least 1 byte");
         }
-        Ok(())
+        frame_mtu(self.mtu)
     }
 }
 
@@ -750,9 +770,7 @@ impl ClassicEcnConfig {
         if self.limit == 0 {
             return err("limit", "expected at least 1 packet");
         }
-        if self.mtu == 0 {
-            return err("mtu", "expected a frame size greater than zero");
-        }
+        frame_mtu(self.mtu)?;
         Ok(())
     }
 }

@@ -339,6 +339,21 @@ fn baseline_impossible_values_name_the_key() {
     let f = FqCodelConfig::default;
     assert_eq!(key_of(FqCodelConfig { flows: 0, ..f() }.validate()), "flows");
     assert_eq!(key_of(FqCodelConfig { quantum: 0, ..f() }.validate()), "quantum");
+    // Linux's bounds (sch_fq_codel since 5.14): 256 bytes to 1 MiB.
+    assert_eq!(key_of(FqCodelConfig { quantum: 255, ..f() }.validate()), "quantum");
+    assert_eq!(
+        key_of(
+            FqCodelConfig {
+                quantum: (1 << 20) + 1,
+                ..f()
+            }
+            .validate()
+        ),
+        "quantum"
+    );
+    for quantum in [256, 300, 1 << 20] {
+        assert!(FqCodelConfig { quantum, ..f() }.validate().is_ok(), "quantum {quantum}");
+    }
     assert_eq!(key_of(FqCodelConfig { limit: 0, ..f() }.validate()), "limit");
     assert_eq!(
         key_of(FqCodelConfig { memory_limit: 0, ..f() }.validate()),
@@ -538,5 +553,60 @@ fn tagged_table_and_round_trip() {
         assert!(text.contains(&format!("kind = \"{kind}\"")), "{text}");
         let back: AqmConfig = toml::from_str(&text).unwrap();
         assert_eq!(back, cfg, "{text}");
+    }
+}
+
+#[test]
+fn every_mtu_is_a_frame_size() {
+    for mtu in [0, 63, 65_536] {
+        let checks = [
+            DualPi2Config {
+                mtu,
+                ..DualPi2Config::default()
+            }
+            .validate(),
+            PieConfig {
+                mtu,
+                ..PieConfig::default()
+            }
+            .validate(),
+            CodelConfig {
+                mtu,
+                ..CodelConfig::default()
+            }
+            .validate(),
+            FqCodelConfig {
+                mtu,
+                ..FqCodelConfig::default()
+            }
+            .validate(),
+            ClassicEcnConfig {
+                mtu,
+                ..ClassicEcnConfig::default()
+            }
+            .validate(),
+        ];
+        for (i, r) in checks.into_iter().enumerate() {
+            let e = r.expect_err(&format!("config {i}, mtu {mtu}"));
+            assert_eq!(e.key, "mtu");
+            assert!(
+                e.message.contains("from 64 to 65535 bytes") && e.message.contains(&format!("found {mtu}")),
+                "{e}"
+            );
+        }
+    }
+    for mtu in [64, 1500, 9014, 65_535] {
+        assert!(DualPi2Config {
+            mtu,
+            ..DualPi2Config::default()
+        }
+        .validate()
+        .is_ok());
+        assert!(CodelConfig {
+            mtu,
+            ..CodelConfig::default()
+        }
+        .validate()
+        .is_ok());
     }
 }
