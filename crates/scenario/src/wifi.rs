@@ -216,6 +216,12 @@ fn parse_phy(
             ))
         }
         (Some(m), None) => (m, "mcs"),
+        (None, Some(s)) if !s.is_finite() => {
+            return Err(cx.at(
+                &at_of("signal"),
+                format!("expected a received signal level in dBm, such as -55, found {s}"),
+            ))
+        }
         (None, Some(s)) => {
             let m = mcs_for_signal(standard, bandwidth, s).ok_or_else(|| {
                 cx.at(

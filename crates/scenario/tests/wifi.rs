@@ -116,7 +116,7 @@ fn edca_presets_and_tables() {
 
 #[test]
 fn bad_wifi_parameters_name_the_key() {
-    let cases: [(&str, &str, &str, &str); 12] = [
+    let cases: [(&str, &str, &str, &str); 13] = [
         ("", "mcs = 12", "topology.wifi[0].stations[0].mcs", "0 to 11 for HE"),
         (
             "",
@@ -135,6 +135,12 @@ fn bad_wifi_parameters_name_the_key() {
             "signal = -95",
             "topology.wifi[0].stations[0].signal",
             "below MCS 0's sensitivity",
+        ),
+        (
+            "",
+            "signal = nan",
+            "topology.wifi[0].stations[0].signal",
+            "expected a received signal level in dBm, such as -55, found NaN",
         ),
         (
             "",
