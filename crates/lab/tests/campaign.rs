@@ -112,9 +112,73 @@ fn the_campaigns_duration_holds_over_a_variants_own() {
     let _ = std::fs::remove_dir_all(d);
 }
 
+/// `campaign.warmup` holds for every run, also over a variant that sets its own, and lets
+/// a campaign run shorter than the scenario's own warm-up.
+#[test]
+fn the_campaigns_warmup_holds_over_a_variants_own() {
+    let campaign = CAMPAIGN.replace("seeds = 2\n", "seeds = 2\nduration = \"0.8s\"\nwarmup = \"200ms\"\n");
+    let (d_guard, f) = setup("warmup", &campaign.replace("\"0.5s\"", "\"0.3s\""));
+    let d = d_guard.path();
+    std::fs::write(
+        d.join("s.toml"),
+        SCENARIO.replace(
+            "name = \"l4s\"\n",
+            "name = \"l4s\"\nset = { \"scenario.warmup\" = \"0.1s\" }\n",
+        ),
+    )
+    .unwrap();
+    let (_, plan) = campaign::load(&f).unwrap();
+    assert_eq!(plan.runs.len(), 32);
+    for r in &plan.runs {
+        let sc = l4s_scenario::load_str(&plan.run_text(r), Path::new("s.toml")).unwrap();
+        assert_eq!(
+            (sc.warmup, sc.duration),
+            (l4s_core::Dur::from_millis(200), l4s_core::Dur::from_millis(800)),
+            "{r:?}"
+        );
+    }
+    // Without campaign.warmup, the file's 1 s warm-up does not fit in 0.8 s.
+    std::fs::write(&f, campaign.replace("warmup = \"200ms\"\n", "")).unwrap();
+    let e = campaign::load(&f).unwrap_err();
+    assert!(
+        e.message
+            .contains("campaign.duration: \"0.8s\" makes the scenario invalid"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
 #[test]
 fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
-    let cases: [(&str, &str, &str, usize, &str); 12] = [
+    let cases: [(&str, &str, &str, usize, &str); 16] = [
+        (
+            "seeds = 2\n",
+            "seeds = 2\nduration = \"2s\"\nwarmup = \"2s\"\n",
+            "campaign.warmup",
+            7,
+            "the warm-up (2s) must be shorter than campaign.duration (2s)",
+        ),
+        (
+            "seeds = 2\n",
+            "seeds = 2\nwarmup = \"3s\"\n",
+            "campaign.warmup",
+            6,
+            "\"3s\" makes the scenario invalid",
+        ),
+        (
+            "seeds = 2\n",
+            "seeds = 2\nwarmup = \"soon\"\n",
+            "campaign.warmup",
+            6,
+            "expected a duration",
+        ),
+        (
+            "seeds = 2\n\n[sweep]\n\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
+            "seeds = 2\nwarmup = \"1s\"\n\n[sweep]\n\"scenario.warmup\" = [\"1s\", \"2s\"]",
+            "sweep.\"scenario.warmup\"",
+            9,
+            "campaign.warmup sets every run's warm-up",
+        ),
         (
             "seeds = 2\n\n[sweep]\n\"topology.rate\" = [\"10Mbit\", \"20Mbit\"]",
             "seeds = 2\nduration = \"2s\"\n\n[sweep]\n\"scenario.duration\" = [\"2s\", \"3s\"]",

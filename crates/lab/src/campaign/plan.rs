@@ -362,16 +362,16 @@ fn point_texts(
         .iter()
         .map(|&i| {
             let text = &all[i].1;
-            // The campaign's duration holds for every run, over a variant's own `set`
-            // (as `l4s run --duration` does): a pair compares runs of one length.
-            let Some(d) = &spec.duration else {
+            // The campaign's duration and warm-up hold for every run, over a variant's own
+            // `set` (as `l4s run --duration` does): a pair compares runs of one length.
+            let fixed = spec.fixed();
+            if fixed.is_empty() {
                 return Ok(text.clone());
-            };
-            let mut v: DocumentMut = text
-                .parse()
-                .map_err(|e| spec.err("campaign.duration", format!("{e}")))?;
-            set_path(&mut v, "scenario.duration", toml_edit::value(d.as_str()))
-                .map_err(|m| spec.err("campaign.duration", m))?;
+            }
+            let mut v: DocumentMut = text.parse().map_err(|e| spec.err(fixed[0].0, format!("{e}")))?;
+            for (key, scenario_key, value) in fixed {
+                set_path(&mut v, scenario_key, toml_edit::value(value)).map_err(|m| spec.err(key, m))?;
+            }
             Ok(v.to_string())
         })
         .collect()
@@ -403,12 +403,19 @@ fn blame(
             Ok(texts) => texts.iter().find_map(|t| l4s_scenario::load_str(t, scen_path).err()),
         };
     let invalid = |sets: &[(String, String, toml::Value)]| invalid_with(spec, sets);
-    // The campaign's duration, when the point is valid without it: it must be longer than
-    // the point's warm-up and its flows' starts, which the point's own values may set.
-    if let Some(d) = &spec.duration {
-        let own = Spec {
-            duration: None,
-            ..spec.clone()
+    // The campaign's duration or warm-up, when the point is valid without it: the duration
+    // must be longer than the point's warm-up and its flows' starts, the warm-up shorter
+    // than its duration, which the point's own values may set.
+    for (key, _, d) in spec.fixed() {
+        let own = match key {
+            "campaign.duration" => Spec {
+                duration: None,
+                ..spec.clone()
+            },
+            _ => Spec {
+                warmup: None,
+                ..spec.clone()
+            },
         };
         if invalid_with(&own, sets).is_none() {
             let with = match sets {
@@ -421,10 +428,7 @@ fn blame(
                         .join(", ")
                 ),
             };
-            return spec.err(
-                "campaign.duration",
-                format!("{d:?} makes the scenario invalid{with}: {e}"),
-            );
+            return spec.err(key, format!("{d:?} makes the scenario invalid{with}: {e}"));
         }
     }
     if sets.is_empty() {

@@ -34,6 +34,7 @@ struct CampaignToml {
     #[serde(default = "one_seed")]
     seeds: toml::Value,
     duration: Option<String>,
+    warmup: Option<String>,
     #[serde(default)]
     metrics: Vec<String>,
     gap: Option<String>,
@@ -87,6 +88,8 @@ pub struct Spec {
     pub seeds: Vec<u64>,
     /// `scenario.duration` of every run, as written.
     pub duration: Option<String>,
+    /// `scenario.warmup` of every run, as written.
+    pub warmup: Option<String>,
     /// Live runs: the most time between the end of one run of a pair and the start of the
     /// next; a pair that a restart would split by more is run again whole.
     pub gap: Option<Dur>,
@@ -206,6 +209,18 @@ impl OutputsSpec {
 }
 
 impl Spec {
+    /// What the campaign sets in every run over the run's own keys: `(its key in the
+    /// campaign file, the scenario's key, the value as written)`.
+    pub(crate) fn fixed(&self) -> Vec<(&'static str, &'static str, &str)> {
+        [
+            ("campaign.duration", "scenario.duration", &self.duration),
+            ("campaign.warmup", "scenario.warmup", &self.warmup),
+        ]
+        .into_iter()
+        .filter_map(|(key, scenario_key, v)| v.as_deref().map(|v| (key, scenario_key, v)))
+        .collect()
+    }
+
     /// The same campaign `k` times larger, toward a field study's size: `k` times the
     /// sampled draws (homes) when it samples, otherwise `k` times the seeds. Its name (and
     /// so its default store) gains `-x<k>`.
@@ -314,6 +329,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
         baseline: raw.campaign.baseline.clone(),
         seeds: Vec::new(),
         duration: raw.campaign.duration.clone(),
+        warmup: raw.campaign.warmup.clone(),
         metrics: raw.campaign.metrics.clone(),
         gap: None,
         sweep: Vec::new(),
@@ -338,10 +354,23 @@ pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
             "the list is empty: name the variants to run, or leave the key out to run them all",
         ));
     }
-    if let Some(d) = &c.duration {
-        let d = units::parse_dur(d).map_err(|e| spec.err("campaign.duration", e))?;
-        if d.is_zero() {
-            return Err(spec.err("campaign.duration", "the duration must be above zero"));
+    let duration = match &c.duration {
+        Some(d) => {
+            let d = units::parse_dur(d).map_err(|e| spec.err("campaign.duration", e))?;
+            if d.is_zero() {
+                return Err(spec.err("campaign.duration", "the duration must be above zero"));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    if let Some(w) = &c.warmup {
+        let w = units::parse_dur(w).map_err(|e| spec.err("campaign.warmup", e))?;
+        if let Some(d) = duration.filter(|d| w >= *d) {
+            return Err(spec.err(
+                "campaign.warmup",
+                format!("the warm-up ({w}) must be shorter than campaign.duration ({d})"),
+            ));
         }
     }
     if let Some(g) = &c.gap {
@@ -513,14 +542,19 @@ fn check_param(spec: &Spec, table: &str, k: &str) -> Result<(), ScenarioError> {
             "the campaign sets this itself: use campaign.seeds for seeds and campaign.variants for the variants",
         ));
     }
-    if k == "scenario.duration" && spec.duration.is_some() {
-        // campaign.duration is set over every run's own: the value here would be shown
-        // beside runs that did not have it.
-        return Err(spec.err_at_param(
-            table,
-            k,
-            "campaign.duration sets every run's duration: leave campaign.duration out to vary it here",
-        ));
+    for (own, set, key, what) in [
+        ("scenario.duration", spec.duration.is_some(), "duration", "duration"),
+        ("scenario.warmup", spec.warmup.is_some(), "warmup", "warm-up"),
+    ] {
+        if k == own && set {
+            // campaign.duration and campaign.warmup are set over every run's own: the
+            // value here would be shown beside runs that did not have it.
+            return Err(spec.err_at_param(
+                table,
+                k,
+                format!("campaign.{key} sets every run's {what}: leave campaign.{key} out to vary it here"),
+            ));
+        }
     }
     Ok(())
 }
