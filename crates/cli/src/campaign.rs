@@ -178,13 +178,13 @@ impl CampaignProgress for Shell {
             return;
         }
         println!(
-            "campaign {}: {} runs ({} distinct, {} points x {} seeds x {} variants); {} in the store, {} to run; store {}",
+            "campaign {}: {} ({} distinct, {} x {} x {}); {} in the store, {} to run; store {}",
             plan.name,
-            plan.runs.len(),
+            count(plan.runs.len(), "run"),
             unique,
-            plan.points.len(),
-            plan.seeds.len(),
-            plan.variants.len(),
+            count(plan.points.len(), "point"),
+            count(plan.seeds.len(), "seed"),
+            count(plan.variants.len(), "variant"),
             unique - todo,
             todo,
             dir.display()
@@ -319,4 +319,9 @@ fn run(
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// `n` and the noun, in the plural unless `n` is 1: "1 variant", "4 runs".
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
