@@ -18,6 +18,34 @@ use shell::Shell;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A reader that goes away (`l4s run ... | head`) makes the next `println!` panic with
+    // EPIPE, since Rust ignores SIGPIPE. That is no error of ours to report: the panic
+    // unwinds (a live run's guards remove its namespaces on the way), says nothing, and
+    // the exit status is the shell's for a process that SIGPIPE ended, 128 + 13.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_broken_pipe(info.payload()) {
+            default_hook(info);
+        }
+    }));
+    match std::panic::catch_unwind(command) {
+        Ok(code) => code,
+        Err(p) if is_broken_pipe(&*p) => ExitCode::from(141),
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+/// Whether a panic is the standard library's on printing to a closed pipe.
+fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    message.starts_with("failed printing to std") && message.contains("(os error 32)")
+}
+
+fn command() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Run(args) => run(&args),
         Cmd::Report { dir, png } => {

@@ -1752,3 +1752,38 @@ to = "sta"
         "expected standard = \"be\"",
     );
 }
+
+/// A reader that went away (`l4s run ... | head`) ends the command quietly with the status
+/// a shell gives a process that SIGPIPE ended, 141, where printing panicked; a run it
+/// ends leaves its results whole or not at all.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    let d = tmpdir("pipe");
+    let f = d.path().join("s.toml");
+    std::fs::write(&f, GOOD).unwrap();
+    let out = d.path().join("out");
+    let runs: [Vec<&std::ffi::OsStr>; 2] = [
+        vec!["check".as_ref(), f.as_os_str()],
+        vec!["run".as_ref(), "--out".as_ref(), out.as_os_str(), f.as_os_str()],
+    ];
+    for args in runs {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = l4s().args(&args).stdout(writer).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let mut left: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert!(left == ["s.toml"] || left == ["out", "s.toml"], "{left:?}");
+    if left.len() == 2 {
+        assert!(out.join("summary.json").is_file() && out.join("report.html").is_file());
+    }
+}
