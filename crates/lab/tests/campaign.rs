@@ -620,8 +620,18 @@ fn a_store_is_ours_alone_and_holds_one_campaign_unless_updated() {
         "{e}"
     );
     assert!(campaign::status(&store).unwrap().active);
+    // A run being written (its `.KEY.tmp-PID` folder) counts as running while a process
+    // holds the store, and as missing once none does.
+    let key = &plan.unique_runs()[0].key;
+    let run = campaign::store::run_dir(&store, key);
+    std::fs::remove_dir_all(&run).unwrap();
+    std::fs::create_dir(run.with_file_name(format!(".{key}.tmp-4242"))).unwrap();
+    let st = campaign::status(&store).unwrap();
+    assert_eq!((st.done, st.running, st.missing, st.other_runs), (47, 1, 0, 0));
     drop(held);
-    assert!(!campaign::status(&store).unwrap().active);
+    let st = campaign::status(&store).unwrap();
+    assert!(!st.active);
+    assert_eq!((st.done, st.running, st.missing, st.other_runs), (47, 0, 1, 0));
 }
 
 #[test]

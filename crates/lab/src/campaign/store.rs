@@ -267,15 +267,22 @@ pub fn status(dir: &Path) -> Result<Status, Error> {
     let mut running = 0;
     let mut missing = 0;
     let mut run_bytes = 0;
+    // One walk of the runs' folders: `.KEY.tmp-PID` folders are runs being written (while a
+    // process holds the store), and a completed run not in the plan is one an earlier
+    // plan kept.
+    let planned: std::collections::HashSet<&str> = uniq.iter().map(|r| r.key.as_str()).collect();
     let mut in_progress = std::collections::HashSet::new();
-    if active {
-        // `.KEY.tmp-PID` folders are runs being written.
-        for shard in fs::read_dir(dir.join("runs")).into_iter().flatten().flatten() {
-            for e in fs::read_dir(shard.path()).into_iter().flatten().flatten() {
-                let n = e.file_name().to_string_lossy().into_owned();
-                if let Some(k) = n.strip_prefix('.').and_then(|r| r.split(".tmp-").next()) {
+    let (mut other_runs, mut other_bytes) = (0, 0);
+    for shard in fs::read_dir(dir.join("runs")).into_iter().flatten().flatten() {
+        for e in fs::read_dir(shard.path()).into_iter().flatten().flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if let Some(rest) = n.strip_prefix('.') {
+                if let Some(k) = rest.split(".tmp-").next().filter(|_| active) {
                     in_progress.insert(k.to_string());
                 }
+            } else if !planned.contains(n.as_str()) && e.path().join("summary.json").is_file() {
+                other_runs += 1;
+                other_bytes += dir_bytes(&e.path());
             }
         }
     }
@@ -290,17 +297,6 @@ pub fn status(dir: &Path) -> Result<Status, Error> {
             failed.push((r.key.clone(), msg));
         } else {
             missing += 1;
-        }
-    }
-    let planned: std::collections::HashSet<&str> = uniq.iter().map(|r| r.key.as_str()).collect();
-    let (mut other_runs, mut other_bytes) = (0, 0);
-    for shard in fs::read_dir(dir.join("runs")).into_iter().flatten().flatten() {
-        for e in fs::read_dir(shard.path()).into_iter().flatten().flatten() {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if !n.starts_with('.') && !planned.contains(n.as_str()) && e.path().join("summary.json").is_file() {
-                other_runs += 1;
-                other_bytes += dir_bytes(&e.path());
-            }
         }
     }
     Ok(Status {
