@@ -39,17 +39,30 @@ def check_count(value: Any, name: str) -> None:
 
 
 def check_finite(keys: Mapping[str, Any], where: str) -> None:
-    """Every number in ``keys`` finite: TOML (and JSON) have no NaN to pass on."""
+    """Every value in ``keys`` one TOML can hold, each refused at its key: a NaN or an
+    infinity (TOML and JSON have none to pass on), an integer beyond TOML's 64 bits, an
+    object with no TOML form. ``None`` is refused later, at its key too."""
 
     def walk(v: Any, at: str) -> None:
-        if isinstance(v, float) and not math.isfinite(v):
-            raise error(f"{at}: {v!r} is not a finite number")
-        if isinstance(v, Mapping):
+        if isinstance(v, bool) or v is None or isinstance(v, (str, os.PathLike)):
+            return
+        if isinstance(v, int):
+            if not -(2**63) <= v < 2**63:
+                raise error(f"{at}: {v} is beyond TOML's integers (-2^63 to 2^63 - 1)")
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise error(f"{at}: {v!r} is not a finite number")
+        elif isinstance(v, Mapping):
             for k, x in v.items():
-                walk(x, f"{at}.{k}")
+                walk(x, f"{at}.{k}" if at else str(k))
         elif isinstance(v, (list, tuple)):
             for i, x in enumerate(v):
                 walk(x, f"{at}[{i}]")
+        elif callable(getattr(v, "tolist", None)):
+            # A numpy scalar or array: the Python value it holds.
+            walk(v.tolist(), at)
+        else:
+            raise error(f"{at}: {type(v).__name__} {v!r} has no TOML form")
 
     for k, v in keys.items():
         walk(v, f"{where}[{k!r}]" if where else str(k))
