@@ -4,6 +4,7 @@ cluster (``l4s-campaign run FILE --ray ADDRESS``)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import campaign
@@ -11,6 +12,18 @@ from ._native import L4sError
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`l4s-campaign status DIR | head`): no error of ours. What
+        # is still buffered goes nowhere, so that Python's flush at exit does not raise
+        # again, and the status is the shell's for a process that SIGPIPE ended.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog="l4s-campaign", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a campaign file")

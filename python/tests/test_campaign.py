@@ -3,6 +3,7 @@ pair differences, and errors that name the file, line and key."""
 
 import math
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -122,6 +123,16 @@ def test_the_console_command_runs_a_campaign_and_says_where_it_stands(tiny, tmp_
     assert "8 of 8 runs done (8 now)" in out and str(store) in out
     assert cli.main(["status", str(store)]) == 0
     assert "8 of 8 runs done, 0 running, 0 failed, 0 missing" in capsys.readouterr().out
+    # A reader that went away ends the command quietly, with the status SIGPIPE gives.
+    import subprocess
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "l4s_lab.cli", "status", str(store)], stdout=w, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(w)
+    assert (p.returncode, p.stderr) == (141, ""), p.stderr
     # Bad input: exit status 2 and the file, line and key.
     f.write_text(f.read_text().replace("topology.rtt", "topology.rtx"))
     assert cli.main(["run", str(f), "--out", str(tmp_path / "other")]) == 2
