@@ -1787,3 +1787,27 @@ fn a_closed_stdout_ends_the_command_quietly() {
         assert!(out.join("summary.json").is_file() && out.join("report.html").is_file());
     }
 }
+
+/// `l4s router` between interfaces that are not there says so, at the option that named
+/// the first, before any check of their offloads (which would only say ethtool failed).
+#[test]
+fn the_router_names_a_missing_interface_first() {
+    let o = l4s()
+        .args([
+            "router",
+            "--in",
+            "l4s-none-a0",
+            "--out",
+            "l4s-none-b0",
+            "--rate",
+            "10Mbit",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "l4s router: in: no interface named \"l4s-none-a0\" in this network namespace (see `ip link`)"
+    );
+}

@@ -66,18 +66,24 @@ pub enum Received {
     Skip,
 }
 
+/// The index of interface `ifname` in the calling thread's network namespace, or an error
+/// at `key` (the option that named it) saying there is none.
+pub fn interface_index(ifname: &str, key: &str) -> Result<i32, FwdError> {
+    crate::netns::check_ifname(ifname)?;
+    let cname = std::ffi::CString::new(ifname).map_err(|_| FwdError::config(key, "contains a NUL byte"))?;
+    let Ok(ifindex) = sys::if_nametoindex(&cname) else {
+        return Err(FwdError::config(
+            key,
+            format!("no interface named {ifname:?} in this network namespace (see `ip link`)"),
+        ));
+    };
+    Ok(ifindex as i32)
+}
+
 impl PacketSocket {
     /// Open and bind a socket on `ifname` in the calling thread's network namespace.
     pub fn open(ifname: &str) -> Result<PacketSocket, FwdError> {
-        crate::netns::check_ifname(ifname)?;
-        let cname = std::ffi::CString::new(ifname).map_err(|_| FwdError::config("interface", "contains a NUL byte"))?;
-        let Ok(ifindex) = sys::if_nametoindex(&cname) else {
-            return Err(FwdError::config(
-                "interface",
-                format!("no interface named {ifname:?} in this network namespace (see `ip link`)"),
-            ));
-        };
-        let ifindex = ifindex as i32;
+        let ifindex = interface_index(ifname, "interface")?;
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
         let fd = sys::socket(
             libc::AF_PACKET,

@@ -323,6 +323,14 @@ pub fn router_main(args: &RouterArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Both interfaces first: the offload check of one that is not there would only
+    // say that ethtool failed.
+    for (key, ifname) in [("in", &cfg.a), ("out", &cfg.b)] {
+        if let Err(e) = crate::afpacket::interface_index(ifname, key) {
+            eprintln!("l4s router: {e}");
+            return ExitCode::from(2);
+        }
+    }
     for w in offload_warnings(&cfg.a).into_iter().chain(offload_warnings(&cfg.b)) {
         eprintln!("l4s router: warning: {w}");
     }
