@@ -407,7 +407,7 @@ fn run_set<'py>(
 /// `duration=`: a run's length, or the scenario's.
 fn run_duration(duration: Option<&str>) -> Result<Option<l4s_core::Dur>, Error> {
     duration
-        .map(|d| l4s_core::units::parse_dur(d).map_err(|e| Error::input(format!("duration: {e}"))))
+        .map(|d| l4s_core::units::parse_dur(d).map_err(|e| Error::input(format!("duration='{d}': {e}"))))
         .transpose()
 }
 
@@ -415,7 +415,15 @@ fn run_duration(duration: Option<&str>) -> Result<Option<l4s_core::Dur>, Error> 
 fn snapshot_interval(snapshots: Option<&str>) -> Result<l4s_core::Dur, Error> {
     match snapshots {
         None => Ok(l4s_core::Dur::ZERO),
-        Some(s) => l4s_core::units::parse_dur(s).map_err(|e| Error::input(format!("snapshots: {e}"))),
+        Some(s) => l4s_core::units::parse_dur(s).map_err(|e| {
+            // `l4s run --snapshot-interval 0` turns them off; here None does.
+            let off = if s.trim() == "0" {
+                "; snapshots=None turns the time series off"
+            } else {
+                ""
+            };
+            Error::input(format!("snapshots='{s}': {e}{off}"))
+        }),
     }
 }
 

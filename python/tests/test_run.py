@@ -155,6 +155,8 @@ def test_arguments_of_the_wrong_kind_raise_an_l4s_error_that_names_them(tiny, tm
         (lambda: l4s_lab.run(tiny, variant="l4s", seed=-1), "seed=-1: expected a whole number"),
         (lambda: l4s_lab.run(tiny, variant="l4s", seed=True), "seed=True"),
         (lambda: l4s_lab.run(tiny, variant="l4s", duration=5), "duration=5: expected text with a unit"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", duration="5"), "duration='5': expected a duration .*the unit is missing"),
+        (lambda: l4s_lab.run(tiny, variant="l4s", snapshots="0"), "snapshots='0': .*; snapshots=None turns the time series off"),
         (lambda: l4s_lab.run(tiny, variant="l4s", set={"topology.rate": float("nan")}), r"set\['topology.rate'\]: nan"),
         (lambda: l4s_lab.run(tiny, variant="l4s", set=["topology.rate"]), "set=.*expected a dict"),
         (lambda: l4s_lab.run(tiny, variant="l4s", set={"topology.rate": object()}), r"set\['topology.rate'\]: object <object .*> has no TOML form"),
