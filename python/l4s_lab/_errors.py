@@ -38,7 +38,7 @@ def check_count(value: Any, name: str) -> None:
         raise error(f"{name}={value!r}: expected a whole number of at least 0")
 
 
-def check_finite(keys: Mapping[str, Any], where: str) -> None:
+def check_toml(keys: Mapping[str, Any], where: str) -> None:
     """Every value in ``keys`` one TOML can hold, each refused at its key: a NaN or an
     infinity (TOML and JSON have none to pass on), an integer beyond TOML's 64 bits, an
     object with no TOML form. ``None`` is refused later, at its key too."""

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _native
-from ._errors import check_count, check_finite, error, to_json
+from ._errors import check_count, check_toml, error, to_json
 
 __all__ = ["Campaign", "load", "run", "status"]
 
@@ -98,7 +98,7 @@ def status(dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 def _source(campaign: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[str | None, str | None]:
     if isinstance(campaign, Mapping):
-        check_finite(campaign, "")
+        check_toml(campaign, "")
         return None, _native.toml_text(to_json(campaign, "campaign"))
     return os.fspath(campaign), None
 

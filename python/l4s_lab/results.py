@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _native
-from ._errors import check_finite, check_seed, check_text, error, to_json
+from ._errors import check_seed, check_text, check_toml, error, to_json
 
 __all__ = ["Result", "load", "load_variants", "run", "run_variants"]
 
@@ -148,7 +148,7 @@ def _set(set: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> str:
         if key in keys:
             raise error(f"{k}= and set[{key!r}] both set {key}: give it once")
         keys[key] = v
-    check_finite(keys, "set")
+    check_toml(keys, "set")
     return to_json(keys, "set")
 
 

@@ -358,19 +358,19 @@ fn point_texts(
         set_path(&mut doc, key, to_item(v)).map_err(|m| spec.err_at_param(table, key, m))?;
     }
     let all = l4s_scenario::variant_texts(doc, scen_path)?;
+    // The campaign's duration and warm-up hold for every run, over a variant's own `set`
+    // (as `l4s run --duration` does): a pair compares runs of one length.
+    let fixed = spec.fixed();
     chosen
         .iter()
         .map(|&i| {
             let text = &all[i].1;
-            // The campaign's duration and warm-up hold for every run, over a variant's own
-            // `set` (as `l4s run --duration` does): a pair compares runs of one length.
-            let fixed = spec.fixed();
-            if fixed.is_empty() {
+            let Some(first) = fixed.first() else {
                 return Ok(text.clone());
-            }
-            let mut v: DocumentMut = text.parse().map_err(|e| spec.err(fixed[0].0, format!("{e}")))?;
-            for (key, scenario_key, value) in fixed {
-                set_path(&mut v, scenario_key, toml_edit::value(value)).map_err(|m| spec.err(key, m))?;
+            };
+            let mut v: DocumentMut = text.parse().map_err(|e| spec.err(first.key, format!("{e}")))?;
+            for f in &fixed {
+                set_path(&mut v, f.scenario_key, toml_edit::value(f.value)).map_err(|m| spec.err(f.key, m))?;
             }
             Ok(v.to_string())
         })
@@ -406,17 +406,12 @@ fn blame(
     // The campaign's duration or warm-up, when the point is valid without it: the duration
     // must be longer than the point's warm-up and its flows' starts, the warm-up shorter
     // than its duration, which the point's own values may set.
-    for (key, _, d) in spec.fixed() {
-        let own = match key {
-            "campaign.duration" => Spec {
-                duration: None,
-                ..spec.clone()
-            },
-            _ => Spec {
-                warmup: None,
-                ..spec.clone()
-            },
-        };
+    for f in spec.fixed() {
+        let mut own = spec.clone();
+        match f.scenario_key {
+            "scenario.duration" => own.duration = None,
+            _ => own.warmup = None,
+        }
         if invalid_with(&own, sets).is_none() {
             let with = match sets {
                 [] => String::new(),
@@ -428,7 +423,7 @@ fn blame(
                         .join(", ")
                 ),
             };
-            return spec.err(key, format!("{d:?} makes the scenario invalid{with}: {e}"));
+            return spec.err(f.key, format!("{:?} makes the scenario invalid{with}: {e}", f.value));
         }
     }
     if sets.is_empty() {

@@ -208,16 +208,32 @@ impl OutputsSpec {
     }
 }
 
+/// A key the campaign sets in every run: its key in the campaign file, the scenario's key
+/// it sets, what it is called in messages, and the value as written.
+pub(crate) struct Fixed<'a> {
+    pub key: &'static str,
+    pub scenario_key: &'static str,
+    pub noun: &'static str,
+    pub value: &'a str,
+}
+
 impl Spec {
-    /// What the campaign sets in every run over the run's own keys: `(its key in the
-    /// campaign file, the scenario's key, the value as written)`.
-    pub(crate) fn fixed(&self) -> Vec<(&'static str, &'static str, &str)> {
+    /// What the campaign sets in every run over the run's own keys, as [`Fixed`]: its
+    /// duration and warm-up, where given.
+    pub(crate) fn fixed(&self) -> Vec<Fixed<'_>> {
         [
-            ("campaign.duration", "scenario.duration", &self.duration),
-            ("campaign.warmup", "scenario.warmup", &self.warmup),
+            ("campaign.duration", "scenario.duration", "duration", &self.duration),
+            ("campaign.warmup", "scenario.warmup", "warm-up", &self.warmup),
         ]
         .into_iter()
-        .filter_map(|(key, scenario_key, v)| v.as_deref().map(|v| (key, scenario_key, v)))
+        .filter_map(|(key, scenario_key, noun, v)| {
+            v.as_deref().map(|value| Fixed {
+                key,
+                scenario_key,
+                noun,
+                value,
+            })
+        })
         .collect()
     }
 
@@ -542,19 +558,17 @@ fn check_param(spec: &Spec, table: &str, k: &str) -> Result<(), ScenarioError> {
             "the campaign sets this itself: use campaign.seeds for seeds and campaign.variants for the variants",
         ));
     }
-    for (own, set, key, what) in [
-        ("scenario.duration", spec.duration.is_some(), "duration", "duration"),
-        ("scenario.warmup", spec.warmup.is_some(), "warmup", "warm-up"),
-    ] {
-        if k == own && set {
-            // campaign.duration and campaign.warmup are set over every run's own: the
-            // value here would be shown beside runs that did not have it.
-            return Err(spec.err_at_param(
-                table,
-                k,
-                format!("campaign.{key} sets every run's {what}: leave campaign.{key} out to vary it here"),
-            ));
-        }
+    if let Some(f) = spec.fixed().into_iter().find(|f| f.scenario_key == k) {
+        // campaign.duration and campaign.warmup are set over every run's own: the value
+        // here would be shown beside runs that did not have it.
+        return Err(spec.err_at_param(
+            table,
+            k,
+            format!(
+                "{} sets every run's {}: leave {} out to vary it here",
+                f.key, f.noun, f.key
+            ),
+        ));
     }
     Ok(())
 }
