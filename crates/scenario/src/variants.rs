@@ -253,6 +253,27 @@ pub fn set_path(doc: &mut DocumentMut, path: &str, value: Item) -> Result<(), St
     set_path_at(doc, path, value).map(|_| ())
 }
 
+/// A string value of `t` at `key`, or "" where there is none.
+fn str_key(t: &toml_edit::Table, key: &str) -> String {
+    t.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string()
+}
+
+/// "no link named "0"; the scenario's links are "cable", "cmts->server"": what a path named
+/// that is not there, with the names it could have taken (entries are picked by name, not
+/// by their place in the file).
+fn absent(what: &str, name: &str, names: impl Iterator<Item = String>) -> String {
+    let names: Vec<String> = names.map(|n| format!("{n:?}")).collect();
+    let by_place = if name.parse::<usize>().is_ok() {
+        " (entries are named, not numbered)"
+    } else {
+        ""
+    };
+    format!(
+        "no {what} named {name:?}{by_place}; the scenario's {what}s: {}",
+        names.join(", ")
+    )
+}
+
 /// [`set_path`], returning the key it set as the loader's errors name it, with the index
 /// of each array element it picked by name (`flows.p.cc` -> `flows[0].cc`), so that an
 /// error in that key can be traced to the `set` that brought it.
@@ -279,11 +300,13 @@ fn set_path_at(doc: &mut DocumentMut, path: &str, value: Item) -> Result<String,
             .get_mut("flows")
             .and_then(|f| f.as_array_of_tables_mut())
             .ok_or("the scenario has no [[flows]]")?;
-        let (k, t) = flows
-            .iter_mut()
-            .enumerate()
-            .find(|(_, t)| t.get("name").and_then(|n| n.as_str()) == Some(name))
-            .ok_or_else(|| format!("no flow named {name:?}"))?;
+        let Some(k) = flows
+            .iter()
+            .position(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
+        else {
+            return Err(absent("flow", name, flows.iter().map(|t| str_key(t, "name"))));
+        };
+        let t = flows.get_mut(k).ok_or("the flow just found")?;
         at = format!("flows[{k}]");
         if segs.len() == 2 {
             let Some(new) = value.as_table_like() else {
@@ -316,18 +339,14 @@ fn set_path_at(doc: &mut DocumentMut, path: &str, value: Item) -> Result<String,
             .and_then(|l| l.as_array_of_tables_mut())
             .ok_or("the scenario has no [[topology.links]]")?;
         // A link's name, or the name it gets without one ("from->to").
-        let named = |t: &toml_edit::Table| match t.get("name").and_then(|n| n.as_str()) {
-            Some(n) => n == *name,
-            None => {
-                let end = |k| t.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-                format!("{}->{}", end("from"), end("to")) == *name
-            }
+        let link_name = |t: &toml_edit::Table| match t.get("name").and_then(|n| n.as_str()) {
+            Some(n) => n.to_string(),
+            None => format!("{}->{}", str_key(t, "from"), str_key(t, "to")),
         };
-        let (k, t) = links
-            .iter_mut()
-            .enumerate()
-            .find(|(_, t)| named(t))
-            .ok_or_else(|| format!("no link named {name:?}"))?;
+        let Some(k) = links.iter().position(|t| link_name(t) == *name) else {
+            return Err(absent("link", name, links.iter().map(link_name)));
+        };
+        let t = links.get_mut(k).ok_or("the link just found")?;
         at = format!("topology.links[{k}]");
         tbl = t;
         i = 3;
@@ -350,11 +369,11 @@ fn set_path_at(doc: &mut DocumentMut, path: &str, value: Item) -> Result<String,
             .and_then(|t| t.get_mut(kind))
             .and_then(|l| l.as_array_of_tables_mut())
             .ok_or_else(|| format!("the scenario has no [[topology.{kind}]]"))?;
-        let (k, one) = all
-            .iter_mut()
-            .enumerate()
-            .find(|(_, t)| t.get("name").and_then(|n| n.as_str()).unwrap_or(kind) == *name)
-            .ok_or_else(|| format!("no {what} named {name:?}"))?;
+        let own_name = |t: &toml_edit::Table| t.get("name").and_then(|n| n.as_str()).unwrap_or(kind).to_string();
+        let Some(k) = all.iter().position(|t| own_name(t) == *name) else {
+            return Err(absent(what, name, all.iter().map(own_name)));
+        };
+        let one = all.get_mut(k).ok_or("the entry just found")?;
         at = format!("topology.{kind}[{k}]");
         if segs[3] == members {
             let (Some(node), true) = (segs.get(4), segs.len() >= 6) else {
@@ -367,11 +386,17 @@ fn set_path_at(doc: &mut DocumentMut, path: &str, value: Item) -> Result<String,
                 .get_mut(members)
                 .and_then(|l| l.as_array_of_tables_mut())
                 .ok_or_else(|| format!("{what} {name:?} has no [[topology.{kind}.{members}]]"))?;
-            let (m, t) = list
-                .iter_mut()
-                .enumerate()
-                .find(|(_, t)| t.get("node").and_then(|n| n.as_str()) == Some(*node))
-                .ok_or_else(|| format!("{what} {name:?} has no {member} on node {node:?}"))?;
+            let Some(m) = list
+                .iter()
+                .position(|t| t.get("node").and_then(|n| n.as_str()) == Some(*node))
+            else {
+                let nodes: Vec<String> = list.iter().map(|t| format!("{:?}", str_key(t, "node"))).collect();
+                return Err(format!(
+                    "{what} {name:?} has no {member} on node {node:?}; its {member}s are on {}",
+                    nodes.join(", ")
+                ));
+            };
+            let t = list.get_mut(m).ok_or("the entry just found")?;
             at = format!("{at}.{members}[{m}]");
             tbl = t;
             i = 5;

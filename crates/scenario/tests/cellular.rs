@@ -379,9 +379,12 @@ fn variants_set_a_cells_keys_and_its_ues_by_node() {
     for (set, want) in [
         (
             "\"topology.cell.nope.aqm\" = { kind = \"fifo\" }",
-            "no cell named \"nope\"",
+            "no cell named \"nope\"; the scenario's cells: \"c1\"",
         ),
-        ("\"topology.cell.c1.ues.x.rate\" = \"1Mbit\"", "has no UE on node \"x\""),
+        (
+            "\"topology.cell.c1.ues.x.rate\" = \"1Mbit\"",
+            "has no UE on node \"x\"; its UEs are on \"a\", \"b\"",
+        ),
     ] {
         let bad = CELL.replace("CELL", "").replace("UE", "rate = \"30Mbit\"")
             + &format!("[[variants]]\nname = \"v\"\nset = {{ {set} }}\n");

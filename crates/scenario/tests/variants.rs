@@ -219,7 +219,18 @@ set = { "topology.links.cell.aqm" = { kind = "fifo", limit = 300 }, "topology.li
     assert_eq!(sc.links[0].aqm.kind(), "fifo");
     assert_eq!(sc.links[2].rate.unwrap().bits_per_sec(), 20_000_000);
     for (set, words) in [
-        ("\"topology.links.wifi.aqm\" = \"x\"", "no link named \"wifi\""),
+        (
+            "\"topology.links.wifi.aqm\" = \"x\"",
+            "no link named \"wifi\"; the scenario's links: \"cell\", \"b->c\"",
+        ),
+        (
+            "\"topology.links.1.rate\" = \"1Mbit\"",
+            "no link named \"1\" (entries are named, not numbered); the scenario's links: \"cell\", \"b->c\"",
+        ),
+        (
+            "\"flows.0.ecn\" = \"ect1\"",
+            "no flow named \"0\" (entries are named, not numbered); the scenario's flows: \"f\"",
+        ),
         ("\"topology.links.cell\" = {}", "name a link and a key"),
     ] {
         let t = text.replace(
