@@ -352,6 +352,38 @@ fn bad_campaigns_are_refused_naming_the_file_line_and_key() {
     let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
     assert!(e.message.contains("s.toml:"), "{e}");
     assert!(e.message.contains("bogus"), "{e}");
+    // A scenario given where a campaign belongs, and the other way round, is named for
+    // what it is, at its first table, with the command that runs it.
+    let (d_guard, f) = setup("scenario-as-campaign", SCENARIO);
+    let d = d_guard.path();
+    let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+    let first = SCENARIO.lines().position(|l| l.trim() == "[scenario]").unwrap() + 1;
+    let at = e.location.as_ref().unwrap();
+    assert_eq!(
+        (at.file.as_path(), at.key.as_str(), at.line),
+        (f.as_path(), "scenario", Some(first)),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("this is a scenario file, not a campaign: run it with `l4s run`"),
+        "{e}"
+    );
+    assert!(!d.join("store").exists());
+    let e = l4s_scenario::load_str(CAMPAIGN, &d.join("c.toml")).unwrap_err();
+    let first = CAMPAIGN.lines().position(|l| l.trim() == "[campaign]").unwrap() + 1;
+    assert_eq!((e.key.as_str(), e.line), ("campaign", Some(first)), "{e}");
+    assert!(
+        e.message
+            .contains("this is a campaign file, not a scenario: run it with `l4s campaign run`"),
+        "{e}"
+    );
+    // A file that is neither keeps the loader's own words.
+    let e = l4s_scenario::load_str("[other]\nx = 1\n", &d.join("c.toml")).unwrap_err();
+    assert!(e.message.contains("unknown field `other`"), "{e}");
+    std::fs::write(&f, "[other]\nx = 1\n").unwrap();
+    let e = campaign::run(&f, &mut Simulator, &opts(&d.join("store"), 1), &mut NoCampaignProgress).unwrap_err();
+    assert!(e.message.contains("unknown field `other`"), "{e}");
 }
 
 #[test]

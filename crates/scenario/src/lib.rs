@@ -24,7 +24,7 @@ pub use caller::Caller;
 pub use describe::describe;
 pub use error::{OverrideError, ScenarioError};
 pub use l4s_link::{Fault, FaultKind, LossModel, RateSchedule};
-pub use load::{load_file, load_str, parse_toml};
+pub use load::{load_file, load_str, other_kind, parse_toml, FileKind};
 pub use routes::Routes;
 pub use variants::{load_variants, load_with_sets, set_path, variant_texts, variants_of, variants_with, Variant};
 

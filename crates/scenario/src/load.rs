@@ -25,8 +25,44 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
 /// Validate scenario text; `file` is used in error messages.
 pub fn load_str(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
     let cx = ErrCtx { file, text };
-    let raw: File = parse_toml(text, file)?;
+    let raw: File = parse_toml(text, file).map_err(|e| other_kind(text, file, FileKind::Scenario).unwrap_or(e))?;
     build(&cx, raw)
+}
+
+/// The two kinds of file l4s-lab reads: a scenario (`[scenario]`, `[topology]`,
+/// `[[flows]]`) and a campaign (`[campaign]`, which names its scenario).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Scenario,
+    Campaign,
+}
+
+/// Where a file that did not load as `expected` is the other kind of file, the error
+/// that says so and how to run it; `None` where it is not (the loader's own error stands).
+/// Looked at only once loading failed, so a good file is parsed once.
+pub fn other_kind(text: &str, file: &Path, expected: FileKind) -> Option<ScenarioError> {
+    let top: toml::Table = text.parse().ok()?;
+    let is_table = |k: &str| top.get(k).is_some_and(|v| v.is_table());
+    let (key, message) = match expected {
+        FileKind::Scenario if is_table("campaign") && !top.contains_key("scenario") => (
+            "campaign",
+            "this is a campaign file, not a scenario: run it with `l4s campaign run` (from Python, \
+             `l4s_lab.campaign.run`), or run the scenario its `campaign.scenario` names",
+        ),
+        FileKind::Campaign if is_table("scenario") && !top.contains_key("campaign") => (
+            "scenario",
+            "this is a scenario file, not a campaign: run it with `l4s run` (from Python, \
+             `l4s_lab.run`); a campaign file has a [campaign] table whose `scenario` names the \
+             scenario file, and the keys to sweep (docs/campaigns.md)",
+        ),
+        _ => return None,
+    };
+    Some(ScenarioError {
+        file: file.to_path_buf(),
+        line: crate::error::locate(text, &parse_path(key)),
+        key: key.to_string(),
+        message: message.to_string(),
+    })
 }
 
 /// Deserialize TOML text into `T` (a file's tables as serde structs), with errors that

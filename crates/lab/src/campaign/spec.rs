@@ -334,7 +334,8 @@ pub fn load(file: &Path) -> Result<Spec, ScenarioError> {
 
 /// Validate campaign text; `file` names it in errors and anchors the scenario's path.
 pub fn parse(text: &str, file: &Path) -> Result<Spec, ScenarioError> {
-    let raw: FileToml = l4s_scenario::parse_toml(text, file)?;
+    let raw: FileToml = l4s_scenario::parse_toml(text, file)
+        .map_err(|e| l4s_scenario::other_kind(text, file, l4s_scenario::FileKind::Campaign).unwrap_or(e))?;
     let mut spec = Spec {
         file: file.to_path_buf(),
         text: text.to_string(),
