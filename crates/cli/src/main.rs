@@ -299,6 +299,14 @@ fn run_one(
             } else if let Some((page, table)) = &runs.compare {
                 if a.quiet {
                     println!("{}", page.display());
+                } else if let [one] = runs.runs.as_slice() {
+                    // One variant picked: its tables are above, and a table of one run
+                    // beside nothing would repeat them.
+                    println!(
+                        "\none variant ran ({}): set it beside another's results with `l4s compare {} DIR`",
+                        one.variant.as_deref().unwrap_or_default(),
+                        one.dir.display()
+                    );
                 } else {
                     println!(
                         "\n=== variants side by side (differences against {}) ===",

@@ -971,6 +971,26 @@ fn variants_run_into_their_directories_and_can_be_picked() {
             .unwrap();
         assert_eq!(web["cc"], "cubic", "{v}: {web}");
     }
+    // One variant picked: no table of one run beside nothing, but how to compare it.
+    let one = d.join("one");
+    let o = l4s()
+        .arg("run")
+        .arg(&file)
+        .args(["--duration", "6s", "--variant", "classic", "--out"])
+        .arg(&one)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!text.contains("side by side"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "one variant ran (classic): set it beside another's results with `l4s compare {} DIR`",
+            one.join("classic").display()
+        )),
+        "{text}"
+    );
+    assert_eq!(dirs(&one), ["classic", "compare.html", "variants.json"]);
     // Unknown variant: exit 2, the names there are, nothing written.
     let o = l4s()
         .arg("run")
