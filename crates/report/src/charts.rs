@@ -340,22 +340,21 @@ impl Chart {
             t = fixed(t, 1),
             ph = fixed(ph, 1)
         );
-        // Warm-up shading.
-        if let Some((a, z, label)) = &self.shade {
-            let (xa, xz) = (px(*a).clamp(l, r), px(*z).clamp(l, r));
-            if xz > xa {
-                let _ = write!(
-                    s,
-                    "<rect class=\"shade\" x=\"{xa}\" y=\"{t}\" width=\"{}\" height=\"{ph}\"/><text class=\"shadelabel\" x=\"{}\" y=\"{}\">{}</text>",
-                    fixed(xz - xa, 1),
-                    fixed(xa + 4.0, 1),
-                    fixed(t + 12.0, 1),
-                    esc(label),
-                    xa = fixed(xa, 1),
-                    t = fixed(t, 1),
-                    ph = fixed(ph, 1)
-                );
-            }
+        // Warm-up shading (its label goes on top of the data, at the end).
+        let shade = self
+            .shade
+            .as_ref()
+            .map(|(a, z, label)| (px(*a).clamp(l, r), px(*z).clamp(l, r), label))
+            .filter(|(xa, xz, _)| xz > xa);
+        if let Some((xa, xz, _)) = shade {
+            let _ = write!(
+                s,
+                "<rect class=\"shade\" x=\"{xa}\" y=\"{t}\" width=\"{}\" height=\"{ph}\"/>",
+                fixed(xz - xa, 1),
+                xa = fixed(xa, 1),
+                t = fixed(t, 1),
+                ph = fixed(ph, 1)
+            );
         }
         // Grid and ticks.
         let xt = ticks(x_axis);
@@ -559,6 +558,19 @@ impl Chart {
                     );
                 }
             }
+        }
+        // The warm-up's label above the plot area, over the shade's left end: inside it,
+        // a line along the top of the range (the capacity at 95 % of the throughput axis)
+        // ran through the text, and the shade can be narrower than its label. The legend's
+        // last line is 20 px above the plot area, room for 10 px text.
+        if let Some((xa, _, label)) = shade.filter(|(_, _, label)| !label.is_empty()) {
+            let _ = write!(
+                s,
+                "<text class=\"shadelabel\" x=\"{}\" y=\"{}\">{}</text>",
+                fixed(xa, 1),
+                fixed(t - 4.0, 1),
+                esc(label)
+            );
         }
     }
 
@@ -984,5 +996,47 @@ mod tests {
         assert!(s.contains("time (s)") && s.contains("delay (ms)"));
         assert_eq!(s.matches("<polyline").count(), 1);
         assert!(!s.contains("http"));
+    }
+
+    /// The warm-up's label is above the plot area, where no data is drawn, so that a line
+    /// along the top of the range (the capacity at 95 % of the axis) does not run through
+    /// it; the shade itself is under the data.
+    #[test]
+    fn the_warm_up_label_is_above_the_plot_area() {
+        let mut c = Chart::new(
+            "t".into(),
+            Axis::linear("time (s)", 0.0, 10.0),
+            Axis::linear("throughput (Mbit/s)", 0.0, 10.5),
+        );
+        c.shade = Some((0.0, 2.0, "warm-up (not in the statistics)".into()));
+        c.layers.push(Layer {
+            name: "capacity".into(),
+            color: "#000".into(),
+            mark: Mark::Line {
+                pts: vec![(0.0, 10.0), (10.0, 10.0)],
+                width: 1.5,
+                dash: None,
+            },
+            legend: true,
+        });
+        let s = c.to_svg("w");
+        let attr = |at: usize, name: &str| -> f64 {
+            let from = s[at..].find(&format!(" {name}=\"")).unwrap() + at + name.len() + 3;
+            s[from..from + s[from..].find('"').unwrap()].parse().unwrap()
+        };
+        let shade = s.find("<rect class=\"shade\"").unwrap();
+        let label = s.find("<text class=\"shadelabel\"").unwrap();
+        let legend_text = s
+            .find("<g class=\"legend\">")
+            .and_then(|g| s[g..].find("<text").map(|i| i + g))
+            .unwrap();
+        let (top, base) = (attr(shade, "y"), attr(label, "y"));
+        assert_eq!((attr(label, "x"), base), (MARGIN_LEFT, top - 4.0), "{s}");
+        // 10 px text between the legend's last line (its descenders, 3 px) and the plot.
+        assert!(base - 10.0 > attr(legend_text, "y") + 3.0, "{s}");
+        assert!(shade < s.find("<polyline").unwrap(), "{s}");
+        // A panel whose shade has no label (the lower one of a pair) gets none.
+        c.shade = Some((0.0, 2.0, String::new()));
+        assert!(!c.to_svg("w").contains("shadelabel"));
     }
 }

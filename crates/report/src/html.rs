@@ -18,7 +18,7 @@ macro_rules! svg_css {
     () => {
         r#"svg text{font:11px system-ui,sans-serif;fill:#333}svg .title{font-size:13px;font-weight:600}svg .label{font-size:12px}
 svg .grid line{stroke:#eee}svg .axis line,svg .axis rect{stroke:#888}svg .shade{fill:#f2f2f2}svg .shadelabel{fill:#888;font-size:10px}
-svg .guide{stroke:#999;stroke-dasharray:3 3}svg .guidelabel{fill:#777;font-size:10px}
+svg .guide{stroke:#999;stroke-dasharray:3 3}svg .guidelabel{fill:#777;font-size:10px;paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 "#
     };
 }
