@@ -165,6 +165,8 @@ pub struct Originator<T> {
     backlog: VecDeque<(T, Time)>,
     /// MPDUs sent and neither acknowledged nor dropped, in sequence order.
     outstanding: VecDeque<Outstanding<T>>,
+    /// An empty deque whose room [`Originator::on_block_ack_on`] reuses.
+    spare: VecDeque<Outstanding<T>>,
     next_seq: u16,
     awaiting_response: bool,
     counters: OriginatorCounters,
@@ -188,6 +190,7 @@ impl<T> Originator<T> {
             config,
             backlog: VecDeque::new(),
             outstanding: VecDeque::new(),
+            spare: VecDeque::new(),
             next_seq: config.starting_sequence,
             awaiting_response: false,
             counters: OriginatorCounters::default(),
@@ -309,6 +312,37 @@ impl<T> Originator<T> {
     /// As [`Originator::next_ampdu`], for an A-MPDU on link `on.0` at time `on.1`: failed
     /// MPDUs held for another link's TXOP still under way stay out of it.
     pub fn next_ampdu_on(&mut self, max_mpdus: usize, on: Option<(usize, Time)>) -> Result<Vec<(u16, &T)>, WifiError> {
+        let mut chosen = Vec::new();
+        self.choose(max_mpdus, on, |i, _, _| chosen.push(i))?;
+        Ok(chosen
+            .into_iter()
+            .filter_map(|i| self.outstanding.get(i).map(|o| (o.seq, &o.payload)))
+            .collect())
+    }
+
+    /// As [`Originator::next_ampdu_on`], appending copies of the MPDUs' payloads, with
+    /// their sequence numbers, to `out` (which the caller reuses from one A-MPDU to the
+    /// next); nothing is appended on an error.
+    pub fn next_ampdu_into(
+        &mut self,
+        max_mpdus: usize,
+        on: Option<(usize, Time)>,
+        out: &mut Vec<(u16, T)>,
+    ) -> Result<(), WifiError>
+    where
+        T: Clone,
+    {
+        self.choose(max_mpdus, on, |_, seq, p| out.push((seq, p.clone())))
+    }
+
+    /// Chooses the next A-MPDU's MPDUs and tells `each` of them in order: its place in
+    /// `outstanding`, its sequence number and its payload.
+    fn choose(
+        &mut self,
+        max_mpdus: usize,
+        on: Option<(usize, Time)>,
+        mut each: impl FnMut(usize, u16, &T),
+    ) -> Result<(), WifiError> {
         if max_mpdus == 0 {
             return Err(WifiError::new("max_mpdus", "at least 1 MPDU", max_mpdus));
         }
@@ -319,24 +353,26 @@ impl<T> Originator<T> {
                 "an A-MPDU awaiting its BlockAck",
             ));
         }
-        let mut chosen = Vec::new();
+        let mut n = 0;
         for (i, o) in self.outstanding.iter_mut().enumerate() {
-            if chosen.len() == max_mpdus {
+            if n == max_mpdus {
                 break;
             }
             if o.usable(on) {
                 o.state = State::InFlight;
                 self.counters.sent += 1;
                 self.counters.retransmitted += 1;
-                chosen.push(i);
+                each(i, o.seq, &o.payload);
+                n += 1;
             }
         }
         let win_start = self.win_start();
-        while chosen.len() < max_mpdus && seq_sub(self.next_seq, win_start) < self.config.window {
+        while n < max_mpdus && seq_sub(self.next_seq, win_start) < self.config.window {
             let Some((payload, enqueued)) = self.backlog.pop_front() else {
                 break;
             };
-            chosen.push(self.outstanding.len());
+            each(self.outstanding.len(), self.next_seq, &payload);
+            n += 1;
             self.outstanding.push_back(Outstanding {
                 seq: self.next_seq,
                 payload,
@@ -348,11 +384,8 @@ impl<T> Originator<T> {
             self.next_seq = seq_add(self.next_seq, 1);
             self.counters.sent += 1;
         }
-        self.awaiting_response = !chosen.is_empty();
-        Ok(chosen
-            .into_iter()
-            .filter_map(|i| self.outstanding.get(i).map(|o| (o.seq, &o.payload)))
-            .collect())
+        self.awaiting_response = n > 0;
+        Ok(())
     }
 
     /// The BlockAck of the A-MPDU in flight: `acked` lists the sequence numbers it
@@ -382,18 +415,24 @@ impl<T> Originator<T> {
                 "none in flight",
             ));
         }
-        let mut acked_set = vec![false; usize::from(SEQ_MODULO)];
+        // One bit per sequence number, on the stack: a BlockAck comes with every A-MPDU, and
+        // a zeroed heap table of 4096 flags for each was 5 % of a Wi-Fi 7 run's instructions.
+        let mut acked_set = [0u64; SEQ_MODULO as usize / 64];
+        let is_acked = |set: &[u64], seq: u16| set[usize::from(seq / 64)] & (1 << (seq % 64)) != 0;
         for &seq in acked {
             check_seq("acked", seq)?;
-            acked_set[usize::from(seq)] = true;
+            acked_set[usize::from(seq / 64)] |= 1 << (seq % 64);
         }
         self.awaiting_response = false;
         let mut dropped = Vec::new();
-        let mut kept = VecDeque::with_capacity(self.outstanding.len());
+        // The entries kept go into the spare deque, which then takes the old one's place:
+        // both keep their capacity from one BlockAck to the next.
+        let mut kept = std::mem::take(&mut self.spare);
+        kept.clear();
         for mut o in self.outstanding.drain(..) {
             if o.state != State::InFlight {
                 kept.push_back(o);
-            } else if acked_set[usize::from(o.seq)] {
+            } else if is_acked(&acked_set, o.seq) {
                 self.counters.acked += 1;
                 if hold.1 > now {
                     o.state = State::Acked;
@@ -430,7 +469,7 @@ impl<T> Originator<T> {
                 }
             }
         }
-        self.outstanding = kept;
+        self.spare = std::mem::replace(&mut self.outstanding, kept);
         Ok(dropped)
     }
 
@@ -498,30 +537,37 @@ impl<T> Recipient<T> {
     /// An MPDU received with sequence number `seq`. Returns the MPDUs released, in
     /// sequence order.
     pub fn receive(&mut self, seq: u16, payload: T) -> Result<Vec<(u16, T)>, WifiError> {
+        let mut released = Vec::new();
+        self.receive_into(seq, payload, &mut released)?;
+        Ok(released)
+    }
+
+    /// As [`Recipient::receive`], appending the MPDUs released to `released` (which the
+    /// caller reuses from one MPDU to the next); nothing is appended on an error.
+    pub fn receive_into(&mut self, seq: u16, payload: T, released: &mut Vec<(u16, T)>) -> Result<(), WifiError> {
         check_seq("seq", seq)?;
         self.counters.received += 1;
-        let mut released = Vec::new();
         let offset = seq_sub(seq, self.win_start);
         if offset < self.window {
             match self.buffer.get_mut(usize::from(offset)) {
                 Some(slot @ None) => *slot = Some(payload),
                 _ => {
                     self.counters.duplicates += 1;
-                    return Ok(released);
+                    return Ok(());
                 }
             }
         } else if offset < SEQ_HALF {
             let new_start = seq_sub(seq, self.window - 1);
-            self.advance_to(new_start, &mut released);
+            self.advance_to(new_start, released);
             if let Some(slot) = self.buffer.back_mut() {
                 *slot = Some(payload);
             }
         } else {
             self.counters.duplicates += 1;
-            return Ok(released);
+            return Ok(());
         }
-        self.release_in_order(&mut released);
-        Ok(released)
+        self.release_in_order(released);
+        Ok(())
     }
 
     /// A BlockAckReq (or an originator's window start learnt otherwise) with starting
@@ -529,14 +575,21 @@ impl<T> Recipient<T> {
     /// everything buffered before it is released, then the in-order run from it; otherwise
     /// nothing changes. Returns the MPDUs released, in sequence order.
     pub fn on_block_ack_req(&mut self, ssn: u16) -> Result<Vec<(u16, T)>, WifiError> {
-        check_seq("ssn", ssn)?;
         let mut released = Vec::new();
+        self.on_block_ack_req_into(ssn, &mut released)?;
+        Ok(released)
+    }
+
+    /// As [`Recipient::on_block_ack_req`], appending the MPDUs released to `released`;
+    /// nothing is appended on an error.
+    pub fn on_block_ack_req_into(&mut self, ssn: u16, released: &mut Vec<(u16, T)>) -> Result<(), WifiError> {
+        check_seq("ssn", ssn)?;
         let offset = seq_sub(ssn, self.win_start);
         if offset != 0 && offset < SEQ_HALF {
-            self.advance_to(ssn, &mut released);
-            self.release_in_order(&mut released);
+            self.advance_to(ssn, released);
+            self.release_in_order(released);
         }
-        Ok(released)
+        Ok(())
     }
 
     /// Moves WinStartB forward to `new_start`, releasing what is buffered before it.
@@ -775,6 +828,52 @@ mod tests {
         // A late copy of 5 is discarded.
         assert!(r.receive(5, 5).unwrap().is_empty());
         assert_eq!(r.counters().duplicates, 1);
+    }
+
+    #[test]
+    fn a_block_ack_across_the_sequence_wrap_fails_exactly_the_mpdus_it_leaves_out() {
+        let mut o = Originator::new(OriginatorConfig {
+            starting_sequence: 4090,
+            ..OriginatorConfig::default()
+        })
+        .unwrap();
+        for p in 0..12u32 {
+            o.enqueue(p, Time::ZERO);
+        }
+        let sent: Vec<u16> = o.next_ampdu(12).unwrap().iter().map(|m| m.0).collect();
+        assert_eq!(sent, [4090, 4091, 4092, 4093, 4094, 4095, 0, 1, 2, 3, 4, 5]);
+        // A number outside 0..4096 is refused and leaves the A-MPDU awaiting its BlockAck.
+        assert!(o.on_block_ack(&[4093, 4096], Time::ZERO).is_err());
+        assert!(o.awaiting_response());
+        // Acknowledged: both ends of the space and either side of a 64-bit word's edge.
+        assert!(o
+            .on_block_ack(&[4095, 0, 4093, 5, 63, 64], Time::ZERO)
+            .unwrap()
+            .is_empty());
+        assert_eq!(o.counters().acked, 4);
+        assert_eq!(o.outstanding_len(), 8);
+        let again: Vec<u16> = o.next_ampdu(12).unwrap().iter().map(|m| m.0).collect();
+        assert_eq!(again, [4090, 4091, 4092, 4094, 1, 2, 3, 4]);
+        // A second BlockAck reuses the room of the first: the same outcome again.
+        assert!(o.on_block_ack(&[4090, 4], Time::ZERO).unwrap().is_empty());
+        assert_eq!(o.counters().acked, 6);
+        assert_eq!(o.outstanding_len(), 6);
+    }
+
+    #[test]
+    fn the_recipients_releases_are_appended_to_what_the_caller_holds() {
+        let mut r = Recipient::<u32>::new(8, 0).unwrap();
+        let mut got = vec![(99, 99)];
+        r.receive_into(1, 1, &mut got).unwrap();
+        assert_eq!(got, [(99, 99)]);
+        r.receive_into(0, 0, &mut got).unwrap();
+        assert_eq!(got, [(99, 99), (0, 0), (1, 1)]);
+        assert!(r.receive_into(4096, 7, &mut got).is_err());
+        r.receive_into(3, 3, &mut got).unwrap();
+        assert!(r.on_block_ack_req_into(4096, &mut got).is_err());
+        r.on_block_ack_req_into(3, &mut got).unwrap();
+        assert_eq!(got, [(99, 99), (0, 0), (1, 1), (3, 3)]);
+        assert_eq!(r.win_start(), 4);
     }
 
     #[test]

@@ -732,6 +732,14 @@ pub struct Bss<P> {
     expected: Vec<f64>,
     /// Packets taken from a discipline for the A-MPDU being built (reused).
     taken: Vec<(l4s_aqm::Dequeued<P>, Dur)>,
+    /// MPDUs a TXOP's BlockAcks release, with their queue and port (reused).
+    released: Vec<(usize, Port, u32)>,
+    /// What one recipient releases at a time (reused).
+    got: Vec<(u16, u32)>,
+    /// An access's transmissions, and the MPDU lists of those done (reused).
+    txs: Vec<Tx>,
+    spare_mpdus: Vec<Vec<(u16, u32)>>,
+    spare_acked: Vec<Vec<u16>>,
     origin: Option<Time>,
 }
 
@@ -849,6 +857,11 @@ impl<P: LinkPacket + 'static> Bss<P> {
                 .map(|st| st.links.iter().map(|l| expected_throughput(cfg, l)).sum())
                 .collect(),
             taken: Vec::new(),
+            released: Vec::new(),
+            got: Vec::new(),
+            txs: Vec::new(),
+            spare_mpdus: Vec::new(),
+            spare_acked: Vec::new(),
             origin: None,
         })
     }
@@ -1160,8 +1173,9 @@ impl<P: LinkPacket + 'static> Bss<P> {
         s: usize,
         (l, ch): (usize, usize),
         txop_limit: Option<Dur>,
+        mpdus: &mut Vec<(u16, u32)>,
         io: &mut Io<'_, P>,
-    ) -> (Vec<(u16, u32)>, Dur) {
+    ) -> Dur {
         let now = io.now;
         if self.is_mld(s) {
             self.txqs[q].origin.settle(now);
@@ -1236,16 +1250,15 @@ impl<P: LinkPacket + 'static> Bss<P> {
         self.flush_drops(q, io);
         self.arm_qdisc(q, io);
         if k == 0 {
-            return (Vec::new(), Dur::ZERO);
+            return Dur::ZERO;
         }
         let before = self.txqs[q].origin.counters().retransmitted;
-        let mpdus = match self.txqs[q].origin.next_ampdu_on(k, Some((ch, now))) {
-            Ok(v) => v.into_iter().map(|(seq, &i)| (seq, i)).collect(),
-            Err(_) => Vec::new(),
-        };
+        if self.txqs[q].origin.next_ampdu_into(k, Some((ch, now)), mpdus).is_err() {
+            mpdus.clear();
+        }
         let dir = usize::from(q >= self.stations.len() * self.ncat());
         self.stations[s].stats.retries[dir] += self.txqs[q].origin.counters().retransmitted - before;
-        (mpdus, ppdu)
+        ppdu
     }
 
     /// The enqueue-time rule: mark an L packet entering queue `q` (station `s`) when the
@@ -1299,7 +1312,9 @@ impl<P: LinkPacket + 'static> Bss<P> {
         for &(id, _) in &grant.internal_collisions {
             self.chans[ch].edcaf_stats[id.index()].internal_collisions += 1;
         }
-        let mut txs = Vec::with_capacity(grant.transmitters.len());
+        // The transmissions and their lists of MPDUs keep their room from one access to
+        // the next (an access allocated six times before).
+        let mut txs = std::mem::take(&mut self.txs);
         for &id in &grant.transmitters {
             let o = self.chans[ch].owners[id.index()];
             let (station, dir) = match o.station {
@@ -1321,10 +1336,11 @@ impl<P: LinkPacket + 'static> Bss<P> {
                 self.txqs[q].waiting_since = None;
                 self.stations[s].stats.access_delay_us[dir].record(at.since(since).as_nanos() / 1_000);
             }
-            let (mpdus, ppdu) = if allowed {
-                self.build(q, s, (l, ch), limit, io)
+            let mut mpdus = self.spare_mpdus.pop().unwrap_or_default();
+            let ppdu = if allowed {
+                self.build(q, s, (l, ch), limit, &mut mpdus, io)
             } else {
-                (Vec::new(), Dur::ZERO)
+                Dur::ZERO
             };
             let response = self.response(s, l, mpdus.len());
             txs.push(Tx {
@@ -1336,7 +1352,7 @@ impl<P: LinkPacket + 'static> Bss<P> {
                 mpdus,
                 ppdu,
                 response,
-                acked: Vec::new(),
+                acked: self.spare_acked.pop().unwrap_or_default(),
             });
         }
         let collision = txs.iter().filter(|t| !t.mpdus.is_empty()).count() > 1;
@@ -1364,12 +1380,8 @@ impl<P: LinkPacket + 'static> Bss<P> {
             } else {
                 let fer = st.links[t.link].fer;
                 let rng = &mut chan.rng;
-                t.acked = t
-                    .mpdus
-                    .iter()
-                    .filter(|_| fer == 0.0 || !rng.chance(fer))
-                    .map(|m| m.0)
-                    .collect();
+                t.acked
+                    .extend(t.mpdus.iter().filter(|_| fer == 0.0 || !rng.chance(fer)).map(|m| m.0));
             }
             let txop = t.ppdu + SIFS + t.response;
             end = end.max(at + txop);
@@ -1382,7 +1394,9 @@ impl<P: LinkPacket + 'static> Bss<P> {
         }
         self.chans[ch].edca.busy_until(at, end, ending);
         let ppdu_end = txs.iter().map(|t| at + t.ppdu).max().unwrap_or(at);
-        let mut released = Vec::new();
+        // Reused from one access to the next, as are the recipient's releases (`got`).
+        let mut released = std::mem::take(&mut self.released);
+        let mut got = std::mem::take(&mut self.got);
         for t in &txs {
             if t.mpdus.is_empty() {
                 let _ = self.chans[ch].edca.succeeded(t.contender, at);
@@ -1403,8 +1417,8 @@ impl<P: LinkPacket + 'static> Bss<P> {
             // up move its window on, as a BlockAckReq would.
             let port = if dir == DOWN { s + 1 } else { 0 };
             for &(seq, i) in t.mpdus.iter().filter(|m| t.acked.contains(&m.0)) {
-                if let Ok(r) = self.txqs[q].recipient.receive(seq, i) {
-                    released.extend(r.into_iter().map(|(_, i)| (q, port, i)));
+                if self.txqs[q].recipient.receive_into(seq, i, &mut got).is_ok() {
+                    released.extend(got.drain(..).map(|(_, i)| (q, port, i)));
                 }
             }
             for d in dropped {
@@ -1417,8 +1431,12 @@ impl<P: LinkPacket + 'static> Bss<P> {
                 }
             }
             let win_start = self.txqs[q].origin.first_unacked();
-            if let Ok(r) = self.txqs[q].recipient.on_block_ack_req(win_start) {
-                released.extend(r.into_iter().map(|(_, i)| (q, port, i)));
+            if self.txqs[q]
+                .recipient
+                .on_block_ack_req_into(win_start, &mut got)
+                .is_ok()
+            {
+                released.extend(got.drain(..).map(|(_, i)| (q, port, i)));
             }
             let _ = if t.acked.is_empty() {
                 self.chans[ch].edca.failed(t.contender, at).map(|_| ())
@@ -1434,7 +1452,8 @@ impl<P: LinkPacket + 'static> Bss<P> {
         // Released MPDUs are delivered at the end of this PPDU, but not before those the
         // recipient released earlier from a PPDU on another link still in the air (its
         // reordering buffer would hold them until then).
-        for (q, port, i) in released {
+        self.got = got;
+        for (q, port, i) in released.drain(..) {
             match self.txqs[q].released {
                 Some((c2, t2)) if c2 != ch && t2 > ppdu_end && t2 > at => self.chans[c2].pending.push((port, i)),
                 _ => {
@@ -1443,6 +1462,7 @@ impl<P: LinkPacket + 'static> Bss<P> {
                 }
             }
         }
+        self.released = released;
         self.chans[ch].pending_at = ppdu_end;
         if !self.chans[ch].pending.is_empty() {
             io.wake(self.ppdu_end_timer(ch), ppdu_end);
@@ -1465,6 +1485,13 @@ impl<P: LinkPacket + 'static> Bss<P> {
             chan.txop_end = end;
             io.wake(self.txop_end_timer(ch), end);
         }
+        for mut t in txs.drain(..) {
+            t.mpdus.clear();
+            t.acked.clear();
+            self.spare_mpdus.push(t.mpdus);
+            self.spare_acked.push(t.acked);
+        }
+        self.txs = txs;
     }
 
     /// Refresh MLD `s`'s EDCAFs (and the AP's) on its links other than channel `ch`.
@@ -1493,12 +1520,14 @@ impl<P: LinkPacket + 'static> Bss<P> {
         if at != self.chans[ch].pending_at {
             return;
         }
-        let pending = std::mem::take(&mut self.chans[ch].pending);
-        for (port, i) in pending {
+        // Drained and put back, so that the next PPDU's deliveries reuse its room.
+        let mut pending = std::mem::take(&mut self.chans[ch].pending);
+        for (port, i) in pending.drain(..) {
             if let Some(pkt) = self.take(i) {
                 io.deliver(port, pkt, at);
             }
         }
+        self.chans[ch].pending = pending;
     }
 
     /// Station `s`'s scan timer. An MLD leaves all its links.

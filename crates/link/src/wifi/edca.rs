@@ -431,6 +431,8 @@ pub struct Edca {
     edcafs: Vec<Edcaf>,
     /// Per device, the winner of the access being resolved.
     winners: Vec<Option<usize>>,
+    /// The EDCAFs due at an access (reused).
+    due: Vec<usize>,
 }
 
 impl Edca {
@@ -452,6 +454,7 @@ impl Edca {
             roles: Vec::new(),
             edcafs: Vec::new(),
             winners: Vec::new(),
+            due: Vec::new(),
         }
     }
 
@@ -563,14 +566,18 @@ impl Edca {
         if m.granted_at.is_some() {
             return None;
         }
-        let due: Vec<usize> = self
-            .edcafs
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.backlogged && !e.transmitting && m.access_time(e) <= now)
-            .map(|(i, _)| i)
-            .collect();
+        // Reused from one access to the next.
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        due.extend(
+            self.edcafs
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.backlogged && !e.transmitting && m.access_time(e) <= now)
+                .map(|(i, _)| i),
+        );
         if due.is_empty() {
+            self.due = due;
             return None;
         }
         for &i in &due {
@@ -603,6 +610,7 @@ impl Edca {
             self.winners[self.edcafs[i].device.index()] = None;
         }
         self.medium.granted_at = Some(now);
+        self.due = due;
         Some(grant)
     }
 
