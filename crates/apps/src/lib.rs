@@ -48,6 +48,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+mod conns;
 pub mod header;
 pub mod receiver;
 pub mod schedule;

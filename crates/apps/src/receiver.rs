@@ -2,13 +2,14 @@
 //! download, the server of a sync upload), at the flow's destination node. It runs the
 //! [`Schedule`], issues the requests and queries, retries them, and measures completions.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use l4s_core::{Ecn, Time};
 use l4s_transport::tcp::{TcpReceiver, TcpReceiverConfig};
 use l4s_transport::{Endpoint, EndpointStats, Transmit};
 
 use crate::config::{AppConfig, AppKind, MIN_FRAME};
+use crate::conns::Conns;
 use crate::header::{AppHeader, Completion};
 use crate::schedule::{next_object, Instance, Schedule, Unit};
 use crate::stats::add_counters;
@@ -76,7 +77,7 @@ pub struct AppReceiver {
     ecn: Ecn,
     request_size: u32,
     sched: Schedule,
-    conns: BTreeMap<u32, DstConn>,
+    conns: Conns<DstConn>,
     next_conn: u32,
     next_id: u32,
     cursor: u32,
@@ -97,7 +98,7 @@ impl AppReceiver {
             ecn: cfg.nominal_ecn(),
             request_size: cfg.request_wire_size().max(MIN_FRAME),
             sched: Schedule::new(cfg, now),
-            conns: BTreeMap::new(),
+            conns: Conns::default(),
             next_conn: 0,
             next_id: 0,
             cursor: 0,
@@ -410,18 +411,10 @@ impl Endpoint for AppReceiver {
         }
         let cursor = self.cursor;
         let mut found = None;
-        for (k, c) in self.conns.range_mut(cursor..) {
+        for (k, c) in self.conns.round_robin_mut(cursor) {
             if let Some(t) = c.tcp.poll_transmit(now) {
-                found = Some((*k, t));
+                found = Some((k, t));
                 break;
-            }
-        }
-        if found.is_none() {
-            for (k, c) in self.conns.range_mut(..cursor) {
-                if let Some(t) = c.tcp.poll_transmit(now) {
-                    found = Some((*k, t));
-                    break;
-                }
             }
         }
         if let Some((k, t)) = found {

@@ -8,6 +8,7 @@ use l4s_transport::tcp::{TcpConfig, TcpSender};
 use l4s_transport::{EcnValidation, Endpoint, EndpointStats, Transmit};
 
 use crate::config::{AppConfig, AppKind, MAX_UDP_PAYLOAD, MIN_FRAME, UDP_OVERHEAD};
+use crate::conns::Conns;
 use crate::header::AppHeader;
 use crate::schedule::ChunkSource;
 use crate::stats::{add_counters, SeenIds};
@@ -88,7 +89,7 @@ impl SrcConn {
 pub struct AppSender {
     cfg: AppConfig,
     ecn: Ecn,
-    conns: BTreeMap<u32, SrcConn>,
+    conns: Conns<SrcConn>,
     /// Requests for connections not open yet with `nth > 0`, held for the `nth = 0` one.
     unopened: VecDeque<(u32, u32, u64, bool)>,
     /// Connection to poll first (round robin across connections).
@@ -132,7 +133,7 @@ impl AppSender {
         let mut s = AppSender {
             cfg: cfg.clone(),
             ecn: cfg.nominal_ecn(),
-            conns: BTreeMap::new(),
+            conns: Conns::default(),
             unopened: VecDeque::new(),
             cursor: 0,
             replies: VecDeque::new(),
@@ -343,18 +344,10 @@ impl Endpoint for AppSender {
         // Round robin: from the cursor to the end, then from the start.
         let cursor = self.cursor;
         let mut found = None;
-        for (k, c) in self.conns.range_mut(cursor..) {
+        for (k, c) in self.conns.round_robin_mut(cursor) {
             if let Some(t) = c.tcp.poll_transmit(now) {
-                found = Some((*k, t));
+                found = Some((k, t));
                 break;
-            }
-        }
-        if found.is_none() {
-            for (k, c) in self.conns.range_mut(..cursor) {
-                if let Some(t) = c.tcp.poll_transmit(now) {
-                    found = Some((*k, t));
-                    break;
-                }
             }
         }
         let (k, t) = found?;
