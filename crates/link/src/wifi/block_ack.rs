@@ -295,6 +295,11 @@ impl<T> Originator<T> {
         self.outstanding.iter().filter(|o| o.usable(on)).count()
     }
 
+    /// Whether [`Originator::failed_len_on`] is above zero, from the first such MPDU.
+    pub fn has_failed_on(&self, on: Option<(usize, Time)>) -> bool {
+        self.outstanding.iter().any(|o| o.usable(on))
+    }
+
     /// Queues an MSDU offered at `now`.
     pub fn enqueue(&mut self, payload: T, now: Time) {
         self.backlog.push_back((payload, now));
@@ -636,6 +641,7 @@ mod tests {
         let at = Time::from_millis(1);
         assert_eq!(o.failed_len_on(Some((1, at))), 0);
         assert_eq!(o.failed_len_on(Some((0, at))), 2);
+        assert!(!o.has_failed_on(Some((1, at))) && o.has_failed_on(Some((0, at))) && o.has_failed_on(None));
         assert_eq!(o.window_room_at(at), 2);
         assert_eq!(o.outstanding_len(), 2);
         assert_eq!((o.win_start(), o.first_unacked()), (0, 0));

@@ -1026,7 +1026,7 @@ impl<P: LinkPacket + 'static> Bss<P> {
     /// Whether queue `q` has something to send (on any link).
     fn has_data(&self, q: usize) -> bool {
         let t = &self.txqs[q];
-        t.origin.failed_len() > 0 || t.origin.backlog_len() > 0 || t.qdisc.len_packets() > 0
+        t.origin.has_failed_on(None) || t.origin.backlog_len() > 0 || t.qdisc.len_packets() > 0
     }
 
     /// Whether queue `q` (station `s`, category `cat`) has something channel `ch` may send
@@ -1040,9 +1040,9 @@ impl<P: LinkPacket + 'static> Bss<P> {
             // New MPDUs need room in the window, which MPDUs of a TXOP under way on another
             // link may fill.
             let new = t.origin.backlog_len() > 0 || t.qdisc.len_packets() > 0;
-            return t.origin.failed_len_on(Some((ch, now))) > 0 || (new && t.origin.window_room_at(now) > 0);
+            return t.origin.has_failed_on(Some((ch, now))) || (new && t.origin.window_room_at(now) > 0);
         }
-        t.origin.backlog_len() > 0 || t.qdisc.len_packets() > 0 || t.origin.failed_len_on(Some((ch, now))) > 0
+        t.origin.backlog_len() > 0 || t.qdisc.len_packets() > 0 || t.origin.has_failed_on(Some((ch, now)))
     }
 
     /// Tell channel `ch`'s engine whether EDCAF `id` has something to send now.
