@@ -100,9 +100,28 @@ fn notices(sc: &Scenario, opts: &RunOptions, backend: &str) -> Vec<String> {
     }
     let secs = sc.duration.as_secs_f64();
     if !opts.snapshot_interval.is_zero() {
-        let rows = secs / opts.snapshot_interval.as_secs_f64() * (sc.flows.len() + sc.links.len()) as f64;
         // About 110 bytes a row in CSV, and about as much again as Parquet.
-        let bytes = rows * 220.0;
+        let estimate =
+            |queues: usize| secs / opts.snapshot_interval.as_secs_f64() * (sc.flows.len() + queues) as f64 * 220.0;
+        // At most one queue a link, or several on a shared medium (Wi-Fi, a cell); only
+        // when that could be much, the links' models say how many queues they report
+        // (a wire that only delays has none: a dumbbell of 10 000 flows has 40 002 links
+        // and two queues).
+        let mut bytes = estimate(sc.links.len());
+        if bytes > 100e6 {
+            let queues = sc
+                .links
+                .iter()
+                .enumerate()
+                .filter(|(i, l)| l.medium.as_ref().is_none_or(|m| m.owner == *i))
+                .map(|(_, l)| {
+                    l4s_link::build::<l4s_sim::packet::Packet>(&l.config(sc.duration), l4s_core::Rng::new(0))
+                        .queues()
+                        .len()
+                })
+                .sum();
+            bytes = estimate(queues);
+        }
         if bytes > 100e6 {
             let less = format!(
                 "{} or {}",

@@ -559,15 +559,47 @@ fn a_stopped_simulation_writes_its_results_up_to_then_marked_incomplete() {
     let _ = std::fs::remove_dir_all(d);
 }
 
+/// What a run said before it started.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Progress for Notes {
+    fn notice(&mut self, m: &str) {
+        self.0.push(m.to_string());
+    }
+}
+
+#[test]
+fn the_time_series_estimate_counts_the_queues_a_run_reports_not_its_links() {
+    // 2 000 probes through a dumbbell: 8 002 links, of which only the bottleneck's two
+    // directions have a queue (the access wires only delay). 10 s every 10 ms: 1 000 rows
+    // of 2 002 flows and queues, about 220 bytes each.
+    let mut text = String::from(
+        "[scenario]\nname = \"many\"\nduration = \"10s\"\n[topology]\ntype = \"dumbbell\"\nrate = \"1Gbit\"\nrtt = \"20ms\"\naqm = { kind = \"dualpi2\" }\n",
+    );
+    for i in 0..2000 {
+        text.push_str(&format!("[[flows]]\nname = \"p{i}\"\ntype = \"probe\"\n"));
+    }
+    let d_guard = tmp("estimate");
+    let opts = RunOptions {
+        out: Some(d_guard.path().join("o")),
+        report: false,
+        snapshot_interval: l4s_core::Dur::from_millis(10),
+        stop: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true))),
+        ..RunOptions::default()
+    };
+    let mut notes = Notes::default();
+    run_text(&text, Path::new("many.toml"), &mut Simulator, &opts, &mut notes).unwrap();
+    let note = notes
+        .0
+        .iter()
+        .find(|n| n.contains("MB of time series"))
+        .expect("a note on the time series");
+    assert!(note.contains("about 440 MB"), "{note}");
+}
+
 #[test]
 fn a_run_says_before_it_starts_when_it_will_be_long_or_write_much_and_refuses_a_tiny_interval() {
-    #[derive(Default)]
-    struct Notes(Vec<String>);
-    impl Progress for Notes {
-        fn notice(&mut self, m: &str) {
-            self.0.push(m.to_string());
-        }
-    }
     let d_guard = tmp("notices");
     let d = d_guard.path();
     let long = TINY

@@ -607,9 +607,12 @@ impl Chart {
     /// title: (svg, height used).
     fn legend_layout(&self, y0: f64) -> (String, f64) {
         let mut entries: Vec<(String, String, Option<&'static str>, f64)> = Vec::new();
+        // One entry per name and colour, in the order of the first: a chart of 10 000
+        // flows has as many lines.
+        let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
         let below = self.below.iter().flat_map(|b| b.layers.iter());
         for l in self.layers.iter().chain(below).filter(|l| l.legend) {
-            if entries.iter().any(|e| e.0 == l.name && e.1 == l.color) {
+            if !seen.insert((l.name.as_str(), l.color.as_str())) {
                 continue;
             }
             // Swatch opacity for filled marks (0 for a line).

@@ -8,6 +8,7 @@ use crate::html::{apps_table, flows_table, head, media_table, palette_for, queue
 use crate::verdict::verdict;
 use crate::ReportError;
 use l4s_metrics::summary::FlowSummary;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -70,15 +71,36 @@ fn dash(i: usize) -> Option<&'static str> {
 
 /// Flow names in order of first appearance across the runs.
 fn flow_names(runs: &[Results]) -> Vec<String> {
+    let mut seen = HashSet::new();
     let mut v: Vec<String> = Vec::new();
     for r in runs {
         for f in &r.summary.flows {
-            if !v.contains(&f.name) {
+            if seen.insert(f.name.as_str()) {
                 v.push(f.name.clone());
             }
         }
     }
     v
+}
+
+/// Each run's flows by name. Flows are matched across runs by name for every row and
+/// chart, and a run may hold 10 000 flows: a search of the list for each would take
+/// seconds.
+struct ByName<'a>(Vec<HashMap<&'a str, &'a FlowSummary>>);
+
+impl<'a> ByName<'a> {
+    fn new(runs: &'a [Results]) -> ByName<'a> {
+        ByName(
+            runs.iter()
+                .map(|r| r.summary.flows.iter().map(|f| (f.name.as_str(), f)).collect())
+                .collect(),
+        )
+    }
+
+    /// Flow `name` of run `run`.
+    fn get(&self, run: usize, name: &str) -> Option<&'a FlowSummary> {
+        self.0.get(run).and_then(|m| m.get(name)).copied()
+    }
 }
 
 /// One difference row: a flow of run `k` against the same flow of the first run.
@@ -107,11 +129,14 @@ fn delta(run: usize, a: &FlowSummary, b: &FlowSummary) -> Delta {
 
 /// Differences of every flow of runs 2.. that also exists (by name) in run 1.
 pub fn deltas(runs: &[Results]) -> Vec<Delta> {
-    let Some(first) = runs.first() else { return Vec::new() };
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let by = ByName::new(runs);
     let mut out = Vec::new();
     for (k, r) in runs.iter().enumerate().skip(1) {
         for f in &r.summary.flows {
-            if let Some(a) = first.summary.flows.iter().find(|x| x.name == f.name) {
+            if let Some(a) = by.get(0, &f.name) {
                 out.push(delta(k, a, f));
             }
         }
@@ -232,16 +257,20 @@ pub fn render_compare_with(
         .map(|(i, r)| (run_label(i, r, opts), dash(i)))
         .collect();
     let names = flow_names(&runs);
+    let by = ByName::new(&runs);
     let mut all = Vec::new();
+    // The lines of each flow, by their places in `all`.
+    let mut of_flow: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut exact = true;
     for name in &names {
         for (i, r) in runs.iter().enumerate() {
-            let Some(f) = r.summary.flows.iter().find(|f| &f.name == name) else {
+            let Some(f) = by.get(i, name) else {
                 continue;
             };
             if let Some((pts, ex)) = figures::dist_points(r, DistKind::Owd, name, Some(&f.owd_ms)) {
                 exact &= ex;
-                let first = !all.iter().any(|l: &DistLine| l.label == *name);
+                let first = !of_flow.contains_key(name.as_str());
+                of_flow.entry(name.as_str()).or_default().push(all.len());
                 all.push(DistLine {
                     label: name.clone(),
                     color: pal.color(name),
@@ -278,9 +307,11 @@ pub fn render_compare_with(
     }
     out.push_str("<h2>Per flow, runs overlaid</h2><p class=\"meta\">Every chart below uses the same axes.</p>");
     for name in &names {
-        let lines: Vec<DistLine> = all
-            .iter()
-            .filter(|l| &l.label == name)
+        let lines: Vec<DistLine> = of_flow
+            .get(name.as_str())
+            .into_iter()
+            .flatten()
+            .map(|&k| &all[k])
             .map(|l| DistLine {
                 label: l.label.clone(),
                 color: l.color.clone(),
@@ -334,21 +365,11 @@ fn media_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
     ]
     .map(String::from)
     .to_vec()];
-    let first = &runs[0].summary;
+    let by = ByName::new(runs);
     for name in flow_names(runs) {
-        let base = first
-            .flows
-            .iter()
-            .find(|f| f.name == name)
-            .and_then(|f| f.media.as_ref());
-        for (i, r) in runs.iter().enumerate() {
-            let Some(m) = r
-                .summary
-                .flows
-                .iter()
-                .find(|f| f.name == name)
-                .and_then(|f| f.media.as_ref())
-            else {
+        let base = by.get(0, &name).and_then(|f| f.media.as_ref());
+        for i in 0..runs.len() {
+            let Some(m) = by.get(i, &name).and_then(|f| f.media.as_ref()) else {
                 continue;
             };
             let late = |m: &l4s_metrics::summary::MediaSummary| m.bad_frame_fraction;
@@ -389,17 +410,11 @@ fn app_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
     ]
     .map(String::from)
     .to_vec()];
-    let first = &runs[0].summary;
+    let by = ByName::new(runs);
     for name in flow_names(runs) {
-        let base = first.flows.iter().find(|f| f.name == name).and_then(|f| f.app.as_ref());
-        for (i, r) in runs.iter().enumerate() {
-            let Some(a) = r
-                .summary
-                .flows
-                .iter()
-                .find(|f| f.name == name)
-                .and_then(|f| f.app.as_ref())
-            else {
+        let base = by.get(0, &name).and_then(|f| f.app.as_ref());
+        for i in 0..runs.len() {
+            let Some(a) = by.get(i, &name).and_then(|f| f.app.as_ref()) else {
                 continue;
             };
             for (kind, c) in &a.completions {
@@ -455,10 +470,10 @@ fn diff_table_html(out: &mut String, runs: &[Results]) {
         out.push_str("<p class=\"meta\">Only one run: nothing to compare.</p>");
         return;
     }
-    let first = &runs[0].summary;
+    let by = ByName::new(runs);
     out.push_str("<table><tr><th class=\"l\">flow</th><th>run</th><th>Δ OWD p50 ms</th><th>Δ p99 ms</th><th>Δ p99.9 ms</th><th>Δ throughput</th><th>Δ loss</th></tr>");
     for d in deltas(runs) {
-        let Some(a) = first.flows.iter().find(|f| f.name == d.flow) else {
+        let Some(a) = by.get(0, &d.flow) else {
             continue;
         };
         let _ = write!(
@@ -485,7 +500,7 @@ fn diff_table_html(out: &mut String, runs: &[Results]) {
             r.summary
                 .flows
                 .iter()
-                .filter(|f| runs.iter().any(|o| !o.summary.flows.iter().any(|g| g.name == f.name)))
+                .filter(|f| (0..runs.len()).any(|o| by.get(o, &f.name).is_none()))
                 .map(move |f| format!("'{}' (run {})", f.name, i + 1))
         })
         .collect();
@@ -551,13 +566,11 @@ fn window_notes(runs: &[Results]) -> Vec<String> {
             each.join(", ")
         ));
     }
+    let by = ByName::new(runs);
     if runs.len() > 1
-        && flow_names(runs).iter().all(|n| {
-            runs.iter()
-                .filter(|r| r.summary.flows.iter().any(|f| &f.name == n))
-                .count()
-                < 2
-        })
+        && flow_names(runs)
+            .iter()
+            .all(|n| (0..runs.len()).filter(|&i| by.get(i, n).is_some()).count() < 2)
     {
         out.push("no flow is in more than one run (flows are matched by name): nothing to set side by side".into());
     }
@@ -597,11 +610,11 @@ fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect::<Vec<_>>()];
-    let first = &runs[0].summary;
+    let by = ByName::new(runs);
     for name in flow_names(runs) {
-        let base = first.flows.iter().find(|f| f.name == name);
-        for (i, r) in runs.iter().enumerate() {
-            let Some(f) = r.summary.flows.iter().find(|f| f.name == name) else {
+        let base = by.get(0, &name);
+        for i in 0..runs.len() {
+            let Some(f) = by.get(i, &name) else {
                 continue;
             };
             let d = match (i, base) {

@@ -284,7 +284,7 @@ fn parse_series(path: &Path, text: &str, key: &str, cols: &[&str]) -> Result<Vec
 }
 
 /// Which distribution a `distributions.csv` row belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DistKind {
     Owd,
     Rtt,
@@ -306,12 +306,21 @@ pub struct Distribution {
 /// `distributions.csv`: CDFs sampled from the HDR histograms.
 #[derive(Clone, Debug, Default)]
 pub struct Distributions {
-    pub items: Vec<Distribution>,
+    items: Vec<Distribution>,
+    /// Where each kind and name is in `items`: a run of 10 000 flows has as many
+    /// distributions, and the report looks each one up.
+    index: HashMap<(DistKind, String), usize>,
 }
 
 impl Distributions {
     pub fn get(&self, kind: DistKind, name: &str) -> Option<&Distribution> {
-        self.items.iter().find(|d| d.kind == kind && d.name == name)
+        // The key is owned; a lookup by `(kind, &str)` would need a borrowed form of it.
+        self.index.get(&(kind, name.to_string())).map(|&i| &self.items[i])
+    }
+
+    /// Every distribution, in the order of their first rows in the file.
+    pub fn items(&self) -> &[Distribution] {
+        &self.items
     }
     /// Read `distributions.csv`; `Ok(None)` if the file does not exist.
     pub fn load(dir: &Path) -> Result<Option<Distributions>, ReportError> {
@@ -357,13 +366,20 @@ impl Distributions {
                     return Err(bad(format!("column value_ms: {v} is negative")));
                 }
                 let name = csv::field(&path, line, "name", &row[ni])?;
-                match d.items.iter_mut().find(|x| x.kind == kind && x.name == name) {
-                    Some(x) => x.points.push((v, c)),
-                    None => d.items.push(Distribution {
-                        kind,
-                        name: name.to_string(),
-                        points: vec![(v, c)],
-                    }),
+                // Rows come grouped by distribution: most belong to the one before.
+                match d.items.last_mut() {
+                    Some(x) if x.kind == kind && x.name == name => x.points.push((v, c)),
+                    _ => match d.index.get(&(kind, name.to_string())) {
+                        Some(&i) => d.items[i].points.push((v, c)),
+                        None => {
+                            d.index.insert((kind, name.to_string()), d.items.len());
+                            d.items.push(Distribution {
+                                kind,
+                                name: name.to_string(),
+                                points: vec![(v, c)],
+                            });
+                        }
+                    },
                 }
                 Ok(())
             },

@@ -5,7 +5,7 @@ use crate::charts::{Axis, Chart, Guide, Layer, Mark, Palette, Points};
 use crate::data::{DistKind, FlowCol, QueueCol, Results, Series};
 use crate::verdict::is_l4s;
 use l4s_metrics::Percentiles;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 pub const DASH_CLASSIC: &str = "7 4";
 /// Line styles of runs 1, 2, 3, ... in a comparison: eight that tell apart at a glance
@@ -25,9 +25,23 @@ pub const RUN_DASHES: [Option<&str>; 8] = [
 pub struct Ctx<'a> {
     pub res: &'a Results,
     pub pal: &'a Palette,
+    /// The names of the L4S flows: the charts ask of every flow, and a run may have
+    /// 10 000 of them.
+    l4s: HashSet<&'a str>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    pub fn new(res: &'a Results, pal: &'a Palette) -> Ctx<'a> {
+        let l4s = res
+            .summary
+            .flows
+            .iter()
+            .filter(|f| is_l4s(f))
+            .map(|f| f.name.as_str())
+            .collect();
+        Ctx { res, pal, l4s }
+    }
+
     pub fn suffix(&self) -> String {
         let sc = &self.res.summary.scenario;
         match &self.res.run_date {
@@ -57,13 +71,7 @@ impl Ctx<'_> {
         c
     }
     fn is_l4s_flow(&self, name: &str) -> bool {
-        self.res
-            .summary
-            .flows
-            .iter()
-            .find(|f| f.name == name)
-            .map(is_l4s)
-            .unwrap_or(false)
+        self.l4s.contains(name)
     }
     fn flow_dash(&self, name: &str) -> Option<&'static str> {
         (!self.is_l4s_flow(name)).then_some(DASH_CLASSIC)

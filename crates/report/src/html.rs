@@ -536,7 +536,7 @@ fn render_with_figures(res: &Results) -> (String, Vec<(String, Range<usize>)>) {
     let sc = &s.scenario;
     let window = s.stats_window();
     let pal = palette_for([res]);
-    let cx = Ctx { res, pal: &pal };
+    let cx = Ctx::new(res, &pal);
     let v = verdict(s, res.snapshots.as_ref());
     let mut out = String::with_capacity(512 * 1024);
     head(&mut out, &format!("l4s-lab report — {}, seed {}", sc.name, sc.seed));
