@@ -60,6 +60,20 @@ fn idle_time(records: &[PacketRecord], from: Time, to: Time) -> (Dur, Dur) {
     (Dur::from_nanos(starved), Dur::from_nanos(held))
 }
 
+/// `SIOCGSTAMPNS` (`SIOCGSTAMPNS_OLD` in Linux's asm-generic/sockios.h, the 64-bit one),
+/// which the libc crate does not define.
+const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
+
+/// The kernel's receive time (CLOCK_REALTIME, ns) of the datagram last read from `s`. The
+/// first ask turns the socket's stamps on (`sock_enable_timestamp`) and finds none.
+fn last_rx_stamp(s: &std::net::UdpSocket) -> Option<i128> {
+    use std::os::fd::AsRawFd;
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: SIOCGSTAMPNS writes one timespec into `ts`.
+    let r = unsafe { libc::ioctl(s.as_raw_fd(), SIOCGSTAMPNS, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128)
+}
+
 /// Count datagrams at B over a window after a warm-up, through a FIFO link overloaded by
 /// 25 %.
 fn rate_check(mbps: u64) -> RateRun {
@@ -74,6 +88,8 @@ fn rate_check(mbps: u64) -> RateRun {
     let fwd = Fwd::start(&bed.r, RouterConfig::new("ra", "rb", rate, fifo), true);
     let rx = udp_in(&bed.b, &format!("{B_V4}:9000"));
     rx.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    // The first ask turns the socket's receive stamps on (and finds none yet).
+    let _ = last_rx_stamp(&rx);
     let tx = udp_in(&bed.a, &format!("{A_V4}:0"));
     let payload = 1472; // 1514-byte frames
     let total = Duration::from_millis(3500);
@@ -81,6 +97,11 @@ fn rate_check(mbps: u64) -> RateRun {
         std::thread::spawn(move || blast(&tx, &format!("{B_V4}:9000"), payload, mbps as f64 * 1e6 * 1.25, total));
     let start = Instant::now();
     let clock_start = l4s_fwd::afpacket::monotonic_now();
+    let at = |d: Duration| clock_start + Dur::from_nanos(d.as_nanos() as u64);
+    // The window's ends are the kernel's receive times of its first and last datagrams:
+    // this thread's own clock reads come late when the host holds it back, and a late
+    // first read counts the datagrams queued meanwhile over a shorter span.
+    let clock = l4s_fwd::afpacket::RxStamp::now();
     let (w0, w1) = (Duration::from_millis(700), Duration::from_millis(3200));
     let mut buf = [0u8; 2048];
     let mut n = 0u64;
@@ -92,11 +113,12 @@ fn rate_check(mbps: u64) -> RateRun {
             all += 1;
             let t = start.elapsed();
             if t >= w0 && t <= w1 {
+                let kernel = last_rx_stamp(&rx).map_or(at(t), |ns| Time((ns - clock.offset()).max(0) as u64));
                 if first.is_none() {
-                    first = Some(t);
+                    first = Some(kernel);
                 } else {
                     n += 1;
-                    last = Some(t);
+                    last = Some(kernel);
                 }
             }
         }
@@ -106,10 +128,9 @@ fn rate_check(mbps: u64) -> RateRun {
     let records = fwd.records.clone();
     let stats = fwd.finish();
     let records = std::mem::take(&mut *records.lock().unwrap());
-    let (first, last) = (first.unwrap(), last.unwrap());
-    let secs = (last - first).as_secs_f64();
-    let at = |d: Duration| clock_start + Dur::from_nanos(d.as_nanos() as u64);
-    let (starved, held) = idle_time(&records, at(first), at(last));
+    let (first, last): (Time, Time) = (first.unwrap(), last.unwrap());
+    let secs = last.since(first).as_secs_f64();
+    let (starved, held) = idle_time(&records, first, last);
     let (starved, held) = (starved.as_secs_f64(), held.as_secs_f64());
     let got = n as f64 * 1514.0 * 8.0 / (secs - starved);
     let err = got / rate.bits_per_sec() as f64 - 1.0;
