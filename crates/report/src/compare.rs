@@ -69,37 +69,40 @@ fn dash(i: usize) -> Option<&'static str> {
     RUN_DASHES[i % RUN_DASHES.len()]
 }
 
-/// Flow names in order of first appearance across the runs.
-fn flow_names(runs: &[Results]) -> Vec<String> {
-    let mut seen = HashSet::new();
-    let mut v: Vec<String> = Vec::new();
-    for r in runs {
-        for f in &r.summary.flows {
-            if seen.insert(f.name.as_str()) {
-                v.push(f.name.clone());
-            }
-        }
-    }
-    v
-}
-
-/// Each run's flows by name. Flows are matched across runs by name for every row and
+/// The runs with each run's flows by name, and every flow name in order of first
+/// appearance across the runs. Flows are matched across runs by name for every row and
 /// chart, and a run may hold 10 000 flows: a search of the list for each would take
-/// seconds.
-struct ByName<'a>(Vec<HashMap<&'a str, &'a FlowSummary>>);
+/// seconds. Built once per comparison and handed to every table and chart.
+struct ByName<'a> {
+    runs: &'a [Results],
+    maps: Vec<HashMap<&'a str, &'a FlowSummary>>,
+    names: Vec<&'a str>,
+}
 
 impl<'a> ByName<'a> {
     fn new(runs: &'a [Results]) -> ByName<'a> {
-        ByName(
-            runs.iter()
+        let mut seen = HashSet::new();
+        let mut names = Vec::new();
+        for r in runs {
+            for f in &r.summary.flows {
+                if seen.insert(f.name.as_str()) {
+                    names.push(f.name.as_str());
+                }
+            }
+        }
+        ByName {
+            runs,
+            maps: runs
+                .iter()
                 .map(|r| r.summary.flows.iter().map(|f| (f.name.as_str(), f)).collect())
                 .collect(),
-        )
+            names,
+        }
     }
 
     /// Flow `name` of run `run`.
     fn get(&self, run: usize, name: &str) -> Option<&'a FlowSummary> {
-        self.0.get(run).and_then(|m| m.get(name)).copied()
+        self.maps.get(run).and_then(|m| m.get(name)).copied()
     }
 }
 
@@ -129,12 +132,12 @@ fn delta(run: usize, a: &FlowSummary, b: &FlowSummary) -> Delta {
 
 /// Differences of every flow of runs 2.. that also exists (by name) in run 1.
 pub fn deltas(runs: &[Results]) -> Vec<Delta> {
-    if runs.is_empty() {
-        return Vec::new();
-    }
-    let by = ByName::new(runs);
+    deltas_of(&ByName::new(runs))
+}
+
+fn deltas_of(by: &ByName) -> Vec<Delta> {
     let mut out = Vec::new();
-    for (k, r) in runs.iter().enumerate().skip(1) {
+    for (k, r) in by.runs.iter().enumerate().skip(1) {
         for f in &r.summary.flows {
             if let Some(a) = by.get(0, &f.name) {
                 out.push(delta(k, a, f));
@@ -223,15 +226,16 @@ pub fn render_compare_with(
         verdict_html(&mut out, &verdict(&r.summary, r.snapshots.as_ref()));
     }
 
+    let by = ByName::new(&runs);
     out.push_str("<h2>Differences from run 1</h2>");
-    diff_table_html(&mut out, &runs);
+    diff_table_html(&mut out, &by);
     // Real-time media and applications: what the media scenarios are about.
-    let media = media_rows(&runs, opts);
+    let media = media_rows(&by, opts);
     if media.len() > 1 {
         out.push_str("<h3>Real-time media</h3>");
         rows_html(&mut out, &media);
     }
-    let apps = app_rows(&runs, opts);
+    let apps = app_rows(&by, opts);
     if apps.len() > 1 {
         out.push_str("<h3>Applications: completion times</h3>");
         rows_html(&mut out, &apps);
@@ -256,23 +260,21 @@ pub fn render_compare_with(
         .enumerate()
         .map(|(i, r)| (run_label(i, r, opts), dash(i)))
         .collect();
-    let names = flow_names(&runs);
-    let by = ByName::new(&runs);
     let mut all = Vec::new();
     // The lines of each flow, by their places in `all`.
     let mut of_flow: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut exact = true;
-    for name in &names {
+    for &name in &by.names {
         for (i, r) in runs.iter().enumerate() {
             let Some(f) = by.get(i, name) else {
                 continue;
             };
             if let Some((pts, ex)) = figures::dist_points(r, DistKind::Owd, name, Some(&f.owd_ms)) {
                 exact &= ex;
-                let first = !of_flow.contains_key(name.as_str());
-                of_flow.entry(name.as_str()).or_default().push(all.len());
+                let first = !of_flow.contains_key(name);
+                of_flow.entry(name).or_default().push(all.len());
                 all.push(DistLine {
-                    label: name.clone(),
+                    label: name.to_string(),
                     color: pal.color(name),
                     dash: dash(i),
                     pts,
@@ -306,9 +308,9 @@ pub fn render_compare_with(
         push(&mut out, &c);
     }
     out.push_str("<h2>Per flow, runs overlaid</h2><p class=\"meta\">Every chart below uses the same axes.</p>");
-    for name in &names {
+    for &name in &by.names {
         let lines: Vec<DistLine> = of_flow
-            .get(name.as_str())
+            .get(name)
             .into_iter()
             .flatten()
             .map(|&k| &all[k])
@@ -349,7 +351,7 @@ type Rows = Vec<Vec<String>>;
 /// Per media flow and run: frame delay percentiles, the share of frames late or
 /// incomplete, incomplete frames, stalls, and the encoder's mean target, with the p99
 /// frame delay and that share against run 1. Only the header when no run has a media flow.
-fn media_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
+fn media_rows(by: &ByName, opts: &CompareOptions) -> Rows {
     let mut rows = vec![[
         "flow",
         "run",
@@ -365,17 +367,16 @@ fn media_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
     ]
     .map(String::from)
     .to_vec()];
-    let by = ByName::new(runs);
-    for name in flow_names(runs) {
-        let base = by.get(0, &name).and_then(|f| f.media.as_ref());
-        for i in 0..runs.len() {
-            let Some(m) = by.get(i, &name).and_then(|f| f.media.as_ref()) else {
+    for &name in &by.names {
+        let base = by.get(0, name).and_then(|f| f.media.as_ref());
+        for i in 0..by.runs.len() {
+            let Some(m) = by.get(i, name).and_then(|f| f.media.as_ref()) else {
                 continue;
             };
             let late = |m: &l4s_metrics::summary::MediaSummary| m.bad_frame_fraction;
             let d = base.filter(|_| i > 0);
             rows.push(vec![
-                sanitize(&name),
+                sanitize(name),
                 run_name(i, opts),
                 ms(m.frame_delay_ms.p50),
                 ms(m.frame_delay_ms.p99),
@@ -396,7 +397,7 @@ fn media_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
 /// Per application flow, completion kind and run: how many completed and their times
 /// (p50, p99, max), with the p50 and p99 against run 1. Only the header when no run has
 /// an application flow.
-fn app_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
+fn app_rows(by: &ByName, opts: &CompareOptions) -> Rows {
     let mut rows = vec![[
         "flow",
         "run",
@@ -410,18 +411,17 @@ fn app_rows(runs: &[Results], opts: &CompareOptions) -> Rows {
     ]
     .map(String::from)
     .to_vec()];
-    let by = ByName::new(runs);
-    for name in flow_names(runs) {
-        let base = by.get(0, &name).and_then(|f| f.app.as_ref());
-        for i in 0..runs.len() {
-            let Some(a) = by.get(i, &name).and_then(|f| f.app.as_ref()) else {
+    for &name in &by.names {
+        let base = by.get(0, name).and_then(|f| f.app.as_ref());
+        for i in 0..by.runs.len() {
+            let Some(a) = by.get(i, name).and_then(|f| f.app.as_ref()) else {
                 continue;
             };
             for (kind, c) in &a.completions {
                 let b = base.filter(|_| i > 0).and_then(|b| b.completions.get(kind));
                 let some = c.count > 0;
                 rows.push(vec![
-                    sanitize(&name),
+                    sanitize(name),
                     run_name(i, opts),
                     sanitize(kind),
                     c.count.to_string(),
@@ -465,14 +465,14 @@ fn rows_html(out: &mut String, rows: &Rows) {
     out.push_str("</table>");
 }
 
-fn diff_table_html(out: &mut String, runs: &[Results]) {
+fn diff_table_html(out: &mut String, by: &ByName) {
+    let runs = by.runs;
     if runs.len() < 2 {
         out.push_str("<p class=\"meta\">Only one run: nothing to compare.</p>");
         return;
     }
-    let by = ByName::new(runs);
     out.push_str("<table><tr><th class=\"l\">flow</th><th>run</th><th>Δ OWD p50 ms</th><th>Δ p99 ms</th><th>Δ p99.9 ms</th><th>Δ throughput</th><th>Δ loss</th></tr>");
-    for d in deltas(runs) {
+    for d in deltas_of(by) {
         let Some(a) = by.get(0, &d.flow) else {
             continue;
         };
@@ -526,10 +526,11 @@ pub fn compare_table_with(dirs: &[PathBuf], opts: &CompareOptions) -> Result<Str
     for w in crate::variant_set::warnings(dirs) {
         let _ = writeln!(out, "warning: {}", sanitize(&w));
     }
-    out.push_str(&compare_table_of(&runs, opts));
+    let by = ByName::new(&runs);
+    out.push_str(&compare_table_of(&by, opts));
     for (title, rows) in [
-        ("real-time media", media_rows(&runs, opts)),
-        ("applications: completion times", app_rows(&runs, opts)),
+        ("real-time media", media_rows(&by, opts)),
+        ("applications: completion times", app_rows(&by, opts)),
     ] {
         if rows.len() > 1 {
             let _ = writeln!(out, "\n{title}");
@@ -542,7 +543,8 @@ pub fn compare_table_with(dirs: &[PathBuf], opts: &CompareOptions) -> Result<Str
 /// What the terminal must say beside the figures: runs stopped early (their figures cover
 /// less than the run), statistics windows that differ between the runs, and runs that
 /// share no flow (nothing to set side by side).
-fn window_notes(runs: &[Results]) -> Vec<String> {
+fn window_notes(by: &ByName) -> Vec<String> {
+    let runs = by.runs;
     let mut out = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         if !r.summary.complete {
@@ -566,9 +568,9 @@ fn window_notes(runs: &[Results]) -> Vec<String> {
             each.join(", ")
         ));
     }
-    let by = ByName::new(runs);
     if runs.len() > 1
-        && flow_names(runs)
+        && by
+            .names
             .iter()
             .all(|n| (0..runs.len()).filter(|&i| by.get(i, n).is_some()).count() < 2)
     {
@@ -577,7 +579,8 @@ fn window_notes(runs: &[Results]) -> Vec<String> {
     out
 }
 
-fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
+fn compare_table_of(by: &ByName, opts: &CompareOptions) -> String {
+    let runs = by.runs;
     let mut out = String::new();
     for (i, r) in runs.iter().enumerate() {
         let v = verdict(&r.summary, r.snapshots.as_ref());
@@ -589,7 +592,7 @@ fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
             sanitize(&v.headline)
         );
     }
-    for n in window_notes(runs) {
+    for n in window_notes(by) {
         let _ = writeln!(out, "note: {n}");
     }
     out.push('\n');
@@ -610,11 +613,10 @@ fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect::<Vec<_>>()];
-    let by = ByName::new(runs);
-    for name in flow_names(runs) {
-        let base = by.get(0, &name);
+    for &name in &by.names {
+        let base = by.get(0, name);
         for i in 0..runs.len() {
-            let Some(f) = by.get(i, &name) else {
+            let Some(f) = by.get(i, name) else {
                 continue;
             };
             let d = match (i, base) {
@@ -623,7 +625,7 @@ fn compare_table_of(runs: &[Results], opts: &CompareOptions) -> String {
             };
             let dd = |g: &dyn Fn(&Delta) -> String| d.as_ref().map(g).unwrap_or_default();
             rows.push(vec![
-                sanitize(&name),
+                sanitize(name),
                 run_name(i, opts),
                 ms(f.owd_ms.p50),
                 ms(f.owd_ms.p99),

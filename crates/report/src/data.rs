@@ -308,14 +308,15 @@ pub struct Distribution {
 pub struct Distributions {
     items: Vec<Distribution>,
     /// Where each kind and name is in `items`: a run of 10 000 flows has as many
-    /// distributions, and the report looks each one up.
-    index: HashMap<(DistKind, String), usize>,
+    /// distributions, and the report looks each one up. One map per kind, so a lookup
+    /// borrows the name instead of building a key.
+    index: HashMap<DistKind, HashMap<String, usize>>,
 }
 
 impl Distributions {
     pub fn get(&self, kind: DistKind, name: &str) -> Option<&Distribution> {
-        // The key is owned; a lookup by `(kind, &str)` would need a borrowed form of it.
-        self.index.get(&(kind, name.to_string())).map(|&i| &self.items[i])
+        let &i = self.index.get(&kind)?.get(name)?;
+        self.items.get(i)
     }
 
     /// Every distribution, in the order of their first rows in the file.
@@ -369,10 +370,10 @@ impl Distributions {
                 // Rows come grouped by distribution: most belong to the one before.
                 match d.items.last_mut() {
                     Some(x) if x.kind == kind && x.name == name => x.points.push((v, c)),
-                    _ => match d.index.get(&(kind, name.to_string())) {
+                    _ => match d.index.get(&kind).and_then(|m| m.get(name)) {
                         Some(&i) => d.items[i].points.push((v, c)),
                         None => {
-                            d.index.insert((kind, name.to_string()), d.items.len());
+                            d.index.entry(kind).or_default().insert(name.to_string(), d.items.len());
                             d.items.push(Distribution {
                                 kind,
                                 name: name.to_string(),
