@@ -4,12 +4,14 @@
 
 mod common;
 
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use common::*;
 use l4s_aqm::{AqmConfig, DualPi2Config};
 use l4s_core::{Dur, Rate, Time};
 use l4s_fwd::router::{Decision, PacketRecord, RouterConfig};
+use l4s_fwd::sys;
 
 fn dualpi2() -> AqmConfig {
     AqmConfig::DualPi2(DualPi2Config::default())
@@ -60,20 +62,6 @@ fn idle_time(records: &[PacketRecord], from: Time, to: Time) -> (Dur, Dur) {
     (Dur::from_nanos(starved), Dur::from_nanos(held))
 }
 
-/// `SIOCGSTAMPNS` (`SIOCGSTAMPNS_OLD` in Linux's asm-generic/sockios.h, the 64-bit one),
-/// which the libc crate does not define.
-const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
-
-/// The kernel's receive time (CLOCK_REALTIME, ns) of the datagram last read from `s`. The
-/// first ask turns the socket's stamps on (`sock_enable_timestamp`) and finds none.
-fn last_rx_stamp(s: &std::net::UdpSocket) -> Option<i128> {
-    use std::os::fd::AsRawFd;
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: SIOCGSTAMPNS writes one timespec into `ts`.
-    let r = unsafe { libc::ioctl(s.as_raw_fd(), SIOCGSTAMPNS, &mut ts) };
-    (r == 0).then(|| ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128)
-}
-
 /// Count datagrams at B over a window after a warm-up, through a FIFO link overloaded by
 /// 25 %.
 fn rate_check(mbps: u64) -> RateRun {
@@ -88,8 +76,8 @@ fn rate_check(mbps: u64) -> RateRun {
     let fwd = Fwd::start(&bed.r, RouterConfig::new("ra", "rb", rate, fifo), true);
     let rx = udp_in(&bed.b, &format!("{B_V4}:9000"));
     rx.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    // The first ask turns the socket's receive stamps on (and finds none yet).
-    let _ = last_rx_stamp(&rx);
+    // Each datagram comes with the kernel's receive time (`SCM_TIMESTAMPNS`).
+    sys::setsockopt_int(rx.as_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).unwrap();
     let tx = udp_in(&bed.a, &format!("{A_V4}:0"));
     let payload = 1472; // 1514-byte frames
     let total = Duration::from_millis(3500);
@@ -108,12 +96,14 @@ fn rate_check(mbps: u64) -> RateRun {
     let mut all = 0u64;
     let (mut first, mut last) = (None, None);
     while start.elapsed() < total {
-        if let Ok(len) = rx.recv(&mut buf) {
-            assert_eq!(len, payload);
+        if let Ok(m) = sys::recvmsg(rx.as_fd(), &mut buf, 0) {
+            assert_eq!(m.len, payload);
             all += 1;
             let t = start.elapsed();
             if t >= w0 && t <= w1 {
-                let kernel = last_rx_stamp(&rx).map_or(at(t), |ns| Time((ns - clock.offset()).max(0) as u64));
+                let kernel = m
+                    .realtime_ns
+                    .map_or(at(t), |ns| Time((ns - clock.offset()).max(0) as u64));
                 if first.is_none() {
                     first = Some(kernel);
                 } else {
