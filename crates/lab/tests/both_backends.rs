@@ -504,9 +504,9 @@ start = "3s"
 /// gets the trace's capacity.
 #[test]
 fn a_trace_link_delivers_its_capacity_in_both_backends() {
-    let d = std::env::temp_dir().join(format!("l4s-lab-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    let trace = d.join("one-per-ms");
+    // Removed when it goes out of scope, also when a check below fails.
+    let d = tempfile::Builder::new().prefix("l4s-lab-trace-").tempdir().unwrap();
+    let trace = d.path().join("one-per-ms");
     std::fs::write(&trace, "1\n").unwrap();
     let text = format!(
         r#"[scenario]
@@ -565,7 +565,6 @@ type = "udp-prague"
     if root() {
         live_until_measured(&sc, |live| check("live", live));
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// HARQ on the bottleneck (BLER 0.1, HARQ round trip 8 ms): a light probe stream's one-way
