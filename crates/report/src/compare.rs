@@ -261,25 +261,60 @@ pub fn render_compare_with(
         .map(|(i, r)| (run_label(i, r, opts), dash(i)))
         .collect();
     let mut all = Vec::new();
-    // The lines of each flow, by their places in `all`.
-    let mut of_flow: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut exact = true;
-    for &name in &by.names {
-        for (i, r) in runs.iter().enumerate() {
-            let Some(f) = by.get(i, name) else {
-                continue;
-            };
-            if let Some((pts, ex)) = figures::dist_points(r, DistKind::Owd, name, Some(&f.owd_ms)) {
+    // With more flows than a chart can tell apart, each run's traffic classes, their
+    // packets pooled; else each flow. Each group's lines, by their places in `all`.
+    let per_class = by.names.len() > figures::MAX_FLOW_LINES;
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    if per_class {
+        let pooled: Vec<_> = runs
+            .iter()
+            .map(|r| {
+                let (classes, ex) = figures::class_owd_cdfs(r);
                 exact &= ex;
-                let first = !of_flow.contains_key(name);
-                of_flow.entry(name).or_default().push(all.len());
+                classes
+            })
+            .collect();
+        for (class, _) in figures::CLASS_COLORS {
+            let mut places = Vec::new();
+            for (i, classes) in pooled.iter().enumerate() {
+                let Some(c) = classes.iter().find(|c| c.class == class) else {
+                    continue;
+                };
+                places.push(all.len());
                 all.push(DistLine {
-                    label: name.to_string(),
-                    color: pal.color(name),
+                    label: class.to_string(),
+                    color: figures::class_style(class).0,
                     dash: dash(i),
-                    pts,
-                    legend: first,
+                    pts: c.pts.clone(),
+                    legend: places.len() == 1,
                 });
+            }
+            if !places.is_empty() {
+                groups.push((format!("the {class} flows, their packets pooled"), places));
+            }
+        }
+    } else {
+        for &name in &by.names {
+            let mut places = Vec::new();
+            for (i, r) in runs.iter().enumerate() {
+                let Some(f) = by.get(i, name) else {
+                    continue;
+                };
+                if let Some((pts, ex)) = figures::dist_points(r, DistKind::Owd, name, Some(&f.owd_ms)) {
+                    exact &= ex;
+                    places.push(all.len());
+                    all.push(DistLine {
+                        label: name.to_string(),
+                        color: pal.color(name),
+                        dash: dash(i),
+                        pts,
+                        legend: places.len() == 1,
+                    });
+                }
+            }
+            if !places.is_empty() {
+                groups.push((format!("'{name}'"), places));
             }
         }
     }
@@ -296,23 +331,22 @@ pub fn render_compare_with(
         let at = crate::charts::embed(out, c, &format!("k{}", figs.len() + 1));
         figs.push((c.title.clone(), out.get(at).unwrap_or_default().to_string()));
     };
-    for c in figures::cdf_ccdf_axes(
-        "one-way delay per flow (ms)",
-        "one-way delay (ms)",
-        &suffix,
-        &all,
-        &styles,
-        xr,
-        opts.log_x,
-    ) {
+    let what = if per_class {
+        "one-way delay per class of flows, their packets pooled (ms)"
+    } else {
+        "one-way delay per flow (ms)"
+    };
+    for c in figures::cdf_ccdf_axes(what, "one-way delay (ms)", &suffix, &all, &styles, xr, opts.log_x) {
         push(&mut out, &c);
     }
-    out.push_str("<h2>Per flow, runs overlaid</h2><p class=\"meta\">Every chart below uses the same axes.</p>");
-    for &name in &by.names {
-        let lines: Vec<DistLine> = of_flow
-            .get(name)
-            .into_iter()
-            .flatten()
+    let _ = write!(
+        out,
+        "<h2>Per {}, runs overlaid</h2><p class=\"meta\">Every chart below uses the same axes.</p>",
+        if per_class { "class of flows" } else { "flow" }
+    );
+    for (name, places) in &groups {
+        let lines: Vec<DistLine> = places
+            .iter()
             .map(|&k| &all[k])
             .map(|l| DistLine {
                 label: l.label.clone(),
@@ -322,7 +356,7 @@ pub fn render_compare_with(
                 legend: l.legend,
             })
             .collect();
-        let title = format!("one-way delay of '{name}' (ms)");
+        let title = format!("one-way delay of {name} (ms)");
         let charts = figures::cdf_ccdf_axes(&title, "one-way delay (ms)", &suffix, &lines, &styles, xr, opts.log_x);
         if let Some(c) = charts.into_iter().nth(1) {
             push(&mut out, &c);

@@ -82,8 +82,8 @@ impl<'a> Ctx<'a> {
 /// class (all L4S flows, all classic flows), so that 20 flows give two lines, not 20.
 pub const MAX_FLOW_LINES: usize = 8;
 
-/// Colours of the per-class series.
-const CLASS_COLORS: [(&str, &str); 2] = [("L4S", "#0b8a8a"), ("classic", "#d1495b")];
+/// The traffic classes and the colours of their series.
+pub const CLASS_COLORS: [(&str, &str); 2] = [("L4S", "#0b8a8a"), ("classic", "#d1495b")];
 
 /// The flow series to draw: each flow, or with more than [`MAX_FLOW_LINES`] flows one
 /// series per class ([`class_series`]). The bool says which.
@@ -175,12 +175,12 @@ pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
 
 /// Colour and dash of a drawn flow series (a flow, or a class of flows).
 fn flow_style(cx: &Ctx, name: &str) -> (String, Option<&'static str>) {
-    for (class, color) in CLASS_COLORS {
+    for (class, _) in CLASS_COLORS {
         if name.starts_with(&format!("{class} ("))
             && name.ends_with(" flows)")
             && cx.res.summary.flows.iter().all(|f| f.name != name)
         {
-            return (color.to_string(), (class != "L4S").then_some(DASH_CLASSIC));
+            return class_style(class);
         }
     }
     (cx.pal.color(name), cx.flow_dash(name))
@@ -444,6 +444,133 @@ pub fn dist_points(
     Some((pts.into_iter().filter(|(v, _)| v.is_finite()).collect(), false))
 }
 
+/// The CDF of all the packets of several flows, `Σ wᵢ Fᵢ(x) / Σ wᵢ`, from each flow's
+/// sampled CDF `Fᵢ` and weight `wᵢ` (its packet count). Each `Fᵢ` is taken as drawn: straight
+/// lines between its points, 0 below the first and 1 from the last. The sum of such lines
+/// is itself a line between the union of their points, so it is computed exactly there by
+/// one sweep over every point in order of value (the cost of sorting them, whatever the
+/// number of flows), and then thinned to where the CDF or its tail moves visibly.
+pub fn pooled_cdf(parts: &[(&[(f64, f64)], f64)]) -> Vec<(f64, f64)> {
+    let total: f64 = parts
+        .iter()
+        .filter(|(p, w)| !p.is_empty() && w.is_finite() && *w > 0.0)
+        .map(|(_, w)| w)
+        .sum();
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    // (value, jump of the CDF there, change of its slope there).
+    let mut ev: Vec<(f64, f64, f64)> = Vec::new();
+    for (pts, w) in parts {
+        if pts.is_empty() || !w.is_finite() || *w <= 0.0 {
+            continue;
+        }
+        let w = w / total;
+        let first = pts[0];
+        ev.push((first.0, w * first.1, 0.0));
+        for seg in pts.windows(2) {
+            let ((x0, f0), (x1, f1)) = (seg[0], seg[1]);
+            if x1 > x0 {
+                let slope = w * (f1 - f0) / (x1 - x0);
+                ev.push((x0, 0.0, slope));
+                ev.push((x1, 0.0, -slope));
+            } else {
+                ev.push((x1, w * (f1 - f0), 0.0));
+            }
+        }
+        let last = pts[pts.len() - 1];
+        ev.push((last.0, w * (1.0 - last.1), 0.0));
+    }
+    ev.retain(|e| e.0.is_finite() && e.1.is_finite() && e.2.is_finite());
+    ev.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    let (mut value, mut slope) = (0.0f64, 0.0f64);
+    let mut i = 0;
+    while i < ev.len() {
+        let x = ev[i].0;
+        if let Some(&(px, _)) = out.last() {
+            value += slope * (x - px);
+        }
+        while i < ev.len() && ev[i].0 == x {
+            value += ev[i].1;
+            slope += ev[i].2;
+            i += 1;
+        }
+        let prev = out.last().map_or(0.0, |p| p.1);
+        out.push((x, value.clamp(prev, 1.0)));
+    }
+    // Every flow has ended at the last value: what rounding left is not a tail.
+    if let Some(last) = out.last_mut() {
+        last.1 = 1.0;
+    }
+    thin_cdf(out)
+}
+
+/// Keep the points of a CDF where it, its tail (`1 − F` on a log scale, down to 10⁻⁷) or
+/// the value moves by more than a chart could show; the first and last stay.
+fn thin_cdf(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    if pts.len() <= 2 {
+        return pts;
+    }
+    let span = pts[pts.len() - 1].0 - pts[0].0;
+    let tail = |f: f64| (1.0 - f).max(1e-7).log10();
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(pts.len().min(4096));
+    out.push(pts[0]);
+    for (k, &(x, f)) in pts.iter().enumerate().skip(1) {
+        let (kx, kf) = out[out.len() - 1];
+        if k == pts.len() - 1 || (f - kf).abs() >= 1e-3 || (tail(f) - tail(kf)).abs() >= 0.01 || x - kx >= span / 500.0
+        {
+            out.push((x, f));
+        }
+    }
+    out
+}
+
+/// Per traffic class of a run's flows ("L4S", then "classic"): the CDF of all its packets'
+/// one-way delays pooled from its flows ([`pooled_cdf`], each flow weighted by its packet
+/// count), and how many flows it pools. The bool says whether every flow's CDF is the
+/// sampled one (else some are the summary's percentiles, see [`dist_points`]).
+pub fn class_owd_cdfs(res: &Results) -> (Vec<ClassCdf>, bool) {
+    let mut exact = true;
+    let mut out = Vec::new();
+    for (class, _) in CLASS_COLORS {
+        let mut parts = Vec::new();
+        for f in res.summary.flows.iter().filter(|f| is_l4s(f) == (class == "L4S")) {
+            if let Some((pts, ex)) = dist_points(res, DistKind::Owd, &f.name, Some(&f.owd_ms)) {
+                exact &= ex;
+                parts.push((pts, f.owd_ms.count as f64));
+            }
+        }
+        let borrowed: Vec<(&[(f64, f64)], f64)> = parts.iter().map(|(p, w)| (p.as_slice(), *w)).collect();
+        let pooled = pooled_cdf(&borrowed);
+        if !pooled.is_empty() {
+            out.push(ClassCdf {
+                class,
+                flows: parts.len(),
+                pts: pooled,
+            });
+        }
+    }
+    (out, exact)
+}
+
+/// A traffic class's pooled CDF ([`class_owd_cdfs`]).
+pub struct ClassCdf {
+    pub class: &'static str,
+    /// How many flows it pools.
+    pub flows: usize,
+    pub pts: Vec<(f64, f64)>,
+}
+
+/// The colour and dash of a traffic class's lines.
+pub fn class_style(class: &str) -> (String, Option<&'static str>) {
+    let color = CLASS_COLORS
+        .iter()
+        .find(|(c, _)| *c == class)
+        .map_or("#555555", |(_, col)| col);
+    (color.to_string(), (class != "L4S").then_some(DASH_CLASSIC))
+}
+
 /// One line of a CDF/CCDF chart.
 pub struct DistLine {
     pub label: String,
@@ -573,12 +700,33 @@ pub fn cdf_ccdf_axes(
     [cdf, ccdf].into_iter().filter(|c| c.has_data()).collect()
 }
 
-/// OWD CDF and CCDF of every flow, L4S solid and classic dashed. The bool says whether
-/// all lines come from distributions.csv (else some are percentile knots from the summary).
+/// OWD CDF and CCDF of every flow, L4S solid and classic dashed; with more than
+/// [`MAX_FLOW_LINES`] flows, of each traffic class's packets pooled ([`class_owd_cdfs`]).
+/// The bool says whether all lines come from distributions.csv (else some are percentile
+/// knots from the summary).
 pub fn owd_distributions(cx: &Ctx) -> (Vec<Chart>, bool) {
+    let flows = &cx.res.summary.flows;
+    if flows.len() > MAX_FLOW_LINES {
+        let (classes, exact) = class_owd_cdfs(cx.res);
+        let lines: Vec<DistLine> = classes
+            .into_iter()
+            .map(|c| {
+                let (color, dash) = class_style(c.class);
+                DistLine {
+                    label: format!("{} ({} flows)", c.class, c.flows),
+                    color,
+                    dash,
+                    pts: c.pts,
+                    legend: true,
+                }
+            })
+            .collect();
+        let title = "one-way delay per class of flows, their packets pooled (ms)";
+        return (cdf_ccdf(title, "one-way delay (ms)", &cx.suffix(), &lines, &[]), exact);
+    }
     let mut lines = Vec::new();
     let mut exact = true;
-    for f in &cx.res.summary.flows {
+    for f in flows {
         if let Some((pts, ex)) = dist_points(cx.res, DistKind::Owd, &f.name, Some(&f.owd_ms)) {
             exact &= ex;
             let label = format!("{} ({})", f.name, f.class);
@@ -897,7 +1045,8 @@ pub fn queue_lines(
 }
 
 /// One line per flow of a flow column (CE fraction, cwnd, srtt). Flows with no positive
-/// value are left out (probes have no cwnd).
+/// value are left out (probes have no cwnd). With more than [`MAX_FLOW_LINES`] such flows,
+/// per traffic class: the mean over its flows, in a band from the lowest to the highest.
 pub fn flow_lines(cx: &Ctx, col: FlowCol, title: &str, ylabel: &str, k: f64, fixed_max: Option<f64>) -> Option<Chart> {
     let sn = cx.res.snapshots.as_ref()?;
     let fs: Vec<&Series> = sn
@@ -907,6 +1056,27 @@ pub fn flow_lines(cx: &Ctx, col: FlowCol, title: &str, ylabel: &str, k: f64, fix
         .collect();
     let ymax = fmax(fs.iter().flat_map(|s| s.flow(col).iter().map(|v| v * k)));
     let ymax = fixed_max.map(|m| (ymax * 1.05).min(m)).unwrap_or(ymax * 1.05);
+    if fs.len() > MAX_FLOW_LINES {
+        let title = format!("{title}, per class of flows: mean of the flows, band from the lowest to the highest");
+        let mut c = cx.chart(title, Axis::linear(ylabel, 0.0, ymax));
+        for sp in class_spread(cx, &fs, col) {
+            let (color, dash) = class_style(sp.class);
+            let at = |v: &[f64]| scaled(sp.series.points(v), k);
+            c.layers.push(Layer {
+                name: format!("{}: lowest–highest", sp.class),
+                color: color.clone(),
+                mark: Mark::Band {
+                    lo: at(&sp.lo),
+                    hi: at(&sp.hi),
+                    opacity: 0.22,
+                },
+                legend: true,
+            });
+            let name = format!("{} ({} flows): mean", sp.class, sp.flows);
+            c.layers.push(line(&name, &color, at(&sp.mean), 1.6, dash, true));
+        }
+        return c.has_data().then_some(c);
+    }
     let mut c = cx.chart(title.into(), Axis::linear(ylabel, 0.0, ymax));
     for s in fs {
         c.layers.push(line(
@@ -919,4 +1089,156 @@ pub fn flow_lines(cx: &Ctx, col: FlowCol, title: &str, ylabel: &str, k: f64, fix
         ));
     }
     c.has_data().then_some(c)
+}
+
+/// One traffic class's spread of a flow column over time ([`class_spread`]).
+struct Spread {
+    class: &'static str,
+    flows: usize,
+    /// The union of the class's snapshot times (only `time_s` is used).
+    series: Series,
+    mean: Vec<f64>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+}
+
+/// Per traffic class of `flows`, at each snapshot time of any of them: the mean, the lowest
+/// and the highest value of `col` over the class's flows that have one then (NaN where none
+/// has).
+fn class_spread(cx: &Ctx, flows: &[&Series], col: FlowCol) -> Vec<Spread> {
+    let key = |t: f64| (t * 1e6).round() as i64;
+    let mut out = Vec::new();
+    for (class, _) in CLASS_COLORS {
+        let members: Vec<&&Series> = flows
+            .iter()
+            .filter(|s| cx.is_l4s_flow(&s.name) == (class == "L4S"))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let mut times: BTreeMap<i64, f64> = BTreeMap::new();
+        for s in &members {
+            for t in &s.time_s {
+                times.insert(key(*t), *t);
+            }
+        }
+        let idx: BTreeMap<i64, usize> = times.keys().enumerate().map(|(i, k)| (*k, i)).collect();
+        let n = times.len();
+        let (mut sum, mut count) = (vec![0.0f64; n], vec![0u32; n]);
+        let (mut lo, mut hi) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+        for s in &members {
+            for (t, v) in s.time_s.iter().zip(s.flow(col)) {
+                let Some(&i) = idx.get(&key(*t)) else { continue };
+                if v.is_finite() {
+                    sum[i] += v;
+                    count[i] += 1;
+                    lo[i] = if lo[i].is_finite() { lo[i].min(*v) } else { *v };
+                    hi[i] = if hi[i].is_finite() { hi[i].max(*v) } else { *v };
+                }
+            }
+        }
+        let mean = sum
+            .iter()
+            .zip(&count)
+            .map(|(s, c)| if *c > 0 { s / *c as f64 } else { f64::NAN })
+            .collect();
+        out.push(Spread {
+            class,
+            flows: members.len(),
+            series: Series {
+                name: class.to_string(),
+                time_s: times.into_values().collect(),
+                values: Vec::new(),
+            },
+            mean,
+            lo,
+            hi,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use l4s_core::Dur;
+    use l4s_metrics::LatencyHist;
+
+    /// The value at which a CDF given by points (joined by straight lines) reaches `q`.
+    fn quantile(pts: &[(f64, f64)], q: f64) -> f64 {
+        let k = pts.iter().position(|p| p.1 >= q).expect("the CDF reaches q");
+        if k == 0 {
+            return pts[0].0;
+        }
+        let ((x0, f0), (x1, f1)) = (pts[k - 1], pts[k]);
+        x0 + (x1 - x0) * (q - f0) / (f1 - f0)
+    }
+
+    #[test]
+    fn pooled_flows_weigh_by_their_packets_exactly_at_the_points() {
+        // One flow uniform on 0..10 ms with 1 packet, one uniform on 10..20 with 3.
+        let a = [(0.0, 0.0), (10.0, 1.0)];
+        let b = [(10.0, 0.0), (20.0, 1.0)];
+        let p = pooled_cdf(&[(&a, 1.0), (&b, 3.0)]);
+        assert_eq!(p, [(0.0, 0.0), (10.0, 0.25), (20.0, 1.0)]);
+        assert_eq!(quantile(&p, 0.625), 15.0);
+        // Overlapping: the sum of the two lines at every point of either.
+        let c = [(5.0, 0.5), (15.0, 1.0)];
+        let p = pooled_cdf(&[(&a, 1.0), (&c, 1.0)]);
+        assert_eq!(p, [(0.0, 0.0), (5.0, 0.5), (10.0, 0.875), (15.0, 1.0)]);
+        // A flow with no packets, or no points, adds nothing; nothing at all gives nothing.
+        assert_eq!(pooled_cdf(&[(&a, 2.0), (&b, 0.0), (&[], 5.0)]), a);
+        assert!(pooled_cdf(&[(&a, 0.0)]).is_empty());
+    }
+
+    /// Fifty flows of different delays and packet counts, each reduced to its sampled CDF as
+    /// the simulator writes it: their pooled CDF has the percentiles of one histogram of all
+    /// their packets.
+    #[test]
+    fn pooled_sampled_cdfs_give_the_percentiles_of_all_the_packets() {
+        let mut all = LatencyHist::new();
+        let mut flows = Vec::new();
+        let mut x = 12345u64;
+        let mut rnd = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for i in 0..50u64 {
+            let mut h = LatencyHist::new();
+            // Flow i: 100 + 200 i packets, 10 + 0.2 i to 12 + 0.5 i ms, one in 200 three times as long.
+            for _ in 0..100 + 200 * i {
+                let lo = 10.0 + 0.2 * i as f64;
+                let hi = 12.0 + 0.5 * i as f64;
+                let mut ms = lo + (hi - lo) * rnd();
+                if rnd() < 0.005 {
+                    ms *= 3.0;
+                }
+                let d = Dur::from_nanos((ms * 1e6) as u64);
+                h.record(d);
+                all.record(d);
+            }
+            let pts: Vec<(f64, f64)> = h.cdf_points().iter().map(|(ns, f)| (*ns as f64 / 1e6, *f)).collect();
+            flows.push((pts, h.count() as f64));
+        }
+        let parts: Vec<(&[(f64, f64)], f64)> = flows.iter().map(|(p, w)| (p.as_slice(), *w)).collect();
+        let pooled = pooled_cdf(&parts);
+        let want = all.percentiles_ms();
+        for (q, w) in [(0.5, want.p50), (0.9, want.p90), (0.99, want.p99), (0.999, want.p999)] {
+            let got = quantile(&pooled, q);
+            println!("p{}: pooled {got:.4} ms, all packets {w:.4} ms", q * 100.0);
+            assert!(
+                (got / w - 1.0).abs() < 0.01,
+                "p{}: pooled {got} ms, all packets {w} ms",
+                q * 100.0
+            );
+        }
+        // Weighing each flow alike instead misses the median by far more than that.
+        let alike: Vec<(&[(f64, f64)], f64)> = flows.iter().map(|(p, _)| (p.as_slice(), 1.0)).collect();
+        let got = quantile(&pooled_cdf(&alike), 0.5);
+        assert!((got / want.p50 - 1.0).abs() > 0.05, "{got} against {}", want.p50);
+        // Monotone, from the smallest value to 1, and thinned to a drawable size.
+        assert!(pooled.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(pooled.last().unwrap().1, 1.0);
+        assert!(pooled.len() < 2000, "{} points", pooled.len());
+    }
 }

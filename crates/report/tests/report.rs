@@ -200,6 +200,58 @@ fn many_flows_are_drawn_per_class_on_axes_that_fit_them() {
     }
     assert!(title_of(lul).contains("run 2026-11-27"));
     assert!(html.contains("The run date, 2026-11-27, is from run-info.json"));
+    // The delay distributions and the per-flow columns over time are per class too: two
+    // lines each (the classic one dashed), the columns' in a band from lowest to highest.
+    let cdfs: Vec<&&str> = charts
+        .iter()
+        .filter(|c| title_of(c).contains("of one-way delay per class of flows, their packets pooled"))
+        .collect();
+    assert_eq!(cdfs.len(), 2, "CDF and CCDF");
+    for c in &cdfs {
+        assert_eq!(polyline_points(c).len(), 2, "{}", title_of(c));
+        assert!(c.contains(">L4S (10 flows)<") && c.contains(">classic (10 flows)<"));
+        assert_eq!(
+            c.matches("stroke-dasharray=\"7 4\"").count(),
+            2,
+            "classic line and its legend"
+        );
+    }
+    for start in ["CE-marked fraction", "Congestion window", "Smoothed RTT"] {
+        let c = charts
+            .iter()
+            .find(|c| title_of(c).starts_with(start))
+            .unwrap_or_else(|| panic!("a chart of {start}"));
+        assert!(
+            title_of(c).contains("per class of flows: mean of the flows"),
+            "{}",
+            title_of(c)
+        );
+        assert_eq!(polyline_points(c).len(), 2, "{}: a mean per class", title_of(c));
+        assert_eq!(c.matches("<path fill").count(), 2, "{}: a band per class", title_of(c));
+    }
+    assert!(
+        charts.iter().all(|c| !c.contains(">flow-19<")),
+        "no flow drawn on its own"
+    );
+    // A comparison of two such runs overlays the classes, not the flows.
+    let other_guard = tmpdir("many-b");
+    synth::write_results_dir(other_guard.path(), &s, 0.1, 5).unwrap();
+    let page = render_compare(&[dir.to_path_buf(), other_guard.path().to_path_buf()]).unwrap();
+    assert!(page.contains("<h2>Per class of flows, runs overlaid</h2>"));
+    let titles: Vec<&str> = svgs(&page).into_iter().map(title_of).collect();
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    assert!(titles[0].starts_with("CDF of one-way delay per class of flows, their packets pooled"));
+    assert!(titles[2].starts_with("CCDF of one-way delay of the L4S flows, their packets pooled"));
+    assert!(titles[3].starts_with("CCDF of one-way delay of the classic flows, their packets pooled"));
+    // Two classes by two runs on the charts of all runs; two runs on each class's.
+    for (k, svg) in svgs(&page).into_iter().enumerate() {
+        assert_eq!(
+            polyline_points(svg).len(),
+            if k < 2 { 4 } else { 2 },
+            "{}",
+            title_of(svg)
+        );
+    }
     fs::remove_dir_all(dir).unwrap();
 }
 
