@@ -250,7 +250,13 @@ fn parse_series(path: &Path, text: &str, key: &str, cols: &[&str]) -> Result<Vec
         |(ti, ki, idx), line, row| {
             let (ti, ki) = (*ti, *ki);
             let name = csv::field(path, line, key, &row[ki])?;
-            let si = if last < out.len() && out[last].name == name {
+            // Rows come by time, then in the same order of series at every time: most
+            // often a row belongs to the series after the previous row's, or (a file of one
+            // series, or one written series by series) to the same.
+            let next = if last.wrapping_add(1) < out.len() { last + 1 } else { 0 };
+            let si = if next < out.len() && out[next].name == name {
+                next
+            } else if last < out.len() && out[last].name == name {
                 last
             } else if let Some(i) = by_name.get(name) {
                 *i
