@@ -978,13 +978,12 @@ pub fn compare_with(
             }
         }
     }
-    let table = l4s_report::compare_table_with(dirs, opts)?;
-    let (html, figures) = l4s_report::render_compare_with(dirs, opts)?;
-    write_new(out, html.as_bytes())?;
+    let c = l4s_report::comparison(dirs, opts)?;
+    write_new(out, c.html.as_bytes())?;
     if let Some(d) = &png_dir {
-        l4s_report::write_chart_pngs(&figures, d, l4s_report::DEFAULT_PNG_SCALE)?;
+        l4s_report::write_chart_pngs(&c.figures, d, l4s_report::DEFAULT_PNG_SCALE)?;
     }
-    Ok((table, png_dir))
+    Ok((c.table, png_dir))
 }
 
 /// Write the capacity trace that link `link` of the scenario in `file` draws from its

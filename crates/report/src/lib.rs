@@ -35,7 +35,9 @@ pub mod variant_set;
 pub mod verdict;
 
 pub use campaign::render_campaign;
-pub use compare::{compare_table, compare_table_with, render_compare, render_compare_with, CompareOptions};
+pub use compare::{
+    compare_table, compare_table_with, comparison, render_compare, render_compare_with, CompareOptions, Comparison,
+};
 pub use data::{Distributions, Results, Snapshots};
 pub use error::ReportError;
 pub use html::{render_report, write_report};

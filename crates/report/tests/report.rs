@@ -4,7 +4,7 @@ mod common;
 use common::tmpdir;
 use l4s_report::synth;
 use l4s_report::{
-    compare_table, compare_table_with, render_compare, render_compare_with, render_report, write_report,
+    compare_table, compare_table_with, comparison, render_compare, render_compare_with, render_report, write_report,
     CompareOptions, ReportError,
 };
 use std::fs;
@@ -919,6 +919,9 @@ fn compare_shows_media_and_application_metrics_with_labels() {
     for (_, svg) in &figures {
         assert!(svg.contains("one-way delay (ms), log scale"), "{svg}");
     }
+    // One reading of the runs gives the same table, page and charts as the two calls.
+    let both = comparison(&dirs, &opts).unwrap();
+    assert_eq!((both.table, both.html, both.figures), (t, html, figures));
     // Without the option, no log axis and no labels.
     let plain = render_compare(&dirs).unwrap();
     assert!(!plain.contains("one-way delay (ms), log scale<"));
