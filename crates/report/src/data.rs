@@ -135,8 +135,10 @@ impl QueueCol {
     }
 }
 
-/// The time series of one flow or one queue: `time_s` and one vector per column
-/// (same length; NaN = not applicable or column absent).
+/// The time series of one flow or one queue: `time_s` and one vector per column, either as
+/// long as `time_s` (NaN = no value in that row) or empty when the column has no value in
+/// any row (not applicable to this flow, or absent from the file): a probe has no cwnd, no
+/// media and no application columns, and a run may have 10 000 probes.
 #[derive(Clone, Debug, Default)]
 pub struct Series {
     pub name: String,
@@ -275,13 +277,22 @@ fn parse_series(path: &Path, text: &str, key: &str, cols: &[&str]) -> Result<Vec
                 });
             }
             let s = &mut out[si];
+            let rows = s.time_s.len();
             s.time_s.push(time);
             for (ci, i) in idx.iter().enumerate() {
-                let v = match i {
-                    Some(i) => csv::num(path, line, cols[ci], &row[*i])?,
-                    None => f64::NAN,
-                };
-                s.values[ci].push(v);
+                // An absent column stays empty.
+                let Some(i) = i else { continue };
+                let v = csv::num(path, line, cols[ci], &row[*i])?;
+                let col = &mut s.values[ci];
+                // A column stays empty until its first value; then it gets a NaN for each
+                // row before and a cell for every row after.
+                if col.is_empty() {
+                    if v.is_nan() {
+                        continue;
+                    }
+                    col.resize(rows, f64::NAN);
+                }
+                col.push(v);
             }
             Ok(())
         },
@@ -513,5 +524,44 @@ mod run_info_tests {
             assert_eq!(run_date(&d).as_deref(), want, "{text}");
         }
         std::fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod series_tests {
+    use super::*;
+
+    #[test]
+    fn a_column_is_empty_until_its_first_value_and_full_from_then() {
+        // Rows by time, flows in one order; `b` gets a cwnd from the second row on, `a` never;
+        // `srtt_ms` is absent from the file.
+        let text = "time_s,flow,throughput_bps,cwnd_bytes\n\
+                    0.1,a,100,\n0.1,b,200,\n\
+                    0.2,a,110,\n0.2,b,210,3000\n\
+                    0.3,a,,\n0.3,b,220,\n\
+                    0.4,a,130,\n0.4,b,230,5000\n";
+        let cols = ["throughput_bps", "cwnd_bytes", "srtt_ms"];
+        let s = parse_series(Path::new("snapshots-flows.csv"), text, "flow", &cols).unwrap();
+        let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let (a, b) = (&s[0], &s[1]);
+        assert_eq!(a.time_s, [0.1, 0.2, 0.3, 0.4]);
+        assert_eq!(a.values[0].len(), 4);
+        assert!(a.values[0][2].is_nan() && a.values[0][3] == 130.0);
+        assert!(a.values[1].is_empty(), "no cwnd in any row of a");
+        assert!(
+            a.values[2].is_empty() && b.values[2].is_empty(),
+            "srtt_ms is not in the file"
+        );
+        let cwnd = &b.values[1];
+        assert_eq!(cwnd.len(), 4);
+        assert!(cwnd[0].is_nan() && cwnd[1] == 3000.0 && cwnd[2].is_nan() && cwnd[3] == 5000.0);
+        // Drawn, an empty column is as a column of NaN.
+        assert!(a.points(&a.values[1]).is_empty());
+        // A gap (the NaN at 0.3 s) breaks the line after 0.2 s.
+        let p = b.points(cwnd);
+        assert_eq!(p.len(), 3);
+        assert_eq!((p[0], p[1].0, p[2]), ((0.2, 3000.0), 0.2, (0.4, 5000.0)));
+        assert!(p[1].1.is_nan());
     }
 }
