@@ -97,20 +97,45 @@ pub fn drawn_flows(cx: &Ctx) -> (Vec<Series>, bool) {
     (class_series(cx, &sn.flows), true)
 }
 
+/// The union of several series' snapshot times (matched to the microsecond), in order,
+/// and where each time is in it.
+struct Times {
+    values: Vec<f64>,
+    at: BTreeMap<i64, usize>,
+}
+
+impl Times {
+    fn key(t: f64) -> i64 {
+        (t * 1e6).round() as i64
+    }
+
+    fn of<'a>(series: impl IntoIterator<Item = &'a Series>) -> Times {
+        let mut times: BTreeMap<i64, f64> = BTreeMap::new();
+        for s in series {
+            for t in &s.time_s {
+                times.insert(Times::key(*t), *t);
+            }
+        }
+        let at = times.keys().enumerate().map(|(i, k)| (*k, i)).collect();
+        Times {
+            values: times.into_values().collect(),
+            at,
+        }
+    }
+
+    /// The place of time `t` in the union.
+    fn index(&self, t: f64) -> Option<usize> {
+        self.at.get(&Times::key(t)).copied()
+    }
+}
+
 /// One series per traffic class over the union of the flows' snapshot times: throughput
 /// and packets summed, the mean one-way delay and the CE fraction weighted by packets, the
 /// p99 and the maximum the largest of the class's flows, the minimum the smallest. Named
 /// "L4S (n flows)" and "classic (n flows)".
 pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
-    let key = |t: f64| (t * 1e6).round() as i64;
-    let mut times: BTreeMap<i64, f64> = BTreeMap::new();
-    for s in flows {
-        for t in &s.time_s {
-            times.insert(key(*t), *t);
-        }
-    }
-    let idx: BTreeMap<i64, usize> = times.keys().enumerate().map(|(i, k)| (*k, i)).collect();
-    let n = times.len();
+    let times = Times::of(flows);
+    let n = times.values.len();
     let col = |c: FlowCol| FlowCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
     let mut out = Vec::new();
     for (class, _) in CLASS_COLORS {
@@ -126,7 +151,7 @@ pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
         let mut wsum = vec![[0.0f64; 3]; n];
         for s in &members {
             for (r, t) in s.time_s.iter().enumerate() {
-                let Some(&i) = idx.get(&key(*t)) else { continue };
+                let Some(i) = times.index(*t) else { continue };
                 let get = |c: FlowCol| s.flow(c).get(r).copied().unwrap_or(f64::NAN);
                 let add = |v: &mut f64, x: f64| *v = if v.is_finite() { *v + x } else { x };
                 for c in [FlowCol::ThroughputBps, FlowCol::Packets] {
@@ -166,7 +191,7 @@ pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
         }
         out.push(Series {
             name: format!("{class} ({} flows)", members.len()),
-            time_s: times.values().copied().collect(),
+            time_s: times.values.clone(),
             values,
         });
     }
@@ -842,23 +867,16 @@ pub fn throughput(cx: &Ctx) -> Vec<Chart> {
         return Vec::new();
     }
     // Stack on the union of times (µs keys), flows in file order.
-    let key = |t: f64| (t * 1e6).round() as i64;
-    let mut times: BTreeMap<i64, f64> = BTreeMap::new();
-    for s in &flows {
-        for t in &s.time_s {
-            times.insert(key(*t), *t);
-        }
-    }
-    let idx: BTreeMap<i64, usize> = times.keys().enumerate().map(|(i, k)| (*k, i)).collect();
-    let tv: Vec<f64> = times.values().copied().collect();
+    let times = Times::of(flows.iter().copied());
+    let tv = &times.values;
     let mut cum = vec![0.0f64; tv.len()];
     let mut stacks = Vec::new();
     for s in &flows {
         let mut add = vec![0.0f64; tv.len()];
         for (t, v) in s.time_s.iter().zip(s.flow(FlowCol::ThroughputBps)) {
             if v.is_finite() {
-                if let Some(i) = idx.get(&key(*t)) {
-                    add[*i] += v.max(0.0);
+                if let Some(i) = times.index(*t) {
+                    add[i] += v.max(0.0);
                 }
             }
         }
@@ -1106,7 +1124,6 @@ struct Spread {
 /// and the highest value of `col` over the class's flows that have one then (NaN where none
 /// has).
 fn class_spread(cx: &Ctx, flows: &[&Series], col: FlowCol) -> Vec<Spread> {
-    let key = |t: f64| (t * 1e6).round() as i64;
     let mut out = Vec::new();
     for (class, _) in CLASS_COLORS {
         let members: Vec<&&Series> = flows
@@ -1116,19 +1133,13 @@ fn class_spread(cx: &Ctx, flows: &[&Series], col: FlowCol) -> Vec<Spread> {
         if members.is_empty() {
             continue;
         }
-        let mut times: BTreeMap<i64, f64> = BTreeMap::new();
-        for s in &members {
-            for t in &s.time_s {
-                times.insert(key(*t), *t);
-            }
-        }
-        let idx: BTreeMap<i64, usize> = times.keys().enumerate().map(|(i, k)| (*k, i)).collect();
-        let n = times.len();
+        let times = Times::of(members.iter().map(|s| **s));
+        let n = times.values.len();
         let (mut sum, mut count) = (vec![0.0f64; n], vec![0u32; n]);
         let (mut lo, mut hi) = (vec![f64::NAN; n], vec![f64::NAN; n]);
         for s in &members {
             for (t, v) in s.time_s.iter().zip(s.flow(col)) {
-                let Some(&i) = idx.get(&key(*t)) else { continue };
+                let Some(i) = times.index(*t) else { continue };
                 if v.is_finite() {
                     sum[i] += v;
                     count[i] += 1;
@@ -1147,7 +1158,7 @@ fn class_spread(cx: &Ctx, flows: &[&Series], col: FlowCol) -> Vec<Spread> {
             flows: members.len(),
             series: Series {
                 name: class.to_string(),
-                time_s: times.into_values().collect(),
+                time_s: times.values,
                 values: Vec::new(),
             },
             mean,
@@ -1198,11 +1209,8 @@ mod tests {
     fn pooled_sampled_cdfs_give_the_percentiles_of_all_the_packets() {
         let mut all = LatencyHist::new();
         let mut flows = Vec::new();
-        let mut x = 12345u64;
-        let mut rnd = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = l4s_core::Rng::new(12345);
+        let mut rnd = || rng.next_f64();
         for i in 0..50u64 {
             let mut h = LatencyHist::new();
             // Flow i: 100 + 200 i packets, 10 + 0.2 i to 12 + 0.5 i ms, one in 200 three times as long.
