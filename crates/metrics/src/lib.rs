@@ -2,7 +2,8 @@
 //!
 //! Streaming measurement for l4s-lab runs and the results format they write.
 //!
-//! * [`LatencyHist`]: an HDR histogram of durations (`hdrhistogram` crate: fixed memory,
+//! * [`LatencyHist`]: an HDR histogram of durations (the `hdrhistogram` crate's buckets and
+//!   percentiles, in counts of its own that are cheaper to record into: fixed memory,
 //!   3 significant digits from 1 ns to 1 hour, percentiles to p99.99 without keeping
 //!   samples). Memory does not grow with run length (DESIGN.md principle 4).
 //! * [`summary`]: the serialisable `summary.json` schema ([`summary::SCHEMA_VERSION`]).
