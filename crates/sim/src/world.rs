@@ -925,6 +925,30 @@ impl Observer<Packet> for LinkObs<'_> {
                 }
             }
         }
+        if self.capture.is_some() || self.tracker.is_some() {
+            self.record_departure(now, d);
+        }
+    }
+
+    #[inline]
+    fn lost(&mut self, now: Time, l: Loss<Packet>) {
+        let pkt = &l.pkt;
+        if pkt.forward && pkt.is_data {
+            self.flows[pkt.flow as usize].meter.on_drop(now);
+        }
+        if self.tracker.is_some() {
+            self.record_loss(&l);
+        }
+        self.payloads.free(pkt.payload);
+    }
+}
+
+impl LinkObs<'_> {
+    /// A departure into the pcap capture and the packet records (`--pcap`, `--packets`):
+    /// out of line, so that the path of a run without them stays short.
+    #[cold]
+    #[inline(never)]
+    fn record_departure(&mut self, now: Time, d: &Departure<'_, Packet>) {
         if let Some(cap) = self.capture.as_mut() {
             let f = &self.flows[d.pkt.flow as usize];
             let port = self.scenario.flows[d.pkt.flow as usize].port;
@@ -936,20 +960,17 @@ impl Observer<Packet> for LinkObs<'_> {
         }
     }
 
-    #[inline]
-    fn lost(&mut self, now: Time, l: Loss<Packet>) {
-        let pkt = &l.pkt;
-        if pkt.forward && pkt.is_data {
-            self.flows[pkt.flow as usize].meter.on_drop(now);
-        }
+    /// A loss into the packet records (`--packets`).
+    #[cold]
+    #[inline(never)]
+    fn record_loss(&mut self, l: &Loss<Packet>) {
         if let Some(t) = self.tracker.as_mut() {
             let sub = match l.kind {
                 LossKind::Queue { sub, .. } => sub,
                 LossKind::Wire => l4s_aqm::QueueId::Single,
             };
-            t.hop(pkt, self.link, sub, l.sojourn, Decision::Drop);
+            t.hop(&l.pkt, self.link, sub, l.sojourn, Decision::Drop);
         }
-        self.payloads.free(pkt.payload);
     }
 }
 
