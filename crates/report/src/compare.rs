@@ -299,7 +299,7 @@ fn page_of(by: &ByName, warnings: &[String], opts: &CompareOptions) -> (String, 
                 classes
             })
             .collect();
-        for (class, _) in figures::CLASS_COLORS {
+        for class in figures::CLASSES {
             let mut places = Vec::new();
             for (i, classes) in pooled.iter().enumerate() {
                 let Some(c) = classes.iter().find(|c| c.class == class) else {
@@ -307,15 +307,15 @@ fn page_of(by: &ByName, warnings: &[String], opts: &CompareOptions) -> (String, 
                 };
                 places.push(all.len());
                 all.push(DistLine {
-                    label: class.to_string(),
-                    color: figures::class_style(class).0,
+                    label: class.name.to_string(),
+                    color: class.style().0,
                     dash: dash(i),
                     pts: c.pts.clone(),
                     legend: places.len() == 1,
                 });
             }
             if !places.is_empty() {
-                groups.push((format!("the {class} flows, their packets pooled"), places));
+                groups.push((format!("the {} flows, their packets pooled", class.name), places));
             }
         }
     } else {

@@ -82,8 +82,37 @@ impl<'a> Ctx<'a> {
 /// class (all L4S flows, all classic flows), so that 20 flows give two lines, not 20.
 pub const MAX_FLOW_LINES: usize = 8;
 
-/// The traffic classes and the colours of their series.
-pub const CLASS_COLORS: [(&str, &str); 2] = [("L4S", "#0b8a8a"), ("classic", "#d1495b")];
+/// A traffic class of flows: L4S (data sent ECT(1)) or classic, as the summary names it,
+/// and how its series are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Class {
+    /// The summary's name of the class (`FlowSummary::class`).
+    pub name: &'static str,
+    /// Whether its flows are L4S ([`crate::verdict::is_l4s`]).
+    pub l4s: bool,
+    color: &'static str,
+}
+
+/// The traffic classes, L4S first.
+pub const CLASSES: [Class; 2] = [
+    Class {
+        name: "L4S",
+        l4s: true,
+        color: "#0b8a8a",
+    },
+    Class {
+        name: "classic",
+        l4s: false,
+        color: "#d1495b",
+    },
+];
+
+impl Class {
+    /// The colour and dash of the class's lines.
+    pub fn style(self) -> (String, Option<&'static str>) {
+        (self.color.to_string(), (!self.l4s).then_some(DASH_CLASSIC))
+    }
+}
 
 /// The flow series to draw: each flow, or with more than [`MAX_FLOW_LINES`] flows one
 /// series per class ([`class_series`]). The bool says which.
@@ -138,11 +167,8 @@ pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
     let n = times.values.len();
     let col = |c: FlowCol| FlowCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
     let mut out = Vec::new();
-    for (class, _) in CLASS_COLORS {
-        let members: Vec<&Series> = flows
-            .iter()
-            .filter(|s| cx.is_l4s_flow(&s.name) == (class == "L4S"))
-            .collect();
+    for class in CLASSES {
+        let members: Vec<&Series> = flows.iter().filter(|s| cx.is_l4s_flow(&s.name) == class.l4s).collect();
         if members.is_empty() {
             continue;
         }
@@ -190,7 +216,7 @@ pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
             }
         }
         out.push(Series {
-            name: format!("{class} ({} flows)", members.len()),
+            name: format!("{} ({} flows)", class.name, members.len()),
             time_s: times.values.clone(),
             values,
         });
@@ -200,12 +226,12 @@ pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
 
 /// Colour and dash of a drawn flow series (a flow, or a class of flows).
 fn flow_style(cx: &Ctx, name: &str) -> (String, Option<&'static str>) {
-    for (class, _) in CLASS_COLORS {
-        if name.starts_with(&format!("{class} ("))
+    for class in CLASSES {
+        if name.starts_with(&format!("{} (", class.name))
             && name.ends_with(" flows)")
             && cx.res.summary.flows.iter().all(|f| f.name != name)
         {
-            return class_style(class);
+            return class.style();
         }
     }
     (cx.pal.color(name), cx.flow_dash(name))
@@ -558,9 +584,9 @@ fn thin_cdf(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 pub fn class_owd_cdfs(res: &Results) -> (Vec<ClassCdf>, bool) {
     let mut exact = true;
     let mut out = Vec::new();
-    for (class, _) in CLASS_COLORS {
+    for class in CLASSES {
         let mut parts = Vec::new();
-        for f in res.summary.flows.iter().filter(|f| is_l4s(f) == (class == "L4S")) {
+        for f in res.summary.flows.iter().filter(|f| is_l4s(f) == class.l4s) {
             if let Some((pts, ex)) = dist_points(res, DistKind::Owd, &f.name, Some(&f.owd_ms)) {
                 exact &= ex;
                 parts.push((pts, f.owd_ms.count as f64));
@@ -581,19 +607,10 @@ pub fn class_owd_cdfs(res: &Results) -> (Vec<ClassCdf>, bool) {
 
 /// A traffic class's pooled CDF ([`class_owd_cdfs`]).
 pub struct ClassCdf {
-    pub class: &'static str,
+    pub class: Class,
     /// How many flows it pools.
     pub flows: usize,
     pub pts: Vec<(f64, f64)>,
-}
-
-/// The colour and dash of a traffic class's lines.
-pub fn class_style(class: &str) -> (String, Option<&'static str>) {
-    let color = CLASS_COLORS
-        .iter()
-        .find(|(c, _)| *c == class)
-        .map_or("#555555", |(_, col)| col);
-    (color.to_string(), (class != "L4S").then_some(DASH_CLASSIC))
 }
 
 /// One line of a CDF/CCDF chart.
@@ -736,9 +753,9 @@ pub fn owd_distributions(cx: &Ctx) -> (Vec<Chart>, bool) {
         let lines: Vec<DistLine> = classes
             .into_iter()
             .map(|c| {
-                let (color, dash) = class_style(c.class);
+                let (color, dash) = c.class.style();
                 DistLine {
-                    label: format!("{} ({} flows)", c.class, c.flows),
+                    label: format!("{} ({} flows)", c.class.name, c.flows),
                     color,
                     dash,
                     pts: c.pts,
@@ -1078,10 +1095,10 @@ pub fn flow_lines(cx: &Ctx, col: FlowCol, title: &str, ylabel: &str, k: f64, fix
         let title = format!("{title}, per class of flows: mean of the flows, band from the lowest to the highest");
         let mut c = cx.chart(title, Axis::linear(ylabel, 0.0, ymax));
         for sp in class_spread(cx, &fs, col) {
-            let (color, dash) = class_style(sp.class);
+            let (color, dash) = sp.class.style();
             let at = |v: &[f64]| scaled(sp.series.points(v), k);
             c.layers.push(Layer {
-                name: format!("{}: lowest–highest", sp.class),
+                name: format!("{}: lowest–highest", sp.class.name),
                 color: color.clone(),
                 mark: Mark::Band {
                     lo: at(&sp.lo),
@@ -1090,7 +1107,7 @@ pub fn flow_lines(cx: &Ctx, col: FlowCol, title: &str, ylabel: &str, k: f64, fix
                 },
                 legend: true,
             });
-            let name = format!("{} ({} flows): mean", sp.class, sp.flows);
+            let name = format!("{} ({} flows): mean", sp.class.name, sp.flows);
             c.layers.push(line(&name, &color, at(&sp.mean), 1.6, dash, true));
         }
         return c.has_data().then_some(c);
@@ -1111,7 +1128,7 @@ pub fn flow_lines(cx: &Ctx, col: FlowCol, title: &str, ylabel: &str, k: f64, fix
 
 /// One traffic class's spread of a flow column over time ([`class_spread`]).
 struct Spread {
-    class: &'static str,
+    class: Class,
     flows: usize,
     /// The union of the class's snapshot times (only `time_s` is used).
     series: Series,
@@ -1125,11 +1142,8 @@ struct Spread {
 /// has).
 fn class_spread(cx: &Ctx, flows: &[&Series], col: FlowCol) -> Vec<Spread> {
     let mut out = Vec::new();
-    for (class, _) in CLASS_COLORS {
-        let members: Vec<&&Series> = flows
-            .iter()
-            .filter(|s| cx.is_l4s_flow(&s.name) == (class == "L4S"))
-            .collect();
+    for class in CLASSES {
+        let members: Vec<&&Series> = flows.iter().filter(|s| cx.is_l4s_flow(&s.name) == class.l4s).collect();
         if members.is_empty() {
             continue;
         }
@@ -1157,7 +1171,7 @@ fn class_spread(cx: &Ctx, flows: &[&Series], col: FlowCol) -> Vec<Spread> {
             class,
             flows: members.len(),
             series: Series {
-                name: class.to_string(),
+                name: class.name.to_string(),
                 time_s: times.values,
                 values: Vec::new(),
             },
