@@ -90,6 +90,18 @@ impl Layout {
         }
     }
 
+    /// How a quantile `q` whose sample is `v` is reported, as `value_at_quantile` reports
+    /// it: at the highest value of its bucket, so that it is never under-reported (at the
+    /// lowest for `q` = 0).
+    #[inline]
+    fn quantile_value(self, v: u64, q: f64) -> u64 {
+        if q == 0.0 {
+            self.lowest_equivalent(v)
+        } else {
+            self.highest_equivalent(v)
+        }
+    }
+
     /// The number of counts that covers `v`, as `Histogram::resize` sizes them: enough
     /// buckets that `v` is below the top of the last, and one more half bucket.
     fn len_to_cover(self, v: u64) -> usize {
@@ -181,6 +193,13 @@ impl Counts {
             .flat_map(|c| c.iter().enumerate().filter(|(_, &n)| n > 0).map(|(i, &n)| (i, n)));
         narrow.chain(wide)
     }
+}
+
+/// The rank (from 1) of the sample at quantile `q` of `n` samples, as `value_at_quantile`
+/// takes it: ⌈q·n⌉ with `q` capped at 1, and at least 1.
+fn quantile_rank(q: f64, n: u64) -> u64 {
+    let q = if q > 1.0 { 1.0 } else { q };
+    ((q * n as f64).ceil() as u64).max(1)
 }
 
 /// A histogram of durations with 3 significant digits (relative error ≤ 0.1 %).
@@ -339,8 +358,7 @@ impl LatencyHist {
             return out;
         }
         // As `value_at_quantile`: capped at 1, and at least the first sample.
-        let qs = qs.map(|q| if q > 1.0 { 1.0 } else { q });
-        let ranks = qs.map(|q| ((q * self.total as f64).ceil() as u64).max(1));
+        let ranks = qs.map(|q| quantile_rank(q, self.total));
         debug_assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "quantiles in ascending order");
         let mut k = 0;
         let mut below = 0u64;
@@ -348,12 +366,7 @@ impl LatencyHist {
             below += n;
             while k < N && below >= ranks[k] {
                 let v = self.layout.value_for(i);
-                let at = if qs[k] == 0.0 {
-                    self.layout.lowest_equivalent(v)
-                } else {
-                    self.layout.highest_equivalent(v)
-                };
-                out[k] = at.min(self.max_ns);
+                out[k] = self.layout.quantile_value(v, qs[k]).min(self.max_ns);
                 k += 1;
             }
             if k == N {
@@ -497,15 +510,10 @@ impl IntervalDelays {
         // What the histogram records (`LatencyHist::record`): clamped, so that a zero counts.
         let bucketed = |ns: u64| ns.clamp(1, HIGHEST_NS);
         // As `value_at_quantile`: capped at 1.
-        let q = if q > 1.0 { 1.0 } else { q };
-        let rank = ((q * n as f64).ceil() as u64).max(1).min(n as u64) as usize;
+        let rank = quantile_rank(q, n as u64) as usize;
         let (_, &mut at, _) = self.samples.select_nth_unstable(rank - 1);
         let l = self.hist.layout;
-        let top = if q == 0.0 {
-            l.lowest_equivalent(bucketed(at))
-        } else {
-            l.highest_equivalent(bucketed(at))
-        };
+        let top = l.quantile_value(bucketed(at), q);
         IntervalFigures {
             count: n as u64,
             min_ns: l.lowest_equivalent(bucketed(min)),
