@@ -288,19 +288,21 @@ impl LatencyHist {
                 }
             }
         }
-        self.record_slow(v, i);
+        self.record_slow(v, i, 1);
     }
-    /// A sample beyond the counts so far, or into 64-bit counts.
+    /// `n` samples of `v` (bucket `i`) beyond the counts so far, or into 64-bit counts: the
+    /// counts grow to cover `v`, and widen before the total could overflow a 32-bit count.
     #[cold]
-    fn record_slow(&mut self, v: u64, i: usize) {
+    fn record_slow(&mut self, v: u64, i: usize, n: u64) {
         if i >= self.counts.len() {
             self.counts.grow(self.layout.len_to_cover(v));
         }
         match &mut self.counts {
-            Counts::Narrow(c) if self.total < NARROW_LIMIT - 1 => c[i] += 1,
-            c => c.wide()[i] += 1,
+            // Below the limit, `n` fits in 32 bits.
+            Counts::Narrow(c) if self.total.saturating_add(n) < NARROW_LIMIT => c[i] += n as u32,
+            c => c.wide()[i] += n,
         }
-        self.total += 1;
+        self.total += n;
     }
     pub fn count(&self) -> u64 {
         self.total
@@ -619,16 +621,7 @@ fn cdf_points_of(buckets: impl Iterator<Item = (u64, u64)>, total: u64, max: u64
 impl LatencyHist {
     /// `n` samples of `v` ns at once (left out of the mean and the maximum).
     fn record_n(&mut self, v: u64, n: u64) {
-        if self.total.saturating_add(n) >= NARROW_LIMIT {
-            self.counts.wide();
-        }
-        let i = self.layout.index(v);
-        self.counts.grow(self.layout.len_to_cover(v));
-        match &mut self.counts {
-            Counts::Narrow(c) => c[i] += u32::try_from(n).expect("widened above"),
-            Counts::Wide(c) => c[i] += n,
-        }
-        self.total += n;
+        self.record_slow(v, self.layout.index(v), n);
         self.min_rec = self.min_rec.min(v);
     }
 }

@@ -224,13 +224,12 @@ pub fn class_series(cx: &Ctx, flows: &[Series]) -> Vec<Series> {
     out
 }
 
-/// Colour and dash of a drawn flow series (a flow, or a class of flows).
-fn flow_style(cx: &Ctx, name: &str) -> (String, Option<&'static str>) {
-    for class in CLASSES {
-        if name.starts_with(&format!("{} (", class.name))
-            && name.ends_with(" flows)")
-            && cx.res.summary.flows.iter().all(|f| f.name != name)
-        {
+/// Colour and dash of a series [`drawn_flows`] gave: with `per_class`, a class of flows
+/// (named by [`class_series`] after its class), else a flow.
+fn flow_style(cx: &Ctx, name: &str, per_class: bool) -> (String, Option<&'static str>) {
+    if per_class {
+        let of = |c: &&Class| name.strip_prefix(c.name).is_some_and(|r| r.starts_with(" ("));
+        if let Some(class) = CLASSES.iter().find(of) {
             return class.style();
         }
     }
@@ -264,7 +263,7 @@ pub fn latency_under_load(cx: &Ctx) -> Option<Chart> {
     );
     top.plot_height = 200.0;
     for s in &thr {
-        let (color, dash) = flow_style(cx, &s.name);
+        let (color, dash) = flow_style(cx, &s.name, per_class);
         top.layers.push(line(
             &s.name,
             &color,
@@ -307,7 +306,7 @@ pub fn latency_under_load(cx: &Ctx) -> Option<Chart> {
     bottom.shade = top.shade.clone().map(|(a, z, _)| (a, z, String::new()));
     bottom.plot_height = 200.0;
     for s in &owd {
-        let (color, _) = flow_style(cx, &s.name);
+        let (color, _) = flow_style(cx, &s.name, per_class);
         let (mean, tail) = if has(s, FlowCol::OwdMeanMs) {
             (
                 FlowCol::OwdMeanMs,
@@ -400,7 +399,7 @@ pub fn latency_over_time(cx: &Ctx) -> Vec<Chart> {
     }
     let mut out = Vec::new();
     for s in &flows {
-        let (color, _) = flow_style(cx, &s.name);
+        let (color, _) = flow_style(cx, &s.name, per_class);
         let title = if per_class {
             format!(
                 "One-way delay over time of the {} (ms per snapshot interval: range and worst p99 of its flows, packet-weighted mean)",
@@ -930,7 +929,7 @@ pub fn throughput(cx: &Ctx) -> Vec<Chart> {
         let hi: Vec<(f64, f64)> = tv.iter().zip(&hi).map(|(t, v)| (*t, v / div)).collect();
         st.layers.push(Layer {
             name: name.clone(),
-            color: flow_style(cx, &name).0,
+            color: flow_style(cx, &name, per_class).0,
             mark: Mark::Area { lo, hi },
             legend: true,
         });
@@ -962,7 +961,7 @@ pub fn throughput(cx: &Ctx) -> Vec<Chart> {
     );
     for s in &flows {
         let pts = scaled(s.points(s.flow(FlowCol::ThroughputBps)), 1.0 / pdiv);
-        let (color, dash) = flow_style(cx, &s.name);
+        let (color, dash) = flow_style(cx, &s.name, per_class);
         per.layers.push(line(&s.name, &color, pts, 1.3, dash, true));
     }
     for (name, pts) in shown {
