@@ -8,7 +8,7 @@
 //!   sans-IO queue does not know the link rate; with a constant-rate link both agree to
 //!   within one packet's transmission time.
 
-use l4s_core::{QueuePacket, Time};
+use l4s_core::{Dur, QueuePacket, Time};
 
 use crate::config::FifoConfig;
 use crate::qdisc::{Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
@@ -47,6 +47,29 @@ impl<P: QueuePacket> Qdisc<P> for Fifo<P> {
     fn dequeue(&mut self, now: Time, _drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>> {
         let (pkt, ts, ()) = self.q.pop_send()?;
         Some(dequeued(pkt, now - ts, false))
+    }
+    /// An empty FIFO that admits the packet releases it at once, with no sojourn: the
+    /// counts of its enqueue and dequeue, without going through the queue.
+    fn enqueue_dequeue(
+        &mut self,
+        pkt: P,
+        now: Time,
+        drops: &mut Vec<Dropped<P>>,
+    ) -> Result<Option<Dequeued<P>>, Dropped<P>> {
+        if self.q.len() > 0 {
+            return match self.enqueue(pkt, now) {
+                Enqueued::Queued { .. } => Ok(self.dequeue(now, drops)),
+                Enqueued::Dropped(d) => Err(d),
+            };
+        }
+        let len = pkt.wire_len() as u64;
+        if !self.limits.admit(&self.q, len, now) {
+            return Err(self.q.stats.overlimit_drop(pkt));
+        }
+        self.q.stats.on_enqueue(len);
+        self.q.stats.on_leave(len);
+        self.q.stats.on_send(len);
+        Ok(Some(dequeued(pkt, Dur::ZERO, false)))
     }
     fn next_timeout(&self) -> Option<Time> {
         None

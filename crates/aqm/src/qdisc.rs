@@ -103,6 +103,22 @@ pub trait Qdisc<P: QueuePacket> {
     /// Take the next packet to send at time `now`. Packets the AQM discards on the way are
     /// appended to `drops` (Linux "deferred drops").
     fn dequeue(&mut self, now: Time, drops: &mut Vec<Dropped<P>>) -> Option<Dequeued<P>>;
+    /// [`Qdisc::enqueue`] then, if the packet was queued, [`Qdisc::dequeue`] at the same
+    /// `now`: what a link whose serialiser is free asks of its queue when a packet comes.
+    /// `Err` hands back a packet refused at enqueue; `Ok(None)` means nothing was released
+    /// (what the dequeue discarded is in `drops`). A discipline that can answer without
+    /// queueing the packet (an empty FIFO) overrides it with the same counts and result.
+    fn enqueue_dequeue(
+        &mut self,
+        pkt: P,
+        now: Time,
+        drops: &mut Vec<Dropped<P>>,
+    ) -> Result<Option<Dequeued<P>>, Dropped<P>> {
+        match self.enqueue(pkt, now) {
+            Enqueued::Queued { .. } => Ok(self.dequeue(now, drops)),
+            Enqueued::Dropped(d) => Err(d),
+        }
+    }
     /// When the discipline next wants [`Qdisc::on_timeout`] (DualPI2's and PIE's
     /// probability update timer); `None` if it has no timer.
     fn next_timeout(&self) -> Option<Time>;

@@ -32,6 +32,75 @@ fn fifo_packet_limit() {
     assert_eq!(q.stats()[0].1.drops, 1);
 }
 
+/// `enqueue_dequeue` on an empty FIFO passes the packet through with the counts, the
+/// result and the drops of an enqueue then a dequeue at the same time; on a FIFO with a
+/// backlog it releases the head, as they do.
+#[test]
+fn fifo_enqueue_dequeue_is_enqueue_then_dequeue() {
+    let configs = [
+        FifoConfig::default(),
+        // A byte limit below the packet: refused even when empty.
+        FifoConfig {
+            limit: 10,
+            limit_bytes: Some(999),
+            limit_time: None,
+        },
+        FifoConfig {
+            limit: 2,
+            limit_bytes: Some(2000),
+            limit_time: Some(Dur::from_millis(1)),
+        },
+    ];
+    let mut sent_refused = Vec::new();
+    for cfg in configs {
+        let (mut fast, mut slow): (Fifo<TestPkt>, Fifo<TestPkt>) = (Fifo::new(&cfg), Fifo::new(&cfg));
+        let (mut d_fast, mut d_slow) = (Vec::new(), Vec::new());
+        // Empty at 0 and 5 ms; then with one packet queued (3 ms in), then with two.
+        let plan: [(u64, usize); 4] = [(0, 0), (5, 0), (8, 1), (9, 2)];
+        for (i, &(t, backlog)) in plan.iter().enumerate() {
+            let now = ms(t);
+            for k in 0..backlog {
+                let p = TestPkt {
+                    len: 1000,
+                    ..pkt_id(Ecn::Ect1, 100 * i as u64 + k as u64)
+                };
+                let (a, b) = (fast.enqueue(p.clone(), ms(t - 3)), slow.enqueue(p, ms(t - 3)));
+                assert_eq!(queued(&a), queued(&b));
+            }
+            let p = TestPkt {
+                len: 1000,
+                ..pkt_id(Ecn::Ect0, i as u64)
+            };
+            let got = fast.enqueue_dequeue(p.clone(), now, &mut d_fast);
+            let want = match slow.enqueue(p, now) {
+                Enqueued::Queued { .. } => Ok(slow.dequeue(now, &mut d_slow)),
+                Enqueued::Dropped(d) => Err(d),
+            };
+            let sum = |r: &Result<Option<l4s_aqm::Dequeued<TestPkt>>, l4s_aqm::Dropped<TestPkt>>| match r {
+                Ok(Some(d)) => format!("sent {} after {} marked {}", d.pkt.id, d.sojourn, d.marked),
+                Ok(None) => "none".to_string(),
+                Err(d) => format!("dropped {} {:?}", d.pkt.id, d.reason),
+            };
+            assert_eq!(sum(&got), sum(&want), "{cfg:?} at {t} ms");
+            assert_eq!(fast.stats(), slow.stats(), "{cfg:?} at {t} ms");
+            assert_eq!(
+                (fast.len_packets(), fast.len_bytes()),
+                (slow.len_packets(), slow.len_bytes())
+            );
+            while let (Some(a), Some(b)) = (fast.dequeue(now, &mut d_fast), slow.dequeue(now, &mut d_slow)) {
+                assert_eq!((a.pkt.id, a.sojourn), (b.pkt.id, b.sojourn));
+            }
+            assert_eq!(fast.len_packets() + slow.len_packets(), 0);
+        }
+        assert!(d_fast.is_empty() && d_slow.is_empty());
+        let st = fast.stats()[0].1;
+        sent_refused.push((st.dequeued_packets, st.overlimit_drops));
+    }
+    // All sent; all refused by the byte limit; the two that came behind a head waiting
+    // beyond the time limit refused.
+    assert_eq!(sent_refused, [(7, 0), (0, 7), (5, 2)]);
+}
+
 #[test]
 fn fifo_byte_limit() {
     let mut q: Fifo<TestPkt> = Fifo::new(&FifoConfig {

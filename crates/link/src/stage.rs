@@ -2,7 +2,7 @@
 //! discipline with its timer, and a propagation delay line.
 
 use crate::{Action, Fault, Io, LinkPacket, Loss, LossKind, Port, QueueInfo, Timer};
-use l4s_aqm::{AqmConfig, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
+use l4s_aqm::{AqmConfig, Dequeued, Dropped, Enqueued, Qdisc, QueueId, QueueStats};
 use l4s_core::{Rng, Time};
 use std::collections::VecDeque;
 
@@ -215,6 +215,19 @@ impl<P: LinkPacket + 'static> Queue<P> {
             Enqueued::Dropped(d) => {
                 io.lost(lost(d));
                 false
+            }
+        }
+    }
+
+    /// Put `pkt` in the queue and take the next packet out at once
+    /// ([`Qdisc::enqueue_dequeue`]); a packet the discipline refused is reported lost at
+    /// once. `None` when it was refused; else what the dequeue released.
+    pub(crate) fn enqueue_dequeue(&mut self, pkt: P, io: &mut Io<'_, P>) -> Option<Option<Dequeued<P>>> {
+        match self.qdisc.enqueue_dequeue(pkt, io.now, &mut self.drops) {
+            Ok(d) => Some(d),
+            Err(d) => {
+                io.lost(lost(d));
+                None
             }
         }
     }

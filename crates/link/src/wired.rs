@@ -147,11 +147,18 @@ impl<P: LinkPacket + 'static> Wired<P> {
 
     /// Start serialising the next packet if the queue has one.
     fn start_tx(&mut self, io: &mut Io<'_, P>) {
+        let dequeued = self.queue.qdisc.dequeue(io.now, &mut self.queue.drops);
+        self.begin_tx(dequeued, io);
+    }
+
+    /// Serialise `dequeued`, the packet the queue released now (if any), then report the
+    /// queue's drops and ask for its timer.
+    #[inline]
+    fn begin_tx(&mut self, dequeued: Option<Dequeued<P>>, io: &mut Io<'_, P>) {
         let now = io.now;
         // Read where the queue discipline returned it, field by field: moved out whole, it was
         // copied in 16-byte words that straddled the callee's own stores, and the copy waited
         // for them.
-        let dequeued = self.queue.qdisc.dequeue(now, &mut self.queue.drops);
         if let Some(d) = &dequeued {
             let arrival = Time(now.as_nanos().saturating_sub(d.sojourn.as_nanos()));
             let catch_up_from = Time(now.as_nanos().saturating_sub(self.max_lag.as_nanos()));
@@ -231,12 +238,14 @@ impl<P: LinkPacket + 'static> Wired<P> {
             return self.propagate(pkt, now, io);
         }
         apply_fault(self.fault, self.origin, now, &mut pkt);
-        if self.queue.enqueue(pkt, io) {
-            if !self.serialising() && self.free_at <= now {
-                self.start_tx(io);
-            } else {
-                self.wake_tx(io);
+        if !self.serialising() && self.free_at <= now {
+            // The serialiser is free: the queue takes the packet and releases its next at
+            // once (an empty FIFO passes it straight through).
+            if let Some(dequeued) = self.queue.enqueue_dequeue(pkt, io) {
+                self.begin_tx(dequeued, io);
             }
+        } else if self.queue.enqueue(pkt, io) {
+            self.wake_tx(io);
         }
         // Disciplines that push out other packets on arrival (FQ-CoDel overflow).
         self.queue.qdisc.drain_enqueue_drops(&mut self.queue.drops);
