@@ -98,6 +98,12 @@ impl Routes {
         routes
     }
 
+    /// Whether the routes are held as a full table (up to 256 nodes), where a table of
+    /// the caller's for every pair of nodes is as small.
+    pub fn is_dense(&self) -> bool {
+        !self.dense.is_empty()
+    }
+
     /// The link a packet at node `at` takes towards `dst` (`None` at `dst` itself or when
     /// `dst` cannot be reached).
     #[inline]

@@ -123,6 +123,11 @@ pub struct Sim {
     pub(crate) links: Vec<LinkRt>,
     /// The groups of the lines the simulator keeps ([`LinkRt::line`]).
     line_groups: Vec<LineGroup>,
+    /// Where a packet at a node goes for its destination ([`Hop`]), for every pair of
+    /// nodes (`hops[node · n + dst]`) while the routes are a full table; else empty.
+    hops: Vec<Hop>,
+    /// The number of nodes, the table's row length.
+    hops_n: usize,
     /// The links that take packets before they arrive ([`Link::accepts_early`]), which are
     /// caught up before they are queried.
     early: Vec<usize>,
@@ -210,6 +215,7 @@ impl Sim {
             });
         }
         let (early, line_groups) = plan_handoffs(&scenario, &mut links);
+        let hops = hop_table(&scenario, &links);
         let flows = scenario
             .flows
             .iter()
@@ -247,6 +253,8 @@ impl Sim {
             links,
             early,
             line_groups,
+            hops,
+            hops_n: scenario.nodes.len(),
             steps_deferred: false,
             flows,
             scenario,
@@ -561,22 +569,37 @@ impl Sim {
         self.with_link(l, |model, io| model.handle_timeout(timer, at, io));
     }
 
-    /// A packet enters link `l` at its sending node.
+    /// Where a packet at `node` goes for `dst`: from the table, or resolved now.
+    #[inline(always)]
+    fn hop(&self, node: u32, dst: u32) -> Hop {
+        let n = self.hops_n;
+        match self.hops.get(node as usize * n + dst as usize) {
+            Some(&h) if (dst as usize) < n => h,
+            _ => resolve_hop(&self.scenario, &self.links, node, dst),
+        }
+    }
+
+    /// A packet at a node goes where its [`Hop`] says.
     #[inline]
-    fn link_send(&mut self, l: usize, pkt: Packet) {
-        if self.links[l].ideal {
-            let to = self.links[l].to;
-            self.node_receive(to, pkt);
-            return;
+    fn take_hop(&mut self, hop: Hop, pkt: Packet) {
+        match hop {
+            Hop::Deliver => self.deliver(pkt),
+            Hop::Unroutable => {
+                self.unroutable += 1;
+                self.payloads.free(pkt.payload);
+            }
+            Hop::Pass(l) => {
+                let l = l as usize;
+                let delay = self.links[l].pass.unwrap_or_default();
+                self.pass_on(l, delay, pkt)
+            }
+            Hop::Line(l) => self.line_enter(l as usize, self.now, pkt),
+            Hop::Model(l) => {
+                let l = l as usize;
+                let (owner, (from, to)) = (self.links[l].owner as usize, self.links[l].ports);
+                self.with_link(owner, |model, io| model.send(from, to, pkt, io));
+            }
         }
-        if let Some(delay) = self.links[l].pass {
-            return self.pass_on(l, delay, pkt);
-        }
-        if self.links[l].line.is_some() {
-            return self.line_enter(l, self.now, pkt);
-        }
-        let (owner, (from, to)) = (self.links[l].owner as usize, self.links[l].ports);
-        self.with_link(owner, |model, io| model.send(from, to, pkt, io));
     }
 
     /// A packet put on a wire that only delays ([`LinkRt::pass`]) goes on to the next link,
@@ -589,16 +612,8 @@ impl Sim {
     }
 
     fn node_receive(&mut self, node: u32, pkt: Packet) {
-        if pkt.dst == node {
-            self.deliver(pkt);
-            return;
-        }
-        let Some(l) = self.scenario.routes.next_link(node as usize, pkt.dst as usize) else {
-            self.unroutable += 1;
-            self.payloads.free(pkt.payload);
-            return;
-        };
-        self.link_send(l, pkt);
+        let hop = self.hop(node, pkt.dst);
+        self.take_hop(hop, pkt);
     }
 
     // ---- endpoints ----
@@ -702,12 +717,14 @@ impl Sim {
         };
         self.next_id += 1;
         self.track_sent(&pkt);
-        let Some(l) = self.scenario.routes.next_link(from as usize, dst as usize) else {
-            self.unroutable += 1;
-            self.payloads.free(payload);
-            return;
-        };
-        self.link_send(l, pkt);
+        match self.hop(from, dst) {
+            // No route from a node to itself.
+            Hop::Deliver => {
+                self.unroutable += 1;
+                self.payloads.free(payload);
+            }
+            hop => self.take_hop(hop, pkt),
+        }
     }
 
     fn endpoint_timer(&mut self, f: usize, side: usize) {
@@ -790,6 +807,66 @@ impl Sim {
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.scenario.links.iter().position(|l| l.name == name)
     }
+}
+
+/// Where a packet at a node goes for its destination. The routes and what the simulator
+/// does with each link (an ideal wire it crosses at once, a wire it passes through, a line
+/// it keeps, a model it calls) are fixed for the run, so they are resolved once for every
+/// pair of nodes, with the ideal wires on the way followed to where they lead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hop {
+    /// The packet is at its destination.
+    Deliver,
+    /// No route (a bug if it happens).
+    Unroutable,
+    /// Onto link `l`, a wire that only delays ([`LinkRt::pass`]).
+    Pass(u32),
+    /// Onto link `l`, whose line the simulator keeps ([`LinkRt::line`]).
+    Line(u32),
+    /// Into link `l`'s model.
+    Model(u32),
+}
+
+/// [`Hop`] of a packet at `node` for `dst`: the routes followed across ideal wires.
+#[inline(never)]
+fn resolve_hop(scenario: &Scenario, links: &[LinkRt], node: u32, dst: u32) -> Hop {
+    let mut at = node;
+    // Routes are shortest paths: a packet crosses each link at most once.
+    for _ in 0..=links.len() {
+        if at == dst {
+            return Hop::Deliver;
+        }
+        let Some(l) = scenario.routes.next_link(at as usize, dst as usize) else {
+            return Hop::Unroutable;
+        };
+        let link = &links[l];
+        if link.ideal {
+            at = link.to;
+        } else if link.pass.is_some() {
+            return Hop::Pass(l as u32);
+        } else if link.line.is_some() {
+            return Hop::Line(l as u32);
+        } else {
+            return Hop::Model(l as u32);
+        }
+    }
+    Hop::Unroutable
+}
+
+/// Every pair's [`Hop`] while the routes are a full table ([`l4s_scenario::Routes`]); none
+/// beyond (they are resolved per packet then).
+fn hop_table(scenario: &Scenario, links: &[LinkRt]) -> Vec<Hop> {
+    let n = scenario.nodes.len();
+    if !scenario.routes.is_dense() {
+        return Vec::new();
+    }
+    let mut hops = Vec::with_capacity(n * n);
+    for node in 0..n as u32 {
+        for dst in 0..n as u32 {
+            hops.push(resolve_hop(scenario, links, node, dst));
+        }
+    }
+    hops
 }
 
 /// The event that wakes link `l`'s delay line, kept by the simulator.
@@ -1077,6 +1154,49 @@ start = "300ms"
             events: (sim.events_processed(), sim.trail),
             results: serde_json::to_string(&(&s.flows, &s.queues)).unwrap(),
         }
+    }
+
+    #[test]
+    fn a_hop_follows_ideal_wires_to_where_they_lead_and_the_table_changes_nothing() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/dumbbell-dualpi2.toml");
+        let load = || {
+            let mut sc = l4s_scenario::load_file(&file).unwrap();
+            sc.apply_overrides(None, Some(Dur::from_secs(12))).unwrap();
+            sc
+        };
+        let sc = load();
+        let node = |name: &str| sc.nodes.iter().position(|n| n.name == name).unwrap() as u32;
+        let link = |name: &str| sc.links.iter().position(|l| l.name == name).unwrap() as u32;
+        let (src, dst, left, right) = (node("prague.src"), node("prague.dst"), node("left"), node("right"));
+        let sim = Sim::new(sc.clone(), None, None).unwrap();
+        assert_eq!(sim.hops.len(), sc.nodes.len() * sc.nodes.len());
+        // Out of the sender onto its access wire, which only delays; at the router into
+        // the bottleneck's model.
+        assert_eq!(sim.hop(src, dst), Hop::Pass(link("prague.src->left")));
+        assert_eq!(sim.hop(left, dst), Hop::Model(link("bottleneck")));
+        // Out of the bottleneck across the ideal wire to the receiver: delivered there.
+        assert!(sim.links[link("right->prague.dst") as usize].ideal);
+        assert_eq!(sim.hop(right, dst), Hop::Deliver);
+        // An ACK crosses the receiver's ideal wire into the reverse bottleneck, then onto
+        // the line the simulator keeps back to the sender.
+        assert_eq!(sim.hop(dst, src), Hop::Model(link("bottleneck-reverse")));
+        assert_eq!(sim.hop(left, src), Hop::Line(link("left->prague.src")));
+        // Beyond the table (a node or destination it does not hold): resolved the same way.
+        assert_eq!(resolve_hop(&sim.scenario, &sim.links, dst, src), sim.hop(dst, src));
+        assert_eq!(sim.hop(src, sc.nodes.len() as u32), Hop::Unroutable);
+        // Resolved for every packet instead (as beyond 256 nodes): the same run.
+        let with_table = run(load());
+        let mut sim = Sim::new(load(), None, None).unwrap();
+        sim.hops.clear();
+        sim.run(&mut |_| {});
+        let s = sim.summary();
+        assert_eq!(sim.unroutable, 0);
+        assert_eq!((sim.events_processed(), sim.trail), with_table.events);
+        assert!(with_table.events.0 > 100_000, "{:?}", with_table.events);
+        assert_eq!(
+            serde_json::to_string(&(&s.flows, &s.queues)).unwrap(),
+            with_table.results
+        );
     }
 
     #[test]
