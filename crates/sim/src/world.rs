@@ -420,6 +420,21 @@ impl Sim {
     /// A packet that will reach `node` at `due` goes at once to the link it leaves on,
     /// which takes it then ([`Link::send_at`]); [`plan_handoffs`] made sure there is one.
     fn hand_on(&mut self, node: u32, pkt: Packet, due: Time) {
+        // The next link takes packets early, so it is not an ideal wire nor one passed
+        // through, and its hop is that link.
+        match self.hop(node, pkt.dst) {
+            Hop::Line(l) => self.line_enter(l as usize, due, pkt),
+            Hop::Model(l) if self.links[l as usize].owner == l => {
+                let (from, to) = self.links[l as usize].ports;
+                self.with_link(l as usize, |model, io| model.send_at(from, to, pkt, due, io));
+            }
+            _ => self.hand_on_routed(node, pkt, due),
+        }
+    }
+
+    /// [`Sim::hand_on`] by the routes, for what its hop does not say.
+    #[cold]
+    fn hand_on_routed(&mut self, node: u32, pkt: Packet, due: Time) {
         let Some(l) = self.scenario.routes.next_link(node as usize, pkt.dst as usize) else {
             self.unroutable += 1;
             self.payloads.free(pkt.payload);
