@@ -57,10 +57,7 @@ impl<P: QueuePacket> Qdisc<P> for Fifo<P> {
         drops: &mut Vec<Dropped<P>>,
     ) -> Result<Option<Dequeued<P>>, Dropped<P>> {
         if self.q.len() > 0 {
-            return match self.enqueue(pkt, now) {
-                Enqueued::Queued { .. } => Ok(self.dequeue(now, drops)),
-                Enqueued::Dropped(d) => Err(d),
-            };
+            return crate::qdisc::enqueue_then_dequeue(self, pkt, now, drops);
         }
         let len = pkt.wire_len() as u64;
         if !self.limits.admit(&self.q, len, now) {

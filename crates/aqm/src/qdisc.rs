@@ -114,10 +114,7 @@ pub trait Qdisc<P: QueuePacket> {
         now: Time,
         drops: &mut Vec<Dropped<P>>,
     ) -> Result<Option<Dequeued<P>>, Dropped<P>> {
-        match self.enqueue(pkt, now) {
-            Enqueued::Queued { .. } => Ok(self.dequeue(now, drops)),
-            Enqueued::Dropped(d) => Err(d),
-        }
+        enqueue_then_dequeue(self, pkt, now, drops)
     }
     /// When the discipline next wants [`Qdisc::on_timeout`] (DualPI2's and PIE's
     /// probability update timer); `None` if it has no timer.
@@ -165,5 +162,19 @@ pub trait Qdisc<P: QueuePacket> {
     /// must count them (the DOCSIS virtual queue's alignment) keeps the figure.
     fn staged(&mut self, queue: QueueId, bytes: u64) {
         let _ = (queue, bytes);
+    }
+}
+
+/// [`Qdisc::enqueue`] then, if the packet was queued, [`Qdisc::dequeue`] at the same `now`:
+/// what [`Qdisc::enqueue_dequeue`] does unless a discipline has a shorter way.
+pub fn enqueue_then_dequeue<P: QueuePacket, Q: Qdisc<P> + ?Sized>(
+    q: &mut Q,
+    pkt: P,
+    now: Time,
+    drops: &mut Vec<Dropped<P>>,
+) -> Result<Option<Dequeued<P>>, Dropped<P>> {
+    match q.enqueue(pkt, now) {
+        Enqueued::Queued { .. } => Ok(q.dequeue(now, drops)),
+        Enqueued::Dropped(d) => Err(d),
     }
 }
